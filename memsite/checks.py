@@ -1,0 +1,84 @@
+"""Checks on what callers ask memsite to write. Each failure is one clear line.
+
+Everything here runs before the repository lock is taken, so bad input never
+costs a writer's time and never writes anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from . import secrets
+from .errors import InvalidInput, SecretFound
+
+# Agent names become folders (notes/<agent>/) and branch names (agent/<name>).
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Tags are words: letters and digits first, then word characters and . + # -
+_TAG_RE = re.compile(r"^[^\W_][\w.+#-]{0,49}$")
+
+
+def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty: bool = False) -> str:
+    """Return ``value`` as checked text: UTF-8, no NUL bytes, within ``max_bytes``."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{what}: not valid UTF-8 (byte {exc.start}); send UTF-8 text") from None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what}: expected text, got {type(value).__name__}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what}: not valid UTF-8 (a lone surrogate at character {exc.start}); send UTF-8 text") from None
+    if "\x00" in value:
+        line = value.count("\n", 0, value.index("\x00")) + 1
+        raise InvalidInput(f"{what}: contains a NUL byte (line {line}); memories are text")
+    if not allow_empty and not value.strip():
+        raise InvalidInput(f"{what}: is empty; write what should be remembered")
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidInput(
+            f"{what}: is {size} bytes, over the {max_bytes}-byte cap (max_memory_bytes); split it into smaller memories"
+        )
+    return value
+
+
+def name(value: object, what: str = "agent") -> str:
+    """A name safe as a folder and a branch component (no '/', no '..')."""
+    if not isinstance(value, str) or not _NAME_RE.match(value) or ".." in value or value.endswith((".", ".lock")):
+        raise InvalidInput(
+            f"{what} {value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+def tags(values: Iterable[object] | str | None) -> tuple[str, ...]:
+    """Checked tags, duplicates dropped, order kept."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    result: list[str] = []
+    for tag in values:
+        if not isinstance(tag, str) or not _TAG_RE.match(tag) or ".." in tag:
+            raise InvalidInput(
+                f"tag {tag!r}: use a word of up to 50 letters, digits, '_', '.', '+', '#' or '-' (no '/', spaces or '..')"
+            )
+        if tag not in result:
+            result.append(tag)
+    return tuple(result)
+
+
+def no_secrets(fields: dict[str, str | None]) -> None:
+    """Refuse text that looks like a credential, naming field, line and rule."""
+    for field, value in fields.items():
+        if not value:
+            continue
+        findings = secrets.scan(value)
+        if findings:
+            first = findings[0]
+            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+            raise SecretFound(
+                f"{field} line {first.line}: looks like {first.description} (rule {first.rule}){more}; "
+                "nothing was written: remove the secret and store where it is kept instead"
+            )

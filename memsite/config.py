@@ -1,0 +1,310 @@
+"""memsite settings: typed, with defaults in one place, validated all at once.
+
+They live in the memory repository's ``mkdocs.yml`` under ``extra.memsite``
+(MkDocs rejects unknown top-level keys in ``--strict`` builds; ``extra`` is its
+free-form section), beside the site settings, so one file configures both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, InvalidInput
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """Trim when a measure goes over ``high``; trim down to ``low`` or below."""
+
+    high: int
+    low: int
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """High/low marks on a category's memory count and lines of text (either or both)."""
+
+    entries: Watermark | None = None
+    lines: Watermark | None = None
+
+    @property
+    def bounded(self) -> bool:
+        return self.entries is not None or self.lines is not None
+
+
+@dataclass(frozen=True)
+class Category:
+    """A category: where its memories live and how many it keeps."""
+
+    name: str
+    description: str = ""
+    folder: str = ""
+    aliases: tuple[str, ...] = ()
+    capacity: Capacity = field(default_factory=Capacity)
+
+    def __post_init__(self) -> None:
+        if not self.folder:
+            object.__setattr__(self, "folder", self.name)
+
+
+DEFAULT_CATEGORIES: tuple[Category, ...] = (
+    Category("profile", "Who the user is: role, background, context that rarely changes.",
+             aliases=("user_profile", "user_info", "identity")),
+    Category("preferences", "How the user likes things done: style, tools, habits.",
+             aliases=("user_pref", "user_preference", "preference", "prefs")),
+    Category("entities", "People, projects, systems and services worth knowing about.",
+             aliases=("entity", "project", "person", "system")),
+    Category("events", "Things that happened: releases, incidents, decisions.",
+             aliases=("event", "incident", "decision", "milestone")),
+    Category("cases", "Problems met and how they were solved.",
+             aliases=("error_solution", "case", "bug", "fix", "solution")),
+    Category("patterns", "Reusable approaches: file patterns, workflows, recipes.",
+             aliases=("pattern", "file_pattern", "workflow", "recipe", "howto")),
+    Category("general", "Anything else worth keeping.", aliases=("misc", "other", "note", "notes")),
+)
+
+TRIM_POLICIES = ("archive", "delete")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every memsite setting, with its default."""
+
+    content_dir: str = "content"
+    """MkDocs ``docs_dir``: the folder that holds memories, world state, sessions and notes."""
+    categories: tuple[Category, ...] = DEFAULT_CATEGORIES
+    """The categories memories are routed to (replaces the defaults when given)."""
+    fallback_category: str | None = None
+    """Category for unknown names; with none, an unknown category is an error."""
+    max_memory_bytes: int = 64 * 1024
+    """Largest memory text accepted."""
+    trim: str = "archive"
+    """What trimming does with a memory: ``archive`` (moved to archive/) or ``delete`` (kept in history)."""
+    half_life_days: float = 30.0
+    """Decay half-life: a memory not recalled loses half its score in this many days."""
+    active_weight: float = 0.1
+    """Weight of recalls in the score: boost = 1 + active_weight * ln(1 + active_count)."""
+    auto_load_lines: int = 200
+    """Most lines the core memory loaded at an agent's start may have."""
+
+    def route(self, name: str) -> Category:
+        """The category ``name`` (or one of its aliases) routes to.
+
+        Raises:
+            InvalidInput: for an unknown name when no fallback is configured.
+        """
+        key = _normalize(name) if isinstance(name, str) else ""
+        for category in self.categories:
+            if key == category.name or key in category.aliases:
+                return category
+        if self.fallback_category is not None:
+            return self.category(self.fallback_category)
+        valid = ", ".join(c.name for c in self.categories)
+        raise InvalidInput(
+            f"category {name!r} is unknown; use one of: {valid} "
+            "(or add it under extra.memsite.categories in mkdocs.yml)"
+        )
+
+    def category(self, name: str) -> Category:
+        for category in self.categories:
+            if category.name == name:
+                return category
+        raise KeyError(name)
+
+    def by_folder(self, folder: str) -> Category | None:
+        for category in self.categories:
+            if category.folder == folder:
+                return category
+        return None
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[\s-]+", "_", name.strip().lower())
+
+
+# --- reading mkdocs.yml -----------------------------------------------------
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Reads mkdocs.yml without running its tags (``!!python/name:``, ``!ENV``)."""
+
+
+def _ignore_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    return None
+
+
+_TolerantLoader.add_multi_constructor("!", _ignore_tag)
+_TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", _ignore_tag)
+
+
+def read_mkdocs_yml(path: Path) -> dict[str, Any]:
+    """The settings in ``path`` as plain data (tags read as null)."""
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)  # noqa: S506
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found; run 'memsite init' to create a memory repository") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    return data
+
+
+def load_config(root: Path) -> Config:
+    """Read and validate ``root/mkdocs.yml``.
+
+    Raises:
+        ConfigError: listing every problem, one per line.
+    """
+    path = root / "mkdocs.yml"
+    data = read_mkdocs_yml(path)
+    extra = data.get("extra") or {}
+    settings = extra.get("memsite") if isinstance(extra, dict) else None
+    if settings is None:
+        raise ConfigError(f"{path}: has no 'extra.memsite' section; run 'memsite init' or add one")
+    return parse_config(settings, docs_dir=data.get("docs_dir", "docs"), where=str(path))
+
+
+def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdocs.yml") -> Config:
+    """Validate a settings mapping into a :class:`Config` (all problems at once)."""
+    errors: list[str] = []
+    defaults = Config()
+
+    def err(key: str, expected: str, got: Any) -> None:
+        errors.append(f"Config value 'extra.memsite.{key}': expected {expected}, got {got!r}")
+
+    if not isinstance(settings, dict):
+        raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
+    known = {"categories", "fallback_category", "max_memory_bytes", "trim", "decay", "auto_load_lines"}
+    for key in settings:
+        if key not in known:
+            err(key, f"one of {', '.join(sorted(known))}", key)
+
+    def number(key: str, value: Any, default: Any, *, kind: type, minimum: float, exclusive: bool = False) -> Any:
+        if value is None:
+            return default
+        ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
+        if ok and (value > minimum if exclusive else value >= minimum):
+            return kind(value)
+        bound = f"> {minimum}" if exclusive else f">= {minimum}"
+        err(key, f"{'a number' if kind is float else 'a whole number'} {bound}", value)
+        return default
+
+    if not isinstance(docs_dir, str) or not _safe_relative(docs_dir):
+        errors.append(f"Config value 'docs_dir': expected a folder inside the repository, got {docs_dir!r}")
+        docs_dir = defaults.content_dir
+
+    categories = defaults.categories
+    raw_categories = settings.get("categories")
+    if raw_categories is not None:
+        if not isinstance(raw_categories, dict) or not raw_categories:
+            err("categories", "a mapping of category name to settings", raw_categories)
+        else:
+            categories = tuple(
+                _parse_category(name, spec or {}, err) for name, spec in raw_categories.items()
+            )
+            seen: dict[str, str] = {}
+            for category in categories:
+                for key in (category.name, *category.aliases):
+                    if key in seen and seen[key] != category.name:
+                        err(f"categories.{category.name}", f"a name or alias not already used by '{seen[key]}'", key)
+                    seen[key] = category.name
+            folders = [c.folder for c in categories]
+            for folder in {f for f in folders if folders.count(f) > 1}:
+                err("categories", "a different folder for each category", folder)
+
+    fallback = settings.get("fallback_category")
+    if fallback is not None and fallback not in {c.name for c in categories}:
+        err("fallback_category", f"one of {', '.join(c.name for c in categories)}", fallback)
+
+    trim = settings.get("trim", defaults.trim)
+    if trim not in TRIM_POLICIES:
+        err("trim", " or ".join(TRIM_POLICIES), trim)
+        trim = defaults.trim
+
+    decay = settings.get("decay") or {}
+    if not isinstance(decay, dict):
+        err("decay", "a mapping with half_life_days and active_weight", decay)
+        decay = {}
+    for key in decay:
+        if key not in ("half_life_days", "active_weight"):
+            err(f"decay.{key}", "half_life_days or active_weight", key)
+
+    config = replace(
+        defaults,
+        content_dir=docs_dir.strip("/"),
+        categories=categories,
+        fallback_category=fallback,
+        max_memory_bytes=number("max_memory_bytes", settings.get("max_memory_bytes"),
+                                defaults.max_memory_bytes, kind=int, minimum=1),
+        trim=trim,
+        half_life_days=number("decay.half_life_days", decay.get("half_life_days"),
+                              defaults.half_life_days, kind=float, minimum=0, exclusive=True),
+        active_weight=number("decay.active_weight", decay.get("active_weight"),
+                             defaults.active_weight, kind=float, minimum=0),
+        auto_load_lines=number("auto_load_lines", settings.get("auto_load_lines"),
+                               defaults.auto_load_lines, kind=int, minimum=1),
+    )
+    if errors:
+        raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))
+    return config
+
+
+def _parse_category(name: Any, spec: Any, err: Any) -> Category:
+    key = f"categories.{name}"
+    if not isinstance(name, str) or not re.match(r"^[a-z][a-z0-9_]{0,39}$", name):
+        err(key, "a lowercase name of letters, digits and '_'", name)
+        name = str(name)
+    if not isinstance(spec, dict):
+        err(key, "a mapping with description, folder, aliases, capacity", spec)
+        return Category(name)
+    for field_name in spec:
+        if field_name not in ("description", "folder", "aliases", "capacity"):
+            err(f"{key}.{field_name}", "one of description, folder, aliases, capacity", field_name)
+    description = spec.get("description", "")
+    if not isinstance(description, str):
+        err(f"{key}.description", "text", description)
+        description = ""
+    folder = spec.get("folder", name)
+    if not isinstance(folder, str) or not re.match(r"^[a-z0-9][a-z0-9_-]{0,39}$", folder):
+        err(f"{key}.folder", "a folder name of lowercase letters, digits, '_' and '-'", folder)
+        folder = name
+    aliases = spec.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        err(f"{key}.aliases", "a list of names", aliases)
+        aliases = []
+    capacity = spec.get("capacity") or {}
+    marks: dict[str, Watermark | None] = {"entries": None, "lines": None}
+    if not isinstance(capacity, dict):
+        err(f"{key}.capacity", "a mapping like {lines: {high: 500, low: 400}}", capacity)
+        capacity = {}
+    for unit, mark in capacity.items():
+        where = f"{key}.capacity.{unit}"
+        if unit not in marks:
+            err(where, "entries or lines", unit)
+            continue
+        if not isinstance(mark, dict) or set(mark) != {"high", "low"}:
+            err(where, "a mapping {high: N, low: M}", mark)
+            continue
+        high, low = mark["high"], mark["low"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (high, low)) or not high > low:
+            err(where, "whole numbers with high > low >= 0", mark)
+            continue
+        marks[unit] = Watermark(high=high, low=low)
+    return Category(
+        name=name,
+        description=description,
+        folder=folder,
+        aliases=tuple(_normalize(a) for a in aliases),
+        capacity=Capacity(**marks),
+    )
+
+
+def _safe_relative(path: str) -> bool:
+    parts = Path(path).parts
+    return bool(parts) and not Path(path).is_absolute() and ".." not in parts

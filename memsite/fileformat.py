@@ -1,0 +1,275 @@
+"""Memory files: YAML frontmatter + Markdown body, read strictly, written canonically.
+
+Reading uses a restricted YAML loader: strings, integers, floats, ``true`` /
+``false``, null, lists and maps. No anchors or aliases (an alias bomb of a few
+hundred bytes expands to millions of items), no tags, no YAML 1.1 guessing
+(``yes`` stays a string, a date stays a string, ``0777`` is not octal), no
+duplicate keys, and a size cap.
+
+Writing is canonical: fixed key order, one line per scalar field, a trailing
+newline, so saving an unchanged memory gives the same bytes and a change
+shows as a one-line diff. Strings that another YAML reader (MkDocs uses YAML
+1.1) could take for something else are quoted, so every reader agrees.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from .errors import FormatError
+from .model import FIELD_ORDER, ID_RE, Memory, format_time, parse_time
+
+MAX_FRONTMATTER_BYTES = 64 * 1024
+
+
+class _RestrictedLoader(yaml.SafeLoader):
+    """SafeLoader minus aliases, tags, duplicate keys and YAML 1.1 type guessing."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _YamlRefused("anchors and aliases (*name) are not allowed", event.start_mark)
+        event = self.peek_event()
+        if getattr(event, "anchor", None) is not None:
+            raise _YamlRefused("anchors and aliases (&name) are not allowed", event.start_mark)
+        tag = getattr(event, "tag", None)
+        if tag is not None and not (isinstance(event, yaml.ScalarEvent) and tag == "!"):
+            raise _YamlRefused(f"YAML tags ({tag}) are not allowed", event.start_mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                raise _YamlRefused(f"keys must be text, got {key!r}", key_node.start_mark)
+            if key in seen:
+                raise _YamlRefused(f"key {key!r} appears twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _YamlRefused(yaml.YAMLError):
+    def __init__(self, message: str, mark: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.mark = mark
+
+
+# Only these spellings resolve to non-strings; everything else is text. Each is
+# a subset of what YAML 1.1 resolves, so whatever the dumper leaves unquoted
+# (it quotes all YAML 1.1 look-alikes) reads back as a string here too.
+_RestrictedLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("tag:yaml.org,2002:bool", r"^(?:true|false)$", "tf"),
+    ("tag:yaml.org,2002:int", r"^-?(?:0|[1-9][0-9]*)$", "-0123456789"),
+    ("tag:yaml.org,2002:float", r"^-?(?:0|[1-9][0-9]*)\.[0-9]+(?:[eE][-+][0-9]+)?$", "-0123456789"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|)$", ["~", "n", ""]),
+):
+    _RestrictedLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+# libyaml's emitter writes the same bytes 5x faster (tests pin the two equal).
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _CanonicalDumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    """SafeDumper with multi-line strings as literal blocks."""
+
+
+class _PureCanonicalDumper(yaml.SafeDumper):
+    """The pure-Python twin of _CanonicalDumper, for machines without libyaml."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_CanonicalDumper.add_representer(str, _represent_str)
+_PureCanonicalDumper.add_representer(str, _represent_str)
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """Parse ``text`` with the restricted loader; FormatError names ``where``."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
+        raise FormatError(
+            f"{where}: frontmatter is larger than {MAX_FRONTMATTER_BYTES} bytes; move long text into the body"
+        )
+    try:
+        return yaml.load(text, Loader=_RestrictedLoader)  # noqa: S506 - restricted loader
+    except _YamlRefused as exc:
+        raise FormatError(f"{where}: line {exc.mark.line + 2}: {exc.message}; write plain values") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 2}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FormatError(f"{where}: {line}frontmatter is not valid YAML ({problem}); fix the syntax") from None
+
+
+def dump_yaml(data: dict[str, Any], *, pure: bool = False) -> str:
+    """Dump a mapping canonically (insertion order kept, no line folding)."""
+    return yaml.dump(
+        data,
+        Dumper=_PureCanonicalDumper if pure else _CanonicalDumper,
+        sort_keys=False,
+        default_flow_style=None,
+        allow_unicode=True,
+        width=1_000_000,
+    )
+
+
+class MemsiteYAMLHandler(YAMLHandler):
+    """python-frontmatter handler using the restricted loader and canonical dumper."""
+
+    def __init__(self, where: str = "<memory>") -> None:
+        super().__init__()
+        self.where = where
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        data = load_yaml(fm, self.where)
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise FormatError(
+                f"{self.where}: frontmatter must be a mapping of fields, got a {type(data).__name__}; "
+                "write 'key: value' lines between the --- markers"
+            )
+        return data
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        return dump_yaml(metadata)
+
+
+# --- memory files ----------------------------------------------------------
+
+
+def split_frontmatter(text: str, where: str) -> tuple[dict[str, Any], str]:
+    """Split a file into (frontmatter mapping, body); FormatError if it has none."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith("---"):
+        raise FormatError(f"{where}: no frontmatter; a memory file starts with a '---' line")
+    handler = MemsiteYAMLHandler(where)
+    try:
+        fm, body = handler.split(text)
+    except ValueError:
+        raise FormatError(f"{where}: frontmatter is not closed; add a '---' line after the fields") from None
+    return handler.load(fm), body.strip()
+
+
+def parse_memory(text: str, where: str, *, category: str | None = None) -> Memory:
+    """Parse a memory file's text into a :class:`Memory`.
+
+    Args:
+        text: the whole file.
+        where: the file's path, used in error messages.
+        category: the category its folder routes to; a mismatch is an error.
+
+    Raises:
+        FormatError: naming the file, the field and the fix.
+    """
+    if "\x00" in text:
+        raise FormatError(f"{where}: contains NUL bytes; memory files are text")
+    meta, body = split_frontmatter(text, where)
+    return memory_from_fields(meta, body, where, category=category)
+
+
+def memory_from_fields(
+    meta: dict[str, Any], body: str, where: str, *, category: str | None = None
+) -> Memory:
+    """Check frontmatter ``meta`` against the schema and build the Memory."""
+
+    def problem(name: str, expected: str, fix: str) -> FormatError:
+        got = meta.get(name, "<missing>")
+        return FormatError(f"{where}: field '{name}': expected {expected}, got {got!r}; {fix}")
+
+    def text_field(name: str, *, required: bool = True) -> str | None:
+        value = meta.get(name)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str) or (required and not value.strip()):
+            raise problem(name, "non-empty text", "quote the value if it looks like a number or date")
+        return value
+
+    def time_field(name: str, *, required: bool = True) -> Any:
+        value = meta.get(name)
+        if value is None and not required:
+            return None
+        try:
+            return parse_time(value)
+        except ValueError:
+            raise problem(name, "an ISO-8601 UTC time like 2026-11-20T14:03:00Z", "write the time in that form") from None
+
+    mid = text_field("id")
+    if not ID_RE.match(mid or ""):
+        raise problem("id", "a 26-character ULID", "keep the id memsite wrote; never edit it")
+    cat = text_field("category")
+    if category is not None and cat != category:
+        raise problem("category", f"'{category}' (the folder it is in)", "move the file or correct the field")
+    overview = meta.get("overview", "")
+    if overview is None:
+        overview = ""
+    if not isinstance(overview, str):
+        raise problem("overview", "text", "quote the value")
+    tags = meta.get("tags", [])
+    if tags is None:
+        tags = []
+    if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+        raise problem("tags", "a list of words like [python, style]", "write tags as a list of text")
+    count = meta.get("active_count", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise problem("active_count", "a whole number >= 0", "write the number of recalls")
+    pinned = meta.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise problem("pinned", "true or false", "write true or false")
+    known = set(FIELD_ORDER)
+    return Memory(
+        id=mid,
+        category=cat,
+        abstract=text_field("abstract"),
+        overview=overview,
+        agent=text_field("agent"),
+        created=time_field("created"),
+        updated=time_field("updated"),
+        source=text_field("source", required=False),
+        tags=tuple(tags),
+        active_count=count,
+        last_recalled=time_field("last_recalled", required=False),
+        pinned=pinned,
+        content=body,
+        extra={k: v for k, v in meta.items() if k not in known},
+    )
+
+
+def memory_fields(memory: Memory) -> dict[str, Any]:
+    """The frontmatter mapping of ``memory`` in canonical key order."""
+    data: dict[str, Any] = {
+        "id": memory.id,
+        "category": memory.category,
+        "abstract": memory.abstract,
+        "overview": memory.overview,
+        "agent": memory.agent,
+        "created": format_time(memory.created),
+        "updated": format_time(memory.updated),
+        "source": memory.source,
+        "tags": list(memory.tags),
+        "active_count": memory.active_count,
+        "last_recalled": format_time(memory.last_recalled) if memory.last_recalled else None,
+        "pinned": memory.pinned,
+    }
+    if data["last_recalled"] is None:
+        del data["last_recalled"]
+    for key in sorted(memory.extra):
+        data[key] = memory.extra[key]
+    return data
+
+
+def format_memory(memory: Memory) -> str:
+    """The canonical file text of ``memory``."""
+    body = memory.content
+    return f"---\n{dump_yaml(memory_fields(memory))}---\n\n{body}\n"

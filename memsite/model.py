@@ -1,0 +1,179 @@
+"""The memory record and the small value helpers it needs (ids, times, slugs).
+
+Pure data: nothing here touches the disk or git.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+# Frontmatter keys in the order they are written. Keys a person adds by hand
+# are kept and written after these, sorted, so re-saving never reorders a file.
+FIELD_ORDER = (
+    "id",
+    "category",
+    "abstract",
+    "overview",
+    "agent",
+    "created",
+    "updated",
+    "source",
+    "tags",
+    "active_count",
+    "last_recalled",
+    "pinned",
+)
+
+ABSTRACT_MAX = 200
+_ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory: its frontmatter fields, its body, and where it lives.
+
+    ``content`` is the full text (L2), ``overview`` a short paragraph (L1),
+    ``abstract`` the one-line summary (L0). ``path`` is the file in the
+    working tree; ``commit`` the commit that last wrote it (None inside a
+    transaction that has not committed yet).
+    """
+
+    id: str
+    category: str
+    abstract: str
+    content: str
+    agent: str
+    created: datetime
+    updated: datetime
+    overview: str = ""
+    source: str | None = None
+    tags: tuple[str, ...] = ()
+    active_count: int = 0
+    last_recalled: datetime | None = None
+    pinned: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    path: Path | None = field(default=None, compare=False)
+    commit: str | None = field(default=None, compare=False)
+    action: str | None = field(default=None, compare=False)
+
+    def replace(self, **changes: Any) -> Memory:
+        """Return a copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def lines(self) -> int:
+        """Lines of memory text, the unit of line-based capacity marks."""
+        return self.content.count("\n") + 1
+
+
+# --- ids -------------------------------------------------------------------
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_ulid_lock = threading.Lock()
+_ulid_last = (0, 0)
+
+
+def new_id() -> str:
+    """Return a new ULID: 26 characters, sortable by creation time.
+
+    Within one millisecond the random part is incremented, so ids made by one
+    process are strictly increasing. Written here rather than imported: it is
+    ten lines and a dependency for it is not worth its weight.
+    """
+    global _ulid_last
+    with _ulid_lock:
+        ms = time.time_ns() // 1_000_000
+        last_ms, last_rand = _ulid_last
+        if ms <= last_ms:
+            ms, rand = last_ms, (last_rand + 1) & ((1 << 80) - 1)
+        else:
+            rand = int.from_bytes(os.urandom(10), "big")
+        _ulid_last = (ms, rand)
+    value = (ms << 80) | rand
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+ID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+# --- times -----------------------------------------------------------------
+
+
+def utcnow() -> datetime:
+    """Now, in UTC, to the second (the precision memory files keep)."""
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def format_time(value: datetime) -> str:
+    """``2026-11-20T14:03:00Z``: ISO-8601 in UTC, as written to files."""
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime:
+    """Parse a timestamp written by :func:`format_time`; ValueError otherwise."""
+    if not isinstance(text, str) or not _ISO_RE.match(text):
+        raise ValueError(text)
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+# --- text helpers ----------------------------------------------------------
+
+
+def normalize_content(text: str) -> str:
+    """The canonical body: LF line ends, no trailing spaces, no outer blank space."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip()
+
+
+def one_line(text: str) -> str:
+    """Collapse runs of whitespace (newlines included) into single spaces."""
+    return " ".join(text.split())
+
+
+def derive_abstract(content: str) -> str:
+    """A one-line summary from the first non-empty line of ``content``."""
+    for line in content.split("\n"):
+        line = line.strip().lstrip("#>*-+ ").strip()
+        if line:
+            return truncate(one_line(line), ABSTRACT_MAX)
+    return ""
+
+
+def derive_overview(content: str, abstract: str) -> str:
+    """A short paragraph: the first paragraph when the body says more than the abstract."""
+    paragraph = one_line(content.split("\n\n", 1)[0])
+    if paragraph == abstract or len(content) <= len(abstract) + 1:
+        return ""
+    return truncate(paragraph, 400)
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters at a word boundary, marking the cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip() + "…"
+
+
+def slugify(text: str, limit: int = 60) -> str:
+    """A lowercase ASCII file-name slug (``user-prefers-tabs``); ``memory`` if empty."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > limit:
+            break
+        slug = candidate
+    return slug or (words[0][:limit] if words else "memory")

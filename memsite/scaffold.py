@@ -1,0 +1,133 @@
+"""What ``memsite init`` writes into a new memory repository."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
+from .errors import MemsiteError, RepositoryError
+from .model import utcnow
+
+INIT_AGENT = "memsite"
+
+
+def mkdocs_yml(site_name: str = "Agent memory") -> str:
+    """The settings file of a new memory repository (site + memsite)."""
+    lines = [
+        f"site_name: {site_name}",
+        "docs_dir: content",
+        "theme:",
+        "  name: material",
+        "  features:",
+        "    - navigation.sections",
+        "    - search.highlight",
+        "",
+        "extra:",
+        "  memsite:",
+        "    # Largest memory text accepted, in bytes.",
+        "    max_memory_bytes: 65536",
+        "    # What trimming does: archive (move to content/archive/) or delete (kept in git history).",
+        "    trim: archive",
+        "    decay:",
+        "      half_life_days: 30   # a memory not recalled loses half its score in 30 days",
+        "      active_weight: 0.1   # boost = 1 + active_weight * ln(1 + recalls)",
+        "    # Lines of core memory an agent loads at start.",
+        "    auto_load_lines: 200",
+        "    # Categories: the folder under content/memories/, the names that route to it,",
+        "    # and optional capacity marks. A category without marks is unbounded. Marks trim",
+        "    # the lowest-ranked (oldest, least recalled) unpinned memories, in the same commit",
+        "    # as the write that overflowed, once a measure passes 'high', down to 'low':",
+        "    #   capacity:",
+        "    #     lines: {high: 500, low: 400}     # lines of memory text",
+        "    #     entries: {high: 200, low: 150}   # number of memories",
+        "    categories:",
+    ]
+    for category in DEFAULT_CATEGORIES:
+        lines += [
+            f"      {category.name}:",
+            f"        description: {_flow(category.description)}",
+            f"        aliases: {_flow(list(category.aliases))}",
+        ]
+        if category.name == "cases":
+            lines.append("        # capacity: {lines: {high: 500, low: 400}}")
+    return "\n".join(lines) + "\n"
+
+
+def _flow(value: object) -> str:
+    """``value`` as one line of YAML, quoted where YAML needs it."""
+    return yaml.safe_dump(value, default_flow_style=True, width=1_000_000).strip().removesuffix("...").strip()
+
+
+INDEX_MD = """\
+# Agent memory
+
+What the agents working in this repository have learned. Each memory is a
+Markdown file under `memories/<category>/`, written through memsite's API;
+every change is a git commit by the agent that made it.
+"""
+
+GITIGNORE = """\
+# memsite's derived state (catalog, search index, locks, checkpoints): rebuilt from git
+.memsite/
+# the built site
+site/
+"""
+
+
+def create_repository(path: Path) -> None:
+    """Lay out a memory repository at ``path`` and commit it.
+
+    Raises:
+        MemsiteError: ``path`` already has an ``mkdocs.yml``.
+    """
+    from .store.repo import Author, Repository
+
+    path.mkdir(parents=True, exist_ok=True)
+    settings = path / "mkdocs.yml"
+    if settings.exists():
+        data = read_mkdocs_yml(settings)
+        extra = data.get("extra") if isinstance(data.get("extra"), dict) else {}
+        if "memsite" in extra:
+            raise MemsiteError(f"{path}: is already a memsite repository")
+        raise MemsiteError(f"{settings}: already exists; memsite init would overwrite it (move it away first)")
+    if not _is_work_tree(path):
+        _git(path, "init", "-q", "-b", "main")
+    repo = Repository(path)
+    try:
+        _git(path, "config", "core.splitIndex", "true")  # index updates write only what changed
+        files = {"mkdocs.yml": mkdocs_yml(), "content/index.md": INDEX_MD}
+        with repo.locked():
+            for rel in files:
+                if (path / rel).exists():
+                    raise MemsiteError(f"{path / rel}: already exists; move it away before memsite init")
+            gitignore = path / ".gitignore"
+            existing = gitignore.read_text() if gitignore.exists() else ""
+            if ".memsite/" not in existing.split():
+                files[".gitignore"] = existing + ("\n" if existing and not existing.endswith("\n") else "") + GITIGNORE
+            ref = repo.branch()
+            repo.commit(
+                ref,
+                repo.refs.read(ref),
+                {rel: text.encode() for rel, text in files.items()},
+                message="Initialise memsite memory repository\n\nmkdocs.yml holds the site and memsite settings.",
+                author=Author(INIT_AGENT, f"{INIT_AGENT}@memsite.invalid"),
+                when=int(utcnow().timestamp()),
+            )
+    finally:
+        repo.close()
+
+
+def _is_work_tree(path: Path) -> bool:
+    result = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True
+    )
+    return result.returncode == 0 and Path(result.stdout.strip()).resolve() == path.resolve()
+
+
+def _git(path: Path, *args: str) -> None:
+    result = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RepositoryError(f"git {' '.join(args)} failed in {path}: {result.stderr.strip()}")

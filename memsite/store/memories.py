@@ -1,0 +1,547 @@
+"""MemoryStore: the Python API agents write memories through.
+
+Every write is one git commit authored by the agent, with a subject a reviewer
+can read and ``Memory-Id`` / ``Category`` / ``Action`` trailers. Policy is
+enforced here, before anything is written: category routing, size and text
+checks, secret refusal, safe names and tags, capacity trimming.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .. import checks
+from ..config import Category, Config, load_config
+from ..errors import InvalidInput, MemsiteError, NotFound
+from ..fileformat import format_memory
+from ..model import (
+    ID_RE,
+    Memory,
+    derive_abstract,
+    derive_overview,
+    format_time,
+    new_id,
+    normalize_content,
+    one_line,
+    slugify,
+    truncate,
+    utcnow,
+)
+from ..ranking import TrimCandidate, plan_trim
+from .catalog import Catalog
+from .objects import blob_id
+from .refs import RefMoved
+from .repo import Author, Repository
+
+log = logging.getLogger("memsite")
+
+T = TypeVar("T")
+WRITE_ATTEMPTS = 3
+AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
+
+
+@dataclass(frozen=True)
+class _Op:
+    action: str  # created | updated | forgotten | trimmed
+    memory: Memory
+    reason: str | None = None
+
+
+class MemoryStore:
+    """Memories in a git repository, written by one agent.
+
+    Args:
+        path: the repository (or any folder inside its working tree).
+        agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
+            then git's ``user.name``, then ``human``.
+
+    Raises:
+        RepositoryError: ``path`` is not a git working tree.
+        ConfigError: ``mkdocs.yml`` has no valid ``extra.memsite`` section.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ".", agent: str | None = None) -> None:
+        self.repo = Repository(path)
+        try:
+            self.root: Path = self.repo.root
+            self.config: Config = load_config(self.root)
+            self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
+            self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root)
+        except BaseException:
+            self.repo.close()
+            raise
+        self._local = threading.local()
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str], agent: str | None = None) -> MemoryStore:
+        """Create a memory repository at ``path`` (``git init`` if needed) and open it.
+
+        Writes ``mkdocs.yml`` (site and memsite settings), ``content/``,
+        ``.gitignore`` and ``.gitattributes``, and commits them.
+
+        Raises:
+            MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``.
+        """
+        from ..scaffold import create_repository
+
+        create_repository(Path(path))
+        return cls(path, agent=agent)
+
+    def close(self) -> None:
+        """Release the catalog and git's helper processes."""
+        self.catalog.close()
+        self.repo.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({str(self.root)!r}, agent={self.agent!r})"
+
+    # --- reads -------------------------------------------------------------
+
+    def _fresh(self) -> None:
+        """Bring the catalog up to the branch tip (cheap when it already is)."""
+        with self.repo._thread_lock:
+            ref = self.repo.branch()
+            if self.catalog.commit != self.repo.refs.read(ref):
+                with self.repo.locked():
+                    self.catalog.sync(self.repo, self.config, self.repo.refs.read(ref))
+
+    def get(self, id: str) -> Memory:
+        """The memory with ``id``.
+
+        Raises:
+            NotFound: no memory has that id.
+        """
+        with self.repo._thread_lock:
+            self._fresh()
+            memory = self.catalog.get(id)
+        if memory is None:
+            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+        return memory
+
+    def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
+        """Memories, oldest first, optionally of one category (or alias) and/or agent."""
+        name = self.config.route(category).name if category is not None else None
+        with self.repo._thread_lock:
+            self._fresh()
+            return self.catalog.list(category=name, agent=agent)
+
+    # --- writes ------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        category: str = "general",
+        abstract: str | None = None,
+        overview: str | None = None,
+        tags: Iterable[str] = (),
+        source: str | None = None,
+        pinned: bool = False,
+    ) -> Memory:
+        """Write a new memory in its own commit.
+
+        Args:
+            content: the full text (Markdown).
+            category: a category name or alias; routes the file to its folder.
+            abstract: one-line summary; the first line of ``content`` if None.
+            overview: a short paragraph; the first paragraph if None.
+            tags: words to file it under.
+            source: the session (or other origin) it came from.
+            pinned: exempt from decay and trimming.
+
+        Returns:
+            The stored Memory, with ``.id``, ``.path`` and ``.commit``.
+
+        Raises:
+            InvalidInput: empty, oversized or non-UTF-8 text, bad tags, unknown
+                category; SecretFound for credentials. Nothing is written.
+        """
+        memory = self._new_memory(content, category, abstract, overview, tags, source, pinned)
+        tx, added = self._write(lambda tx: tx._add(memory))
+        return tx.result(added)
+
+    def update(self, id: str, **changes: Any) -> Memory:
+        """Change fields of a memory in one commit; it keeps its id.
+
+        Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
+        ``pinned`` and ``category`` (which moves the file).
+
+        Returns:
+            The updated Memory with its new ``.commit`` (unchanged if nothing changed).
+
+        Raises:
+            NotFound, InvalidInput, SecretFound.
+        """
+        tx, updated = self._write(lambda tx: tx.update(id, **changes))
+        return tx.result(updated)
+
+    def forget(self, id: str, reason: str = "") -> str:
+        """Delete a memory in one commit (it stays in history); returns the commit id."""
+        tx, _ = self._write(lambda tx: tx.forget(id, reason=reason))
+        assert tx.commit is not None
+        return tx.commit
+
+    def trim(self, category: str) -> list[str]:
+        """Apply the category's capacity marks now; returns the ids trimmed."""
+        name = self.config.route(category).name
+        tx, _ = self._write(lambda tx: tx._categories.add(name))
+        return [op.memory.id for op in tx.ops if op.action == "trimmed"]
+
+    def transaction(self, message: str | None = None) -> Transaction:
+        """Group writes into one commit: ``with store.transaction("msg") as tx:``.
+
+        The repository lock is held for the block. If the block raises, nothing
+        is committed. After it, ``tx.commit`` is the commit id.
+        """
+        return Transaction(self, message)
+
+    def _write(self, body: Callable[[Transaction], T]) -> tuple[Transaction, T]:
+        """Run ``body`` in its own transaction, again if the branch moved under it.
+
+        The branch only moves under memsite's lock when a plain git command
+        (a pull, a hand-made commit) ran meanwhile; the write is then redone
+        on top of it.
+        """
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self.transaction() as tx:
+                    result = body(tx)
+                return tx, result
+            except RefMoved:
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    # --- building records --------------------------------------------------
+
+    def _new_memory(
+        self,
+        content: Any,
+        category: Any,
+        abstract: Any,
+        overview: Any,
+        tags: Any,
+        source: Any,
+        pinned: Any,
+    ) -> Memory:
+        cat = self.config.route(category)
+        body = normalize_content(checks.text(content, "content", max_bytes=self.config.max_memory_bytes))
+        if not body:
+            raise InvalidInput("content: is empty; write what should be remembered")
+        summary = self._summary(abstract, "abstract") or derive_abstract(body)
+        if overview is None:
+            detail = derive_overview(body, summary)
+        else:
+            detail = checks.text(overview, "overview", max_bytes=4096, allow_empty=True).strip()
+        src = None if source is None else one_line(checks.text(source, "source", max_bytes=512))
+        if not isinstance(pinned, bool):
+            raise InvalidInput(f"pinned: expected true or false, got {pinned!r}")
+        tag_list = checks.tags(tags)
+        checks.no_secrets({"content": body, "abstract": summary, "overview": detail, "source": src,
+                           "tags": " ".join(tag_list)})
+        now = utcnow()
+        return Memory(
+            id=new_id(), category=cat.name, abstract=summary, overview=detail, agent=self.agent,
+            created=now, updated=now, source=src, tags=tag_list, pinned=pinned, content=body,
+        )
+
+    def _summary(self, value: Any, what: str) -> str | None:
+        if value is None:
+            return None
+        text = one_line(checks.text(value, what, max_bytes=4096))
+        return truncate(text, 200)
+
+    def _reason(self, reason: Any) -> str:
+        text = one_line(checks.text(reason or "", "reason", max_bytes=1024, allow_empty=True))
+        checks.no_secrets({"reason": text})
+        return text
+
+    def _changed(self, current: Memory, changes: dict[str, Any]) -> Memory:
+        allowed = {"content", "abstract", "overview", "tags", "source", "pinned", "category"}
+        unknown = set(changes) - allowed
+        if unknown:
+            raise InvalidInput(
+                f"update: cannot change {', '.join(sorted(unknown))}; allowed fields are {', '.join(sorted(allowed))}"
+            )
+        fields: dict[str, Any] = {}
+        if "content" in changes:
+            body = normalize_content(checks.text(changes["content"], "content", max_bytes=self.config.max_memory_bytes))
+            if not body:
+                raise InvalidInput("content: is empty; use forget() to remove a memory")
+            fields["content"] = body
+        if "abstract" in changes:
+            fields["abstract"] = self._summary(changes["abstract"], "abstract") or derive_abstract(
+                fields.get("content", current.content)
+            )
+        if "overview" in changes:
+            value = changes["overview"]
+            fields["overview"] = "" if value is None else checks.text(value, "overview", max_bytes=4096, allow_empty=True).strip()
+        if "tags" in changes:
+            fields["tags"] = checks.tags(changes["tags"])
+        if "source" in changes:
+            value = changes["source"]
+            fields["source"] = None if value is None else one_line(checks.text(value, "source", max_bytes=512))
+        if "pinned" in changes:
+            if not isinstance(changes["pinned"], bool):
+                raise InvalidInput(f"pinned: expected true or false, got {changes['pinned']!r}")
+            fields["pinned"] = changes["pinned"]
+        if "category" in changes:
+            fields["category"] = self.config.route(changes["category"]).name
+        checks.no_secrets({k: (" ".join(v) if k == "tags" else v) for k, v in fields.items()
+                           if k in ("content", "abstract", "overview", "source", "tags")})
+        return current.replace(**fields)
+
+
+class Transaction:
+    """Writes collected into one commit; see :meth:`MemoryStore.transaction`."""
+
+    def __init__(self, store: MemoryStore, message: str | None) -> None:
+        self.store = store
+        self.message = None if message is None else one_line(checks.text(message, "message", max_bytes=1024))
+        self.commit: str | None = None
+        self.ops: list[_Op] = []
+        self._files: dict[str, bytes | None] = {}
+        self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
+        self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
+        self._categories: set[str] = set()
+        self._lock: Any = None
+        self._open = False
+
+    # --- the block ---------------------------------------------------------
+
+    def __enter__(self) -> Transaction:
+        store = self.store
+        if getattr(store._local, "tx", None) is not None:
+            raise MemsiteError("a transaction is already open in this thread; write through it (tx.remember, ...)")
+        self._lock = store.repo.locked()
+        self._lock.__enter__()
+        try:
+            self.ref = store.repo.branch()
+            self.parent = store.repo.refs.read(self.ref)
+            store.catalog.sync(store.repo, store.config, self.parent)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        store._local.tx = self
+        self._open = True
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        try:
+            if kind is None:
+                self._commit()
+        finally:
+            self._open = False
+            self.store._local.tx = None
+            self._lock.__exit__(None, None, None)
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise MemsiteError("the transaction is closed; open a new one with store.transaction()")
+
+    # --- operations --------------------------------------------------------
+
+    def remember(self, content: str, category: str = "general", abstract: str | None = None,
+                 overview: str | None = None, tags: Iterable[str] = (), source: str | None = None,
+                 pinned: bool = False) -> Memory:
+        """As :meth:`MemoryStore.remember`, committed with the transaction."""
+        self._check_open()
+        memory = self.store._new_memory(content, category, abstract, overview, tags, source, pinned)
+        return self._add(memory)
+
+    def get(self, id: str) -> Memory:
+        """The memory as this transaction would leave it."""
+        if id in self._pending:
+            memory = self._pending[id]
+            if memory is None:
+                raise NotFound(f"memory {id} was forgotten in this transaction")
+            return memory
+        memory = self.store.catalog.get(id) if isinstance(id, str) and ID_RE.match(id) else None
+        if memory is None:
+            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+        return memory
+
+    def update(self, id: str, **changes: Any) -> Memory:
+        """As :meth:`MemoryStore.update`, committed with the transaction."""
+        self._check_open()
+        current = self.get(id)
+        changed = self.store._changed(current, changes)
+        if changed == current:
+            return current
+        changed = changed.replace(updated=utcnow())
+        path = self._path_of(current)
+        if changed.category != current.category:
+            self._files[path] = None
+            self._categories.add(changed.category)
+            path = self._allocate(changed)
+        changed = self._stage(changed, path)
+        self.ops.append(_Op("updated", changed))
+        return changed
+
+    def forget(self, id: str, reason: str = "") -> Memory:
+        """As :meth:`MemoryStore.forget`, committed with the transaction; returns what was forgotten."""
+        self._check_open()
+        current = self.get(id)
+        self._files[self._path_of(current)] = None
+        self._pending[current.id] = None
+        self.ops.append(_Op("forgotten", current, self.store._reason(reason) or None))
+        return current
+
+    def result(self, memory: Memory) -> Memory:
+        """``memory`` with the commit of this (finished) transaction."""
+        final = self._pending.get(memory.id, memory) or memory
+        return final.replace(commit=self.commit if self.commit else final.commit, action=_last_action(self.ops, memory.id))
+
+    # --- internals ---------------------------------------------------------
+
+    def _add(self, memory: Memory) -> Memory:
+        memory = self._stage(memory, self._allocate(memory))
+        self._categories.add(memory.category)
+        self.ops.append(_Op("created", memory))
+        return memory
+
+    def _stage(self, memory: Memory, path: str) -> Memory:
+        memory = memory.replace(path=self.store.root / path)
+        self._pending[memory.id] = memory
+        self._paths[memory.id] = path
+        self._files[path] = format_memory(memory).encode("utf-8")
+        return memory
+
+    def _path_of(self, memory: Memory) -> str:
+        """The file of ``memory`` relative to the repository root."""
+        path = self._paths.get(memory.id)
+        if path is None:
+            assert memory.path is not None
+            path = str(memory.path)[len(str(self.store.root)) + 1 :]
+        return path
+
+    def _allocate(self, memory: Memory) -> str:
+        """A new file path: ``<folder>/<slug>-<id tail>.md``, longer tail on a clash."""
+        folder = self._folder(self.store.config.category(memory.category))
+        slug = slugify(memory.abstract)
+        for tail in (memory.id[-6:], memory.id):
+            path = f"{folder}/{slug}-{tail.lower()}.md"
+            if path not in self._files and not self.store.catalog.path_taken(path):
+                return path
+        raise MemsiteError(f"{path}: already exists; ids are unique, so this file was copied by hand")
+
+    def _folder(self, category: Category) -> str:
+        return f"{self.store.config.content_dir}/memories/{category.folder}"
+
+    def _trim(self) -> None:
+        store = self.store
+        now = utcnow()
+        for name in sorted(self._categories):
+            category = store.config.category(name)
+            if not category.capacity.bounded:
+                continue
+            members = {c.id: c for c in store.catalog.trim_candidates(name)}
+            for mid, memory in self._pending.items():
+                members.pop(mid, None)
+                if memory is not None and memory.category == name:
+                    members[mid] = TrimCandidate(memory.id, memory.created, memory.active_count, memory.pinned, memory.lines)
+            ids = plan_trim(list(members.values()), category.capacity, now,
+                            store.config.half_life_days, store.config.active_weight)
+            if not ids:
+                continue
+            reason = _capacity_reason(category, members.values())
+            log.info("trimming %d memories from %s (%s): %s", len(ids), name, reason, ", ".join(ids))
+            for mid in ids:
+                memory = self.get(mid)
+                path = self._path_of(memory)
+                self._files[path] = None
+                self._pending[mid] = None
+                if store.config.trim == "archive":
+                    archived = memory.replace(extra={**memory.extra, "archived": format_time(now), "archive_reason": reason})
+                    archive_path = f"{store.config.content_dir}/archive/{category.folder}/{Path(path).name}"
+                    self._files[archive_path] = format_memory(archived).encode("utf-8")
+                self.ops.append(_Op("trimmed", memory, reason))
+
+    def _commit(self) -> None:
+        store = self.store
+        self._trim()
+        if not self._files:
+            return
+        sha = store.repo.commit(
+            self.ref, self.parent, self._files,
+            message=self._message(), author=Author(store.agent, AUTHOR_EMAIL.format(agent=store.agent)),
+            when=int(utcnow().timestamp()),
+        )
+        if sha is None:
+            return
+        self.commit = sha
+        upserts = []
+        for mid, memory in self._pending.items():
+            if memory is not None:
+                path = self._path_of(memory)
+                upserts.append((memory.replace(commit=sha), path, blob_id(self._files[path] or b"").hex()))
+                self._pending[mid] = memory.replace(commit=sha)
+        deletes = [mid for mid, memory in self._pending.items() if memory is None]
+        store.catalog.apply(sha, upserts, deletes)
+
+    def _message(self) -> str:
+        main = [op for op in self.ops if op.action != "trimmed"]
+        trims = [op for op in self.ops if op.action == "trimmed"]
+        if self.message:
+            subject = self.message
+        elif len(main) == 1:
+            op = main[0]
+            verb = {"created": "Remember", "updated": "Update", "forgotten": "Forget"}[op.action]
+            subject = f"{verb} {op.memory.category}: {op.memory.abstract}"
+        elif main:
+            subject = f"Write {len(main)} memories"
+        else:
+            subject = f"Trim {', '.join(sorted({op.memory.category for op in trims}))}"
+        lines = [truncate(subject, 72), ""]
+        for op in main:
+            if op.action == "forgotten" and op.reason:
+                lines.append(f"Forgot {op.memory.id}: {op.reason}")
+        if trims:
+            lines.append(f"Trimmed {len(trims)} memories over capacity: {trims[0].reason}.")
+        if lines[-1] != "":
+            lines.append("")
+        for op in self.ops:
+            lines += [f"Memory-Id: {op.memory.id}", f"Category: {op.memory.category}", f"Action: {op.action}"]
+            if op.reason:
+                lines.append(f"Reason: {op.reason}")
+        return "\n".join(lines) + "\n"
+
+
+def _last_action(ops: list[_Op], mid: str) -> str | None:
+    actions = [op.action for op in ops if op.memory.id == mid]
+    return actions[-1] if actions else None
+
+
+def _capacity_reason(category: Category, members: Iterable[TrimCandidate]) -> str:
+    members = list(members)
+    parts = []
+    if category.capacity.entries is not None:
+        mark = category.capacity.entries
+        parts.append(f"{len(members)} entries > {mark.high}, trimmed to <= {mark.low}")
+    if category.capacity.lines is not None:
+        mark = category.capacity.lines
+        parts.append(f"{sum(m.lines for m in members)} lines > {mark.high}, trimmed to <= {mark.low}")
+    return f"{category.name} capacity ({'; '.join(parts)})"
+
+
+def _default_agent(repo: Repository) -> str:
+    name = os.environ.get("MEMSITE_AGENT")
+    if name:
+        return name
+    try:
+        user = repo.git.config_reader().get_value("user", "name", "")
+    except Exception:
+        user = ""
+    slug = slugify(str(user), limit=64) if user else ""
+    return slug if slug and slug != "memory" else "human"

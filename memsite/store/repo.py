@@ -1,0 +1,274 @@
+"""One git repository as memsite writes to it: locked, committed, recovered.
+
+Every write follows the protocol that lost nothing under concurrent writers
+and SIGKILL:
+
+1. take the repository-wide lock (``filelock``; the kernel frees it when a
+   holder dies), then repair whatever a killed writer left (see ``recover``);
+2. build the commit from the parent commit's trees, never from the index;
+3. move the branch with compare-and-swap; the returned commit id is the
+   acknowledgement;
+4. bring the working tree and the index up to date for the touched paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+from filelock import FileLock, Timeout
+
+from ..errors import InvalidInput, RepositoryError
+from .objects import MODE_FILE, Entry, ObjectStore, blob_id
+from .refs import RefMoved, Refs
+from .worktree import IndexUpdate, Journal, atomic_write, remove_file, restore
+
+log = logging.getLogger("memsite")
+
+STATE_DIR = ".memsite"
+LOCK_TIMEOUT_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Author:
+    name: str
+    email: str
+
+    def ident(self, when: int) -> str:
+        return f"{self.name} <{self.email}> {when} +0000"
+
+
+class Repository:
+    """A non-bare git repository with memsite's lock, object writer and refs."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        try:
+            self.git = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise RepositoryError(f"{path}: not a git repository; run 'memsite init {path}' first") from None
+        if self.git.bare or self.git.working_tree_dir is None:
+            raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
+        self.root = Path(self.git.working_tree_dir)
+        self.git_dir = Path(self.git.git_dir)
+        self.common_dir = Path(self.git.common_dir)
+        fsync_objects, fsync_refs = self._fsync_settings()
+        self.objects = ObjectStore(self.common_dir / "objects", self.git, fsync=fsync_objects)
+        self.refs = Refs(self.git_dir, self.common_dir, fsync=fsync_refs)
+        self.state_dir = self.root / STATE_DIR
+        self.state_dir.mkdir(exist_ok=True)
+        self._file_lock = FileLock(self.state_dir / "lock")
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self.journal = Journal(self.state_dir / "journal.json")
+
+    def _fsync_settings(self) -> tuple[bool, bool]:
+        # As durable as git itself is configured to be: git 2.39 does not fsync
+        # loose objects or refs by default; core.fsync turns it on.
+        reader = self.git.config_reader()
+        parts = {p.strip() for p in str(reader.get_value("core", "fsync", "")).split(",")}
+        legacy = str(reader.get_value("core", "fsyncObjectFiles", "false")).lower() == "true"
+        objects = legacy or bool(parts & {"all", "committed", "added", "objects", "loose-object"})
+        refs = bool(parts & {"all", "committed", "added", "reference"})
+        return objects, refs
+
+    def close(self) -> None:
+        """Stop the ``git cat-file`` helpers GitPython keeps per repository."""
+        self.git.close()
+
+    # --- locking -----------------------------------------------------------
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the repository lock (re-entrant within one thread of this process)."""
+        with self._thread_lock:
+            if self._depth == 0:
+                try:
+                    self._file_lock.acquire(timeout=LOCK_TIMEOUT_SECONDS, poll_interval=0.001)
+                except Timeout:
+                    raise RepositoryError(
+                        f"{self.root}: another writer held the memory lock for {LOCK_TIMEOUT_SECONDS:.0f} s; try again"
+                    ) from None
+            self._depth += 1
+            try:
+                if self._depth == 1:
+                    self.recover()
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._file_lock.release()
+
+    def recover(self) -> None:
+        """Finish or undo the working-tree part of a write whose writer died.
+
+        The branch is the truth: each path the journal lists is made to match
+        the checked-out commit, in the working tree and in the index.
+        """
+        paths = self.journal.pending()
+        if paths:
+            self._match_head(paths)
+        self.journal.end()
+
+    def _match_head(self, paths: list[str]) -> None:
+        ref = self.refs.head_target()
+        tree = self.root_tree(self.refs.read(ref) if ref else None)
+        files: dict[str, bytes | None] = {}
+        for rel in paths:
+            entry = self.objects.lookup(tree, rel)
+            files[rel] = self.objects.read_blob(entry.sha) if entry is not None and not entry.is_tree else None
+        restore(self.root, self.git_dir, files)
+
+    # --- reading -----------------------------------------------------------
+
+    def branch(self) -> str:
+        """The checked-out branch's ref name (``refs/heads/main``)."""
+        ref = self.refs.head_target()
+        if ref is None:
+            raise RepositoryError(f"{self.root}: HEAD is detached; check out a branch before writing memories")
+        return ref
+
+    def root_tree(self, commit: str | None) -> bytes | None:
+        """The root tree id of ``commit`` (None for no commit)."""
+        if commit is None:
+            return None
+        kind, data = self.objects.read(bytes.fromhex(commit))
+        if kind != "commit" or not data.startswith(b"tree "):
+            raise RepositoryError(f"{commit}: is not a commit")
+        return bytes.fromhex(data[5:45].decode())
+
+    def read_file(self, commit: str | None, path: str) -> bytes | None:
+        """The bytes of ``path`` at ``commit``, or None if it has no such file."""
+        entry = self.objects.lookup(self.root_tree(commit), path)
+        if entry is None or entry.is_tree:
+            return None
+        return self.objects.read_blob(entry.sha)
+
+    # --- writing -----------------------------------------------------------
+
+    def commit(
+        self,
+        ref: str,
+        parent: str | None,
+        files: Mapping[str, bytes | None],
+        *,
+        message: str,
+        author: Author,
+        when: int,
+    ) -> str | None:
+        """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
+
+        Must be called under :meth:`locked`. When ``ref`` is checked out, the
+        working tree and the index are updated for the same paths; a path with
+        uncommitted edits of its own is refused rather than overwritten.
+
+        Returns:
+            The new commit id, or None when the files already had that content.
+
+        Raises:
+            RefMoved: ``ref`` no longer pointed at ``parent``; nothing changed.
+            InvalidInput: a path has uncommitted edits in the working tree.
+        """
+        base = self.root_tree(parent)
+        checked_out = self.refs.head_target() == ref
+        if checked_out:
+            self._refuse_unsaved_edits(base, files)
+        written = [path for path, data in files.items() if data is not None]
+        shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
+        entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
+        entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
+        if not checked_out:
+            sha = self._commit_object(base, entries, parent, message, author, when)
+            if sha is not None:
+                self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
+            return sha
+        # The index update is the slowest step (a git subprocess on the other
+        # core): it starts first, and the trees, the commit and the ref move
+        # are done while it runs. The journal covers a crash meanwhile.
+        self.journal.begin(files)
+        moved = False
+        try:
+            for path, data in files.items():
+                if data is None:
+                    remove_file(self.root, path)
+                else:
+                    atomic_write(self.root / path, data)
+            new_files = {
+                path: entry.sha
+                for path, entry in entries.items()
+                if entry is not None and self.objects.lookup(base, path) is None
+            }
+            index = IndexUpdate(self.root, self.git_dir, files, new_files)
+            try:
+                sha = self._commit_object(base, entries, parent, message, author, when)
+                if sha is not None:
+                    self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
+                    moved = True
+            finally:
+                index.wait()
+        except BaseException as exc:
+            if moved and not isinstance(exc, Exception):
+                raise  # committed, then interrupted: the journal repairs the tree at the next lock
+            try:
+                self._match_head(list(files))
+                self.journal.end()
+            except Exception:
+                log.warning("could not repair %s now; the next write will", ", ".join(files))
+            if not moved:
+                raise
+            log.warning("commit %s landed but the index update failed (%s); repaired", sha[:12], exc)
+            return sha
+        self.journal.end()
+        return sha
+
+    def _commit_object(
+        self,
+        base: bytes | None,
+        entries: Mapping[str, Entry | None],
+        parent: str | None,
+        message: str,
+        author: Author,
+        when: int,
+    ) -> str | None:
+        """Write the trees and the commit object; None if the tree is unchanged."""
+        tree = self.objects.apply(base, entries)
+        if tree == base:
+            return None
+        if tree is None:
+            tree = self.objects.write(b"tree", b"")
+        ident = author.ident(when)
+        lines = [f"tree {tree.hex()}"]
+        if parent:
+            lines.append(f"parent {parent}")
+        lines += [f"author {ident}", f"committer {ident}", "", message.rstrip("\n") + "\n"]
+        return self.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
+
+    def _refuse_unsaved_edits(self, base: bytes | None, files: Mapping[str, bytes | None]) -> None:
+        for path in files:
+            entry = self.objects.lookup(base, path)
+            if entry is None and not os.path.lexists(self.root / path):
+                continue  # new to the branch and not on disk: the common case
+            try:
+                on_disk = (self.root / path).read_bytes()
+            except FileNotFoundError:
+                on_disk = None
+            except IsADirectoryError:
+                raise InvalidInput(f"{path}: is a folder in the working tree; move it away and retry") from None
+            committed = entry.sha if entry is not None else None
+            if (blob_id(on_disk) if on_disk is not None else None) != committed:
+                raise InvalidInput(
+                    f"{path}: has changes that are not committed; commit them or discard them "
+                    f"(git checkout -- {path}) and retry"
+                )
+
+
+def _reflog(message: str) -> str:
+    return "memsite: " + message.split("\n", 1)[0]
+
+
+__all__ = ["Author", "RefMoved", "Repository"]

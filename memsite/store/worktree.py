@@ -1,0 +1,165 @@
+"""Keeping the working tree and git's index in step with the branch.
+
+After a write the file is on disk and ``git status`` shows nothing for it. The
+commit itself never reads the shared index (that lost writes under
+concurrency); the index is only told about the touched paths afterwards, by
+one ``git update-index`` that runs while the commit objects are being built.
+
+A journal listing the touched paths is written first and removed last. If a
+writer is killed in between, the next writer puts those paths back to what
+the branch says (the branch is the truth) before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..errors import RepositoryError
+from .gitindex import add_new_files
+from .refs import break_stale_lock
+
+TMP_SUFFIX = ".memsite-tmp"
+SPLIT_AFTER_PATHS = 200
+
+
+def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
+    """Replace ``path`` with ``data`` so a reader or a crash never sees half a file.
+
+    A temporary file in the same folder is renamed over the target; a kill
+    leaves at most an orphan ``*.memsite-tmp`` file, swept by recovery.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def remove_file(root: Path, rel: str) -> None:
+    """Delete ``rel`` and any folders it leaves empty (as git checkout does)."""
+    path = root / rel
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    parent = path.parent
+    while parent != root:
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        parent = parent.parent
+
+
+def sweep_temp_files(root: Path, paths: Iterable[str]) -> None:
+    """Remove temporary files a killed writer left beside ``paths``."""
+    for folder in {(root / rel).parent for rel in paths}:
+        try:
+            for name in os.listdir(folder):
+                if name.endswith(TMP_SUFFIX):
+                    (folder / name).unlink(missing_ok=True)
+        except FileNotFoundError:
+            continue
+
+
+class IndexUpdate:
+    """Tell git's index about changed paths: started now, awaited with :meth:`wait`.
+
+    New files usually go straight into the split index's delta (see
+    ``gitindex``); otherwise one ``git update-index`` runs in the background.
+    """
+
+    def __init__(
+        self, root: Path, git_dir: Path, paths: Iterable[str], new_files: Mapping[str, bytes] | None = None
+    ) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self.paths = sorted(set(paths))
+        self._proc: subprocess.Popen[bytes] | None = None
+        if new_files and len(new_files) == len(self.paths) and add_new_files(root, git_dir, new_files):
+            return
+        self._proc = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        command = ["git", "update-index", "--add", "--remove"]
+        if len(self.paths) >= SPLIT_AFTER_PATHS:
+            # Re-split after a big change, or every later update keeps
+            # rewriting the large delta (with split index on, as init sets).
+            command.append("--split-index")
+        proc = subprocess.Popen(
+            [*command, "-z", "--stdin"],
+            cwd=self.root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(p.encode("utf-8", "surrogateescape") + b"\x00" for p in self.paths))
+        proc.stdin.close()
+        return proc
+
+    def wait(self) -> None:
+        """Wait for git; retry once after clearing an index.lock a dead process left."""
+        if self._proc is None:
+            return
+        for attempt in range(2):
+            assert self._proc.stderr is not None
+            err = self._proc.stderr.read().decode("utf-8", "replace")
+            self._proc.stderr.close()
+            if self._proc.wait() == 0:
+                return
+            if attempt == 0 and "index.lock" in err and break_stale_lock(self.git_dir / "index.lock"):
+                self._proc = self._start()
+                continue
+            raise RepositoryError(f"git update-index failed: {err.strip().splitlines()[-1] if err.strip() else 'no message'}")
+
+
+class Journal:
+    """The list of paths a write is changing in the working tree, kept until it is done."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def begin(self, paths: Iterable[str]) -> None:
+        atomic_write(self.path, json.dumps(sorted(paths)).encode())
+
+    def end(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def pending(self) -> list[str]:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return []
+        except (ValueError, OSError):
+            return []  # unreadable journal: recovery of that write is not possible, start clean
+        return [p for p in data if isinstance(p, str)]
+
+
+def restore(root: Path, git_dir: Path, files: Mapping[str, bytes | None]) -> None:
+    """Make the working tree and index hold exactly ``files`` (None: absent)."""
+    for rel, data in files.items():
+        if data is None:
+            remove_file(root, rel)
+        else:
+            atomic_write(root / rel, data)
+    sweep_temp_files(root, files)
+    IndexUpdate(root, git_dir, files).wait()
