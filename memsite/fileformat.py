@@ -73,16 +73,21 @@ for _tag, _pattern, _first in (
     _RestrictedLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
 
 
-# libyaml's emitter writes the same bytes 5x faster (tests pin the two equal).
-_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+class _CanonicalDumper(yaml.SafeDumper):
+    """SafeDumper with multi-line strings as literal blocks: the reference output."""
 
 
-class _CanonicalDumper(_BaseDumper):  # type: ignore[misc,valid-type]
-    """SafeDumper with multi-line strings as literal blocks."""
+# libyaml's emitter writes the same bytes 5x faster, except that it escapes
+# characters beyond U+FFFF (emoji) where the reference writes them as they
+# are; it is used only for data without them (tests pin the outputs equal).
+_FastDumper: type | None = None
+if hasattr(yaml, "CSafeDumper"):
+
+    class _FastDumper(yaml.CSafeDumper):  # type: ignore[no-redef]
+        """libyaml twin of _CanonicalDumper."""
 
 
-class _PureCanonicalDumper(yaml.SafeDumper):
-    """The pure-Python twin of _CanonicalDumper, for machines without libyaml."""
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
@@ -91,7 +96,8 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
 
 
 _CanonicalDumper.add_representer(str, _represent_str)
-_PureCanonicalDumper.add_representer(str, _represent_str)
+if _FastDumper is not None:
+    _FastDumper.add_representer(str, _represent_str)
 
 
 def load_yaml(text: str, where: str) -> Any:
@@ -111,11 +117,22 @@ def load_yaml(text: str, where: str) -> Any:
         raise FormatError(f"{where}: {line}frontmatter is not valid YAML ({problem}); fix the syntax") from None
 
 
+def _has_astral(value: Any) -> bool:
+    if isinstance(value, str):
+        return _ASTRAL.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_astral(k) or _has_astral(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_astral(v) for v in value)
+    return False
+
+
 def dump_yaml(data: dict[str, Any], *, pure: bool = False) -> str:
     """Dump a mapping canonically (insertion order kept, no line folding)."""
+    fast = _FastDumper is not None and not pure and not _has_astral(data)
     return yaml.dump(
         data,
-        Dumper=_PureCanonicalDumper if pure else _CanonicalDumper,
+        Dumper=_FastDumper if fast else _CanonicalDumper,
         sort_keys=False,
         default_flow_style=None,
         allow_unicode=True,
@@ -207,7 +224,7 @@ def memory_from_fields(
 
     mid = text_field("id")
     if not ID_RE.match(mid or ""):
-        raise problem("id", "a 26-character ULID", "keep the id memsite wrote; never edit it")
+        raise problem("id", "an id of 6-64 letters, digits, '-' or '_'", "keep the id memsite wrote; never edit it")
     cat = text_field("category")
     if category is not None and cat != category:
         raise problem("category", f"'{category}' (the folder it is in)", "move the file or correct the field")

@@ -102,7 +102,8 @@ def new_id() -> str:
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
-ID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+# New ids are ULIDs; files written by hand or imported may use any safe token.
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{5,63}$")
 
 
 # --- times -----------------------------------------------------------------
@@ -149,11 +150,12 @@ def derive_abstract(content: str) -> str:
 
 
 def derive_overview(content: str, abstract: str) -> str:
-    """A short paragraph: the first paragraph when the body says more than the abstract."""
-    paragraph = one_line(content.split("\n\n", 1)[0])
-    if paragraph == abstract or len(content) <= len(abstract) + 1:
-        return ""
-    return truncate(paragraph, 400)
+    """A short paragraph: the first one that says more than the abstract, or ''."""
+    for paragraph in content.split("\n\n"):
+        text = one_line(paragraph)
+        if text and derive_abstract(text) != abstract:
+            return truncate(text, 400)
+    return ""
 
 
 def truncate(text: str, limit: int) -> str:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import yaml
 
 from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
 from .errors import MemsiteError, RepositoryError
-from .model import utcnow
 
 INIT_AGENT = "memsite"
 
@@ -77,7 +77,7 @@ site/
 """
 
 
-def create_repository(path: Path) -> None:
+def create_repository(path: Path, *, when: datetime) -> None:
     """Lay out a memory repository at ``path`` and commit it.
 
     Raises:
@@ -114,7 +114,7 @@ def create_repository(path: Path) -> None:
                 {rel: text.encode() for rel, text in files.items()},
                 message="Initialise memsite memory repository\n\nmkdocs.yml holds the site and memsite settings.",
                 author=Author(INIT_AGENT, f"{INIT_AGENT}@memsite.invalid"),
-                when=int(utcnow().timestamp()),
+                when=int(when.timestamp()),
             )
     finally:
         repo.close()

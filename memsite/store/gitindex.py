@@ -23,7 +23,7 @@ import struct
 from collections.abc import Mapping
 from pathlib import Path
 
-from .refs import break_stale_lock
+from .refs import create_lock_file
 
 _HEADER = struct.Struct(">4sII")
 _ENTRY = struct.Struct(">10I20sH")
@@ -31,7 +31,12 @@ _FLAG_EXTENDED = 0x4000
 _NAME_MASK = 0x0FFF
 _STAGE_MASK = 0x3000
 _KEEP_EXTENSIONS = {b"link", b"REUC"}
-MAX_DELTA_ENTRIES = 1000
+MAX_DELTA_ENTRIES = 200  # past this, git is asked to fold the delta into a new base
+
+# What add_new_files did.
+ADDED = "added"
+NOT_APPLICABLE = "not-applicable"
+RESPLIT = "resplit"  # the delta is large: run git with --split-index to fold it
 
 # Names in a shared index file never change (the file is named by its hash).
 _base_names: dict[Path, frozenset[bytes]] = {}
@@ -101,38 +106,37 @@ def _entry(root: Path, name: bytes, sha: bytes) -> bytes:
     return raw + b"\x00" * (8 - len(raw) % 8)
 
 
-def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes]) -> bool:
+def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes]) -> str:
     """Add index entries for ``files`` (path -> blob id), all new, written in the working tree.
 
     Returns:
-        True if the index now holds them; False if the fast path does not
-        apply (nothing was changed; run ``git update-index`` instead).
+        ADDED if the index now holds them. Otherwise nothing was changed and
+        ``git update-index`` must run: with ``--split-index`` for RESPLIT.
     """
     index = git_dir / "index"
     lock = git_dir / "index.lock"
-    try:
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        if not break_stale_lock(lock):
-            return False
-        return add_new_files(root, git_dir, files)
+    fd = create_lock_file(lock)
     try:
         try:
             version, entries, extensions = _read(index)
             links = [data for name, data in extensions if name == b"link"]
             required = [name for name, _ in extensions if not name[:1].isupper() and name != b"link"]
-            if len(links) != 1 or required or len(entries) + len(files) > MAX_DELTA_ENTRIES:
-                return False
+            if len(links) != 1 or required:
+                return NOT_APPLICABLE
+            if len(entries) + len(files) > MAX_DELTA_ENTRIES:
+                # Git keeps racily-clean entries (files as new as the index)
+                # in the delta; a re-split now moves them into the base.
+                return RESPLIT
             base_names = _shared_names(git_dir, links[0][:20])
         except (_NotApplicable, FileNotFoundError, ValueError, struct.error):
-            return False
+            return NOT_APPLICABLE
         if any(struct.unpack_from(">H", raw, 60)[0] & _STAGE_MASK for _, raw in entries):
-            return False  # a merge in progress: leave the stages to git
+            return NOT_APPLICABLE  # a merge in progress: leave the stages to git
         names = {name.encode("utf-8", "surrogateescape"): sha for name, sha in files.items()}
         replaced = [raw for name, raw in entries if not name]
         added = {name: raw for name, raw in entries if name}
         if any(name in added or name in base_names for name in names):
-            return False
+            return NOT_APPLICABLE
         for name, sha in names.items():
             added[name] = _entry(root, name, sha)
         body = [_HEADER.pack(b"DIRC", version, len(replaced) + len(added)), *replaced]
@@ -147,7 +151,7 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes]) -> bool
             os.utime(git_dir / f"sharedindex.{links[0][:20].hex()}")
         except OSError:
             pass
-        return True
+        return ADDED
     finally:
         if fd != -1:
             os.close(fd)

@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -60,14 +61,22 @@ class MemoryStore:
         path: the repository (or any folder inside its working tree).
         agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
             then git's ``user.name``, then ``human``.
+        clock: returns the current time (UTC); for simulations and tests.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree.
         ConfigError: ``mkdocs.yml`` has no valid ``extra.memsite`` section.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ".", agent: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ".",
+        agent: str | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.repo = Repository(path)
+        self._clock = clock or utcnow
         try:
             self.root: Path = self.repo.root
             self.config: Config = load_config(self.root)
@@ -79,7 +88,13 @@ class MemoryStore:
         self._local = threading.local()
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], agent: str | None = None) -> MemoryStore:
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        agent: str | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> MemoryStore:
         """Create a memory repository at ``path`` (``git init`` if needed) and open it.
 
         Writes ``mkdocs.yml`` (site and memsite settings), ``content/``,
@@ -90,8 +105,8 @@ class MemoryStore:
         """
         from ..scaffold import create_repository
 
-        create_repository(Path(path))
-        return cls(path, agent=agent)
+        create_repository(Path(path), when=(clock or utcnow)())
+        return cls(path, agent=agent, clock=clock)
 
     def close(self) -> None:
         """Release the catalog and git's helper processes."""
@@ -106,6 +121,10 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         return f"MemoryStore({str(self.root)!r}, agent={self.agent!r})"
+
+    def now(self) -> datetime:
+        """The current time as this store sees it (UTC, whole seconds)."""
+        return self._clock().astimezone(timezone.utc).replace(microsecond=0)
 
     # --- reads -------------------------------------------------------------
 
@@ -171,7 +190,7 @@ class MemoryStore:
         tx, added = self._write(lambda tx: tx._add(memory))
         return tx.result(added)
 
-    def update(self, id: str, **changes: Any) -> Memory:
+    def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id.
 
         Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
@@ -250,7 +269,7 @@ class MemoryStore:
         tag_list = checks.tags(tags)
         checks.no_secrets({"content": body, "abstract": summary, "overview": detail, "source": src,
                            "tags": " ".join(tag_list)})
-        now = utcnow()
+        now = self.now()
         return Memory(
             id=new_id(), category=cat.name, abstract=summary, overview=detail, agent=self.agent,
             created=now, updated=now, source=src, tags=tag_list, pinned=pinned, content=body,
@@ -372,14 +391,14 @@ class Transaction:
             raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
         return memory
 
-    def update(self, id: str, **changes: Any) -> Memory:
+    def update(self, id: str, /, **changes: Any) -> Memory:
         """As :meth:`MemoryStore.update`, committed with the transaction."""
         self._check_open()
         current = self.get(id)
         changed = self.store._changed(current, changes)
         if changed == current:
             return current
-        changed = changed.replace(updated=utcnow())
+        changed = changed.replace(updated=self.store.now())
         path = self._path_of(current)
         if changed.category != current.category:
             self._files[path] = None
@@ -441,7 +460,7 @@ class Transaction:
 
     def _trim(self) -> None:
         store = self.store
-        now = utcnow()
+        now = store.now()
         for name in sorted(self._categories):
             category = store.config.category(name)
             if not category.capacity.bounded:
@@ -476,7 +495,7 @@ class Transaction:
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
             message=self._message(), author=Author(store.agent, AUTHOR_EMAIL.format(agent=store.agent)),
-            when=int(utcnow().timestamp()),
+            when=int(store.now().timestamp()),
         )
         if sha is None:
             return

@@ -72,7 +72,7 @@ class Refs:
         """
         path = self.common_dir / ref
         lock = path.with_name(path.name + ".lock")
-        fd = _create_lock(lock)
+        fd = create_lock_file(lock)
         try:
             current = self.read(ref)
             if current != old:
@@ -107,23 +107,33 @@ class Refs:
             os.close(fd)
 
 
-def _create_lock(lock: Path) -> int:
-    """Create git's ``.lock`` file exclusively, clearing one a dead writer left."""
-    deadline = time.monotonic() + 5.0
+def create_lock_file(lock: Path) -> int:
+    """Create git's ``.lock`` file exclusively and return its descriptor.
+
+    Waits while another process holds it; clears one a dead writer left.
+    """
     while True:
         try:
             return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileNotFoundError:
             lock.parent.mkdir(parents=True, exist_ok=True)
-            continue
         except FileExistsError:
-            if break_stale_lock(lock):
-                continue
-            if time.monotonic() > deadline:
-                raise RepositoryError(
-                    f"{lock} is held by another git process; wait for it to finish or remove the file if none runs"
-                ) from None
-            time.sleep(0.005)
+            wait_until_unlocked(lock)
+
+
+def wait_until_unlocked(lock: Path, timeout: float = STALE_AFTER_SECONDS + 3.0) -> None:
+    """Return once ``lock`` is gone, or was left by a dead process and removed.
+
+    Raises:
+        RepositoryError: a live process still holds it after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while lock.exists() and not break_stale_lock(lock):
+        if time.monotonic() > deadline:
+            raise RepositoryError(
+                f"{lock} is held by another git process; wait for it to finish, or remove the file if none runs"
+            )
+        time.sleep(0.005)
 
 
 def break_stale_lock(lock: Path) -> bool:

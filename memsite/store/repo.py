@@ -79,6 +79,7 @@ class Repository:
 
     def close(self) -> None:
         """Stop the ``git cat-file`` helpers GitPython keeps per repository."""
+        self.journal.close()
         self.git.close()
 
     # --- locking -----------------------------------------------------------

@@ -19,11 +19,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import RepositoryError
-from .gitindex import add_new_files
-from .refs import break_stale_lock
+from . import gitindex
+from .refs import wait_until_unlocked
 
 TMP_SUFFIX = ".memsite-tmp"
-SPLIT_AFTER_PATHS = 200
 
 
 def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
@@ -94,15 +93,19 @@ class IndexUpdate:
         self.git_dir = git_dir
         self.paths = sorted(set(paths))
         self._proc: subprocess.Popen[bytes] | None = None
-        if new_files and len(new_files) == len(self.paths) and add_new_files(root, git_dir, new_files):
-            return
+        self._resplit = len(self.paths) >= gitindex.MAX_DELTA_ENTRIES
+        if new_files and len(new_files) == len(self.paths):
+            outcome = gitindex.add_new_files(root, git_dir, new_files)
+            if outcome == gitindex.ADDED:
+                return
+            self._resplit = self._resplit or outcome == gitindex.RESPLIT
         self._proc = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         command = ["git", "update-index", "--add", "--remove"]
-        if len(self.paths) >= SPLIT_AFTER_PATHS:
-            # Re-split after a big change, or every later update keeps
-            # rewriting the large delta (with split index on, as init sets).
+        if self._resplit:
+            # With split index on (as init sets), fold a large delta into a
+            # new shared base so later updates stay small.
             command.append("--split-index")
         proc = subprocess.Popen(
             [*command, "-z", "--stdin"],
@@ -126,32 +129,52 @@ class IndexUpdate:
             self._proc.stderr.close()
             if self._proc.wait() == 0:
                 return
-            if attempt == 0 and "index.lock" in err and break_stale_lock(self.git_dir / "index.lock"):
+            if attempt == 0 and "index.lock" in err:
+                wait_until_unlocked(self.git_dir / "index.lock")
                 self._proc = self._start()
                 continue
             raise RepositoryError(f"git update-index failed: {err.strip().splitlines()[-1] if err.strip() else 'no message'}")
 
 
 class Journal:
-    """The list of paths a write is changing in the working tree, kept until it is done."""
+    """The paths a write is changing in the working tree, kept until it is done.
+
+    One file, rewritten in place (no file is created per write: on some disks
+    that costs more than the rest of the write). It is empty between writes.
+    A torn write leaves a prefix of the JSON list, which does not parse; that
+    can only happen before the working tree is touched, so it is ignored.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._fd = -1
+
+    def _file(self) -> int:
+        if self._fd == -1:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
 
     def begin(self, paths: Iterable[str]) -> None:
-        atomic_write(self.path, json.dumps(sorted(paths)).encode())
+        fd = self._file()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(sorted(paths)).encode("utf-8", "surrogateescape"), 0)
 
     def end(self) -> None:
-        self.path.unlink(missing_ok=True)
+        os.ftruncate(self._file(), 0)
 
     def pending(self) -> list[str]:
+        fd = self._file()
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
         try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
+            paths = json.loads(data) if data else []
+        except ValueError:
             return []
-        except (ValueError, OSError):
-            return []  # unreadable journal: recovery of that write is not possible, start clean
-        return [p for p in data if isinstance(p, str)]
+        return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+
+    def close(self) -> None:
+        if self._fd != -1:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def restore(root: Path, git_dir: Path, files: Mapping[str, bytes | None]) -> None:

@@ -1,0 +1,77 @@
+"""Shared fixtures: every test gets its own HOME and real git repositories in tmp_path."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from memsite import MemoryStore
+
+START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the real ~/.gitconfig or a MEMSITE_* setting of the machine."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Person")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "person@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Person")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "person@example.com")
+    for name in ("MEMSITE_AGENT", "MEMSITE_DIR", "MEMSITE_ENABLED", "MEMSITE_AUTO_LOAD_LINES"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class Clock:
+    """A controllable clock: starts at START, moves only when told."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: Clock) -> Iterator[MemoryStore]:
+    """A fresh memory repository written by agent 'planner'."""
+    with MemoryStore.init(tmp_path / "memory", agent="planner", clock=clock) as opened:
+        yield opened
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    """Run git in ``repo`` and return its standard output."""
+    result = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr}")
+    return result.stdout
+
+
+def assert_clean(repo: Path) -> None:
+    """git agrees with memsite: nothing uncommitted, index == HEAD, objects sound."""
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(repo, "diff-index", "--cached", "HEAD") == ""
+    staged = sorted(line.split()[1] + " " + line.split("\t")[1] for line in git(repo, "ls-files", "-s").splitlines())
+    committed = sorted(line.split()[2] + " " + line.split("\t")[1] for line in git(repo, "ls-tree", "-r", "HEAD").splitlines())
+    assert staged == committed
+    fsck = subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=repo, capture_output=True, text=True)
+    assert fsck.returncode == 0 and "error" not in fsck.stderr, fsck.stderr
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").strip()

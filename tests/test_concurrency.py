@@ -1,0 +1,140 @@
+"""Many writers at once, and writers killed at every step: nothing acknowledged is lost."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memsite import MemoryStore
+from memsite.fileformat import parse_memory
+
+from .conftest import assert_clean
+from .writer_process import KILL_POINTS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_writer(repo: Path, agent: str, count: int, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.writer_process", str(repo), agent, str(count), *extra],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def acknowledged(output: str) -> dict[str, str]:
+    return {line.split()[1]: line.split()[2] for line in output.splitlines() if line.startswith("ACK ")}
+
+
+def assert_all_present(repo: Path, acks: dict[str, str]) -> None:
+    with MemoryStore(repo, agent="checker") as store:
+        stored = {m.id for m in store.list()}
+        missing = set(acks) - stored
+        assert not missing, f"acknowledged but lost: {sorted(missing)}"
+        branch = subprocess.run(["git", "rev-list", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.split()
+        assert set(acks.values()) <= set(branch)
+
+
+def assert_no_partial_files(repo: Path) -> None:
+    leftovers = [p for p in repo.rglob("*.memsite-tmp")]
+    assert not leftovers
+    for path in (repo / "content" / "memories").rglob("*.md"):
+        parse_memory(path.read_text(), str(path), category=path.parent.name)
+
+
+def test_many_processes_writing_at_once_lose_nothing(store: MemoryStore) -> None:
+    start = store.root / ".memsite" / "go"
+    writers = [start_writer(store.root, f"agent{i}", 20, "--start", str(start)) for i in range(6)]
+    time.sleep(0.5)
+    start.touch()
+    acks: dict[str, str] = {}
+    for writer in writers:
+        out, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+        acks.update(acknowledged(out))
+    assert len(acks) == 120
+    assert_all_present(store.root, acks)
+    assert len(store.list()) == 120
+    assert len(set(acks.values())) == 120  # one commit per write
+    assert_clean(store.root)
+
+
+def test_processes_writing_transactions_at_once_lose_nothing(store: MemoryStore) -> None:
+    start = store.root / ".memsite" / "go"
+    writers = [start_writer(store.root, f"batcher{i}", 40, "--start", str(start), "--batch", "8") for i in range(3)]
+    time.sleep(0.5)
+    start.touch()
+    acks: dict[str, str] = {}
+    for writer in writers:
+        out, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+        acks.update(acknowledged(out))
+    assert len(acks) == 120 and len(set(acks.values())) == 15
+    assert_all_present(store.root, acks)
+    assert_clean(store.root)
+
+
+def test_threads_sharing_a_store_and_threads_with_their_own(store: MemoryStore) -> None:
+    results: list[str] = []
+    errors: list[BaseException] = []
+
+    def write(target: MemoryStore, name: str) -> None:
+        try:
+            for i in range(10):
+                results.append(target.remember(f"{name} thread memory {i}", category="events").id)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    own = [MemoryStore(store.root, agent=f"own{i}") for i in range(3)]
+    threads = [threading.Thread(target=write, args=(store, f"shared{i}")) for i in range(3)]
+    threads += [threading.Thread(target=write, args=(s, f"own{i}")) for i, s in enumerate(own)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for s in own:
+        s.close()
+    assert not errors
+    assert sorted(results) == sorted(m.id for m in store.list())
+    assert len(results) == 60
+    assert_clean(store.root)
+
+
+@pytest.mark.parametrize("point", sorted(KILL_POINTS))
+def test_a_writer_killed_at_any_step_leaves_a_usable_repository(store: MemoryStore, point: str) -> None:
+    before = store.remember("written before the crash", category="events")
+    writer = start_writer(store.root, "victim", 3, "--kill-at", point)
+    out, _ = writer.communicate(timeout=60)
+    assert writer.returncode == -signal.SIGKILL
+    acks = acknowledged(out)
+    assert not acks  # killed inside its first write, before acknowledging it
+    # The next writer is not blocked, repairs what was left, and loses nothing.
+    after = store.remember("written after the crash", category="events")
+    assert_all_present(store.root, {before.id: before.commit, after.id: after.commit})  # type: ignore[dict-item]
+    assert_no_partial_files(store.root)
+    assert_clean(store.root)
+    assert (store.root / ".memsite" / "journal.json").read_bytes() == b""
+
+
+def test_writers_killed_at_random_moments_lose_no_acknowledged_write(store: MemoryStore) -> None:
+    rng = random.Random(20261122)
+    acks: dict[str, str] = {}
+    for round_ in range(8):
+        writer = start_writer(store.root, f"victim{round_}", 400, *(["--batch", "5"] if round_ % 2 else []))
+        time.sleep(rng.uniform(0.4, 1.2))
+        writer.send_signal(signal.SIGKILL)
+        out, _ = writer.communicate(timeout=60)
+        acks.update(acknowledged(out))
+        store.remember(f"survivor {round_}", category="events")
+        assert_all_present(store.root, acks)
+        assert_no_partial_files(store.root)
+        assert_clean(store.root)
+    assert len(acks) > 8

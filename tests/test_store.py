@@ -1,0 +1,311 @@
+"""MemoryStore against real git repositories: what a writer and a reviewer see."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsite import InvalidInput, Memory, MemoryStore, MemsiteError, NotFound, RepositoryError
+from memsite.fileformat import parse_memory
+
+from .conftest import Clock, assert_clean, git, head
+
+
+def trailers(repo: Path, commit: str = "HEAD") -> list[tuple[str, str]]:
+    out = git(repo, "log", "-1", "--format=%(trailers:only,unfold)", commit)
+    return [tuple(line.split(": ", 1)) for line in out.splitlines() if ": " in line]  # type: ignore[misc]
+
+
+def test_remember_commits_one_file_authored_by_the_agent(store: MemoryStore) -> None:
+    before = head(store.root)
+    memory = store.remember("User prefers tabs over spaces in Python files.\n\nSeen in three sessions.",
+                            category="preferences", tags=["python", "style"], source="2026-11-20_debug_indent")
+    assert memory.commit == head(store.root)
+    assert git(store.root, "rev-parse", f"{memory.commit}^").strip() == before
+    assert memory.path is not None and memory.path.exists()
+    assert memory.path.parent == store.root / "content" / "memories" / "preferences"
+    assert git(store.root, "show", "--name-only", "--format=", memory.commit).split() == [
+        memory.path.relative_to(store.root).as_posix()
+    ]
+    author = git(store.root, "log", "-1", "--format=%an <%ae>|%cn").strip()
+    assert author == "planner <planner@memsite.invalid>|planner"
+    subject = git(store.root, "log", "-1", "--format=%s").strip()
+    assert subject == "Remember preferences: User prefers tabs over spaces in Python files."
+    assert trailers(store.root) == [("Memory-Id", memory.id), ("Category", "preferences"), ("Action", "created")]
+    assert_clean(store.root)
+
+
+def test_the_stored_file_carries_every_field(store: MemoryStore, clock: Clock) -> None:
+    memory = store.remember("Deploys go through make release.", category="patterns", tags=["release"],
+                            abstract="Release through make", overview="Never push tags by hand.", pinned=True)
+    on_disk = parse_memory(memory.path.read_text(), "m.md", category="patterns")  # type: ignore[union-attr]
+    assert on_disk == memory
+    assert (on_disk.agent, on_disk.created, on_disk.updated) == ("planner", clock.now, clock.now)
+    assert (on_disk.abstract, on_disk.overview, on_disk.pinned) == ("Release through make", "Never push tags by hand.", True)
+    assert store.get(memory.id) == memory
+    assert store.get(memory.id).commit == memory.commit
+
+
+def test_abstract_and_overview_default_to_the_text(store: MemoryStore) -> None:
+    memory = store.remember("# Cache keys\n\nKeys include the schema version, so a migration invalidates them.")
+    assert memory.abstract == "Cache keys"
+    assert memory.overview == "Keys include the schema version, so a migration invalidates them."
+
+
+def test_update_keeps_the_id_and_changes_only_what_was_given(store: MemoryStore, clock: Clock) -> None:
+    memory = store.remember("The CI runner has 2 cores.", category="entities", tags=["ci"])
+    clock.advance(days=1)
+    updated = store.update(memory.id, content="The CI runner has 4 cores.", tags=["ci", "hardware"])
+    assert updated.id == memory.id and updated.path == memory.path
+    assert updated.content == "The CI runner has 4 cores."
+    assert updated.tags == ("ci", "hardware")
+    assert updated.abstract == memory.abstract and updated.created == memory.created
+    assert updated.updated == clock.now
+    assert updated.commit == head(store.root) != memory.commit
+    assert ("Action", "updated") in trailers(store.root)
+    assert git(store.root, "diff", "--numstat", f"{memory.commit}..{updated.commit}").split()[:2] == ["3", "3"]
+    assert_clean(store.root)
+
+
+def test_an_update_that_changes_nothing_makes_no_commit(store: MemoryStore) -> None:
+    memory = store.remember("Stable fact.", tags=["a"])
+    same = store.update(memory.id, tags=["a"], content="Stable fact.")
+    assert head(store.root) == memory.commit
+    assert same.commit == memory.commit
+
+
+def test_changing_the_category_moves_the_file_and_keeps_the_id(store: MemoryStore) -> None:
+    memory = store.remember("Timeouts in the deploy job", category="general")
+    moved = store.update(memory.id, category="error_solution")
+    assert moved.id == memory.id and moved.category == "cases"
+    assert moved.path is not None and moved.path.parent.name == "cases" and moved.path.exists()
+    assert not memory.path.exists()  # type: ignore[union-attr]
+    assert [m.id for m in store.list(category="cases")] == [memory.id]
+    assert_clean(store.root)
+
+
+def test_forget_deletes_the_file_and_history_keeps_it(store: MemoryStore) -> None:
+    memory = store.remember("Old server address is 10.0.0.5", category="entities")
+    commit = store.forget(memory.id, reason="server decommissioned")
+    assert commit == head(store.root)
+    assert not memory.path.exists()  # type: ignore[union-attr]
+    with pytest.raises(NotFound):
+        store.get(memory.id)
+    assert ("Action", "forgotten") in trailers(store.root) and ("Reason", "server decommissioned") in trailers(store.root)
+    rel = memory.path.relative_to(store.root).as_posix()  # type: ignore[union-attr]
+    assert "10.0.0.5" in git(store.root, "show", f"{commit}^:{rel}")
+    assert_clean(store.root)
+
+
+def test_unknown_ids_are_a_clear_error(store: MemoryStore) -> None:
+    with pytest.raises(NotFound, match="no memory with id 'nope'"):
+        store.get("nope")
+    with pytest.raises(NotFound):
+        store.update("01JD3X4K9Q2W8E5R7T6Y1V3A0P", content="x")
+    with pytest.raises(NotFound):
+        store.forget("01JD3X4K9Q2W8E5R7T6Y1V3A0P")
+
+
+def test_list_filters_by_category_alias_and_agent(store: MemoryStore) -> None:
+    a = store.remember("one", category="preferences")
+    b = store.remember("two", category="cases")
+    other = MemoryStore(store.root, agent="reviewer")
+    c = other.remember("three", category="user_pref")
+    other.close()
+    assert [m.id for m in store.list()] == [a.id, b.id, c.id]
+    assert [m.id for m in store.list(category="user_pref")] == [a.id, c.id]
+    assert [m.id for m in store.list(agent="reviewer")] == [c.id]
+    assert store.list(category="cases", agent="reviewer") == []
+
+
+def test_a_transaction_is_one_commit(store: MemoryStore) -> None:
+    keep = store.remember("to be updated")
+    drop = store.remember("to be forgotten")
+    before = head(store.root)
+    with store.transaction("Import notes from session 12") as tx:
+        created = [tx.remember(f"note {i}", category="events") for i in range(5)]
+        tx.update(keep.id, content="updated inside")
+        tx.forget(drop.id, reason="merged")
+        assert tx.get(created[0].id).content == "note 0"
+    assert tx.commit == head(store.root)
+    assert git(store.root, "rev-list", "--count", f"{before}..HEAD").strip() == "1"
+    assert git(store.root, "log", "-1", "--format=%s").strip() == "Import notes from session 12"
+    actions = [value for key, value in trailers(store.root) if key == "Action"]
+    assert sorted(actions) == ["created"] * 5 + ["forgotten", "updated"]
+    assert store.get(keep.id).content == "updated inside"
+    assert len(store.list(category="events")) == 5
+    assert_clean(store.root)
+
+
+def test_a_transaction_that_raises_writes_nothing(store: MemoryStore) -> None:
+    before = head(store.root)
+    with pytest.raises(RuntimeError):
+        with store.transaction("half done") as tx:
+            tx.remember("never committed")
+            raise RuntimeError("agent crashed")
+    assert head(store.root) == before
+    assert store.list() == []
+    assert_clean(store.root)
+    assert store.remember("after").commit  # the lock was released
+
+
+def test_writing_through_the_store_inside_a_transaction_is_refused(store: MemoryStore) -> None:
+    with store.transaction() as tx:
+        tx.remember("inside")
+        with pytest.raises(MemsiteError, match="transaction is already open"):
+            with store.transaction():
+                pass
+    with pytest.raises(MemsiteError, match="closed"):
+        tx.remember("after the block")
+
+
+def test_uncommitted_edits_to_a_memory_file_are_never_overwritten(store: MemoryStore) -> None:
+    memory = store.remember("original text")
+    assert memory.path is not None
+    memory.path.write_text(memory.path.read_text().replace("original text", "hand edit"))
+    with pytest.raises(InvalidInput, match="changes that are not committed"):
+        store.update(memory.id, content="agent edit")
+    assert "hand edit" in memory.path.read_text()
+    assert head(store.root) == memory.commit
+
+
+def test_the_catalog_follows_commits_made_with_plain_git(store: MemoryStore) -> None:
+    memory = store.remember("typo in this memroy")
+    assert memory.path is not None
+    memory.path.write_text(memory.path.read_text().replace("memroy", "memory"))
+    git(store.root, "commit", "-qam", "Fix a typo by hand")
+    assert store.get(memory.id).content == "typo in this memory"
+    assert store.get(memory.id).commit == head(store.root)
+    git(store.root, "rm", "-q", memory.path.relative_to(store.root).as_posix())
+    git(store.root, "commit", "-qm", "Remove by hand")
+    assert store.list() == []
+
+
+def test_a_second_clone_sees_memories_after_a_pull(store: MemoryStore, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(store.root), str(clone))
+    with MemoryStore(clone, agent="other") as theirs:
+        assert theirs.list() == []
+        mine = store.remember("learned after the clone")
+        git(clone, "pull", "-q", "--no-rebase", "origin", "main")
+        assert [m.id for m in theirs.list()] == [mine.id]
+
+
+def test_the_catalog_is_rebuilt_when_deleted(store: MemoryStore) -> None:
+    ids = [store.remember(f"memory {i}", category=c).id for i, c in enumerate(["cases", "events", "general"])]
+    store.close()
+    shutil.rmtree(store.root / ".memsite")
+    with MemoryStore(store.root, agent="planner") as reopened:
+        assert [m.id for m in reopened.list()] == ids
+        assert all(m.commit for m in reopened.list())
+
+
+def test_a_malformed_file_committed_by_hand_is_an_error_naming_it(store: MemoryStore) -> None:
+    memory = store.remember("fine")
+    assert memory.path is not None
+    memory.path.write_text(memory.path.read_text().replace("active_count: 0", "active_count: many"))
+    git(store.root, "commit", "-qam", "break it")
+    with pytest.raises(MemsiteError, match=r"content/memories/general/.*\.md: field 'active_count'"):
+        store.list()
+
+
+def test_opening_something_that_is_not_a_memory_repository(tmp_path: Path) -> None:
+    with pytest.raises(RepositoryError, match="not a git repository"):
+        MemoryStore(tmp_path)
+    git(tmp_path, "init", "-q")
+    with pytest.raises(MemsiteError, match="memsite init"):
+        MemoryStore(tmp_path)
+
+
+def test_init_refuses_an_existing_memory_repository(store: MemoryStore) -> None:
+    with pytest.raises(MemsiteError, match="already a memsite repository"):
+        MemoryStore.init(store.root)
+
+
+def test_init_inside_an_existing_git_repository_keeps_its_history(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "-b", "trunk")
+    (tmp_path / "README.md").write_text("project\n")
+    (tmp_path / ".gitignore").write_text("*.log\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "start")
+    with MemoryStore.init(tmp_path, agent="planner") as store:
+        store.remember("first memory")
+    assert git(tmp_path, "rev-list", "--count", "HEAD").strip() == "3"
+    assert (tmp_path / ".gitignore").read_text() .startswith("*.log\n")
+    assert ".memsite/" in (tmp_path / ".gitignore").read_text()
+    assert_clean(tmp_path)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(alphabet="abcdefgh/", min_size=1, max_size=8), min_size=1, max_size=4))
+def test_init_creates_missing_folders_on_demand(tmp_path: Path, parts: list[str]) -> None:
+    target = tmp_path.joinpath(*[p.replace("/", "_") for p in parts], "memory")
+    if target.exists():
+        shutil.rmtree(target)
+    with MemoryStore.init(target, agent="planner") as store:
+        memory = store.remember("x", category="patterns")
+    assert target.is_dir() and memory.path is not None and memory.path.is_file()
+
+
+def test_memories_round_trip_through_the_store(store: MemoryStore) -> None:
+    texts = ["plain", "ünïcödé and emoji 🚀", "line one\nline two\n\n- item", "yes", "2026-11-20", "0777", "key: value"]
+    ids = [store.remember(text, tags=["t"]).id for text in texts]
+    for mid, text in zip(ids, texts):
+        assert store.get(mid).content == text
+    assert_clean(store.root)
+
+
+def test_the_index_stays_exact_without_split_index(store: MemoryStore) -> None:
+    git(store.root, "config", "core.splitIndex", "false")
+    git(store.root, "update-index", "--no-split-index")
+    memory = store.remember("written through git update-index")
+    store.update(memory.id, content="updated")
+    assert_clean(store.root)
+
+
+def test_git_commands_between_writes_keep_the_index_exact(store: MemoryStore) -> None:
+    def human_commit() -> None:
+        notes = store.root / "notes.txt"
+        notes.write_text(notes.read_text() + "x" if notes.exists() else "x")
+        git(store.root, "add", "notes.txt")
+        git(store.root, "commit", "-qm", "human commit")
+
+    operations = [
+        lambda: store.remember("a new memory"),
+        human_commit,
+        lambda: git(store.root, "update-index", "--split-index"),
+        lambda: git(store.root, "gc", "-q"),
+        lambda: store.update(store.list()[0].id, content="changed"),
+        lambda: git(store.root, "update-index", "--no-split-index"),
+        lambda: store.remember("another"),
+        lambda: git(store.root, "status", "--porcelain"),
+        lambda: store.forget(store.list()[-1].id),
+    ]
+    for operation in operations * 3:
+        operation()
+        assert_clean(store.root)
+
+
+def test_a_large_transaction_is_written_as_a_pack(store: MemoryStore) -> None:
+    with store.transaction("bulk import") as tx:
+        for i in range(300):
+            tx.remember(f"imported memory number {i}", category="events")
+    packs = list((store.root / ".git" / "objects" / "pack").glob("*.pack"))
+    assert packs
+    assert len(store.list(category="events")) == 300
+    assert_clean(store.root)
+    assert subprocess.run(["git", "verify-pack", str(packs[0])], capture_output=True).returncode == 0
+
+
+def test_memory_objects_compare_by_content_not_location() -> None:
+    from datetime import datetime, timezone
+
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    a = Memory(id="01JD3X4K9Q2W8E5R7T6Y1V3A0P", category="general", abstract="a", content="a", agent="x",
+               created=when, updated=when)
+    assert a == a.replace(path=Path("/elsewhere"), commit="abc")

@@ -1,0 +1,90 @@
+"""A separate writer process for the concurrency and crash tests.
+
+    python -m tests.writer_process REPO AGENT COUNT [--start FILE] [--kill-at POINT] [--batch N]
+
+Prints ``ACK <id> <commit>`` for each acknowledged memory (flushed at once),
+so the parent knows exactly what was acknowledged before a crash. With
+``--kill-at`` it sends itself SIGKILL at that point of its first write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from memsite import MemoryStore
+from memsite.store import repo, worktree
+from memsite.store.refs import Refs
+
+KILL_POINTS: dict[str, tuple[Any, str, str]] = {
+    # point: (owner, attribute, "before" | "after")
+    "journal-begun": (worktree.Journal, "begin", "after"),
+    "file-written": (repo, "atomic_write", "after"),
+    "index-started": (repo, "IndexUpdate", "after"),
+    "index-lock-held": (os, "rename", "before-index"),
+    "ref-lock-held": (os, "rename", "before-ref"),
+    "ref-moved": (Refs, "update", "after"),
+    "index-done": (worktree.IndexUpdate, "wait", "after"),
+    "object-written": (os, "rename", "before-object"),
+}
+
+
+def _die() -> None:
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _arm(point: str) -> None:
+    owner, name, when = KILL_POINTS[point]
+    original: Callable[..., Any] = getattr(owner, name)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if when.startswith("before-"):
+            target = str(args[1]) if len(args) > 1 else ""
+            kind = when.removeprefix("before-")
+            if (kind == "index" and target.endswith("/index")) or (
+                kind == "ref" and "/refs/heads/" in target) or (
+                kind == "object" and "/objects/" in target and "tmp_obj" not in target):
+                _die()
+            return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        _die()
+        return result
+
+    setattr(owner, name, wrapped)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("repo")
+    parser.add_argument("agent")
+    parser.add_argument("count", type=int)
+    parser.add_argument("--start")
+    parser.add_argument("--kill-at", choices=sorted(KILL_POINTS))
+    parser.add_argument("--batch", type=int, default=1)
+    args = parser.parse_args()
+    store = MemoryStore(args.repo, agent=args.agent)
+    if args.start:
+        while not os.path.exists(args.start):
+            time.sleep(0.001)
+    if args.kill_at:
+        _arm(args.kill_at)
+    for i in range(0, args.count, args.batch):
+        if args.batch == 1:
+            memory = store.remember(f"{args.agent} memory {i}: observed while testing writers", category="events")
+            print(f"ACK {memory.id} {memory.commit}", flush=True)
+        else:
+            with store.transaction(f"{args.agent} batch {i}") as tx:
+                made = [tx.remember(f"{args.agent} batch {i} item {j}", category="events") for j in range(args.batch)]
+            for memory in made:
+                print(f"ACK {memory.id} {tx.commit}", flush=True)
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
