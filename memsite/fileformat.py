@@ -90,8 +90,16 @@ if hasattr(yaml, "CSafeDumper"):
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 
 
+_OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
-    style = "|" if "\n" in value else None
+    # YAML also breaks lines at \r, NEL, LS and PS: only double quotes (where
+    # they are escaped) keep them; plain or block styles would fold them.
+    if _OTHER_BREAKS.search(value):
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

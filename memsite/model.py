@@ -168,7 +168,7 @@ def truncate(text: str, limit: int) -> str:
     return cut.rstrip() + "…"
 
 
-def slugify(text: str, limit: int = 60) -> str:
+def slugify(text: str, limit: int = 48) -> str:
     """A lowercase ASCII file-name slug (``user-prefers-tabs``); ``memory`` if empty."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     words = re.findall(r"[a-z0-9]+", ascii_text.lower())

@@ -138,3 +138,27 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_write(store: Memo
         assert_no_partial_files(store.root)
         assert_clean(store.root)
     assert len(acks) > 8
+
+
+def test_recovery_waits_for_an_index_update_the_killed_writer_left_running(store: MemoryStore) -> None:
+    """Regression: a dead writer's 'git update-index' finishing after recovery left 'AD' entries."""
+    from memsite.store.objects import blob_id
+
+    rel = "content/memories/events/half-written-abcdef.md"
+    data = b"---\nid: 01JD3X4K9Q2W8E5R7T6Y1V3A0P\n---\n\nnever committed\n"
+    (store.root / rel).parent.mkdir(parents=True)
+    (store.root / rel).write_bytes(data)
+    subprocess.run(["git", "hash-object", "-w", rel], cwd=store.root, check=True, capture_output=True)
+    store.repo.journal.begin([rel])  # what the killed writer had journaled
+    # Its orphaned 'git update-index', which had hashed the file before dying slowly:
+    orphan = subprocess.Popen(
+        ["sh", "-c", f"sleep 0.5; git update-index --add --cacheinfo 100644,{blob_id(data).hex()},{rel}"],
+        cwd=store.root,
+    )
+    cmdline = Path(f"/proc/{orphan.pid}/cmdline")
+    while b"update-index" not in cmdline.read_bytes():  # running, as a real orphan would be
+        time.sleep(0.001)
+    store.remember("the next write recovers", category="events")
+    orphan.wait()
+    assert not (store.root / rel).exists()
+    assert_clean(store.root)

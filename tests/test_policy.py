@@ -79,7 +79,9 @@ def test_categories_come_from_configuration(store: MemoryStore) -> None:
 # --- capacity -------------------------------------------------------------------
 
 
-def test_past_the_high_mark_a_write_trims_to_the_low_mark_in_the_same_commit(store: MemoryStore, clock: Clock) -> None:
+def test_past_the_high_mark_a_write_trims_to_the_low_mark_in_the_same_commit(
+    store: MemoryStore, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
     set_memsite_config(store.root, categories={
         "cases": {"capacity": {"entries": {"high": 5, "low": 3}}}, "general": {},
     })
@@ -90,7 +92,10 @@ def test_past_the_high_mark_a_write_trims_to_the_low_mark_in_the_same_commit(sto
             ids.append(capped.remember(f"case {i}", category="cases").id)
         assert len(capped.list(category="cases")) == 5
         clock.advance(days=1)
-        newest = capped.remember("case 5", category="cases")
+        with caplog.at_level("INFO", logger="memsite"):
+            newest = capped.remember("case 5", category="cases")
+        (record,) = [r for r in caplog.records if "trimming" in r.getMessage()]
+        assert all(mid in record.getMessage() for mid in ids[:3])
         kept = [m.id for m in capped.list(category="cases")]
         assert kept == [ids[3], ids[4], newest.id]  # the most recent, within the low mark
         trimmed = [value for key, value in _trailers(capped.root) if key == "Memory-Id"][1:]

@@ -309,3 +309,23 @@ def test_memory_objects_compare_by_content_not_location() -> None:
     a = Memory(id="01JD3X4K9Q2W8E5R7T6Y1V3A0P", category="general", abstract="a", content="a", agent="x",
                created=when, updated=when)
     assert a == a.replace(path=Path("/elsewhere"), commit="abc")
+
+
+def test_git_gets_to_pack_objects_now_and_then(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memsite.store import repo as repo_module
+
+    for batch in range(2):  # two large transactions: two packs
+        with store.transaction(f"batch {batch}") as tx:
+            for i in range(70):
+                tx.remember(f"batch {batch} memory {i}")
+    packs = store.root / ".git" / "objects" / "pack"
+    assert len(list(packs.glob("*.pack"))) == 2
+    git(store.root, "config", "gc.autoPackLimit", "1")  # git's threshold, made small
+    git(store.root, "config", "gc.autoDetach", "false")  # so the test sees it finish
+    monkeypatch.setattr(repo_module, "GC_SAMPLE", "")  # sample every commit
+    store.remember("this write lets git tidy up")
+    assert len(list(packs.glob("*.pack"))) == 1
+    counts = dict(line.split(": ") for line in git(store.root, "count-objects", "-v").splitlines())
+    assert counts["count"] == "0"
+    assert_clean(store.root)
+    assert len(store.list()) == 141

@@ -29,7 +29,7 @@ _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
     "updated", "source", "tags", "active_count", "last_recalled", "pinned", "extra", "content", "lines",
 )
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL, commit_id TEXT,
@@ -54,10 +54,9 @@ class Catalog:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=30000")
         version = self._meta_or_none("schema")
-        if version not in (None, SCHEMA_VERSION):
-            self.db.executescript("DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS meta;")
-        self.db.executescript(_SCHEMA)
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        if version != SCHEMA_VERSION:  # new, or made by another version: it is derived, so start over
+            self.db.executescript("DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS meta;" + _SCHEMA)
+            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
 
     def _meta_or_none(self, key: str) -> str | None:
         try:
@@ -91,9 +90,6 @@ class Catalog:
     def get(self, mid: str) -> Memory | None:
         row = self.db.execute(f"{_SELECT} WHERE id = ?", (mid,)).fetchone()
         return self._memory(row) if row else None
-
-    def path_taken(self, path: str) -> bool:
-        return self.db.execute("SELECT 1 FROM memories WHERE path = ?", (path,)).fetchone() is not None
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         where, args = [], []

@@ -17,6 +17,7 @@ The file is written under git's own ``index.lock``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
@@ -147,10 +148,8 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes]) -> str:
         os.close(fd)
         fd = -1
         os.rename(lock, index)
-        try:  # as git does: a shared index in use is kept fresh so it never expires
+        with contextlib.suppress(OSError):  # as git does: a shared index in use never expires
             os.utime(git_dir / f"sharedindex.{links[0][:20].hex()}")
-        except OSError:
-            pass
         return ADDED
     finally:
         if fd != -1:

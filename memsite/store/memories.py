@@ -22,6 +22,7 @@ from ..config import Category, Config, load_config
 from ..errors import InvalidInput, MemsiteError, NotFound
 from ..fileformat import format_memory
 from ..model import (
+    ABSTRACT_MAX,
     ID_RE,
     Memory,
     derive_abstract,
@@ -45,6 +46,7 @@ log = logging.getLogger("memsite")
 T = TypeVar("T")
 WRITE_ATTEMPTS = 3
 AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
+EDITABLE_FIELDS = frozenset({"content", "abstract", "overview", "tags", "source", "pinned", "category"})
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,8 @@ class MemoryStore:
     ) -> MemoryStore:
         """Create a memory repository at ``path`` (``git init`` if needed) and open it.
 
-        Writes ``mkdocs.yml`` (site and memsite settings), ``content/``,
-        ``.gitignore`` and ``.gitattributes``, and commits them.
+        Writes ``mkdocs.yml`` (site and memsite settings), ``content/`` and
+        ``.gitignore``, and commits them.
 
         Raises:
             MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``.
@@ -194,7 +196,8 @@ class MemoryStore:
         """Change fields of a memory in one commit; it keeps its id.
 
         Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
-        ``pinned`` and ``category`` (which moves the file).
+        ``pinned`` and ``category`` (which moves the file). An abstract or
+        overview of None is derived from the text again.
 
         Returns:
             The updated Memory with its new ``.commit`` (unchanged if nothing changed).
@@ -244,82 +247,61 @@ class MemoryStore:
 
     # --- building records --------------------------------------------------
 
-    def _new_memory(
-        self,
-        content: Any,
-        category: Any,
-        abstract: Any,
-        overview: Any,
-        tags: Any,
-        source: Any,
-        pinned: Any,
-    ) -> Memory:
-        cat = self.config.route(category)
-        body = normalize_content(checks.text(content, "content", max_bytes=self.config.max_memory_bytes))
-        if not body:
-            raise InvalidInput("content: is empty; write what should be remembered")
-        summary = self._summary(abstract, "abstract") or derive_abstract(body)
-        if overview is None:
-            detail = derive_overview(body, summary)
-        else:
-            detail = checks.text(overview, "overview", max_bytes=4096, allow_empty=True).strip()
-        src = None if source is None else one_line(checks.text(source, "source", max_bytes=512))
-        if not isinstance(pinned, bool):
-            raise InvalidInput(f"pinned: expected true or false, got {pinned!r}")
-        tag_list = checks.tags(tags)
-        checks.no_secrets({"content": body, "abstract": summary, "overview": detail, "source": src,
-                           "tags": " ".join(tag_list)})
+    def _new_memory(self, content: Any, category: Any, abstract: Any, overview: Any, tags: Any, source: Any,
+                    pinned: Any) -> Memory:
+        fields = self._fields(dict(content=content, category=category, abstract=abstract, overview=overview,
+                                   tags=tags, source=source, pinned=pinned), None)
         now = self.now()
-        return Memory(
-            id=new_id(), category=cat.name, abstract=summary, overview=detail, agent=self.agent,
-            created=now, updated=now, source=src, tags=tag_list, pinned=pinned, content=body,
-        )
+        return Memory(id=new_id(), agent=self.agent, created=now, updated=now, **fields)
 
-    def _summary(self, value: Any, what: str) -> str | None:
-        if value is None:
-            return None
-        text = one_line(checks.text(value, what, max_bytes=4096))
-        return truncate(text, 200)
+    def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]:
+        """Checked values for the fields in ``given`` (of a new memory when ``current`` is None).
+
+        An abstract or overview of None is derived from the text.
+
+        Raises:
+            InvalidInput: naming the field and the fix; SecretFound.
+        """
+        unknown = set(given) - EDITABLE_FIELDS
+        if unknown:
+            raise InvalidInput(f"update: cannot change {', '.join(sorted(unknown))}; "
+                               f"allowed fields are {', '.join(sorted(EDITABLE_FIELDS))}")
+        out: dict[str, Any] = {}
+        if "category" in given:
+            out["category"] = self.config.route(given["category"]).name
+        if "content" in given:
+            text = checks.text(given["content"], "content", max_bytes=self.config.max_memory_bytes)
+            out["content"] = normalize_content(text)
+            if not out["content"]:
+                fix = "write what should be remembered" if current is None else "use forget() to remove a memory"
+                raise InvalidInput(f"content: is empty; {fix}")
+        content = out.get("content", current.content if current else "")
+        if "abstract" in given:
+            value = given["abstract"]
+            out["abstract"] = (derive_abstract(content) if value is None
+                               else truncate(one_line(checks.text(value, "abstract", max_bytes=4096)), ABSTRACT_MAX))
+        if "overview" in given:
+            value = given["overview"]
+            abstract = out.get("abstract", current.abstract if current else "")
+            out["overview"] = (derive_overview(content, abstract) if value is None
+                               else checks.text(value, "overview", max_bytes=4096, allow_empty=True).strip())
+        if "tags" in given:
+            out["tags"] = checks.tags(given["tags"])
+        if "source" in given:
+            value = given["source"]
+            out["source"] = None if value is None else one_line(checks.text(value, "source", max_bytes=512)) or None
+        if "pinned" in given:
+            if not isinstance(given["pinned"], bool):
+                raise InvalidInput(f"pinned: expected true or false, got {given['pinned']!r}")
+            out["pinned"] = given["pinned"]
+        checks.no_secrets({name: " ".join(value) if name == "tags" else value for name, value in out.items()
+                           if name in ("content", "abstract", "overview", "source", "tags")})
+        return out
 
     def _reason(self, reason: Any) -> str:
         text = one_line(checks.text(reason or "", "reason", max_bytes=1024, allow_empty=True))
         checks.no_secrets({"reason": text})
         return text
-
-    def _changed(self, current: Memory, changes: dict[str, Any]) -> Memory:
-        allowed = {"content", "abstract", "overview", "tags", "source", "pinned", "category"}
-        unknown = set(changes) - allowed
-        if unknown:
-            raise InvalidInput(
-                f"update: cannot change {', '.join(sorted(unknown))}; allowed fields are {', '.join(sorted(allowed))}"
-            )
-        fields: dict[str, Any] = {}
-        if "content" in changes:
-            body = normalize_content(checks.text(changes["content"], "content", max_bytes=self.config.max_memory_bytes))
-            if not body:
-                raise InvalidInput("content: is empty; use forget() to remove a memory")
-            fields["content"] = body
-        if "abstract" in changes:
-            fields["abstract"] = self._summary(changes["abstract"], "abstract") or derive_abstract(
-                fields.get("content", current.content)
-            )
-        if "overview" in changes:
-            value = changes["overview"]
-            fields["overview"] = "" if value is None else checks.text(value, "overview", max_bytes=4096, allow_empty=True).strip()
-        if "tags" in changes:
-            fields["tags"] = checks.tags(changes["tags"])
-        if "source" in changes:
-            value = changes["source"]
-            fields["source"] = None if value is None else one_line(checks.text(value, "source", max_bytes=512))
-        if "pinned" in changes:
-            if not isinstance(changes["pinned"], bool):
-                raise InvalidInput(f"pinned: expected true or false, got {changes['pinned']!r}")
-            fields["pinned"] = changes["pinned"]
-        if "category" in changes:
-            fields["category"] = self.config.route(changes["category"]).name
-        checks.no_secrets({k: (" ".join(v) if k == "tags" else v) for k, v in fields.items()
-                           if k in ("content", "abstract", "overview", "source", "tags")})
-        return current.replace(**fields)
 
 
 class Transaction:
@@ -348,6 +330,7 @@ class Transaction:
         try:
             self.ref = store.repo.branch()
             self.parent = store.repo.refs.read(self.ref)
+            self._base_tree = store.repo.root_tree(self.parent)
             store.catalog.sync(store.repo, store.config, self.parent)
         except BaseException:
             self._lock.__exit__(None, None, None)
@@ -395,7 +378,7 @@ class Transaction:
         """As :meth:`MemoryStore.update`, committed with the transaction."""
         self._check_open()
         current = self.get(id)
-        changed = self.store._changed(current, changes)
+        changed = current.replace(**self.store._fields(changes, current))
         if changed == current:
             return current
         changed = changed.replace(updated=self.store.now())
@@ -451,7 +434,7 @@ class Transaction:
         slug = slugify(memory.abstract)
         for tail in (memory.id[-6:], memory.id):
             path = f"{folder}/{slug}-{tail.lower()}.md"
-            if path not in self._files and not self.store.catalog.path_taken(path):
+            if path not in self._files and self.store.repo.objects.lookup(self._base_tree, path) is None:
                 return path
         raise MemsiteError(f"{path}: already exists; ids are unique, so this file was copied by hand")
 
@@ -500,6 +483,7 @@ class Transaction:
         if sha is None:
             return
         self.commit = sha
+        store.repo.maintain(sha)
         upserts = []
         for mid, memory in self._pending.items():
             if memory is not None:

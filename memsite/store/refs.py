@@ -84,16 +84,18 @@ class Refs:
                 os.fsync(fd)
             os.close(fd)
             fd = -1
+            # The reflog is written under the ref's lock, as git does, so that
+            # 'git reflog expire' (run by gc) never rewrites it underneath.
+            line = f"{old or ZERO} {new} {ident}\t{message}\n"
+            self._append_log(self.common_dir / "logs" / ref, line)
+            if self.head_target() == ref:
+                self._append_log(self.git_dir / "logs" / "HEAD", line)
             os.rename(lock, path)
         finally:
             if fd != -1:
                 os.close(fd)
             if lock.exists():
                 lock.unlink()
-        line = f"{old or ZERO} {new} {ident}\t{message}\n"
-        self._append_log(self.common_dir / "logs" / ref, line)
-        if self.head_target() == ref:
-            self._append_log(self.git_dir / "logs" / "HEAD", line)
 
     def _append_log(self, path: Path, line: str) -> None:
         try:
@@ -149,10 +151,7 @@ def break_stale_lock(lock: Path) -> bool:
         return True
     if age < STALE_AFTER_SECONDS or _open_by_any_process(lock):
         return False
-    try:
-        lock.unlink()
-    except FileNotFoundError:
-        pass
+    lock.unlink(missing_ok=True)
     return True
 
 

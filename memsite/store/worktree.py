@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -55,10 +56,7 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
 def remove_file(root: Path, rel: str) -> None:
     """Delete ``rel`` and any folders it leaves empty (as git checkout does)."""
     path = root / rel
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+    path.unlink(missing_ok=True)
     parent = path.parent
     while parent != root:
         try:
@@ -175,6 +173,36 @@ class Journal:
         if self._fd != -1:
             os.close(self._fd)
             self._fd = -1
+
+
+def wait_for_orphaned_index_updates(root: Path, timeout: float = 30.0) -> None:
+    """Wait for any ``git update-index`` still running in this working tree.
+
+    A writer killed while its ``git update-index`` ran leaves that process
+    running; if it finished after recovery it would put back index entries
+    recovery had just removed. Callers hold the repository lock, so no live
+    memsite writer has one running. Needs /proc (Linux); elsewhere it
+    returns at once.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return
+    target = str(root.resolve())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = False
+        for pid in os.listdir(proc):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                if b"update-index" in (proc / pid / "cmdline").read_bytes() and os.readlink(proc / pid / "cwd") == target:
+                    running = True
+                    break
+            except OSError:
+                continue
+        if not running:
+            return
+        time.sleep(0.01)
 
 
 def restore(root: Path, git_dir: Path, files: Mapping[str, bytes | None]) -> None:

@@ -1,0 +1,51 @@
+"""The README is part of the product: its examples run, its commands are the real ones."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memsite.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, re.S)
+
+
+def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (example,) = blocks("python")
+    exec(compile(example, "README.md", "exec"), {})
+    log = subprocess.run(["git", "-C", "agent-memory", "log", "--format=%an %s"], capture_output=True, text=True)
+    assert "planner Import notes from session 12" in log.stdout
+    assert "planner Forget preferences:" in log.stdout
+
+
+def test_the_quick_start_command_works(tmp_path: Path) -> None:
+    first = blocks("bash")[0].strip()
+    install, _, rest = first.partition(" && ")
+    assert install == "pip install -e ."
+    command = rest.replace("/tmp/my-memory", str(tmp_path / "my-memory"))
+    result = subprocess.run(command, shell=True, capture_output=True, text=True, env=os.environ)
+    assert result.returncode == 0, result.stderr
+    assert "User prefers tabs over spaces" in result.stdout
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    test_command = blocks("bash")[1].strip()
+    assert "pytest" in test_command
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == test_command
+    assert os.access(ROOT / ".ci" / "run", os.X_OK)
+
+
+def test_the_command_table_lists_every_command() -> None:
+    documented = set(re.findall(r"^\| `memsite (\w+)", README, re.M))
+    assert documented == set(main.commands)
