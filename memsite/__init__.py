@@ -8,10 +8,13 @@ from .errors import (
     InvalidInput,
     MemsiteError,
     NotFound,
+    ProtocolError,
     RepositoryError,
     SecretFound,
 )
+from .core import from_env
 from .model import Memory
+from .protocol import Task
 from .ranking import decay_score
 from .store import MemoryStore, Transaction
 
@@ -27,8 +30,11 @@ __all__ = [
     "MemoryStore",
     "MemsiteError",
     "NotFound",
+    "ProtocolError",
     "RepositoryError",
     "SecretFound",
+    "Task",
     "Transaction",
     "decay_score",
+    "from_env",
 ]

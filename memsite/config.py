@@ -92,6 +92,24 @@ class Config:
     auto_load_lines: int = 200
     """Most lines the core memory loaded at an agent's start may have."""
 
+    # --- where things live in the repository ---------------------------------
+
+    @property
+    def memories_dir(self) -> str:
+        return f"{self.content_dir}/memories"
+
+    @property
+    def world_path(self) -> str:
+        return f"{self.content_dir}/world_state.md"
+
+    @property
+    def sessions_dir(self) -> str:
+        return f"{self.content_dir}/sessions"
+
+    def notes_path(self, agent: str, name: str) -> str:
+        """``notes/<agent>/<name>`` (agent_knowledge.md, task_process.md)."""
+        return f"{self.content_dir}/notes/{agent}/{name}"
+
     def route(self, name: str) -> Category:
         """The category ``name`` (or one of its aliases) routes to.
 

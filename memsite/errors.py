@@ -31,6 +31,18 @@ class NotFound(MemsiteError):
     """No memory (or other record) with the given id exists."""
 
 
+class ProtocolError(MemsiteError):
+    """A task could not be started or closed as the memory protocol requires.
+
+    ``missing`` names the closing steps that could not be done (nothing was
+    committed); it is empty when the problem is starting the task.
+    """
+
+    def __init__(self, message: str, missing: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.missing = list(missing or [])
+
+
 class RepositoryError(MemsiteError):
     """The git repository is missing, unusable, or was changed under a write."""
 

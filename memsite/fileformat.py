@@ -103,9 +103,15 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_CanonicalDumper.add_representer(str, _represent_str)
-if _FastDumper is not None:
-    _FastDumper.add_representer(str, _represent_str)
+def _represent_dict(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> Any:
+    # Mappings are always one key per line; only lists of plain values go inline.
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=False)
+
+
+for _dumper in (_CanonicalDumper, _FastDumper):
+    if _dumper is not None:
+        _dumper.add_representer(str, _represent_str)
+        _dumper.add_representer(dict, _represent_dict)
 
 
 def load_yaml(text: str, where: str) -> Any:

@@ -9,7 +9,9 @@ from pathlib import Path
 import yaml
 
 from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
+from . import world
 from .errors import MemsiteError, RepositoryError
+from .merge import WORLD, gitattributes
 
 INIT_AGENT = "memsite"
 
@@ -83,6 +85,7 @@ def create_repository(path: Path, *, when: datetime) -> None:
     Raises:
         MemsiteError: ``path`` already has an ``mkdocs.yml``.
     """
+    from .store.memories import clone_settings
     from .store.repo import Author, Repository
 
     path.mkdir(parents=True, exist_ok=True)
@@ -97,16 +100,22 @@ def create_repository(path: Path, *, when: datetime) -> None:
         _git(path, "init", "-q", "-b", "main")
     repo = Repository(path)
     try:
-        _git(path, "config", "core.splitIndex", "true")  # index updates write only what changed
-        files = {"mkdocs.yml": mkdocs_yml(), "content/index.md": INDEX_MD}
+        repo.ensure_config(clone_settings())  # merge drivers; split index so updates write little
+        files = {
+            "mkdocs.yml": mkdocs_yml(),
+            "content/index.md": INDEX_MD,
+            "content/world_state.md": world.render("", {}),
+        }
         with repo.locked():
             for rel in files:
                 if (path / rel).exists():
                     raise MemsiteError(f"{path / rel}: already exists; move it away before memsite init")
-            gitignore = path / ".gitignore"
-            existing = gitignore.read_text() if gitignore.exists() else ""
-            if ".memsite/" not in existing.split():
-                files[".gitignore"] = existing + ("\n" if existing and not existing.endswith("\n") else "") + GITIGNORE
+            # The user's own .gitignore and .gitattributes lines are kept.
+            for rel, lines, marker in ((".gitignore", GITIGNORE, ".memsite/"),
+                                       (".gitattributes", gitattributes("content"), WORLD.name)):
+                text = _appended(path / rel, lines, marker)
+                if text is not None:
+                    files[rel] = text
             ref = repo.branch()
             repo.commit(
                 ref,
@@ -118,6 +127,14 @@ def create_repository(path: Path, *, when: datetime) -> None:
             )
     finally:
         repo.close()
+
+
+def _appended(path: Path, lines: str, marker: str) -> str | None:
+    """The text of ``path`` with ``lines`` added at the end, or None if it has ``marker`` already."""
+    existing = path.read_text() if path.exists() else ""
+    if marker in existing:
+        return None
+    return existing + ("\n" if existing and not existing.endswith("\n") else "") + lines
 
 
 def _is_work_tree(path: Path) -> bool:

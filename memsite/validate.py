@@ -1,18 +1,22 @@
-"""``memsite check``: every invariant of the memory files, all problems at once."""
+"""``memsite check``: every invariant of the memory repository, all problems at once."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from . import notes, sessions, world
 from .config import Config, load_config
-from .errors import ConfigError, FormatError
+from .errors import ConfigError, FormatError, RepositoryError
 from .fileformat import parse_memory
 from .model import Memory
 
 
-def check_working_tree(root: Path) -> tuple[list[str], int]:
-    """Check the memory files on disk under ``root``.
+def check_working_tree(root: Path, base: str | None = None) -> tuple[list[str], int]:
+    """Check the memory repository's files on disk under ``root``.
+
+    Args:
+        base: a revision; session records that existed there must be unchanged.
 
     Returns:
         (one line per problem, number of memory files read)
@@ -21,6 +25,14 @@ def check_working_tree(root: Path) -> tuple[list[str], int]:
         config = load_config(root)
     except ConfigError as exc:
         return str(exc).splitlines(), 0
+    problems = _world(root, config) + _records(root, config)
+    if base is not None:
+        problems += _sessions_since(root, config, base)
+    memory_problems, count = _memories(root, config)
+    return problems + memory_problems, count
+
+
+def _memories(root: Path, config: Config) -> tuple[list[str], int]:
     folder = root / config.content_dir / "memories"
     problems: list[str] = []
     memories: list[tuple[str, Memory]] = []
@@ -47,6 +59,68 @@ def check_working_tree(root: Path) -> tuple[list[str], int]:
     problems += _duplicate_ids(memories)
     problems += _capacities(config, [m for _, m in memories])
     return problems, len(memories)
+
+
+def _world(root: Path, config: Config) -> list[str]:
+    path = root / config.world_path
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    problems = [f"{config.world_path}: line {n}: merge conflict marker; resolve the conflict and commit"
+                for n in world.conflict_lines(text)]
+    try:
+        world.parse(text, config.world_path)
+    except FormatError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+def _records(root: Path, config: Config) -> list[str]:
+    """Session records and agent notes must read back."""
+    problems = []
+    sessions_dir = root / config.sessions_dir
+    for path in sorted(sessions_dir.glob("*.md")) if sessions_dir.is_dir() else []:
+        rel = path.relative_to(root).as_posix()
+        try:
+            sessions.parse(path.read_text(encoding="utf-8"), rel)
+        except (FormatError, UnicodeDecodeError) as exc:
+            problems.append(str(exc) if isinstance(exc, FormatError) else f"{rel}: not valid UTF-8")
+    notes_dir = root / config.content_dir / "notes"
+    for path in sorted(notes_dir.glob("*/*.md")) if notes_dir.is_dir() else []:
+        rel = path.relative_to(root).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+            if path.name == "agent_knowledge.md":
+                notes.parse_knowledge(text, rel, path.parent.name)
+            elif path.name == "task_process.md":
+                notes.parse_process(text, rel)
+        except (FormatError, UnicodeDecodeError) as exc:
+            problems.append(str(exc) if isinstance(exc, FormatError) else f"{rel}: not valid UTF-8")
+    return problems
+
+
+def _sessions_since(root: Path, config: Config, base: str) -> list[str]:
+    """Session records are append-only: each one at ``base`` is still here, byte for byte."""
+    from .store.repo import Repository
+
+    repo = Repository(root)
+    try:
+        commit = repo.resolve(base)
+        before = repo.files_under(commit, config.sessions_dir)
+    except RepositoryError as exc:
+        return [str(exc)]
+    finally:
+        repo.close()
+    problems = []
+    for rel, data in sorted(before.items()):
+        path = root / rel
+        if not path.exists():
+            problems.append(f"{rel}: session record deleted since {base}; the event log is append-only "
+                            f"(restore it: git checkout {base} -- {rel})")
+        elif path.read_bytes() != data:
+            problems.append(f"{rel}: session record changed since {base}; the event log is append-only "
+                            f"(restore it: git checkout {base} -- {rel})")
+    return problems
 
 
 def _duplicate_ids(memories: list[tuple[str, Memory]]) -> list[str]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -135,10 +136,16 @@ def test_check_reports_a_category_over_capacity(repo: Path) -> None:
 
 
 def test_every_command_has_help_with_an_example() -> None:
-    for name, command in main.commands.items():
-        result = CliRunner().invoke(main, [name, "--help"])
+    def commands(group: click.Group, prefix: list[str]):
+        for name, command in group.commands.items():
+            yield [*prefix, name], command
+            if isinstance(command, click.Group):
+                yield from commands(command, [*prefix, name])
+
+    for path, command in commands(main, []):
+        result = CliRunner().invoke(main, [*path, "--help"])
         assert result.exit_code == 0
-        assert "Example" in result.output, f"memsite {name} --help has no example"
+        assert "Example" in result.output, f"memsite {' '.join(path)} --help has no example"
         assert command.help and command.help.strip()
 
 

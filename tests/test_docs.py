@@ -47,5 +47,5 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 
 def test_the_command_table_lists_every_command() -> None:
-    documented = set(re.findall(r"^\| `memsite (\w+)", README, re.M))
+    documented = set(re.findall(r"^\| `memsite ([\w-]+)", README, re.M))
     assert documented == set(main.commands)

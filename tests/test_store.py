@@ -329,3 +329,12 @@ def test_git_gets_to_pack_objects_now_and_then(store: MemoryStore, monkeypatch: 
     assert counts["count"] == "0"
     assert_clean(store.root)
     assert len(store.list()) == 141
+
+
+def test_opening_a_store_leaves_a_correct_git_config_alone(store: MemoryStore) -> None:
+    """Regression: every open rewrote the config (GitPython reads 'true' as True), so opens collided."""
+    config = store.root / ".git" / "config"
+    before = (config.read_bytes(), config.stat().st_mtime_ns)
+    for _ in range(3):
+        MemoryStore(store.root, agent="another").close()
+    assert (config.read_bytes(), config.stat().st_mtime_ns) == before

@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import checks
 from ..config import Category, Config, load_config
-from ..errors import InvalidInput, MemsiteError, NotFound
+from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
 from ..fileformat import format_memory
+from ..merge import DRIVERS
+from ..merge import command as merge_command
 from ..model import (
     ABSTRACT_MAX,
     ID_RE,
@@ -40,6 +42,10 @@ from .catalog import Catalog
 from .objects import blob_id
 from .refs import RefMoved
 from .repo import Author, Repository
+
+if TYPE_CHECKING:
+    from ..protocol import Task
+    from ..world import World
 
 log = logging.getLogger("memsite")
 
@@ -84,6 +90,8 @@ class MemoryStore:
             self.config: Config = load_config(self.root)
             self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
             self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root)
+            self.auto_load_lines: int = self.config.auto_load_lines
+            self.repo.ensure_config(clone_settings())
         except BaseException:
             self.repo.close()
             raise
@@ -220,6 +228,72 @@ class MemoryStore:
         tx, _ = self._write(lambda tx: tx._categories.add(name))
         return [op.memory.id for op in tx.ops if op.action == "trimmed"]
 
+    # --- core memory ----------------------------------------------------------
+
+    def load_core(self, lines: int | None = None) -> str:
+        """Prompt-ready core memory: world state, pinned memories, this agent's recent memories.
+
+        Args:
+            lines: the most lines to return (default: ``auto_load_lines`` from
+                settings or ``MEMSITE_AUTO_LOAD_LINES``, 200).
+
+        Returns:
+            At most ``lines`` lines; '' for an empty repository. The recent
+            memories section is left out when this agent has none.
+        """
+        from ..core import core_text, first_lines
+
+        limit = self.auto_load_lines if lines is None else lines
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidInput(f"lines: expected a whole number >= 0, got {limit!r}")
+        memories = self.list()
+        pinned = [m for m in memories if m.pinned]
+        text = core_text(self.world.read(), pinned, self.recent(), self.agent)
+        return first_lines(text, limit)
+
+    def load_topic(self, category: str) -> str:
+        """The full text of one category (name or alias), oldest first; '' if it has none."""
+        from ..core import topic_text
+
+        return topic_text(self.list(category=category))
+
+    def recent(self, n: int = 10) -> list[str]:
+        """The texts of this agent's ``n`` most recent memories, oldest first (never empty ones)."""
+        from ..core import recent_texts
+
+        return recent_texts(self.list(agent=self.agent), n)
+
+    @property
+    def world(self) -> World:
+        """The shared world state: ``store.world.read()``, ``store.world.merge({...})``."""
+        from ..world import World
+
+        return World(self)
+
+    def task(self, type: str | None = None, keywords: Iterable[str] = (), *,
+             plan: Iterable[str] | None = None) -> Task:
+        """Start a task, or resume this agent's unfinished one; use it as a context manager.
+
+        Args:
+            type: what kind of task (debug, fix, feature...). None resumes the
+                open task.
+            keywords: what it is about; with the type and date they name the
+                session record.
+            plan: the first TODO items (``task.plan`` replaces them later).
+
+        Returns:
+            A Task. Leaving the ``with`` block closes it: one commit of the
+            session record, agent knowledge, world state and cleared working
+            memory. If the block raises, the session is recorded as failed and
+            the exception propagates.
+
+        Raises:
+            ProtocolError: another task of this agent is open or unfinished.
+        """
+        from ..protocol import start
+
+        return start(self, type, keywords, plan)
+
     def transaction(self, message: str | None = None) -> Transaction:
         """Group writes into one commit: ``with store.transaction("msg") as tx:``.
 
@@ -228,7 +302,7 @@ class MemoryStore:
         """
         return Transaction(self, message)
 
-    def _write(self, body: Callable[[Transaction], T]) -> tuple[Transaction, T]:
+    def _write(self, body: Callable[[Transaction], T], message: str | None = None) -> tuple[Transaction, T]:
         """Run ``body`` in its own transaction, again if the branch moved under it.
 
         The branch only moves under memsite's lock when a plain git command
@@ -237,7 +311,7 @@ class MemoryStore:
         """
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                with self.transaction() as tx:
+                with self.transaction(message) as tx:
                     result = body(tx)
                 return tx, result
             except RefMoved:
@@ -316,6 +390,8 @@ class Transaction:
         self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
         self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
         self._categories: set[str] = set()
+        self._owned: dict[str, bytes] = {}
+        self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
         self._lock: Any = None
         self._open = False
 
@@ -400,6 +476,52 @@ class Transaction:
         self.ops.append(_Op("forgotten", current, self.store._reason(reason) or None))
         return current
 
+    # --- other files (world state, sessions, notes) --------------------------
+
+    def read_text(self, path: str) -> str | None:
+        """The text of ``path`` as this transaction would leave it (None if absent)."""
+        if path in self._files:
+            data = self._files[path]
+        else:
+            data = self.store.repo.read_file(self.parent, path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"{path}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
+
+    def write_text(self, path: str, text: str, *, owned: bytes | None = None) -> None:
+        """Stage ``text`` for ``path``. Session records are append-only: an existing one is refused.
+
+        ``owned`` is what the working tree may hold instead of the committed
+        file: bytes this writer put there itself (see Repository.commit).
+        """
+        self._check_open()
+        sessions = self.store.config.sessions_dir + "/"
+        if path.startswith(sessions) and self.read_text(path) is not None:
+            raise InvalidInput(f"{path}: session records are append-only; it exists already and is never rewritten")
+        self._files[path] = text.encode("utf-8")
+        if owned is not None:
+            self._owned[path] = owned
+
+    def listing(self, folder: str) -> list[str]:
+        """Names of the files in ``folder`` at the base commit (not recursive)."""
+        entry = self.store.repo.objects.lookup(self._base_tree, folder)
+        if entry is None or not entry.is_tree:
+            return []
+        return [name for name, item in self.store.repo.objects.tree(entry.sha).items() if not item.is_tree]
+
+    def abort(self) -> None:
+        """Drop everything staged: the block ends without a commit."""
+        self._files.clear()
+        self._pending.clear()
+        self._paths.clear()
+        self._owned.clear()
+        self._categories.clear()
+        self.ops.clear()
+        self.trailers.clear()
+
     def result(self, memory: Memory) -> Memory:
         """``memory`` with the commit of this (finished) transaction."""
         final = self._pending.get(memory.id, memory) or memory
@@ -478,7 +600,7 @@ class Transaction:
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
             message=self._message(), author=Author(store.agent, AUTHOR_EMAIL.format(agent=store.agent)),
-            when=int(store.now().timestamp()),
+            when=int(store.now().timestamp()), owned=self._owned,
         )
         if sha is None:
             return
@@ -504,8 +626,10 @@ class Transaction:
             subject = f"{verb} {op.memory.category}: {op.memory.abstract}"
         elif main:
             subject = f"Write {len(main)} memories"
-        else:
+        elif trims:
             subject = f"Trim {', '.join(sorted({op.memory.category for op in trims}))}"
+        else:
+            subject = "Update " + ", ".join(sorted(self._files))
         lines = [truncate(subject, 72), ""]
         for op in main:
             if op.action == "forgotten" and op.reason:
@@ -518,6 +642,7 @@ class Transaction:
             lines += [f"Memory-Id: {op.memory.id}", f"Category: {op.memory.category}", f"Action: {op.action}"]
             if op.reason:
                 lines.append(f"Reason: {op.reason}")
+        lines += [f"{key}: {value}" for key, value in self.trailers]
         return "\n".join(lines) + "\n"
 
 
@@ -536,6 +661,15 @@ def _capacity_reason(category: Category, members: Iterable[TrimCandidate]) -> st
         mark = category.capacity.lines
         parts.append(f"{sum(m.lines for m in members)} lines > {mark.high}, trimmed to <= {mark.low}")
     return f"{category.name} capacity ({'; '.join(parts)})"
+
+
+def clone_settings() -> dict[tuple[str, str | None, str], str]:
+    """The git config every clone of a memory repository needs (git never shares it)."""
+    settings: dict[tuple[str, str | None, str], str] = {("core", None, "splitIndex"): "true"}
+    for driver in DRIVERS:
+        settings[("merge", driver.name, "name")] = driver.description
+        settings[("merge", driver.name, "driver")] = merge_command(driver)
+    return settings
 
 
 def _default_agent(repo: Repository) -> str:

@@ -27,7 +27,7 @@ from filelock import FileLock, Timeout
 
 from ..errors import InvalidInput, RepositoryError
 from .objects import MODE_FILE, Entry, ObjectStore, blob_id
-from .refs import RefMoved, Refs
+from .refs import RefMoved, Refs, wait_until_unlocked
 from .worktree import IndexUpdate, Journal, atomic_write, remove_file, restore, wait_for_orphaned_index_updates
 
 log = logging.getLogger("memsite")
@@ -81,6 +81,31 @@ class Repository:
         objects = legacy or bool(parts & {"all", "committed", "added", "objects", "loose-object"})
         refs = bool(parts & {"all", "committed", "added", "reference"})
         return objects, refs
+
+    def ensure_config(self, values: Mapping[tuple[str, str | None, str], str]) -> None:
+        """Set ``(section, subsection, option) -> value`` in this clone's git config where it differs.
+
+        git keeps merge drivers and index settings per clone, never in the
+        repository, so every clone needs them written once.
+        """
+        def current(section: str, subsection: str | None, option: str) -> str:
+            reader = self.git.config_reader("repository")  # read afresh: another process may have written
+            value = reader.get_value(f'{section} "{subsection}"' if subsection else section, option, "")
+            return str(value).lower() if isinstance(value, bool) else str(value)  # GitPython parses 'true'
+
+        for (section, subsection, option), value in values.items():
+            if current(section, subsection, option) == value:
+                continue
+            key = f"{section}.{subsection}.{option}" if subsection else f"{section}.{option}"
+            for _ in range(2):
+                result = subprocess.run(["git", "config", key, value], cwd=self.root, capture_output=True, text=True)
+                if result.returncode == 0 or current(section, subsection, option) == value:
+                    break
+                if "config.lock" not in result.stderr:
+                    raise RepositoryError(f"git config {key} failed: {result.stderr.strip()}")
+                wait_until_unlocked(self.common_dir / "config.lock")  # another process is writing it
+            else:
+                raise RepositoryError(f"git config {key} failed: {result.stderr.strip()}")
 
     def close(self) -> None:
         """Stop the ``git cat-file`` helpers GitPython keeps per repository."""
@@ -149,6 +174,24 @@ class Repository:
             raise RepositoryError(f"{commit}: is not a commit")
         return bytes.fromhex(data[5:45].decode())
 
+    def resolve(self, revision: str) -> str:
+        """The commit id ``revision`` (a branch, tag, HEAD~2...) names.
+
+        Raises:
+            RepositoryError: it names no commit.
+        """
+        try:
+            return self.git.rev_parse(f"{revision}^{{commit}}").hexsha
+        except (git.BadName, ValueError, git.GitCommandError):
+            raise RepositoryError(f"{revision!r} is not a commit in {self.root}; fetch it or name another") from None
+
+    def files_under(self, commit: str | None, folder: str) -> dict[str, bytes]:
+        """Every file under ``folder`` at ``commit``: path -> content."""
+        entry = self.objects.lookup(self.root_tree(commit), folder)
+        if entry is None or not entry.is_tree:
+            return {}
+        return {f"{folder}/{rel}": self.objects.read_blob(item.sha) for rel, item in self.objects.walk(entry.sha)}
+
     def read_file(self, commit: str | None, path: str) -> bytes | None:
         """The bytes of ``path`` at ``commit``, or None if it has no such file."""
         entry = self.objects.lookup(self.root_tree(commit), path)
@@ -157,6 +200,10 @@ class Repository:
         return self.objects.read_blob(entry.sha)
 
     # --- writing -----------------------------------------------------------
+
+    def write_working_file(self, path: str, data: bytes) -> None:
+        """Write a file to the working tree only (working memory, committed later)."""
+        atomic_write(self.root / path, data)
 
     def commit(
         self,
@@ -167,12 +214,15 @@ class Repository:
         message: str,
         author: Author,
         when: int,
+        owned: Mapping[str, bytes] | None = None,
     ) -> str | None:
         """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
 
         Must be called under :meth:`locked`. When ``ref`` is checked out, the
         working tree and the index are updated for the same paths; a path with
-        uncommitted edits of its own is refused rather than overwritten.
+        uncommitted edits of its own is refused rather than overwritten,
+        unless it holds exactly the bytes ``owned`` gives for it (working
+        files the writer itself left uncommitted).
 
         Returns:
             The new commit id, or None when the files already had that content.
@@ -184,7 +234,7 @@ class Repository:
         base = self.root_tree(parent)
         checked_out = self.refs.head_target() == ref
         if checked_out:
-            self._refuse_unsaved_edits(base, files)
+            self._refuse_unsaved_edits(base, files, owned or {})
         written = [path for path, data in files.items() if data is not None]
         shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
         entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
@@ -261,7 +311,9 @@ class Repository:
             subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def _refuse_unsaved_edits(self, base: bytes | None, files: Mapping[str, bytes | None]) -> None:
+    def _refuse_unsaved_edits(
+        self, base: bytes | None, files: Mapping[str, bytes | None], owned: Mapping[str, bytes]
+    ) -> None:
         for path in files:
             entry = self.objects.lookup(base, path)
             if entry is None and not os.path.lexists(self.root / path):
@@ -273,6 +325,8 @@ class Repository:
             except IsADirectoryError:
                 raise InvalidInput(f"{path}: is a folder in the working tree; move it away and retry") from None
             committed = entry.sha if entry is not None else None
+            if path in owned and on_disk == owned[path]:
+                continue
             if (blob_id(on_disk) if on_disk is not None else None) != committed:
                 raise InvalidInput(
                     f"{path}: has changes that are not committed; commit them or discard them "

@@ -1,0 +1,232 @@
+"""World state: one shared file of keyed sections, merged key by key.
+
+``world_state.md`` looks like this::
+
+    # World state
+
+    Shared facts every agent sees; one section per key, kept sorted.
+
+    ## ci.status
+
+    green
+
+    ## deploy.target
+
+    staging
+
+Everything before the first ``## `` line is the preamble. Keys are kept
+sorted, new keys go in sorted position and every body has a blank line on
+each side, so two branches that touched different keys merge line by line
+without conflict. Here: parsing, rendering and the keyed 3-way merge, all pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from . import checks
+from .errors import FormatError, InvalidInput
+
+if TYPE_CHECKING:
+    from .store import MemoryStore, Transaction
+
+KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/@+-]{0,99}$")
+MAX_VALUE_BYTES = 16 * 1024
+DEFAULT_PREAMBLE = (
+    "# World state\n\n"
+    "Shared facts every agent sees: one section per key, kept sorted. Agents update it\n"
+    "through memsite (store.world.merge); a key they were not told about is never dropped."
+)
+_HEADING = re.compile(r"^## (.*)$")
+CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")  # '=======' alone is also a Markdown underline
+
+
+def parse(text: str, where: str = "world_state.md") -> tuple[str, dict[str, str]]:
+    """(preamble, key -> body) of a world state file.
+
+    Raises:
+        FormatError: a key is used twice or is not a valid key.
+    """
+    preamble: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current: list[str] = preamble
+    for number, line in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+        match = _HEADING.match(line)
+        if match:
+            key = match.group(1).strip()
+            if not KEY_RE.match(key):
+                raise FormatError(f"{where}: line {number}: '{key}' is not a valid key; "
+                                  "use letters, digits and . _ - : / @ + (no spaces)")
+            if key in sections:
+                raise FormatError(f"{where}: line {number}: key '{key}' appears twice; merge the two sections")
+            current = sections[key] = []
+        else:
+            current.append(line)
+    return "\n".join(preamble).strip(), {key: "\n".join(body).strip() for key, body in sections.items()}
+
+
+def render(preamble: str, values: Mapping[str, str]) -> str:
+    """The canonical file: preamble, then each key in sorted order, blank lines around bodies."""
+    parts = [(preamble.strip() or DEFAULT_PREAMBLE) + "\n"]
+    for key in sorted(values):
+        body = values[key].strip()
+        parts.append(f"## {key}\n\n{body}\n" if body else f"## {key}\n")
+    return "\n".join(parts)
+
+
+def check_value(key: object, value: object) -> tuple[str, str]:
+    """A checked (key, body) pair for a merge; numbers and booleans become text."""
+    if not isinstance(key, str) or not KEY_RE.match(key):
+        raise InvalidInput(f"world key {key!r}: use 1-100 letters, digits and . _ - : / @ + (no spaces)")
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    elif isinstance(value, (int, float)):
+        value = str(value)
+    body = checks.text(value, f"world value for '{key}'", max_bytes=MAX_VALUE_BYTES, allow_empty=True).strip()
+    for number, line in enumerate(body.split("\n"), start=1):
+        if line.startswith("## "):
+            raise InvalidInput(f"world value for '{key}' line {number}: starts with '## ', which begins a new "
+                               "key; use '### ' for a heading inside a value")
+    checks.no_secrets({f"world value for '{key}'": body})
+    return key, body
+
+
+def merged(current: Mapping[str, str], updates: Mapping[str, str], remove: Iterable[str]) -> dict[str, str]:
+    """``current`` with ``updates`` applied and the keys in ``remove`` dropped.
+
+    Raises:
+        InvalidInput: the same key both set and removed.
+    """
+    removing = set(remove)
+    both = removing & set(updates)
+    if both:
+        raise InvalidInput(f"world keys {', '.join(sorted(both))}: both set and removed in one merge; pick one")
+    result = {key: body for key, body in current.items() if key not in removing}
+    result.update(updates)
+    return result
+
+
+def render_checked(preamble: str, values: Mapping[str, str]) -> str:
+    """:func:`render`, refusing output that would not read back as exactly these keys.
+
+    The file's one invariant is that no key disappears unless it was named;
+    reading the rendered text back is the check that holds whatever the values.
+    """
+    text = render(preamble, values)
+    _, back = parse(text)
+    if set(back) != set(values):
+        missing = ", ".join(sorted(set(values) - set(back))) or "none"
+        extra = ", ".join(sorted(set(back) - set(values))) or "none"
+        raise InvalidInput(f"refusing a world state that would read back differently (lost: {missing}; new: {extra})")
+    return text
+
+
+def three_way(base: str, ours: str, theirs: str, *, labels: tuple[str, str] = ("ours", "theirs")) -> tuple[str, list[str]]:
+    """Merge three versions of the file key by key.
+
+    A key changed (or added, or removed) on one side only takes that side; on
+    both sides the same way, that value; on both sides differently, a
+    conflict: the section holds git-style conflict markers.
+
+    Returns:
+        (merged text, keys in conflict)
+    """
+    base_pre, base_values = parse(base, "base")
+    our_pre, our_values = parse(ours, "ours")
+    their_pre, their_values = parse(theirs, "theirs")
+    conflicts: list[str] = []
+
+    def pick(b: str | None, o: str | None, t: str | None) -> tuple[str | None, bool]:
+        if o == t:
+            return o, False
+        if o == b:
+            return t, False
+        if t == b:
+            return o, False
+        return None, True
+
+    preamble, clash = pick(base_pre, our_pre, their_pre)
+    if clash:
+        preamble = our_pre  # prose only: keep ours rather than block the merge
+    result: dict[str, str] = {}
+    for key in sorted(set(base_values) | set(our_values) | set(their_values)):
+        value, clash = pick(base_values.get(key), our_values.get(key), their_values.get(key))
+        if clash:
+            conflicts.append(key)
+            result[key] = (f"<<<<<<< {labels[0]}\n{our_values.get(key, '(removed)')}\n=======\n"
+                           f"{their_values.get(key, '(removed)')}\n>>>>>>> {labels[1]}")
+        elif value is not None:
+            result[key] = value
+    return render(preamble or "", result), conflicts
+
+
+def conflict_lines(text: str) -> list[int]:
+    """Line numbers holding conflict markers left from a merge."""
+    return [n for n, line in enumerate(text.split("\n"), start=1) if line.startswith(CONFLICT_MARKERS)]
+
+
+# --- the API over a store -------------------------------------------------------
+
+
+def merge_in(tx: Transaction, updates: Mapping[str, str], remove: Iterable[str] = ()) -> bool:
+    """Stage a read-merge-write of the world state in ``tx``; False if nothing changes.
+
+    Reads the file as the transaction's base commit has it (the branch tip,
+    under the lock), so concurrent writers never overwrite each other.
+
+    Raises:
+        FormatError: the file cannot be read safely (a key twice, conflict
+            markers left from a merge); a merge never overwrites it blindly.
+    """
+    path = tx.store.config.world_path
+    text = tx.read_text(path)
+    preamble, current = parse(text, path) if text is not None else ("", {})
+    leftovers = conflict_lines(text or "")
+    if leftovers:
+        raise FormatError(f"{path}: line {leftovers[0]} holds a merge conflict marker; resolve the conflict first")
+    removing = [key for key in remove if key in current]
+    result = merged(current, updates, removing)
+    if result == current and text is not None:
+        return False
+    tx.write_text(path, render_checked(preamble, result))
+    tx.trailers += [("World-Set", key) for key in sorted(updates) if current.get(key) != updates[key]]
+    tx.trailers += [("World-Unset", key) for key in sorted(removing)]
+    return True
+
+
+class World:
+    """``store.world``: the shared world state of a memory repository."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def read(self) -> dict[str, str]:
+        """Every key and its Markdown body, at the branch tip."""
+        store = self._store
+        with store.repo._thread_lock:
+            data = store.repo.read_file(store.repo.refs.read(store.repo.branch()), store.config.world_path)
+        if data is None:
+            return {}
+        return parse(data.decode("utf-8"), store.config.world_path)[1]
+
+    def merge(self, updates: Mapping[str, object] | None = None, remove: Iterable[str] = ()) -> str | None:
+        """Set the keys in ``updates``, remove the keys in ``remove``, keep every other key.
+
+        Args:
+            updates: key -> value (Markdown text; numbers and booleans become text).
+            remove: keys to drop; keys that do not exist are ignored.
+
+        Returns:
+            The commit id, or None when nothing changed.
+
+        Raises:
+            InvalidInput: a bad key or value (nothing is written); SecretFound.
+        """
+        checked = dict(check_value(key, value) for key, value in (updates or {}).items())
+        removing = [check_value(key, "")[0] for key in remove]
+        parts = [f"set {', '.join(sorted(checked))}" if checked else "", f"unset {', '.join(sorted(removing))}" if removing else ""]
+        message = "World: " + "; ".join(p for p in parts if p)
+        tx, _ = self._store._write(lambda tx: merge_in(tx, checked, removing), message=message)
+        return tx.commit
