@@ -26,31 +26,64 @@ from .model import FIELD_ORDER, ID_RE, Memory, format_time, parse_time
 MAX_FRONTMATTER_BYTES = 64 * 1024
 
 
-class _RestrictedLoader(yaml.SafeLoader):
+class _Restrictions:
+    """What makes a loader restricted, checked as each node is constructed.
+
+    Both the pure-Python parser and libyaml's build the same node graph, so
+    one set of checks serves both: an alias is a node met a second time (the
+    graph is small even for an alias bomb; its expansion would happen here),
+    an explicit tag is a tag other than the one implicit resolution gives.
+    """
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node in self.constructed_objects:  # type: ignore[attr-defined]
+            raise _YamlRefused("anchors and aliases (&name, *name) are not allowed", node.start_mark)
+        if isinstance(node, yaml.ScalarNode):
+            implicit = (False, True) if node.style else (True, False)  # plain: None (pure), "" (libyaml)
+            expected = self.resolve(yaml.ScalarNode, node.value, implicit)  # type: ignore[attr-defined]
+        elif isinstance(node, yaml.SequenceNode):
+            expected = "tag:yaml.org,2002:seq"
+        else:
+            expected = "tag:yaml.org,2002:map"
+        if node.tag != expected:
+            raise _YamlRefused(f"YAML tags ({node.tag}) are not allowed", node.start_mark)
+        return super().construct_object(node, deep)  # type: ignore[misc]
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            text_key = isinstance(key_node, yaml.ScalarNode) and (
+                bool(key_node.style)
+                or self.resolve(yaml.ScalarNode, key_node.value, (True, False)) == "tag:yaml.org,2002:str"  # type: ignore[attr-defined]
+            )
+            if not text_key:
+                got = repr(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "a list or mapping"
+                raise _YamlRefused(f"keys must be text, got {got}", key_node.start_mark)
+            if key_node.value in seen:
+                raise _YamlRefused(f"key {key_node.value!r} appears twice", key_node.start_mark)
+            seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+class _RestrictedLoader(_Restrictions, yaml.SafeLoader):
     """SafeLoader minus aliases, tags, duplicate keys and YAML 1.1 type guessing."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise _YamlRefused("anchors and aliases (*name) are not allowed", event.start_mark)
+        # The pure parser resolves a bare '!' (the non-specific tag) as if it
+        # were absent; libyaml does not. Refusing every explicit tag while
+        # parsing keeps the two loaders in agreement.
         event = self.peek_event()
-        if getattr(event, "anchor", None) is not None:
-            raise _YamlRefused("anchors and aliases (&name) are not allowed", event.start_mark)
-        tag = getattr(event, "tag", None)
-        if tag is not None and not (isinstance(event, yaml.ScalarEvent) and tag == "!"):
-            raise _YamlRefused(f"YAML tags ({tag}) are not allowed", event.start_mark)
+        if getattr(event, "tag", None) is not None:
+            raise _YamlRefused(f"YAML tags ({event.tag}) are not allowed", event.start_mark)
         return super().compose_node(parent, index)
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str):
-                raise _YamlRefused(f"keys must be text, got {key!r}", key_node.start_mark)
-            if key in seen:
-                raise _YamlRefused(f"key {key!r} appears twice", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+
+# libyaml parses about ten times faster; the restrictions above apply to it alike.
+_FastLoader: type | None = None
+if hasattr(yaml, "CSafeLoader"):
+
+    class _FastLoader(_Restrictions, yaml.CSafeLoader):  # type: ignore[no-redef]
+        """libyaml twin of _RestrictedLoader."""
 
 
 class _YamlRefused(yaml.YAMLError):
@@ -71,6 +104,8 @@ for _tag, _pattern, _first in (
     ("tag:yaml.org,2002:null", r"^(?:~|null|)$", ["~", "n", ""]),
 ):
     _RestrictedLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+if _FastLoader is not None:
+    _FastLoader.yaml_implicit_resolvers = _RestrictedLoader.yaml_implicit_resolvers
 
 
 class _CanonicalDumper(yaml.SafeDumper):
@@ -114,12 +149,21 @@ for _dumper in (_CanonicalDumper, _FastDumper):
         _dumper.add_representer(dict, _represent_dict)
 
 
-def load_yaml(text: str, where: str) -> Any:
+def load_yaml(text: str, where: str, *, pure: bool = False) -> Any:
     """Parse ``text`` with the restricted loader; FormatError names ``where``."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
         raise FormatError(
             f"{where}: frontmatter is larger than {MAX_FRONTMATTER_BYTES} bytes; move long text into the body"
         )
+    # YAML reads \r\n and \r as \n anyway; normalising first spares the two parsers' differences.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # libyaml cannot tell a bare '!' tag from no tag: such text takes the reference loader,
+    # and so does whatever libyaml refuses, so the reference decides every refusal.
+    if not pure and _FastLoader is not None and "!" not in text:
+        try:
+            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - restricted loader
+        except yaml.YAMLError:
+            pass
     try:
         return yaml.load(text, Loader=_RestrictedLoader)  # noqa: S506 - restricted loader
     except _YamlRefused as exc:
