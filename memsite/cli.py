@@ -43,7 +43,24 @@ class _Context:
         self.agent = agent
 
     def store(self) -> MemoryStore:
-        return MemoryStore(self.repo, agent=self.agent)
+        return MemoryStore(self.repo, agent=self.agent, progress=_ProgressBar())
+
+
+class _ProgressBar:
+    """Shows a bar on stderr while the index is rebuilt, when that is long enough to wait for."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None and total >= 1000:
+            self._bar = click.progressbar(length=total, label="Indexing memories", file=sys.stderr)
+            self._bar.__enter__()
+        if self._bar is not None:
+            self._bar.update(done - self._bar.pos)
+            if done >= total:
+                self._bar.__exit__(None, None, None)
+                self._bar = None
 
 
 pass_context = click.make_pass_decorator(_Context)
@@ -250,6 +267,106 @@ def check(ctx: _Context, base: str | None) -> None:
     if problems:
         raise click.exceptions.Exit(1)
     click.echo(f"{count} memories checked, no problems.", err=True)
+
+
+@main.command()
+@click.argument("query")
+@click.option("-n", "--limit", default=5, show_default=True, type=click.IntRange(min=1), help="At most this many.")
+@click.option("-c", "--category", help="Only this category (or alias).")
+@click.option("-t", "--tag", "tags", multiple=True, help="Only memories with this tag; repeat for several.")
+@click.option("--by", "by_agent", help="Only memories written by this agent.")
+@click.option("--min-score", default=0.0, show_default=True, type=float, help="Drop hits scoring below this.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
+@pass_context
+@_errors_as_messages
+def recall(ctx: _Context, query: str, limit: int, category: str | None, tags: tuple[str, ...],
+           by_agent: str | None, min_score: float, as_json: bool) -> None:
+    """Recall the memories that best match QUERY (relevance x decay x boost).
+
+    Each memory recalled counts as used: its recall count goes up (journaled,
+    committed in batches).
+
+    \b
+    Examples:
+        memsite recall "how do we deploy to staging"
+        memsite recall tabs --category preferences --json
+    """
+    with ctx.store() as store:
+        hits = store.recall(query, limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score)
+    _print_hits(hits, as_json)
+
+
+@main.command()
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Only the best this many.")
+@click.option("-c", "--category", help="Only this category (or alias).")
+@click.option("--json", "as_json", is_flag=True, help="Print the ranking with score parts as JSON.")
+@pass_context
+@_errors_as_messages
+def rank(ctx: _Context, limit: int | None, category: str | None, as_json: bool) -> None:
+    """Rank memories by decay x boost, the order the site shows (nothing is recalled).
+
+    \b
+    Example:
+        memsite rank --limit 20
+    """
+    with ctx.store() as store:
+        hits = store.rank(limit=limit, category=category)
+    _print_hits(hits, as_json)
+
+
+def _print_hits(hits: list[Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([{**_as_dict(h.memory), "relevance": h.relevance, "decay": h.decay,
+                                "boost": h.boost, "score": h.score} for h in hits], indent=2, ensure_ascii=False))
+        return
+    for h in hits:
+        click.echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {h.memory.abstract}")
+    if not hits:
+        click.echo("No memories match.", err=True)
+
+
+@main.command()
+@pass_context
+@_errors_as_messages
+def flush(ctx: _Context) -> None:
+    """Commit the recall counts waiting in the activity journal, in one commit.
+
+    \b
+    Example:
+        memsite flush
+    """
+    with ctx.store() as store:
+        commit = store.flush_activity()
+    click.echo(f"Committed recall counts (commit {commit[:12]})" if commit else "No recalls waiting.")
+
+
+@main.group()
+def index() -> None:
+    """The search index in .memsite/ (derived from the files; safe to delete).
+
+    \b
+    Example:
+        memsite index rebuild
+    """
+
+
+@index.command("rebuild")
+@pass_context
+@_errors_as_messages
+def index_rebuild(ctx: _Context) -> None:
+    """Rebuild the catalog and full-text index from the memory files.
+
+    \b
+    Example:
+        memsite index rebuild
+    """
+    import time
+
+    started = time.perf_counter()
+    with ctx.store() as store:
+        count = store.rebuild_index()
+    seconds = time.perf_counter() - started
+    click.echo(f"Indexed {count} memories in {seconds:.1f} s")
 
 
 @main.group()

@@ -91,6 +91,12 @@ class Config:
     """Weight of recalls in the score: boost = 1 + active_weight * ln(1 + active_count)."""
     auto_load_lines: int = 200
     """Most lines the core memory loaded at an agent's start may have."""
+    dedupe: bool = True
+    """Whether remember() skips exact duplicates and merges near-duplicates of its category."""
+    dedupe_threshold: float = 0.8
+    """How alike (word pairs in common, Dice 0-1) a new memory must be to an existing one to merge."""
+    flush_every: int = 500
+    """Recalls recorded before their counts are committed in one batch."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -198,7 +204,8 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
 
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
-    known = {"categories", "fallback_category", "max_memory_bytes", "trim", "decay", "auto_load_lines"}
+    known = {"categories", "fallback_category", "max_memory_bytes", "trim", "decay", "auto_load_lines",
+             "dedupe", "activity"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -245,13 +252,18 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         err("trim", " or ".join(TRIM_POLICIES), trim)
         trim = defaults.trim
 
-    decay = settings.get("decay") or {}
-    if not isinstance(decay, dict):
-        err("decay", "a mapping with half_life_days and active_weight", decay)
-        decay = {}
-    for key in decay:
-        if key not in ("half_life_days", "active_weight"):
-            err(f"decay.{key}", "half_life_days or active_weight", key)
+    decay = _section(settings, "decay", ("half_life_days", "active_weight"), err)
+
+    dedupe = _section(settings, "dedupe", ("enabled", "threshold"), err)
+    enabled = dedupe.get("enabled", defaults.dedupe)
+    if not isinstance(enabled, bool):
+        err("dedupe.enabled", "true or false", enabled)
+        enabled = defaults.dedupe
+    threshold = number("dedupe.threshold", dedupe.get("threshold"), defaults.dedupe_threshold, kind=float, minimum=0,
+                       exclusive=True)
+    if threshold > 1:
+        err("dedupe.threshold", "a number in (0, 1]", threshold)
+    activity = _section(settings, "activity", ("flush_every",), err)
 
     config = replace(
         defaults,
@@ -267,10 +279,26 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
                              defaults.active_weight, kind=float, minimum=0),
         auto_load_lines=number("auto_load_lines", settings.get("auto_load_lines"),
                                defaults.auto_load_lines, kind=int, minimum=1),
+        dedupe=enabled,
+        dedupe_threshold=threshold,
+        flush_every=number("activity.flush_every", activity.get("flush_every"), defaults.flush_every,
+                           kind=int, minimum=1),
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))
     return config
+
+
+def _section(settings: dict[str, Any], name: str, keys: tuple[str, ...], err: Any) -> dict[str, Any]:
+    """The mapping ``settings[name]`` (empty if absent), with unknown keys reported."""
+    section = settings.get(name) or {}
+    if not isinstance(section, dict):
+        err(name, f"a mapping with {', '.join(keys)}", section)
+        return {}
+    for key in section:
+        if key not in keys:
+            err(f"{name}.{key}", " or ".join(keys), key)
+    return section
 
 
 def _parse_category(name: Any, spec: Any, err: Any) -> Category:

@@ -26,6 +26,9 @@ from .model import FIELD_ORDER, ID_RE, Memory, format_time, parse_time
 MAX_FRONTMATTER_BYTES = 64 * 1024
 
 
+_RESOLVED: dict[str, str] = {}
+
+
 class _Restrictions:
     """What makes a loader restricted, checked as each node is constructed.
 
@@ -34,6 +37,18 @@ class _Restrictions:
     graph is small even for an alias bomb; its expansion would happen here),
     an explicit tag is a tag other than the one implicit resolution gives.
     """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        # A plain scalar's type depends on its text alone, and the same texts
+        # (keys, true, false, small numbers) recur in every file: remember them.
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = _RESOLVED.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                if len(_RESOLVED) < 4096:
+                    _RESOLVED[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[misc]
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         if node in self.constructed_objects:  # type: ignore[attr-defined]

@@ -13,11 +13,14 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import world
 from .errors import FormatError
+from .fileformat import format_memory, parse_memory
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,8 @@ class Driver:
 
 
 WORLD = Driver("memsite-world", "world", "memsite: merge world state key by key")
-DRIVERS = (WORLD,)
+MEMORY = Driver("memsite-memory", "memory", "memsite: merge memory files, recall counts adding up")
+DRIVERS = (WORLD, MEMORY)
 
 
 def command(driver: Driver) -> str:
@@ -36,12 +40,14 @@ def command(driver: Driver) -> str:
     return f"{shlex.quote(sys.executable)} -m memsite merge-driver {driver.kind} %O %A %B %P"
 
 
-def gitattributes(content_dir: str) -> str:
+def gitattributes(content_dir: str) -> list[str]:
     """The ``.gitattributes`` lines that route files to the drivers."""
-    return (
-        "# memsite merge drivers; each clone registers the commands itself (git keeps them per clone)\n"
-        f"/{content_dir}/world_state.md merge={WORLD.name}\n"
-    )
+    return [
+        "# memsite merge drivers; each clone registers the commands itself (git keeps them per clone)",
+        f"/{content_dir}/world_state.md merge={WORLD.name}",
+        f"/{content_dir}/memories/**/*.md merge={MEMORY.name}",
+        f"/{content_dir}/archive/**/*.md merge={MEMORY.name}",
+    ]
 
 
 def run(kind: str, base: Path, ours: Path, theirs: Path, label: str = "") -> int:
@@ -50,19 +56,87 @@ def run(kind: str, base: Path, ours: Path, theirs: Path, label: str = "") -> int
     Returns:
         0 when the merge is clean, 1 when a conflict was written into ``ours``.
     """
-    if kind != WORLD.kind:
+    if kind not in (WORLD.kind, MEMORY.kind):
         raise ValueError(f"unknown merge driver {kind!r}")
     texts = [path.read_bytes().decode("utf-8", "surrogateescape") for path in (base, ours, theirs)]
+    where = f" in {label}" if label else ""
     try:
-        merged, conflicts = world.three_way(*texts)
+        if kind == WORLD.kind:
+            merged, conflicts = world.three_way(*texts)
+            problem = f"world state keys changed on both sides{where}: {', '.join(conflicts)}" if conflicts else ""
+        else:
+            merged, clash = merge_memory(*texts, label=label or "memory")
+            problem = f"both sides changed the same lines of the memory text{where}" if clash else ""
     except FormatError:
-        # Not a file memsite can read as keyed sections (yet): merge it as git would.
+        # Not a file memsite can read (yet): merge it as git would.
         result = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
                                  str(ours), str(base), str(theirs)], capture_output=True)
         return 0 if result.returncode == 0 else 1
     ours.write_bytes(merged.encode("utf-8", "surrogateescape"))
-    if conflicts:
-        where = f" in {label}" if label else ""
-        print(f"memsite: world state keys changed on both sides{where}: {', '.join(conflicts)}", file=sys.stderr)
+    if problem:
+        print(f"memsite: {problem}", file=sys.stderr)
         return 1
     return 0
+
+
+def merge_memory(base: str, ours: str, theirs: str, *, label: str = "memory") -> tuple[str, bool]:
+    """Merge three versions of one memory file.
+
+    ``active_count`` adds up (base + both sides' recalls), ``updated`` and
+    ``last_recalled`` take the later time, ``tags`` the union, and the text a
+    line-based 3-way merge. Any other field changed on one side takes that
+    side; changed on both, the side updated later. Returns (text, whether the
+    text merge left conflict markers).
+
+    Raises:
+        FormatError: a version is not a memory file, or the ids differ.
+    """
+    b = parse_memory(base, f"{label} (base)") if base.strip() else None
+    o = parse_memory(ours, f"{label} (ours)")
+    t = parse_memory(theirs, f"{label} (theirs)")
+    if o.id != t.id or (b is not None and b.id != o.id):
+        raise FormatError(f"{label}: the two sides are different memories ({o.id}, {t.id})")
+    later, earlier = (t, o) if t.updated > o.updated else (o, t)
+
+    def pick(name: str) -> Any:
+        ov, tv = getattr(o, name), getattr(t, name)
+        bv = getattr(b, name) if b is not None else None
+        if ov == tv or tv == bv:
+            return ov
+        if ov == bv:
+            return tv
+        return getattr(later, name)
+
+    extra: dict[str, Any] = {}
+    for key in dict.fromkeys([*o.extra, *t.extra]):
+        ov, tv, bv = o.extra.get(key), t.extra.get(key), (b.extra.get(key) if b else None)
+        value = ov if ov == tv or tv == bv else tv if ov == bv else later.extra.get(key, earlier.extra.get(key))
+        if value is not None:
+            extra[key] = value
+    content, clash = _merge_text(b.content if b else "", o.content, t.content)
+    base_count = b.active_count if b is not None else 0
+    recalled = [x for x in (o.last_recalled, t.last_recalled) if x is not None]
+    merged = o.replace(
+        category=pick("category"), abstract=pick("abstract"), overview=pick("overview"), agent=pick("agent"),
+        source=pick("source"), pinned=pick("pinned"), created=min(o.created, t.created),
+        updated=max(o.updated, t.updated), last_recalled=max(recalled) if recalled else None,
+        active_count=base_count + (o.active_count - base_count) + (t.active_count - base_count),
+        tags=tuple(dict.fromkeys(o.tags + t.tags)), extra=extra, content=content,
+    )
+    return format_memory(merged), clash
+
+
+def _merge_text(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    if ours == theirs or theirs == base:
+        return ours, False
+    if ours == base:
+        return theirs, False
+    with tempfile.TemporaryDirectory(prefix="memsite-merge-") as tmp:
+        paths = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(tmp, name)
+            path.write_text(text + "\n", encoding="utf-8", errors="surrogateescape")
+            paths.append(str(path))
+        result = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", *paths],
+                                capture_output=True)
+    return result.stdout.decode("utf-8", "surrogateescape").rstrip("\n"), result.returncode != 0

@@ -123,7 +123,7 @@ def parse_time(text: str) -> datetime:
     """Parse a timestamp written by :func:`format_time`; ValueError otherwise."""
     if not isinstance(text, str) or not _ISO_RE.match(text):
         raise ValueError(text)
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)  # the form is checked above
 
 
 # --- text helpers ----------------------------------------------------------

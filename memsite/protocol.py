@@ -282,6 +282,7 @@ class Task:
         self.closed = True
         self.commit = tx.commit
         self.release()
+        store.flush_activity()  # recall counts gathered during the task, in a commit of their own
         assert tx.commit is not None
         return tx.commit
 

@@ -11,7 +11,7 @@ import yaml
 from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
 from . import world
 from .errors import MemsiteError, RepositoryError
-from .merge import WORLD, gitattributes
+from .merge import gitattributes
 
 INIT_AGENT = "memsite"
 
@@ -38,6 +38,10 @@ def mkdocs_yml(site_name: str = "Agent memory") -> str:
         "      active_weight: 0.1   # boost = 1 + active_weight * ln(1 + recalls)",
         "    # Lines of core memory an agent loads at start.",
         "    auto_load_lines: 200",
+        "    # remember() skips exact duplicates and merges near-duplicates (word pairs in common).",
+        "    dedupe: {enabled: true, threshold: 0.8}",
+        "    # Recalls are journaled in .memsite/ and their counts committed in batches of this size.",
+        "    activity: {flush_every: 500}",
         "    # Categories: the folder under content/memories/, the names that route to it,",
         "    # and optional capacity marks. A category without marks is unbounded. Marks trim",
         "    # the lowest-ranked (oldest, least recalled) unpinned memories, in the same commit",
@@ -111,9 +115,8 @@ def create_repository(path: Path, *, when: datetime) -> None:
                 if (path / rel).exists():
                     raise MemsiteError(f"{path / rel}: already exists; move it away before memsite init")
             # The user's own .gitignore and .gitattributes lines are kept.
-            for rel, lines, marker in ((".gitignore", GITIGNORE, ".memsite/"),
-                                       (".gitattributes", gitattributes("content"), WORLD.name)):
-                text = _appended(path / rel, lines, marker)
+            for rel, lines in ((".gitignore", GITIGNORE.splitlines()), (".gitattributes", gitattributes("content"))):
+                text = _appended(path / rel, lines)
                 if text is not None:
                     files[rel] = text
             ref = repo.branch()
@@ -129,12 +132,14 @@ def create_repository(path: Path, *, when: datetime) -> None:
         repo.close()
 
 
-def _appended(path: Path, lines: str, marker: str) -> str | None:
-    """The text of ``path`` with ``lines`` added at the end, or None if it has ``marker`` already."""
+def _appended(path: Path, lines: list[str]) -> str | None:
+    """The text of ``path`` with those of ``lines`` it lacks added at the end; None if it has them all."""
     existing = path.read_text() if path.exists() else ""
-    if marker in existing:
+    present = set(existing.splitlines())
+    missing = [line for line in lines if line not in present]
+    if not [line for line in missing if line.strip() and not line.startswith("#")]:
         return None
-    return existing + ("\n" if existing and not existing.endswith("\n") else "") + lines
+    return existing + ("\n" if existing and not existing.endswith("\n") else "") + "\n".join(missing) + "\n"
 
 
 def _is_work_tree(path: Path) -> bool:

@@ -76,11 +76,13 @@ def main() -> None:
         _arm(args.kill_at)
     for i in range(0, args.count, args.batch):
         if args.batch == 1:
-            memory = store.remember(f"{args.agent} memory {i}: observed while testing writers", category="events")
+            memory = store.remember(f"{args.agent} memory {i}: observed while testing writers", category="events",
+                                    dedupe=False)  # templated texts; this tests writing, not dedup
             print(f"ACK {memory.id} {memory.commit}", flush=True)
         else:
             with store.transaction(f"{args.agent} batch {i}") as tx:
-                made = [tx.remember(f"{args.agent} batch {i} item {j}", category="events") for j in range(args.batch)]
+                made = [tx.remember(f"{args.agent} batch {i} item {j}", category="events", dedupe=False)
+                        for j in range(args.batch)]
             for memory in made:
                 print(f"ACK {memory.id} {tx.commit}", flush=True)
     store.close()

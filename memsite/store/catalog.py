@@ -10,9 +10,10 @@ reads only the folders whose ids changed. Deleting the file rebuilds it.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,42 +22,80 @@ from ..errors import FormatError, RepositoryError
 from ..fileformat import parse_memory
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
+from ..text import fingerprint
 from .repo import Repository
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
     "updated", "source", "tags", "active_count", "last_recalled", "pinned", "extra", "content", "lines",
+    "fingerprint",
 )
+# The full-text index is an external-content FTS5 table over the memories,
+# kept in step by triggers; 'n' is an explicit rowid so it never renumbers.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS memories (
-    id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL, commit_id TEXT,
+    n INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL, commit_id TEXT,
     category TEXT NOT NULL, abstract TEXT NOT NULL, overview TEXT NOT NULL, agent TEXT NOT NULL,
     created TEXT NOT NULL, updated TEXT NOT NULL, source TEXT, tags TEXT NOT NULL,
     active_count INTEGER NOT NULL, last_recalled TEXT, pinned INTEGER NOT NULL,
-    extra TEXT NOT NULL, content TEXT NOT NULL, lines INTEGER NOT NULL
+    extra TEXT NOT NULL, content TEXT NOT NULL, lines INTEGER NOT NULL, fingerprint TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memories_category ON memories (category, created, id);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
+CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    abstract, overview, content, tags,
+    content='memories', content_rowid='n', tokenize='porter unicode61 remove_diacritics 2'
+);
 """
-_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM memories"
+_TRIGGERS = (
+    """CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, abstract, overview, content, tags)
+        VALUES (new.n, new.abstract, new.overview, new.content, new.tags);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, abstract, overview, content, tags)
+        VALUES ('delete', old.n, old.abstract, old.overview, old.content, old.tags);
+    END""",
+)
+_DROP = """
+DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
+DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS meta;
+"""
+# Every read shows recalls not committed yet (the activity journal) in the counts.
+_FIELDS = (
+    "m.id, m.path, m.blob, m.commit_id, m.category, m.abstract, m.overview, m.agent, m.created, m.updated, "
+    "m.source, m.tags, m.active_count + coalesce(p.n, 0), "
+    "CASE WHEN p.last IS NULL THEN m.last_recalled WHEN m.last_recalled IS NULL OR p.last > m.last_recalled "
+    "THEN p.last ELSE m.last_recalled END, m.pinned, m.extra, m.content, m.lines"
+)
+_FROM = "memories m LEFT JOIN activity.pending p ON p.id = m.id"
+_SELECT = f"SELECT {_FIELDS} FROM {_FROM}"
+# What the files say, without pending recalls: what a write must start from,
+# or the next flush of the journal would count those recalls twice.
+_SELECT_COMMITTED = f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories m"
+_BM25_WEIGHTS = "3.0, 2.0, 1.0, 2.0"  # abstract, overview, content, tags
 
 
 class Catalog:
-    """SQLite view of the memories at one commit."""
+    """SQLite view of the memories at one commit, with a full-text index."""
 
-    def __init__(self, path: Path, root: Path) -> None:
+    def __init__(self, path: Path, root: Path, activity: Path) -> None:
         self.root = root
         self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=30000")
+        _math_functions(self.db)
         version = self._meta_or_none("schema")
         if version != SCHEMA_VERSION:  # new, or made by another version: it is derived, so start over
-            self.db.executescript("DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS meta;" + _SCHEMA)
+            self.db.executescript(_DROP + _SCHEMA + ";\n".join(_TRIGGERS) + ";")
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        self.db.execute("ATTACH DATABASE ? AS activity", (str(activity),))
 
     def _meta_or_none(self, key: str) -> str | None:
         try:
@@ -77,7 +116,7 @@ class Catalog:
 
     def _memory(self, row: tuple[Any, ...]) -> Memory:
         (mid, path, _blob, commit, category, abstract, overview, agent, created, updated,
-         source, tags, active_count, last_recalled, pinned, extra, content, _lines) = row
+         source, tags, active_count, last_recalled, pinned, extra, content, _lines) = row[:18]
         return Memory(
             id=mid, category=category, abstract=abstract, overview=overview, agent=agent,
             created=parse_time(created), updated=parse_time(updated), source=source,
@@ -87,26 +126,87 @@ class Catalog:
             path=self.root / path, commit=commit,
         )
 
-    def get(self, mid: str) -> Memory | None:
-        row = self.db.execute(f"{_SELECT} WHERE id = ?", (mid,)).fetchone()
+    def get(self, mid: str, *, live: bool = True) -> Memory | None:
+        """The memory ``mid``; ``live`` counts recalls not committed yet."""
+        row = self.db.execute(f"{_SELECT if live else _SELECT_COMMITTED} WHERE m.id = ?", (mid,)).fetchone()
         return self._memory(row) if row else None
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
-        where, args = [], []
-        if category is not None:
-            where.append("category = ?")
-            args.append(category)
-        if agent is not None:
-            where.append("agent = ?")
-            args.append(agent)
-        sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY created, id"
+        where, args = _filters(category, agent, ())
+        sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY m.created, m.id"
         return [self._memory(row) for row in self.db.execute(sql, args)]
 
     def trim_candidates(self, category: str) -> list[TrimCandidate]:
         rows = self.db.execute(
-            "SELECT id, created, active_count, pinned, lines FROM memories WHERE category = ?", (category,)
+            f"SELECT m.id, m.created, m.active_count + coalesce(p.n, 0), m.pinned, m.lines FROM {_FROM} "
+            "WHERE m.category = ?", (category,)
         )
         return [TrimCandidate(r[0], parse_time(r[1]), r[2], bool(r[3]), r[4]) for r in rows]
+
+    def find_duplicate(self, category: str, fingerprint: str) -> Memory | None:
+        """A memory of ``category`` whose text normalises to the same words."""
+        row = self.db.execute(
+            f"{_SELECT_COMMITTED} WHERE m.category = ? AND m.fingerprint = ? ORDER BY m.created LIMIT 1",
+            (category, fingerprint)).fetchone()
+        return self._memory(row) if row else None
+
+    def matching(self, fts_query: str, category: str, limit: int) -> list[Memory]:
+        """Memories of ``category`` matching a full-text query, best text match first."""
+        rows = self.db.execute(
+            f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND m.category = ? ORDER BY bm25(memories_fts, {_BM25_WEIGHTS}) LIMIT ?",
+            (fts_query, category, limit),
+        )
+        return [self._memory(row) for row in rows]
+
+    def ranked(
+        self,
+        fts_query: str | None,
+        *,
+        now: str,
+        half_life_days: float,
+        active_weight: float,
+        limit: int | None = None,
+        category: str | None = None,
+        agent: str | None = None,
+        tags: Iterable[str] = (),
+        min_score: float = 0.0,
+    ) -> list[tuple[Memory, float, float, float, float]]:
+        """Memories by score, best first, as (memory, relevance, decay, boost, score).
+
+        score = relevance x decay x boost, computed in SQLite so that the top
+        ``limit`` are exact. With a query, relevance is bm25 divided by the best
+        bm25 of the query (the best match has 1.0); without one it is 1.0.
+        """
+        where, args = _filters(category, agent, tags)
+        params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
+                                  "min_score": min_score, "limit": -1 if limit is None else limit}
+        for i, value in enumerate(args):
+            params[f"f{i}"] = value
+        conditions = [clause.replace("?", f":f{i}", 1) for i, clause in enumerate(where)]
+        decay = ("CASE WHEN m.pinned THEN 1.0 ELSE "
+                 "pow(2.0, -max(0.0, julianday(:now) - julianday(m.created)) / :half) END")
+        boost = "1.0 + :weight * ln(1.0 + m.active_count + coalesce(p.n, 0))"
+        if fts_query is None:
+            hits, source, relevance = "", _FROM, "1.0"
+        else:
+            # bm25 is computed once per match; the best match's value normalises them all.
+            params["query"] = fts_query
+            hits = (f"WITH h AS MATERIALIZED (SELECT rowid AS n, bm25(memories_fts, {_BM25_WEIGHTS}) AS b "
+                    "FROM memories_fts WHERE memories_fts MATCH :query), best AS (SELECT min(b) AS b FROM h) ")
+            source = "h JOIN best JOIN memories m ON m.n = h.n LEFT JOIN activity.pending p ON p.id = m.id"
+            relevance = "h.b / best.b"
+        sql = (f"{hits}SELECT * FROM (SELECT {_FIELDS}, {relevance} AS relevance, {decay} AS decay, "
+               f"{boost} AS boost FROM {source}{' WHERE ' + ' AND '.join(conditions) if conditions else ''}) "
+               "WHERE relevance * decay * boost >= :min_score "
+               "ORDER BY relevance * decay * boost DESC, created DESC LIMIT :limit")
+        try:
+            rows = self.db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "fts5" in str(exc) or "syntax" in str(exc):
+                raise ValueError(f"full-text query {fts_query!r} was refused ({exc})") from None
+            raise
+        return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
@@ -116,15 +216,28 @@ class Catalog:
     def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str]) -> None:
         """Record ``commit``: upsert (memory, path, blob id) rows, delete ids, in one transaction."""
         with _transaction(self.db):
+            # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
+            rows = list(upserts)
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
+            self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
             self.db.executemany(
-                f"INSERT OR REPLACE INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-                (_row(memory, path, blob, commit) for memory, path, blob in upserts),
+                f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                (_row(memory, path, blob, commit) for memory, path, blob in rows),
             )
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
 
-    def sync(self, repo: Repository, config: Config, commit: str | None) -> None:
+    def reset(self) -> None:
+        """Forget everything indexed; the next sync rebuilds from the files."""
+        with _transaction(self.db):
+            self.db.execute("DELETE FROM memories")
+            self.db.execute("DELETE FROM meta WHERE key = 'commit'")
+
+    def sync(self, repo: Repository, config: Config, commit: str | None,
+             progress: Callable[[int, int], None] | None = None) -> None:
         """Catch up with ``commit`` by diffing its memories folder against the indexed one.
+
+        Args:
+            progress: called as (files read, files to read) while it works.
 
         Raises:
             FormatError: a memory file at ``commit`` breaks the format (never skipped).
@@ -141,36 +254,47 @@ class Catalog:
             old, rebuild = None, True
         upserts: list[tuple[Memory, str, str]] = []
         removed_paths: list[str] = []
+        wanted: list[tuple[str, str, bytes]] = []
         for rel, before, after in repo.objects.diff(old, new):
             path = f"{memories_dir}/{rel}"
-            if after is None:
-                if before is not None and rel.endswith(".md"):
-                    removed_paths.append(path)
-                continue
-            memory = read_memory_blob(repo, config, path, rel, after.sha)
+            if after is not None:
+                wanted.append((path, rel, after.sha))
+            elif before is not None and rel.endswith(".md"):
+                removed_paths.append(path)
+        blobs = repo.objects.read_blobs([sha for _, rel, sha in wanted if rel.endswith(".md")])
+        for done, (path, rel, sha) in enumerate(wanted, start=1):
+            if progress is not None and (done % 500 == 0 or done == len(wanted)):
+                progress(done, len(wanted))
+            memory = memory_from_blob(config, path, rel, blobs.get(sha))
             if memory is not None:
-                upserts.append((memory, path, after.sha.hex()))
+                upserts.append((memory, path, sha.hex()))
         commits = _last_commits(repo, None if rebuild else indexed, commit, [p for _, p, _ in upserts], memories_dir)
+        insert = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
         with _transaction(self.db):
             if rebuild:
+                # Many rows: insert them without the per-row index triggers,
+                # then let FTS5 index the whole table in one pass.
                 self.db.execute("DELETE FROM memories")
+                self.db.execute("DROP TRIGGER memories_fts_insert")
+                self.db.execute("DROP TRIGGER memories_fts_delete")
             self.db.executemany("DELETE FROM memories WHERE path = ?", ((p,) for p in removed_paths))
             # A memory moved between files (renamed, recategorised) keeps its id.
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((m.id,) for m, _, _ in upserts))
             try:
-                self.db.executemany(
-                    f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-                    (_row(m, p, b, commits.get(p)) for m, p, b in upserts),
-                )
+                self.db.executemany(insert, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
             except sqlite3.IntegrityError:
                 raise FormatError(_duplicate_ids_message(upserts, self.db)) from None
+            if rebuild:
+                for trigger in _TRIGGERS:
+                    self.db.execute(trigger)
+                self.db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
             if commit is None:
                 self.db.execute("DELETE FROM meta WHERE key = 'commit'")
             else:
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
 
 
-def read_memory_blob(repo: Repository, config: Config, path: str, rel: str, sha: bytes) -> Memory | None:
+def memory_from_blob(config: Config, path: str, rel: str, data: bytes | None) -> Memory | None:
     """Parse the memory file ``path`` (``rel`` under memories/); None for non-memory files."""
     folder, _, name = rel.partition("/")
     if not name.endswith(".md") or "/" in name:
@@ -181,8 +305,9 @@ def read_memory_blob(repo: Repository, config: Config, path: str, rel: str, sha:
             f"{path}: folder '{folder}' is not a configured category; "
             "add it under extra.memsite.categories in mkdocs.yml or move the file"
         )
+    assert data is not None
     try:
-        text = repo.objects.read_blob(sha).decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{path}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
     return parse_memory(text, path, category=category.name)
@@ -199,6 +324,10 @@ def _last_commits(
     """The last commit that touched each path, from one pass of ``git log``."""
     if not paths or commit is None:
         return {}
+    if since:  # a few commits: walked in-process, sparing a git subprocess
+        walked = repo.last_commits(paths, since, commit)
+        if walked is not None:
+            return walked
     wanted = set(paths)
     found: dict[str, str] = {}
     revision = f"{since}..{commit}" if since else commit
@@ -227,7 +356,31 @@ def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any,
         format_time(memory.created), format_time(memory.updated), memory.source, json.dumps(list(memory.tags)),
         memory.active_count, format_time(memory.last_recalled) if memory.last_recalled else None,
         int(memory.pinned), json.dumps(memory.extra, sort_keys=True), memory.content, memory.lines,
+        fingerprint(memory.content),
     )
+
+
+def _filters(category: str | None, agent: str | None, tags: Iterable[str]) -> tuple[list[str], list[Any]]:
+    where, args = [], []
+    if category is not None:
+        where.append("m.category = ?")
+        args.append(category)
+    if agent is not None:
+        where.append("m.agent = ?")
+        args.append(agent)
+    for tag in tags:  # every tag given must be on the memory
+        where.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)")
+        args.append(tag)
+    return where, args
+
+
+def _math_functions(db: sqlite3.Connection) -> None:
+    """pow and ln, for SQLite builds without its math functions."""
+    try:
+        db.execute("SELECT pow(2.0, 0.5), ln(2.0)")
+    except sqlite3.OperationalError:
+        db.create_function("pow", 2, math.pow, deterministic=True)
+        db.create_function("ln", 1, math.log, deterministic=True)
 
 
 def _duplicate_ids_message(upserts: list[tuple[Memory, str, str]], db: sqlite3.Connection) -> str:

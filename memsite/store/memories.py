@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,11 +33,14 @@ from ..model import (
     new_id,
     normalize_content,
     one_line,
+    parse_time,
     slugify,
     truncate,
     utcnow,
 )
 from ..ranking import TrimCandidate, plan_trim
+from ..text import distinctive, fingerprint, match_all, similarity
+from .activity import ActivityJournal
 from .catalog import Catalog
 from .objects import blob_id
 from .refs import RefMoved
@@ -45,6 +48,7 @@ from .repo import Author, Repository
 
 if TYPE_CHECKING:
     from ..protocol import Task
+    from ..recall import Hit
     from ..world import World
 
 log = logging.getLogger("memsite")
@@ -70,6 +74,7 @@ class MemoryStore:
         agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
             then git's ``user.name``, then ``human``.
         clock: returns the current time (UTC); for simulations and tests.
+        progress: called as (files read, files to read) while the index is rebuilt.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree.
@@ -82,14 +87,17 @@ class MemoryStore:
         agent: str | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.repo = Repository(path)
         self._clock = clock or utcnow
+        self._progress = progress
         try:
             self.root: Path = self.repo.root
             self.config: Config = load_config(self.root)
             self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
-            self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root)
+            self.activity = ActivityJournal(self.repo.state_dir / "activity.sqlite3")
+            self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root, self.activity.path)
             self.auto_load_lines: int = self.config.auto_load_lines
             self.repo.ensure_config(clone_settings())
         except BaseException:
@@ -119,8 +127,9 @@ class MemoryStore:
         return cls(path, agent=agent, clock=clock)
 
     def close(self) -> None:
-        """Release the catalog and git's helper processes."""
+        """Release the catalog, the activity journal and git's helper processes."""
         self.catalog.close()
+        self.activity.close()
         self.repo.close()
 
     def __enter__(self) -> MemoryStore:
@@ -144,7 +153,14 @@ class MemoryStore:
             ref = self.repo.branch()
             if self.catalog.commit != self.repo.refs.read(ref):
                 with self.repo.locked():
-                    self.catalog.sync(self.repo, self.config, self.repo.refs.read(ref))
+                    self.catalog.sync(self.repo, self.config, self.repo.refs.read(ref), self._progress)
+
+    def rebuild_index(self) -> int:
+        """Rebuild the catalog and full-text index from the files at the branch tip; returns the count."""
+        with self.repo._thread_lock, self.repo.locked():
+            self.catalog.reset()
+            self.catalog.sync(self.repo, self.config, self.repo.refs.read(self.repo.branch()), self._progress)
+            return self.catalog.count()
 
     def get(self, id: str) -> Memory:
         """The memory with ``id``.
@@ -166,6 +182,129 @@ class MemoryStore:
             self._fresh()
             return self.catalog.list(category=name, agent=agent)
 
+    # --- recall -------------------------------------------------------------
+
+    def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
+               agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
+        """The memories that best match ``query``, ranked by relevance x decay x boost.
+
+        Args:
+            query: any text; its words are searched (no query syntax to get wrong).
+            limit: at most this many hits.
+            category: only this category (or alias).
+            tags: only memories with every one of these tags.
+            agent: only memories written by this agent.
+            min_score: drop hits scoring below this, after decay.
+
+        Returns:
+            Hits, best first; each recalled memory's ``active_count`` is raised
+            (journaled at once, committed in batches; see flush_activity).
+        """
+        from ..text import match_any, search_terms
+
+        if not isinstance(query, str):
+            raise InvalidInput(f"query: expected text, got {type(query).__name__}")
+        terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
+        if not terms:
+            return []
+        hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score)
+        if hits:
+            now = format_time(self.now())
+            waiting = self.activity.record([h.memory.id for h in hits], now)
+            hits = [h.recalled(self.now()) for h in hits]
+            if waiting >= self.config.flush_every:
+                self.flush_activity()
+        return hits
+
+    # --- the long-term memory interface for agents --------------------------
+
+    def record(self, messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        """Remember the user and assistant messages of a conversation, one memory each, one commit.
+
+        Returns:
+            How many were ``created``, ``merged`` into existing memories, or ``skipped``.
+        """
+        items = [text for role, text in _message_texts(messages) if role in ("user", "assistant") and text.strip()]
+        if not items:
+            return {"created": 0, "merged": 0, "skipped": 0}
+        with self.transaction(f"Record {len(items)} messages") as tx:
+            for text in items:
+                tx.remember(text, source="conversation")
+        return tx.stats
+
+    def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
+        """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""
+        from ..recall import format_hits
+
+        if isinstance(query_or_messages, str):
+            query = query_or_messages
+        else:
+            texts = _message_texts(query_or_messages)
+            users = [text for role, text in texts if role == "user"]
+            query = users[-1] if users else (texts[-1][1] if texts else "")
+        hits = self.recall(query, limit=limit)
+        return f"Relevant memories (best first):\n{format_hits(hits)}" if hits else ""
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The memory tools an LLM may call: name, description, JSON-Schema parameters each.
+
+        For OpenAI-style APIs wrap each as ``{"type": "function", "function": tool}``.
+        """
+        from ..recall import TOOLS
+
+        return [dict(tool) for tool in TOOLS]
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
+        """Run a tool from :meth:`tools`; returns text for the LLM (an error too, never an exception)."""
+        from ..recall import call_tool
+
+        return call_tool(self, name, arguments)
+
+    def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
+        """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""
+        return self._ranked(None, limit, category, (), None, 0.0)
+
+    def _ranked(self, fts_query: str | None, limit: int | None, category: str | None, tags: Iterable[str],
+                agent: str | None, min_score: float) -> list[Hit]:
+        from ..recall import Hit
+
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInput(f"limit: expected a whole number >= 0, got {limit!r}")
+        name = self.config.route(category).name if category is not None else None
+        tag_list = checks.tags(tags)
+        with self.repo._thread_lock:
+            self._fresh()
+            rows = self.catalog.ranked(
+                fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
+                active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,
+                tags=tag_list, min_score=float(min_score),
+            )
+        return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score in rows]
+
+    def flush_activity(self) -> str | None:
+        """Commit the recall counts the journal holds, in one commit; the commit id, or None.
+
+        Also run when a task closes and when ``flush_every`` recalls wait.
+        """
+        with self.repo._thread_lock, self.repo.locked():
+            self._settle_activity()
+            batch = self.activity.begin_batch(new_id(), self.repo.refs.read(self.repo.branch()))
+            if batch is None:
+                return None
+            try:
+                tx, _ = self._write(lambda tx: tx._record_activity(batch.batch, batch.counts))
+            except BaseException:
+                self.activity.end_batch(batch, committed=False)
+                raise
+            self.activity.end_batch(batch, committed=True)
+            return tx.commit
+
+    def _settle_activity(self) -> None:
+        """Finish a flush that was killed: did its commit land? Then its recalls are counted."""
+        for batch in self.activity.unfinished():
+            landed = self.repo.commit_with_trailer("Activity-Batch", batch.batch, since=batch.parent)
+            self.activity.end_batch(batch, committed=landed)
+
     # --- writes ------------------------------------------------------------
 
     def remember(
@@ -177,8 +316,9 @@ class MemoryStore:
         tags: Iterable[str] = (),
         source: str | None = None,
         pinned: bool = False,
+        dedupe: bool | None = None,
     ) -> Memory:
-        """Write a new memory in its own commit.
+        """Write a new memory in its own commit (or recognise one already there).
 
         Args:
             content: the full text (Markdown).
@@ -188,16 +328,20 @@ class MemoryStore:
             tags: words to file it under.
             source: the session (or other origin) it came from.
             pinned: exempt from decay and trimming.
+            dedupe: skip an exact duplicate of the category and merge a near
+                one into it (default: the ``dedupe`` setting).
 
         Returns:
-            The stored Memory, with ``.id``, ``.path`` and ``.commit``.
+            The stored Memory, with ``.id``, ``.path``, ``.commit`` and
+            ``.action``: ``created``, ``merged`` (into an existing memory, which
+            keeps its id) or ``skipped`` (an exact duplicate; nothing written).
 
         Raises:
             InvalidInput: empty, oversized or non-UTF-8 text, bad tags, unknown
                 category; SecretFound for credentials. Nothing is written.
         """
         memory = self._new_memory(content, category, abstract, overview, tags, source, pinned)
-        tx, added = self._write(lambda tx: tx._add(memory))
+        tx, added = self._write(lambda tx: tx._add(memory, self.config.dedupe if dedupe is None else dedupe))
         return tx.result(added)
 
     def update(self, id: str, /, **changes: Any) -> Memory:
@@ -386,6 +530,7 @@ class Transaction:
         self.message = None if message is None else one_line(checks.text(message, "message", max_bytes=1024))
         self.commit: str | None = None
         self.ops: list[_Op] = []
+        self.skipped: list[str] = []  # ids of existing memories that new ones duplicated exactly
         self._files: dict[str, bytes | None] = {}
         self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
         self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
@@ -432,11 +577,11 @@ class Transaction:
 
     def remember(self, content: str, category: str = "general", abstract: str | None = None,
                  overview: str | None = None, tags: Iterable[str] = (), source: str | None = None,
-                 pinned: bool = False) -> Memory:
+                 pinned: bool = False, dedupe: bool | None = None) -> Memory:
         """As :meth:`MemoryStore.remember`, committed with the transaction."""
         self._check_open()
         memory = self.store._new_memory(content, category, abstract, overview, tags, source, pinned)
-        return self._add(memory)
+        return self._add(memory, self.store.config.dedupe if dedupe is None else dedupe)
 
     def get(self, id: str) -> Memory:
         """The memory as this transaction would leave it."""
@@ -445,7 +590,9 @@ class Transaction:
             if memory is None:
                 raise NotFound(f"memory {id} was forgotten in this transaction")
             return memory
-        memory = self.store.catalog.get(id) if isinstance(id, str) and ID_RE.match(id) else None
+        if not isinstance(id, str) or not ID_RE.match(id):
+            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+        memory = self.store.catalog.get(id, live=False)  # a write starts from what is committed
         if memory is None:
             raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
         return memory
@@ -522,18 +669,92 @@ class Transaction:
         self.ops.clear()
         self.trailers.clear()
 
+    @property
+    def stats(self) -> dict[str, int]:
+        """How many memories this transaction created, merged into others, and skipped."""
+        return {"created": sum(op.action == "created" for op in self.ops),
+                "merged": sum(op.action == "merged" for op in self.ops),
+                "skipped": len(self.skipped)}
+
     def result(self, memory: Memory) -> Memory:
         """``memory`` with the commit of this (finished) transaction."""
+        if memory.action == "skipped":
+            return memory
         final = self._pending.get(memory.id, memory) or memory
         return final.replace(commit=self.commit if self.commit else final.commit, action=_last_action(self.ops, memory.id))
 
     # --- internals ---------------------------------------------------------
 
-    def _add(self, memory: Memory) -> Memory:
+    def _add(self, memory: Memory, dedupe: bool) -> Memory:
+        twin = self._twin(memory) if dedupe else None
+        if twin is not None and fingerprint(twin.content) == fingerprint(memory.content):
+            self.skipped.append(twin.id)
+            return twin.replace(action="skipped")
+        if twin is not None:
+            merged = self._merged(twin, memory)
+            self._stage(merged, self._path_of(twin))
+            self.ops.append(_Op("merged", merged))
+            return merged.replace(action="merged")
         memory = self._stage(memory, self._allocate(memory))
         self._categories.add(memory.category)
         self.ops.append(_Op("created", memory))
-        return memory
+        return memory.replace(action="created")
+
+    def _twin(self, memory: Memory) -> Memory | None:
+        """An existing memory of the same category that says the same thing, if any."""
+        catalog, threshold = self.store.catalog, self.store.config.dedupe_threshold
+        staged = [m for m in self._pending.values() if m is not None and m.category == memory.category]
+        mark = fingerprint(memory.content)
+        for candidate in staged:
+            if fingerprint(candidate.content) == mark:
+                return candidate
+        exact = catalog.find_duplicate(memory.category, mark)
+        if exact is not None and self._pending.get(exact.id, exact) is not None:
+            return self._pending.get(exact.id) or exact
+        words = distinctive(memory.content)
+        candidates = staged + (catalog.matching(match_all(words), memory.category, 5) if words else [])
+        best, best_score = None, threshold
+        for candidate in candidates:
+            candidate = self._pending.get(candidate.id, candidate)
+            if candidate is None:
+                continue  # forgotten in this transaction
+            score = similarity(candidate.content, memory.content)
+            if score >= best_score:
+                best, best_score = candidate, score
+        return best
+
+    def _merged(self, existing: Memory, new: Memory) -> Memory:
+        """``existing`` with what ``new`` adds: the fuller text, the union of tags, its source."""
+        sources = list(existing.extra.get("sources") or ([existing.source] if existing.source else []))
+        if new.source and new.source not in sources:
+            sources.append(new.source)
+        extra = {**existing.extra, "sources": sources} if len(sources) > 1 else dict(existing.extra)
+        longer = len(new.content) > len(existing.content)
+        return existing.replace(
+            content=new.content if longer else existing.content,
+            abstract=new.abstract if longer else existing.abstract,
+            overview=new.overview if longer else existing.overview,
+            tags=tuple(dict.fromkeys(existing.tags + new.tags)),
+            source=new.source or existing.source,
+            extra=extra,
+            updated=self.store.now(),
+        )
+
+    def _record_activity(self, batch: str, counts: Mapping[str, tuple[int, str]]) -> None:
+        """Stage the recall counts of a journal batch (see MemoryStore.flush_activity)."""
+        for mid, (recalls, last) in sorted(counts.items()):
+            current = self.store.catalog.get(mid, live=False)
+            if current is None or current.id in self._pending:
+                continue  # forgotten or trimmed since it was recalled
+            last_time = parse_time(last)
+            if current.last_recalled is not None and current.last_recalled > last_time:
+                last_time = current.last_recalled
+            updated = current.replace(active_count=current.active_count + recalls, last_recalled=last_time)
+            self._stage(updated, self._path_of(current))
+            self.ops.append(_Op("recalled", updated, f"+{recalls}"))
+        self.trailers.append(("Activity-Batch", batch))
+        self.message = self.message or (f"Record recall activity: {len(self.ops)} memories, "
+                                        f"{sum(n for n, _ in counts.values())} recalls")
 
     def _stage(self, memory: Memory, path: str) -> Memory:
         memory = memory.replace(path=self.store.root / path)
@@ -622,7 +843,8 @@ class Transaction:
             subject = self.message
         elif len(main) == 1:
             op = main[0]
-            verb = {"created": "Remember", "updated": "Update", "forgotten": "Forget"}[op.action]
+            verb = {"created": "Remember", "updated": "Update", "forgotten": "Forget", "merged": "Merge into",
+                    "recalled": "Recall"}[op.action]
             subject = f"{verb} {op.memory.category}: {op.memory.abstract}"
         elif main:
             subject = f"Write {len(main)} memories"
@@ -641,7 +863,9 @@ class Transaction:
         for op in self.ops:
             lines += [f"Memory-Id: {op.memory.id}", f"Category: {op.memory.category}", f"Action: {op.action}"]
             if op.reason:
-                lines.append(f"Reason: {op.reason}")
+                lines.append(f"{'Recalls' if op.action == 'recalled' else 'Reason'}: {op.reason}")
+        if self.skipped:
+            lines.append(f"Skipped: {len(self.skipped)}")
         lines += [f"{key}: {value}" for key, value in self.trailers]
         return "\n".join(lines) + "\n"
 
@@ -661,6 +885,26 @@ def _capacity_reason(category: Category, members: Iterable[TrimCandidate]) -> st
         mark = category.capacity.lines
         parts.append(f"{sum(m.lines for m in members)} lines > {mark.high}, trimmed to <= {mark.low}")
     return f"{category.name} capacity ({'; '.join(parts)})"
+
+
+def _message_texts(messages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(role, text) of chat messages: content as a string or a list of text parts."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+        raise InvalidInput("messages: expected a list of {'role': ..., 'content': ...} mappings")
+    result = []
+    for number, message in enumerate(messages, start=1):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise InvalidInput(f"message {number}: expected a mapping with 'role' and 'content'")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "\n".join(part.get("text", "") for part in content
+                                if isinstance(part, Mapping) and isinstance(part.get("text"), str))
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise InvalidInput(f"message {number}: 'content' must be text or a list of text parts")
+        result.append((message["role"], content))
+    return result
 
 
 def clone_settings() -> dict[tuple[str, str | None, str], str]:

@@ -174,6 +174,46 @@ class Repository:
             raise RepositoryError(f"{commit}: is not a commit")
         return bytes.fromhex(data[5:45].decode())
 
+    def parents(self, commit: str) -> list[str]:
+        """The parent commit ids of ``commit``."""
+        kind, data = self.objects.read(bytes.fromhex(commit))
+        if kind != "commit":
+            raise RepositoryError(f"{commit}: is not a commit")
+        parents = []
+        for line in data.split(b"\n"):
+            if not line:
+                break
+            if line.startswith(b"parent "):
+                parents.append(line[7:47].decode())
+        return parents
+
+    def last_commits(self, paths: list[str], since: str | None, tip: str, limit: int = 64) -> dict[str, str] | None:
+        """The newest commit after ``since`` that changed each path, walking at most ``limit`` commits.
+
+        A path is credited to a commit whose version of it differs from every
+        parent's (a merge that took one side's version is passed over, as
+        git log does). Returns None when the range is longer than ``limit``.
+        """
+        wanted = set(paths)
+        found: dict[str, str] = {}
+        queue, seen = [tip], {since}
+        while queue and wanted - set(found):
+            commit = queue.pop(0)
+            if commit in seen:
+                continue
+            seen.add(commit)
+            if len(seen) > limit:
+                return None
+            parents = self.parents(commit)
+            tree = self.root_tree(commit)
+            parent_trees = [self.root_tree(p) for p in parents]
+            for path in wanted - set(found):
+                entry = self.objects.lookup(tree, path)
+                if all(self.objects.lookup(pt, path) != entry for pt in parent_trees) or not parents:
+                    found[path] = commit
+            queue.extend(parents)
+        return found
+
     def resolve(self, revision: str) -> str:
         """The commit id ``revision`` (a branch, tag, HEAD~2...) names.
 
@@ -184,6 +224,15 @@ class Repository:
             return self.git.rev_parse(f"{revision}^{{commit}}").hexsha
         except (git.BadName, ValueError, git.GitCommandError):
             raise RepositoryError(f"{revision!r} is not a commit in {self.root}; fetch it or name another") from None
+
+    def commit_with_trailer(self, key: str, value: str, *, since: str | None) -> bool:
+        """Whether a commit after ``since`` on the checked-out branch has the trailer ``key: value``."""
+        revision = f"{since}..HEAD" if since else "HEAD"
+        result = subprocess.run(["git", "log", "--format=%H", "-F", f"--grep={key}: {value}", revision],
+                                cwd=self.root, capture_output=True, text=True)
+        if result.returncode != 0 and since:  # 'since' rewritten away: look through the whole branch
+            return self.commit_with_trailer(key, value, since=None)
+        return bool(result.stdout.strip())
 
     def files_under(self, commit: str | None, folder: str) -> dict[str, bytes]:
         """Every file under ``folder`` at ``commit``: path -> content."""

@@ -1,0 +1,136 @@
+"""Recall results, and the memory tools an agent's LLM can call.
+
+``store.recall`` returns :class:`Hit` objects that carry every part of the
+score, so a person (or the site) can see why a memory ranked where it did.
+The tools follow the original spec's long-term memory interface:
+``record_to_memory(thinking, content)`` and ``retrieve_from_memory(keywords)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .errors import MemsiteError
+from .model import Memory, one_line, truncate
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A recalled memory and its score: ``score = relevance x decay x boost``."""
+
+    memory: Memory
+    relevance: float
+    """How well the text matches the query, in (0, 1]; the best match of a query has 1."""
+    decay: float
+    """2^(-age_days / half_life_days); 1 for pinned memories."""
+    boost: float
+    """1 + active_weight x ln(1 + active_count)."""
+    score: float
+
+    def recalled(self, now: datetime) -> Hit:
+        """This hit with its memory's count raised by this recall."""
+        memory = self.memory.replace(active_count=self.memory.active_count + 1, last_recalled=now)
+        return Hit(memory, self.relevance, self.decay, self.boost, self.score)
+
+
+def format_hits(hits: Sequence[Hit]) -> str:
+    """Hits as text for a prompt: category, abstract and the gist, best first."""
+    lines = []
+    for hit in hits:
+        m = hit.memory
+        detail = m.overview or (m.content if m.content != m.abstract else "")
+        gist = f": {truncate(one_line(detail), 300)}" if detail else ""
+        lines.append(f"- [{m.category}] {m.abstract}{gist} (id {m.id})")
+    return "\n".join(lines)
+
+
+# --- the agent's tools -------------------------------------------------------------
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "record_to_memory",
+        "description": (
+            "Save things worth remembering across sessions: facts about the user, preferences, "
+            "solutions to problems, reusable procedures. Each item of 'content' becomes one memory; "
+            "an item that repeats an existing memory is merged or skipped."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "thinking": {"type": "string", "description": "Why these are worth remembering."},
+                "content": {
+                    "type": "array", "items": {"type": "string"}, "minItems": 1,
+                    "description": "The memories to save, each a self-contained statement.",
+                },
+            },
+            "required": ["thinking", "content"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "retrieve_from_memory",
+        "description": "Look up memories by keywords; returns the best matches, most relevant and recent first.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "keywords": {
+                    "type": "array", "items": {"type": "string"}, "minItems": 1,
+                    "description": "Words or short phrases to search for.",
+                },
+            },
+            "required": ["keywords"],
+            "additionalProperties": False,
+        },
+    },
+]
+
+
+def _strings(arguments: Mapping[str, Any], name: str) -> list[str]:
+    value = arguments.get(name)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError(f"'{name}' must be a non-empty list of non-empty strings")
+    return value
+
+
+def call_tool(store: MemoryStore, name: str, arguments: Mapping[str, Any] | str) -> str:
+    """Run one of :data:`TOOLS`; the result (or the error) is text for the LLM, never an exception."""
+    try:
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"arguments must be a JSON object ({exc.msg} at character {exc.pos})") from None
+        if not isinstance(args, Mapping):
+            raise ValueError("arguments must be a JSON object")
+        spec = next((tool for tool in TOOLS if tool["name"] == name), None)
+        if spec is None:
+            raise ValueError(f"unknown tool {name!r}; the tools are {', '.join(t['name'] for t in TOOLS)}")
+        unknown = set(args) - set(spec["parameters"]["properties"])
+        if unknown:
+            raise ValueError(f"unknown argument(s) {', '.join(sorted(unknown))}")
+        if name == "record_to_memory":
+            thinking = args.get("thinking")
+            if not isinstance(thinking, str):
+                raise ValueError("'thinking' must be a string")
+            return _record(store, thinking, _strings(args, "content"))
+        hits = store.recall(" ".join(_strings(args, "keywords")))
+        return f"Memories matching {', '.join(args['keywords'])}:\n{format_hits(hits)}" if hits else \
+            f"No memory matches {', '.join(args['keywords'])}."
+    except (ValueError, MemsiteError) as exc:
+        return f"Error: {exc}"
+
+
+def _record(store: MemoryStore, thinking: str, items: list[str]) -> str:
+    subject = truncate("Record to memory: " + (one_line(thinking) or "from the agent"), 72)
+    with store.transaction(subject) as tx:
+        results = [tx.remember(item, source=f"tool:{store.agent}") for item in items]
+    stats = tx.stats
+    ids = ", ".join(m.id for m in results)
+    return (f"Recorded {len(items)} item(s): {stats['created']} new, {stats['merged']} merged into existing "
+            f"memories, {stats['skipped']} already known. Ids: {ids}")

@@ -1,0 +1,84 @@
+"""Text comparison for recall and dedup: words, fingerprints, similarity, search queries.
+
+Pure functions. A query for SQLite's full-text index is built from words
+only, each quoted, so any text a user types is a valid query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_WORD = re.compile(r"\w+")
+
+# Words too common to say what a memory is about (English; other languages pass through).
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having
+    he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
+    nor not now of off on once only or other our ours ourselves out over own same she should so some such
+    than that the their theirs them themselves then there these they this those through to too under until
+    up very was we were what when where which while who whom why will with would you your yours yourself
+    yourselves""".split()
+)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, case-folded."""
+    return _WORD.findall(text.casefold())
+
+
+def normalize(text: str) -> str:
+    """Text as compared for exact duplicates: words only, case-folded, single spaces."""
+    return " ".join(words(text))
+
+
+def fingerprint(text: str) -> str:
+    """Equal for texts that differ only in case, punctuation, markup and spacing."""
+    return hashlib.sha1(normalize(text).encode("utf-8")).hexdigest()
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two texts are, in [0, 1]: the Dice coefficient of their word pairs.
+
+    Word order counts: 'prefers tabs over spaces' and 'prefers spaces over
+    tabs' share every word but few pairs. Dice (2|A∩B| / (|A|+|B|)) rather
+    than Jaccard, so adding a few words to a short fact ('... in eu-west-1')
+    still reads as the same fact, while changing one ('limit is 100' / 'limit
+    is 1000') does not. Texts of one word compare words.
+    """
+    wa, wb = words(a), words(b)
+    if len(wa) < 2 or len(wb) < 2:
+        sa, sb = set(wa), set(wb)
+    else:
+        sa, sb = set(zip(wa, wa[1:])), set(zip(wb, wb[1:]))
+    if not sa and not sb:
+        return 1.0
+    return 2 * len(sa & sb) / (len(sa) + len(sb))
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def search_terms(text: str) -> list[str]:
+    """The distinct words of a query that say something (stopwords dropped unless that is all)."""
+    found = list(dict.fromkeys(words(text)))
+    meaningful = [w for w in found if w not in STOPWORDS]
+    return meaningful or found
+
+
+def match_any(terms: list[str]) -> str:
+    """An FTS5 query matching documents with any of ``terms`` (each quoted)."""
+    return " OR ".join(_quoted(t) for t in terms)
+
+
+def match_all(terms: list[str]) -> str:
+    """An FTS5 query matching documents with all of ``terms`` (each quoted)."""
+    return " AND ".join(_quoted(t) for t in terms)
+
+
+def distinctive(text: str, count: int = 3) -> list[str]:
+    """A few words likely to be rare: the longest non-stopwords (ties: first seen)."""
+    candidates = [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS and len(w) > 2]
+    return sorted(candidates, key=lambda w: -len(w))[:count]

@@ -1,0 +1,369 @@
+"""Recall: ranking, the search index, activity counts, dedup and the agent tools."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsite import MemoryStore, decay_score
+from memsite.cli import main
+
+from .conftest import START, Clock, assert_clean, git, head
+
+ROOT = Path(__file__).resolve().parent.parent
+fixture_ok = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+# --- the formula ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("days", "factor"), [(0, 1.0), (30, 0.5), (60, 0.25)])
+def test_the_decay_cases_of_the_original_spec(days: int, factor: float) -> None:
+    for count in (0, 10):
+        boost = 1 + 0.1 * math.log(1 + count)
+        score = decay_score(0.8, START, count, START + timedelta(days=days))
+        assert score == pytest.approx(0.8 * factor * boost)
+
+
+def test_a_memory_recalled_ten_times_outranks_one_recalled_once() -> None:
+    now = START + timedelta(days=12)
+    assert decay_score(1.0, START, 10, now) > decay_score(1.0, START, 1, now)
+
+
+def test_pinned_memories_do_not_decay() -> None:
+    assert decay_score(1.0, START, 0, START + timedelta(days=365), pinned=True) == 1.0
+
+
+def test_the_parameters_come_from_configuration(store: MemoryStore, clock: Clock) -> None:
+    store.remember("old fact about kubernetes")
+    clock.advance(days=10)
+    path = store.root / "mkdocs.yml"
+    path.write_text(path.read_text().replace("half_life_days: 30", "half_life_days: 10"))
+    git(store.root, "commit", "-qam", "faster decay")
+    with MemoryStore(store.root, agent="planner", clock=clock) as tuned:
+        (hit,) = tuned.rank()
+        assert hit.decay == pytest.approx(0.5)
+
+
+# --- ranking on a small repository ---------------------------------------------------
+
+
+def test_recall_orders_by_relevance_decay_and_activity(store: MemoryStore, clock: Clock) -> None:
+    old = store.remember("Deploy to staging with make deploy-staging", category="patterns")
+    clock.advance(days=30)
+    new = store.remember("Staging deploys need the VPN; deploy from the bastion host", category="patterns")
+    store.remember("Unrelated note about lunch", category="general")
+    hits = store.recall("deploy staging")
+    # The old one matches the words best, but 30 days have halved it: the new one ranks first.
+    assert [h.memory.id for h in hits] == [new.id, old.id]
+    assert hits[1].relevance == pytest.approx(1.0) and 0.5 < hits[0].relevance < 1
+    assert hits[1].decay == pytest.approx(0.5) and hits[0].decay == pytest.approx(1.0)
+    for h in hits:
+        assert h.score == pytest.approx(h.relevance * h.decay * h.boost)
+
+
+def test_the_sql_ranking_agrees_with_decay_score(store: MemoryStore, clock: Clock) -> None:
+    made = []
+    for i, (days, pinned) in enumerate([(0, False), (7, False), (45, True), (90, False)]):
+        clock.now = START + timedelta(days=days)
+        made.append((store.remember(f"memory number {i} about caching", pinned=pinned), days, pinned))
+    for _ in range(3):
+        store.recall("number 0 caching")
+    clock.now = START + timedelta(days=100)
+    for hit in store.rank():
+        expected = decay_score(1.0, hit.memory.created, hit.memory.active_count, clock.now, pinned=hit.memory.pinned)
+        assert hit.score == pytest.approx(expected)
+
+
+def test_filters_and_min_score(store: MemoryStore, clock: Clock) -> None:
+    a = store.remember("Redis cache keys expire after an hour", category="entities", tags=["redis", "cache"])
+    b = store.remember("Redis runs on port 6380 in staging", category="entities", tags=["redis"])
+    with MemoryStore(store.root, agent="ops", clock=clock) as ops:
+        c = ops.remember("Redis memory limit is 2 GB", category="events", tags=["redis"])
+    ids = lambda hits: sorted(h.memory.id for h in hits)  # noqa: E731
+    assert ids(store.recall("redis", limit=10)) == sorted([a.id, b.id, c.id])
+    assert ids(store.recall("redis", category="entity")) == sorted([a.id, b.id])
+    assert ids(store.recall("redis", tags=["redis", "cache"])) == [a.id]
+    assert ids(store.recall("redis", agent="ops")) == [c.id]
+    assert len(store.recall("redis", limit=2)) == 2
+    clock.advance(days=60)
+    assert store.recall("redis", min_score=0.5) == []
+
+
+@fixture_ok
+@given(st.text(max_size=60))
+def test_any_text_is_a_valid_query(store: MemoryStore, query: str) -> None:
+    if not store.list():
+        store.remember('Quotes " and * and ( NEAR ) OR AND: all are just words')
+    store.recall(query)  # never a syntax error
+
+
+def test_stopwords_do_not_drown_the_words_that_matter(store: MemoryStore) -> None:
+    target = store.remember("Postgres runs version 15 in staging")
+    for i in range(5):
+        store.remember(f"What is the plan for the week {i}? It is to do the work.")
+    assert store.recall("what is the postgres version?")[0].memory.id == target.id
+
+
+# --- the index stays current -------------------------------------------------------------
+
+
+def test_the_index_sees_a_write_by_another_process_and_a_pull(store: MemoryStore, tmp_path: Path) -> None:
+    assert store.recall("zeppelin") == []
+    script = ("from memsite import MemoryStore\n"
+              f"MemoryStore({str(store.root)!r}, agent='other').remember('The zeppelin hangar is in hall 7')")
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert [h.memory.agent for h in store.recall("zeppelin")] == ["other"]
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(store.root), str(clone))
+    with MemoryStore(clone, agent="far") as far:
+        far.remember("Airships need helium, not hydrogen")
+        git(clone, "push", "-q", "origin", "HEAD:refs/heads/incoming")
+    git(store.root, "merge", "-q", "--ff-only", "incoming")
+    assert [h.memory.agent for h in store.recall("helium")] == ["far"]
+
+
+def test_a_deleted_index_is_rebuilt(store: MemoryStore) -> None:
+    made = store.remember("Flaky test: test_upload times out on CI")
+    store.close()
+    for name in ("catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"):
+        (store.root / ".memsite" / name).unlink(missing_ok=True)
+    with MemoryStore(store.root, agent="planner") as reopened:
+        assert [h.memory.id for h in reopened.recall("flaky upload")] == [made.id]
+    result = CliRunner().invoke(main, ["-C", str(store.root), "index", "rebuild"])
+    assert result.exit_code == 0 and result.output.startswith("Indexed 1 memories in ")
+
+
+# --- activity -------------------------------------------------------------------------
+
+
+def test_a_recall_raises_counts_without_a_commit_then_one_flush_commits_them(store: MemoryStore, clock: Clock) -> None:
+    a = store.remember("The build uses Bazel")
+    b = store.remember("Bazel remote cache is on GCS")
+    before = head(store.root)
+    clock.advance(hours=1)
+    for _ in range(3):
+        hits = store.recall("bazel")
+    assert {h.memory.active_count for h in hits} == {3}
+    assert head(store.root) == before
+    assert store.get(a.id).active_count == 3 and store.get(a.id).last_recalled == clock.now
+    commit = store.flush_activity()
+    assert commit == head(store.root) and git(store.root, "rev-list", "--count", f"{before}..HEAD").strip() == "1"
+    body = git(store.root, "log", "-1", "--format=%B")
+    assert body.startswith("Record recall activity: 2 memories, 6 recalls")
+    assert body.count("Action: recalled") == 2 and "Recalls: +3" in body and "Activity-Batch: " in body
+    assert "active_count: 3" in a.path.read_text()  # type: ignore[union-attr]
+    assert store.get(b.id).active_count == 3
+    assert store.flush_activity() is None
+    assert_clean(store.root)
+
+
+def test_enough_recalls_flush_on_their_own(store: MemoryStore) -> None:
+    path = store.root / "mkdocs.yml"
+    path.write_text(path.read_text().replace("activity: {flush_every: 500}", "activity: {flush_every: 4}"))
+    git(store.root, "commit", "-qam", "flush often")
+    with MemoryStore(store.root, agent="planner") as eager:
+        eager.remember("Gradle daemon needs 4 GB")
+        before = head(store.root)
+        for _ in range(3):
+            eager.recall("gradle")
+        assert head(store.root) == before
+        eager.recall("gradle")
+        assert head(store.root) != before and "active_count: 4" in eager.list()[0].path.read_text()  # type: ignore[union-attr]
+
+
+def test_closing_a_task_commits_the_recalls_made_during_it(store: MemoryStore) -> None:
+    store.remember("Use ruff for linting")
+    with store.task("fix", ["lint"]) as task:
+        store.recall("ruff")
+        task.problem("lint errors")
+        task.solution("ran ruff")
+    assert git(store.root, "log", "-1", "--format=%s").startswith("Record recall activity")
+    assert git(store.root, "log", "-2", "--format=%s").split("\n")[1].startswith("Task fix")
+
+
+def test_recalls_journaled_by_a_killed_process_are_not_lost(store: MemoryStore) -> None:
+    made = store.remember("Terraform state lives in S3")
+    script = f"""
+import os, signal
+from memsite import MemoryStore
+store = MemoryStore({str(store.root)!r}, agent="agent")
+for _ in range(5):
+    store.recall("terraform state")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == -signal.SIGKILL
+    assert store.get(made.id).active_count == 5
+    store.flush_activity()
+    assert "active_count: 5" in made.path.read_text()  # type: ignore[union-attr]
+
+
+def test_a_flush_killed_after_its_commit_never_counts_twice(store: MemoryStore) -> None:
+    made = store.remember("Helm charts are in deploy/charts")
+    store.recall("helm charts")
+    script = f"""
+import os, signal
+from memsite import MemoryStore
+from memsite.store import activity
+def die(self, batch, committed):
+    os.kill(os.getpid(), signal.SIGKILL)
+activity.ActivityJournal.end_batch = die
+MemoryStore({str(store.root)!r}, agent="flusher").flush_activity()
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == -signal.SIGKILL
+    assert "active_count: 1" in made.path.read_text()  # type: ignore[union-attr]  # the commit landed
+    assert store.flush_activity() is None  # the batch is recognised as committed
+    assert store.get(made.id).active_count == 1
+
+
+def test_recall_counts_from_two_branches_add_up_when_merged(store: MemoryStore, clock: Clock) -> None:
+    made = store.remember("Kafka topic retention is 7 days", tags=["kafka"])
+    store.recall("kafka retention")
+    store.flush_activity()  # base: 1
+    git(store.root, "checkout", "-q", "-b", "feature")
+    for _ in range(2):
+        store.recall("kafka retention")
+    store.update(made.id, tags=["kafka", "retention"])
+    store.flush_activity()  # feature: 3
+    git(store.root, "checkout", "-q", "main")
+    clock.advance(hours=1)
+    for _ in range(3):
+        store.recall("kafka retention")
+    store.update(made.id, tags=["kafka", "ops"], content="Kafka topic retention is 7 days\n\nSet in topics.yaml.")
+    store.flush_activity()  # main: 4
+    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    merged = store.get(made.id)
+    assert merged.active_count == 1 + 2 + 3
+    assert set(merged.tags) == {"kafka", "retention", "ops"}
+    assert merged.content.endswith("Set in topics.yaml.")
+    assert_clean(store.root)
+
+
+# --- dedup ---------------------------------------------------------------------------
+
+
+def test_exact_duplicates_are_skipped_and_near_ones_merged(store: MemoryStore) -> None:
+    first = store.remember("The staging cluster runs Kubernetes 1.29 on three nodes", category="entities",
+                           tags=["k8s"], source="session-1")
+    before = head(store.root)
+    again = store.remember("the staging cluster runs kubernetes 1.29 on three nodes!", category="entities")
+    assert (again.action, again.id, head(store.root)) == ("skipped", first.id, before)
+    near = store.remember("The staging cluster runs Kubernetes 1.29 on three nodes in eu-west-1",
+                          category="entities", tags=["staging"], source="session-2")
+    assert near.action == "merged" and near.id == first.id
+    assert near.content.endswith("in eu-west-1") and near.tags == ("k8s", "staging")
+    assert near.source == "session-2" and near.extra["sources"] == ["session-1", "session-2"]
+    assert "Action: merged" in git(store.root, "log", "-1", "--format=%B")
+    other_category = store.remember("The staging cluster runs Kubernetes 1.29 on three nodes", category="events")
+    assert other_category.action == "created"
+    opposite = store.remember("The staging cluster runs three nodes on Kubernetes 1.29", category="entities")
+    assert opposite.action == "created"
+    assert store.remember("The staging cluster runs Kubernetes 1.29 on three nodes", category="entities",
+                          dedupe=False).action == "created"
+
+
+def test_duplicates_within_one_transaction_are_caught_too(store: MemoryStore) -> None:
+    with store.transaction("import") as tx:
+        a = tx.remember("Backups run nightly at 02:00 UTC")
+        b = tx.remember("Backups run nightly at 02:00 UTC.")
+    assert (a.action, b.action, b.id) == ("created", "skipped", a.id)
+    assert tx.stats == {"created": 1, "merged": 0, "skipped": 1}
+    assert "Skipped: 1" in git(store.root, "log", "-1", "--format=%B")
+
+
+def test_the_dedup_threshold_comes_from_configuration(store: MemoryStore) -> None:
+    store.remember("Use black with line length 100 for this repository")
+    path = store.root / "mkdocs.yml"
+    path.write_text(path.read_text().replace("dedupe: {enabled: true, threshold: 0.8}",
+                                             "dedupe: {enabled: true, threshold: 0.3}"))
+    git(store.root, "commit", "-qam", "looser dedup")
+    with MemoryStore(store.root, agent="planner") as loose:
+        assert loose.remember("Use black with line length 120 for the other repository").action == "merged"
+
+
+# --- the agent tools -------------------------------------------------------------------
+
+
+def test_tool_definitions_are_json_schema(store: MemoryStore) -> None:
+    tools = {tool["name"]: tool for tool in store.tools()}
+    assert set(tools) == {"record_to_memory", "retrieve_from_memory"}
+    record = tools["record_to_memory"]["parameters"]
+    assert record["required"] == ["thinking", "content"] and record["properties"]["content"]["type"] == "array"
+    json.dumps(store.tools())  # plain data
+
+
+def test_tools_record_and_retrieve(store: MemoryStore) -> None:
+    out = store.call_tool("record_to_memory", {"thinking": "the user told me", "content": [
+        "The user's name is Ada", "Ada prefers short answers"]})
+    assert out.startswith("Recorded 2 item(s): 2 new, 0 merged into existing memories, 0 already known.")
+    assert git(store.root, "log", "-1", "--format=%s").strip() == "Record to memory: the user told me"
+    found = store.call_tool("retrieve_from_memory", json.dumps({"keywords": ["short", "answers"]}))
+    assert found.startswith("Memories matching short, answers:") and "Ada prefers short answers" in found
+    assert store.call_tool("retrieve_from_memory", {"keywords": ["nothing-like-this"]}) == \
+        "No memory matches nothing-like-this."
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "message"),
+    [
+        ("record_to_memory", {"content": ["x"]}, "'thinking' must be a string"),
+        ("record_to_memory", {"thinking": "t", "content": "not a list"}, "'content' must be a non-empty list"),
+        ("record_to_memory", {"thinking": "t", "content": []}, "'content' must be a non-empty list"),
+        ("record_to_memory", {"thinking": "t", "content": ["key AKIAQWERTYUIOPASDF23"]}, "rule aws-access-key-id"),
+        ("retrieve_from_memory", {"keywords": [1, 2]}, "'keywords' must be a non-empty list"),
+        ("retrieve_from_memory", {"keywords": ["a"], "extra": 1}, "unknown argument(s) extra"),
+        ("retrieve_from_memory", "{not json", "arguments must be a JSON object"),
+        ("retrieve_from_memory", "[1]", "arguments must be a JSON object"),
+        ("forget_everything", {}, "unknown tool 'forget_everything'"),
+    ],
+)
+def test_bad_tool_calls_return_an_error_text(store: MemoryStore, name: str, arguments: object, message: str) -> None:
+    before = head(store.root)
+    result = store.call_tool(name, arguments)  # type: ignore[arg-type]
+    assert result.startswith("Error: ") and message in result
+    assert head(store.root) == before
+
+
+def test_record_and_retrieve_for_developers(store: MemoryStore) -> None:
+    stats = store.record([
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "Our release train leaves every Tuesday."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Noted: releases on Tuesdays."}]},
+        {"role": "user", "content": "  "},
+    ])
+    assert stats == {"created": 2, "merged": 0, "skipped": 0}
+    assert store.record([{"role": "user", "content": "Our release train leaves every Tuesday."}])["skipped"] == 1
+    prompt = store.retrieve([{"role": "user", "content": "when do releases happen?"}])
+    assert prompt.startswith("Relevant memories (best first):\n- [general] ")
+    assert "Tuesday" in prompt
+    assert store.retrieve("completely unrelated zebra") == ""
+    with pytest.raises(Exception, match="message 1"):
+        store.record([{"content": "no role"}])
+
+
+def test_the_recall_and_rank_commands(store: MemoryStore) -> None:
+    store.remember("Grafana dashboards live in ops/grafana", category="entities")
+    run = lambda *a: CliRunner().invoke(main, ["-C", str(store.root), *a])  # noqa: E731
+    out = run("recall", "grafana dashboards")
+    assert out.exit_code == 0 and "entities" in out.output and "Grafana dashboards" in out.output
+    data = json.loads(run("recall", "grafana", "--json").output)
+    assert data[0]["active_count"] == 2 and set(data[0]) >= {"relevance", "decay", "boost", "score"}
+    assert "Grafana" in run("rank").output
+    assert run("flush").output.startswith("Committed recall counts")
+    assert run("flush").output == "No recalls waiting.\n"
+    nothing = run("recall", "nothing here")
+    assert nothing.exit_code == 0 and nothing.stdout == "" and "No memories match." in nothing.output
