@@ -30,10 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from corpus import CATEGORIES, Corpus
+
 from memsite import MemoryStore
 from memsite.fileformat import format_memory
 
-CATEGORIES = ["profile", "preferences", "entities", "events", "cases", "patterns", "general"]
 GIT_ENV = {
     **os.environ,
     "GIT_AUTHOR_NAME": "baseline", "GIT_AUTHOR_EMAIL": "baseline@example.com",
@@ -41,10 +42,12 @@ GIT_ENV = {
 }
 
 
+CORPUS = Corpus()
+
+
 def text(i: int) -> str:
-    return (f"Observation {i}: the {CATEGORIES[i % 7]} job on worker {i % 13} needed {i % 5 + 1} retries.\n\n"
-            f"Seen while running task {i % 101}; the fix was to raise the timeout to {30 + i % 90} s "
-            "and pin the client library. Keep an eye on it after the next upgrade.")
+    """A realistic memory text; no two are duplicates, so remember() (dedup on) keeps each."""
+    return CORPUS.text()
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -88,10 +91,12 @@ def bench_latency(mem: Path, base: Path, writes: int) -> tuple[list[float], list
     log(f"remember() vs git add + git commit: {writes} writes each, interleaved ...")
     ours: list[float] = []
     theirs: list[float] = []
+    texts = [text(i) for i in range(WARM_UP + writes)]  # made before the clock starts
     with MemoryStore(mem, agent="bench") as store:
         for i in range(-WARM_UP, writes):
+            body = texts[i + WARM_UP]
             start = time.perf_counter()
-            memory = store.remember(text(100_000 + i), category=CATEGORIES[i % 7])
+            memory = store.remember(body, category=CATEGORIES[i % 7])
             ours.append((time.perf_counter() - start) * 1000)
             rel = f"content/memories/{memory.category}/baseline-{i + WARM_UP:05d}.md"
             data = format_memory(memory)
@@ -103,10 +108,11 @@ def bench_latency(mem: Path, base: Path, writes: int) -> tuple[list[float], list
 
 def bench_transaction(mem: Path, base: Path, size: int) -> tuple[float, float]:
     log(f"one transaction of {size:,} memories vs git add + one commit ...")
+    texts = [text(i) for i in range(size)]  # made before the clock starts
     with MemoryStore(mem, agent="bench") as store:
         start = time.perf_counter()
         with store.transaction(f"Import {size} memories") as tx:
-            made = [tx.remember(text(200_000 + i), category=CATEGORIES[i % 7]) for i in range(size)]
+            made = [tx.remember(body, category=CATEGORIES[i % 7]) for i, body in enumerate(texts)]
         ours = time.perf_counter() - start
     start = time.perf_counter()
     rels = []

@@ -200,8 +200,57 @@ def _has_astral(value: Any) -> bool:
     return False
 
 
+# The common case, written directly: a value every YAML reader takes as the
+# same text when written plain (ASCII, no indicator where YAML looks for one,
+# and YAML 1.1's own resolver says 'text'), our timestamps, numbers, booleans,
+# null, and lists of such words. Anything else goes to the emitter. Tests pin
+# the output byte-equal to the emitter's.
+_PLAIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 .,;:()\[\]{}/+?!'\"#@&*%$=<>~^_-]*[A-Za-z0-9.)\]}!?'\"#_-])?")
+_PLAIN_IN_LIST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+#_-]*")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_YAML11 = yaml.resolver.Resolver()
+
+
+def _plain(value: str, pattern: re.Pattern[str]) -> bool:
+    return (
+        pattern.fullmatch(value) is not None
+        and ": " not in value and " #" not in value and "  " not in value
+        and _YAML11.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
+    )
+
+
+def _fast_scalar(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        if _TIMESTAMP.fullmatch(value) or not value:
+            return f"'{value}'"
+        return value if _plain(value, _PLAIN) else None
+    if isinstance(value, list) and all(isinstance(v, str) and _plain(v, _PLAIN_IN_LIST) for v in value):
+        return "[" + ", ".join(value) + "]"
+    return None
+
+
+def _fast_dump(data: dict[str, Any]) -> str | None:
+    lines = []
+    for key, value in data.items():
+        text = _fast_scalar(value)
+        if text is None or not _plain(key, _PLAIN_IN_LIST):
+            return None
+        lines.append(f"{key}: {text}\n")
+    return "".join(lines)
+
+
 def dump_yaml(data: dict[str, Any], *, pure: bool = False) -> str:
     """Dump a mapping canonically (insertion order kept, no line folding)."""
+    if not pure:
+        fast = _fast_dump(data)
+        if fast is not None:
+            return fast
     fast = _FastDumper is not None and not pure and not _has_astral(data)
     return yaml.dump(
         data,

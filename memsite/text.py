@@ -6,8 +6,10 @@ only, each quoted, so any text a user types is a valid query.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+import zlib
 
 _WORD = re.compile(r"\w+")
 
@@ -33,9 +35,15 @@ def normalize(text: str) -> str:
     return " ".join(words(text))
 
 
+@functools.lru_cache(maxsize=4096)  # a write computes it, then the catalog again for the same text
 def fingerprint(text: str) -> str:
     """Equal for texts that differ only in case, punctuation, markup and spacing."""
     return hashlib.sha1(normalize(text).encode("utf-8")).hexdigest()
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    found = words(text)
+    return set(zip(found, found[1:])) if len(found) >= 2 else {(w,) for w in found}
 
 
 def similarity(a: str, b: str) -> float:
@@ -47,14 +55,37 @@ def similarity(a: str, b: str) -> float:
     still reads as the same fact, while changing one ('limit is 100' / 'limit
     is 1000') does not. Texts of one word compare words.
     """
-    wa, wb = words(a), words(b)
-    if len(wa) < 2 or len(wb) < 2:
-        sa, sb = set(wa), set(wb)
-    else:
-        sa, sb = set(zip(wa, wa[1:])), set(zip(wb, wb[1:]))
+    sa, sb = _shingles(a), _shingles(b)
+    if len(next(iter(sa), ())) != len(next(iter(sb), ())):  # one text of a single word
+        sa, sb = {(w,) for w in words(a)}, {(w,) for w in words(b)}
     if not sa and not sb:
         return 1.0
     return 2 * len(sa & sb) / (len(sa) + len(sb))
+
+
+SKETCH_SIZE = 6
+
+
+@functools.lru_cache(maxsize=4096)
+def sketch(text: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
+    """The ``size`` smallest hashes of the text's word pairs (a bottom-k sketch).
+
+    Texts sharing most of their word pairs share several of these values (at
+    the default dedup threshold about four of six), texts that merely share a
+    common phrase at most one or two, so near-duplicates are found by an
+    indexed lookup (see :func:`shared_needed`) instead of a search.
+    """
+    return tuple(sorted({zlib.crc32("\x1f".join(pair).encode("utf-8")) for pair in _shingles(text)})[:size])
+
+
+def sketch_key(category: str, value: int) -> int:
+    """One integer for (category, sketch value), so the catalog looks it up by integer alone."""
+    return ((zlib.crc32(category.encode("utf-8")) & 0x7FFFFFFF) << 32) | value
+
+
+def shared_needed(marks: tuple[int, ...]) -> int:
+    """How many sketch values a near-duplicate candidate must share: two, or one for tiny texts."""
+    return 2 if len(marks) >= 4 else 1
 
 
 def _quoted(term: str) -> str:
@@ -78,7 +109,3 @@ def match_all(terms: list[str]) -> str:
     return " AND ".join(_quoted(t) for t in terms)
 
 
-def distinctive(text: str, count: int = 3) -> list[str]:
-    """A few words likely to be rare: the longest non-stopwords (ties: first seen)."""
-    candidates = [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS and len(w) > 2]
-    return sorted(candidates, key=lambda w: -len(w))[:count]

@@ -151,7 +151,7 @@ def test_every_command_has_help_with_an_example() -> None:
 
 def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
     for number, command in enumerate(([sys.executable, "-m", "memsite"], ["memsite"])):
-        text = ("first", "second")[number] + " memory written through a process"
+        text = ("The build server is called orion", "Deploys happen on Thursdays")[number]
         result = subprocess.run([*command, "-C", str(repo), "--agent", "proc", "remember", text],
                                 capture_output=True, text=True)
         assert result.returncode == 0, result.stderr

@@ -195,6 +195,21 @@ def test_the_fast_emitter_and_the_pure_python_one_write_the_same_bytes(memory: M
     assert dump_yaml(fields) == dump_yaml(fields, pure=True)
 
 
+plainish = st.text(alphabet=string.ascii_letters + string.digits + " .,;:()/+?!'@&*%$=<>~^_-#\"[]{}|\\", max_size=24)
+
+
+@settings(max_examples=3000)
+@given(st.dictionaries(st.sampled_from(["id", "abstract", "source", "tags", "n", "flag"]),
+                       plainish | st.lists(plainish, max_size=3) | st.integers() | st.booleans() | st.none(),
+                       min_size=1))
+def test_the_direct_writer_matches_the_emitter_whenever_it_answers(data: dict) -> None:
+    from memsite.fileformat import _fast_dump
+
+    fast = _fast_dump(data)
+    if fast is not None:
+        assert fast == dump_yaml(data, pure=True)
+
+
 yamlish = st.text(alphabet="ab01:- \n'\"&*!|>[]{},#?%@`\t", max_size=60)
 
 

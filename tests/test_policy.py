@@ -325,3 +325,16 @@ def test_mkdocs_yml_tags_are_not_executed(store: MemoryStore) -> None:
 def _trailers(repo: Path) -> list[tuple[str, str]]:
     out = git(repo, "log", "-1", "--format=%(trailers:only,unfold)")
     return [tuple(line.split(": ", 1)) for line in out.splitlines() if ": " in line]  # type: ignore[misc]
+
+
+secret_like = st.lists(st.sampled_from([text for _, text in SECRETS] + [
+    "plain words", " ", "password = short", "token: " + "aB3dE6gH9jK2mN5pQ8sT", "\n", "AWS", "sk", "://", "Key=",
+]), max_size=4).map(" ".join) | st.text(alphabet="akisAKIS_-:/=@.3ghpxoz0 ", max_size=60)
+
+
+@settings(max_examples=500)
+@given(secret_like)
+def test_the_literal_triggers_never_hide_what_the_rules_find(text: str) -> None:
+    from memsite import secrets
+
+    assert secrets.scan(text) == secrets._matches(text, secrets.RULES)

@@ -22,10 +22,10 @@ from ..errors import FormatError, RepositoryError
 from ..fileformat import parse_memory
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
-from ..text import fingerprint
+from ..text import fingerprint, sketch, sketch_key
 from .repo import Repository
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "5"
 
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
@@ -46,7 +46,9 @@ CREATE TABLE IF NOT EXISTS memories (
 );
 CREATE INDEX IF NOT EXISTS memories_category ON memories (category, created, id);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
-CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint);
+CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
+CREATE TABLE IF NOT EXISTS sketches (k INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sketches_id ON sketches (id);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     abstract, overview, content, tags,
     content='memories', content_rowid='n', tokenize='porter unicode61 remove_diacritics 2'
@@ -60,11 +62,15 @@ _TRIGGERS = (
     """CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
         INSERT INTO memories_fts (memories_fts, rowid, abstract, overview, content, tags)
         VALUES ('delete', old.n, old.abstract, old.overview, old.content, old.tags);
+        DELETE FROM sketches WHERE id = old.id;
     END""",
 )
+_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_INSERT_SKETCH = "INSERT OR IGNORE INTO sketches (k, id) VALUES (?, ?)"
 _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
-DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS meta;
+DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS meta;
 """
 # Every read shows recalls not committed yet (the activity journal) in the counts.
 _FIELDS = (
@@ -150,14 +156,16 @@ class Catalog:
             (category, fingerprint)).fetchone()
         return self._memory(row) if row else None
 
-    def matching(self, fts_query: str, category: str, limit: int) -> list[Memory]:
-        """Memories of ``category`` matching a full-text query, best text match first."""
-        rows = self.db.execute(
-            f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND m.category = ? ORDER BY bm25(memories_fts, {_BM25_WEIGHTS}) LIMIT ?",
-            (fts_query, category, limit),
-        )
-        return [self._memory(row) for row in rows]
+    def sharing_sketch(self, category: str, hashes: tuple[int, ...], shared: int,
+                       limit: int = 20) -> list[tuple[str, str]]:
+        """(id, text) of memories of ``category`` whose sketch shares ``shared`` values with ``hashes``."""
+        if not hashes:
+            return []
+        marks = ", ".join("?" * len(hashes))
+        return self.db.execute(
+            f"SELECT m.id, m.content FROM memories m WHERE m.id IN (SELECT id FROM sketches "
+            f"WHERE k IN ({marks}) GROUP BY id HAVING count(*) >= ?) LIMIT ?",
+            (*(sketch_key(category, h) for h in hashes), shared, limit)).fetchall()
 
     def ranked(
         self,
@@ -220,17 +228,13 @@ class Catalog:
             rows = list(upserts)
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
             self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
-            self.db.executemany(
-                f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-                (_row(memory, path, blob, commit) for memory, path, blob in rows),
-            )
+            self.db.executemany(_INSERT, (_row(memory, path, blob, commit) for memory, path, blob in rows))
+            self.db.executemany(_INSERT_SKETCH, _sketch_rows(memory for memory, _, _ in rows))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
 
     def reset(self) -> None:
-        """Forget everything indexed; the next sync rebuilds from the files."""
-        with _transaction(self.db):
-            self.db.execute("DELETE FROM memories")
-            self.db.execute("DELETE FROM meta WHERE key = 'commit'")
+        """Forget what is indexed; the next sync rebuilds everything from the files."""
+        self.db.execute("DELETE FROM meta WHERE key = 'commit'")
 
     def sync(self, repo: Repository, config: Config, commit: str | None,
              progress: Callable[[int, int], None] | None = None) -> None:
@@ -269,21 +273,22 @@ class Catalog:
             if memory is not None:
                 upserts.append((memory, path, sha.hex()))
         commits = _last_commits(repo, None if rebuild else indexed, commit, [p for _, p, _ in upserts], memories_dir)
-        insert = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
         with _transaction(self.db):
             if rebuild:
-                # Many rows: insert them without the per-row index triggers,
-                # then let FTS5 index the whole table in one pass.
-                self.db.execute("DELETE FROM memories")
+                # Many rows: clear and insert without the per-row index
+                # triggers, then let FTS5 index the whole table in one pass.
                 self.db.execute("DROP TRIGGER memories_fts_insert")
                 self.db.execute("DROP TRIGGER memories_fts_delete")
+                self.db.execute("DELETE FROM memories")
+                self.db.execute("DELETE FROM sketches")
             self.db.executemany("DELETE FROM memories WHERE path = ?", ((p,) for p in removed_paths))
             # A memory moved between files (renamed, recategorised) keeps its id.
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((m.id,) for m, _, _ in upserts))
             try:
-                self.db.executemany(insert, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
+                self.db.executemany(_INSERT, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
             except sqlite3.IntegrityError:
                 raise FormatError(_duplicate_ids_message(upserts, self.db)) from None
+            self.db.executemany(_INSERT_SKETCH, _sketch_rows(m for m, _, _ in upserts))
             if rebuild:
                 for trigger in _TRIGGERS:
                     self.db.execute(trigger)
@@ -358,6 +363,12 @@ def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any,
         int(memory.pinned), json.dumps(memory.extra, sort_keys=True), memory.content, memory.lines,
         fingerprint(memory.content),
     )
+
+
+def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
+    for memory in memories:
+        for value in sketch(memory.content):
+            yield sketch_key(memory.category, value), memory.id
 
 
 def _filters(category: str | None, agent: str | None, tags: Iterable[str]) -> tuple[list[str], list[Any]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -39,7 +40,7 @@ from ..model import (
     utcnow,
 )
 from ..ranking import TrimCandidate, plan_trim
-from ..text import distinctive, fingerprint, match_all, similarity
+from ..text import fingerprint, shared_needed, similarity, sketch
 from .activity import ActivityJournal
 from .catalog import Catalog
 from .objects import blob_id
@@ -531,6 +532,9 @@ class Transaction:
         self.commit: str | None = None
         self.ops: list[_Op] = []
         self.skipped: list[str] = []  # ids of existing memories that new ones duplicated exactly
+        # What this transaction added, found the way the catalog finds what is committed:
+        self._by_fingerprint: dict[tuple[str, str], str] = {}  # (category, fingerprint) -> id
+        self._by_sketch: dict[tuple[str, int], set[str]] = {}  # (category, sketch value) -> ids
         self._files: dict[str, bytes | None] = {}
         self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
         self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
@@ -686,42 +690,53 @@ class Transaction:
     # --- internals ---------------------------------------------------------
 
     def _add(self, memory: Memory, dedupe: bool) -> Memory:
-        twin = self._twin(memory) if dedupe else None
-        if twin is not None and fingerprint(twin.content) == fingerprint(memory.content):
+        mark = fingerprint(memory.content)
+        twin, exact = self._twin(memory, mark) if dedupe else (None, False)
+        if twin is not None and exact:
             self.skipped.append(twin.id)
             return twin.replace(action="skipped")
         if twin is not None:
             merged = self._merged(twin, memory)
             self._stage(merged, self._path_of(twin))
+            self._index(merged)
             self.ops.append(_Op("merged", merged))
             return merged.replace(action="merged")
         memory = self._stage(memory, self._allocate(memory))
+        self._index(memory)
         self._categories.add(memory.category)
         self.ops.append(_Op("created", memory))
         return memory.replace(action="created")
 
-    def _twin(self, memory: Memory) -> Memory | None:
-        """An existing memory of the same category that says the same thing, if any."""
-        catalog, threshold = self.store.catalog, self.store.config.dedupe_threshold
-        staged = [m for m in self._pending.values() if m is not None and m.category == memory.category]
-        mark = fingerprint(memory.content)
-        for candidate in staged:
-            if fingerprint(candidate.content) == mark:
-                return candidate
-        exact = catalog.find_duplicate(memory.category, mark)
-        if exact is not None and self._pending.get(exact.id, exact) is not None:
-            return self._pending.get(exact.id) or exact
-        words = distinctive(memory.content)
-        candidates = staged + (catalog.matching(match_all(words), memory.category, 5) if words else [])
-        best, best_score = None, threshold
-        for candidate in candidates:
-            candidate = self._pending.get(candidate.id, candidate)
-            if candidate is None:
-                continue  # forgotten in this transaction
-            score = similarity(candidate.content, memory.content)
+    def _index(self, memory: Memory) -> None:
+        self._by_fingerprint[(memory.category, fingerprint(memory.content))] = memory.id
+        for value in sketch(memory.content):
+            self._by_sketch.setdefault((memory.category, value), set()).add(memory.id)
+
+    def _twin(self, memory: Memory, mark: str) -> tuple[Memory | None, bool]:
+        """An existing memory of the same category saying the same thing, and whether exactly."""
+        catalog, category = self.store.catalog, memory.category
+        staged = self._by_fingerprint.get((category, mark))
+        exact = self._pending.get(staged) if staged else catalog.find_duplicate(category, mark)
+        if exact is not None and exact.id in self._pending:
+            exact = self._pending[exact.id]  # as this transaction has it (None: forgotten here)
+        if exact is not None and fingerprint(exact.content) == mark:
+            return exact, True
+        marks, shared = sketch(memory.content), 0
+        shared = shared_needed(marks)
+        counts = Counter(i for h in marks for i in self._by_sketch.get((category, h), ()))
+        texts = {i: m.content for i, n in counts.items() if n >= shared and (m := self._pending.get(i)) is not None}
+        for mid, content in catalog.sharing_sketch(category, marks, shared):
+            if mid not in self._pending:  # what this transaction did to it wins
+                texts[mid] = content
+        best, best_score = None, self.store.config.dedupe_threshold
+        for mid, content in texts.items():
+            score = similarity(content, memory.content)
             if score >= best_score:
-                best, best_score = candidate, score
-        return best
+                best, best_score = mid, score
+        if best is None:
+            return None, False
+        twin = self._pending.get(best) or self.store.catalog.get(best, live=False)
+        return (twin if twin is not None and twin.category == category else None), False
 
     def _merged(self, existing: Memory, new: Memory) -> Memory:
         """``existing`` with what ``new`` adds: the fuller text, the union of tags, its source."""

@@ -151,6 +151,7 @@ class ObjectStore:
         self._repo = gitpython_repo
         self._fsync = fsync
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
+        self._folders: dict[tuple[bytes | None, str], bytes | None] = {}
         self._tree_cache_size = 256
 
     # --- raw objects -------------------------------------------------------
@@ -320,20 +321,24 @@ class ObjectStore:
 
     def lookup(self, root: bytes | None, path: str) -> Entry | None:
         """The entry at ``path`` (``a/b/c.md``) under tree ``root``, or None."""
-        parts = path.split("/")
+        folder, _, name = path.rpartition("/")
+        sha = self._folder(root, folder) if folder else root
+        return None if sha is None else self.tree(sha).get(name)
+
+    def _folder(self, root: bytes | None, folder: str) -> bytes | None:
+        # Trees never change, so (root, folder) -> tree id can be remembered;
+        # a write looks up the same few folders for each of its files.
+        key = (root, folder)
+        if key in self._folders:
+            return self._folders[key]
         sha = root
-        for i, part in enumerate(parts):
-            if sha is None:
-                return None
-            entry = self.tree(sha).get(part)
-            if entry is None:
-                return None
-            if i == len(parts) - 1:
-                return entry
-            if not entry.is_tree:
-                return None
-            sha = entry.sha
-        return None
+        for part in folder.split("/"):
+            entry = self.tree(sha).get(part) if sha is not None else None
+            sha = entry.sha if entry is not None and entry.is_tree else None
+        if len(self._folders) > 4096:
+            self._folders.clear()
+        self._folders[key] = sha
+        return sha
 
     def apply(self, root: bytes | None, changes: Mapping[str, Entry | None]) -> bytes | None:
         """Write the trees for ``root`` with ``changes`` (path -> Entry or None) applied.
