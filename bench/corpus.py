@@ -1,15 +1,18 @@
 """Memory texts and queries for the benchmarks, like an agent team's, made deterministically.
 
-Words follow a Zipf distribution over a vocabulary of common technical words
-and a long tail of rarer ones (project names, hosts, identifiers), so a query
-word matches a realistic share of memories: a few are everywhere, most are rare.
-No two texts are near-duplicates, so dedup keeps them all.
+Words follow a Zipf distribution, as in English: the most frequent ranks are
+function words (about half of all words), then technical words, then a long
+tail of rare ones (project names, hosts, identifiers). So a query word matches
+a realistic share of memories: a few percent for common words, fewer for the
+rest. No two texts are near-duplicates, so dedup keeps them all.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+
+from memsite.text import STOPWORDS
 
 COMMON = """
 deploy staging production release build test tests flaky timeout retry cache database migration index
@@ -25,9 +28,10 @@ SYLLABLES = ["ka", "lo", "mi", "ra", "te", "zu", "no", "pe", "si", "vo", "da", "
 
 
 def vocabulary(size: int = 12_000) -> list[str]:
-    """COMMON words first (the frequent ones), then made-up rarer names."""
+    """Function words first (the most frequent), then COMMON words, then made-up rarer names."""
     rare = ("".join(parts) for n in (2, 3, 4) for parts in itertools.product(SYLLABLES, repeat=n))
-    return COMMON + [word for word, _ in zip(rare, range(size - len(COMMON)))]
+    head = sorted(STOPWORDS) + COMMON
+    return head + [word for word, _ in zip(rare, range(size - len(head)))]
 
 
 class Corpus:
@@ -55,7 +59,10 @@ class Corpus:
 
     def query(self) -> str:
         """What an agent asks: two to four words, sometimes wrapped in a question."""
-        words = self.rng.choices(self.words[:3000], cum_weights=self.cumulative[:3000], k=self.rng.randint(2, 4))
+        # Content words (an agent asks about things, not about 'the'), weighted by frequency.
+        first = len(STOPWORDS)
+        weights = [w - self.cumulative[first - 1] for w in self.cumulative[first : first + 3000]]
+        words = self.rng.choices(self.words[first : first + 3000], cum_weights=weights, k=self.rng.randint(2, 4))
         if self.rng.random() < 0.3:
             return f"how do we handle the {' '.join(words)}?"
         return " ".join(words)

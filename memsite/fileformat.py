@@ -164,12 +164,61 @@ for _dumper in (_CanonicalDumper, _FastDumper):
         _dumper.add_representer(dict, _represent_dict)
 
 
+_LINE = re.compile(r"([A-Za-z0-9][A-Za-z0-9.+#_-]*): (.*)")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")  # the restricted loader's own int pattern
+_NOT_FAST = object()
+
+
+def _fast_value(raw: str) -> Any:
+    if raw in _WORDS:
+        return _WORDS[raw]
+    if _INT.fullmatch(raw):
+        return int(raw)
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'" and "'" not in raw[1:-1]:
+        return raw[1:-1]
+    if len(raw) >= 2 and raw[0] == "[" and raw[-1] == "]":
+        items = raw[1:-1].split(", ") if raw != "[]" else []
+        return items if all(_plain(item, _PLAIN_IN_LIST) for item in items) else _NOT_FAST
+    return raw if _plain(raw, _PLAIN) else _NOT_FAST
+
+
+_WORDS: dict[str, Any] = {"null": None, "true": True, "false": False}
+
+
+def _fast_load(text: str) -> dict[str, Any] | None:
+    """Read frontmatter written by :func:`_fast_dump` (one plain 'key: value' a line); None otherwise.
+
+    The mirror of the direct writer: every value form it accepts is one the
+    restricted loader reads the same way (tests pin the two equal), and
+    anything else is left to that loader.
+    """
+    data: dict[str, Any] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue
+        match = _LINE.fullmatch(line)
+        if match is None:
+            return None
+        key, raw = match.groups()
+        if key in data or not _plain(key, _PLAIN_IN_LIST):
+            return None
+        value = _fast_value(raw)
+        if value is _NOT_FAST:
+            return None
+        data[key] = value
+    return data
+
+
 def load_yaml(text: str, where: str, *, pure: bool = False) -> Any:
     """Parse ``text`` with the restricted loader; FormatError names ``where``."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
         raise FormatError(
             f"{where}: frontmatter is larger than {MAX_FRONTMATTER_BYTES} bytes; move long text into the body"
         )
+    if not pure and "\r" not in text:
+        fast = _fast_load(text)
+        if fast:
+            return fast
     # YAML reads \r\n and \r as \n anyway; normalising first spares the two parsers' differences.
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     # libyaml cannot tell a bare '!' tag from no tag: such text takes the reference loader,

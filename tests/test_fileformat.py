@@ -235,3 +235,24 @@ def test_the_fast_loader_reads_exactly_what_the_pure_one_does(text: str) -> None
         assert fast == pure
     elif pure[0] == "refused":
         assert fast[0] != "data"
+
+
+@settings(max_examples=3000)
+@given(st.lists(st.tuples(st.sampled_from(["id", "a", "tags", "n", "Yes", "1", "x:y", "a b"]), plainish), max_size=6))
+def test_the_direct_reader_matches_the_loader_whenever_it_answers(pairs: list[tuple[str, str]]) -> None:
+    from memsite.fileformat import _fast_load
+
+    text = "".join(f"{key}: {value}\n" for key, value in pairs)
+    fast = _fast_load(text)
+    if fast:
+        assert fast == load_yaml(text, "x.md", pure=True)
+
+
+@settings(max_examples=300)
+@given(memories())
+def test_memories_written_directly_are_read_directly(memory: Memory) -> None:
+    from memsite.fileformat import _fast_dump, _fast_load
+
+    fields = memory_fields(memory)
+    if _fast_dump(fields) is not None:
+        assert _fast_load(dump_yaml(fields)) == fields

@@ -1,9 +1,10 @@
 """The activity journal: recalls recorded at once, committed to the memory files in batches.
 
 A recall must raise ``active_count`` of what it returned without a commit per
-recall. Each recall appends rows here (SQLite in WAL mode: a killed process
-loses none); the catalog joins the ``pending`` view so counts are live at once.
-A flush writes the counts into the memory files in one commit.
+recall. Each recall appends rows to ``events`` here (SQLite in WAL mode: a
+killed process loses none) and adds them to ``pending``, their sum per memory,
+which the catalog joins so counts are live at once. A flush writes the counts
+into the memory files in one commit.
 
 Unlike the catalog this file is not derived: it holds recalls that are not in
 git yet. A flush is exactly-once: the batch is noted before the commit and its
@@ -13,15 +14,17 @@ next flush can tell whether the batch landed and never counts it twice.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from .sqlite import connect, transaction
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, at TEXT NOT NULL);
-CREATE VIEW IF NOT EXISTS pending AS SELECT id, count(*) AS n, max(at) AS last FROM events GROUP BY id;
+CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, n INTEGER NOT NULL, last TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS batches (batch TEXT PRIMARY KEY, through INTEGER NOT NULL, parent TEXT);
 """
+_RECOUNT = "INSERT INTO pending SELECT id, count(*), max(at) FROM events {where} GROUP BY id"
 
 
 @dataclass(frozen=True)
@@ -37,24 +40,23 @@ class Batch:
 class ActivityJournal:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db = connect(path)
         self.db.executescript(_SCHEMA)
+        with transaction(self.db):  # 'pending' is the sum of 'events': make sure it is
+            self.db.execute("DELETE FROM pending")
+            self.db.execute(_RECOUNT.format(where=""))
 
     def close(self) -> None:
         self.db.close()
 
     def record(self, ids: list[str], at: str) -> int:
         """Note one recall of each of ``ids``; returns how many recalls await a flush."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(self.db):
             self.db.executemany("INSERT INTO events (id, at) VALUES (?, ?)", ((mid, at) for mid in ids))
+            self.db.executemany(
+                "INSERT INTO pending VALUES (?, 1, ?) ON CONFLICT (id) DO UPDATE "
+                "SET n = n + 1, last = max(last, excluded.last)", ((mid, at) for mid in ids))
             waiting = self.db.execute("SELECT count(*) FROM events").fetchone()[0]
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return int(waiting)
 
     def waiting(self) -> int:
@@ -62,32 +64,26 @@ class ActivityJournal:
 
     def begin_batch(self, batch: str, parent: str | None) -> Batch | None:
         """Note a batch of everything recorded so far, before committing it; None if nothing waits."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(self.db):
             through = self.db.execute("SELECT max(seq) FROM events").fetchone()[0]
             if through is None:
-                self.db.execute("COMMIT")
                 return None
             rows = self.db.execute(
                 "SELECT id, count(*), max(at) FROM events WHERE seq <= ? GROUP BY id", (through,)).fetchall()
             self.db.execute("INSERT INTO batches VALUES (?, ?, ?)", (batch, through, parent))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return Batch(batch, through, parent, {mid: (n, last) for mid, n, last in rows})
 
     def end_batch(self, batch: Batch, *, committed: bool) -> None:
         """The batch landed (its events go) or did not (they wait for the next flush)."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(self.db):
             if committed:
+                ids = [row[0] for row in self.db.execute(
+                    "SELECT DISTINCT id FROM events WHERE seq <= ?", (batch.through,))]
                 self.db.execute("DELETE FROM events WHERE seq <= ?", (batch.through,))
+                marks = ", ".join("?" * len(ids))
+                self.db.execute(f"DELETE FROM pending WHERE id IN ({marks})", ids)
+                self.db.execute(_RECOUNT.format(where=f"WHERE id IN ({marks})"), ids)
             self.db.execute("DELETE FROM batches WHERE batch = ?", (batch.batch,))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
 
     def unfinished(self) -> list[Batch]:
         """Batches a killed flush left noted: each may or may not have been committed."""

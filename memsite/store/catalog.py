@@ -24,6 +24,7 @@ from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
 from ..text import fingerprint, sketch, sketch_key
 from .repo import Repository
+from .sqlite import connect, transaction
 
 SCHEMA_VERSION = "5"
 
@@ -92,10 +93,7 @@ class Catalog:
 
     def __init__(self, path: Path, root: Path, activity: Path) -> None:
         self.root = root
-        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
+        self.db = connect(path)
         _math_functions(self.db)
         version = self._meta_or_none("schema")
         if version != SCHEMA_VERSION:  # new, or made by another version: it is derived, so start over
@@ -223,7 +221,7 @@ class Catalog:
 
     def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str]) -> None:
         """Record ``commit``: upsert (memory, path, blob id) rows, delete ids, in one transaction."""
-        with _transaction(self.db):
+        with transaction(self.db):
             # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
             rows = list(upserts)
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
@@ -273,7 +271,7 @@ class Catalog:
             if memory is not None:
                 upserts.append((memory, path, sha.hex()))
         commits = _last_commits(repo, None if rebuild else indexed, commit, [p for _, p, _ in upserts], memories_dir)
-        with _transaction(self.db):
+        with transaction(self.db):
             if rebuild:
                 # Many rows: clear and insert without the per-row index
                 # triggers, then let FTS5 index the whole table in one pass.
@@ -405,17 +403,6 @@ def _duplicate_ids_message(upserts: list[tuple[Memory, str, str]], db: sqlite3.C
         if len(found) > 1:
             return f"{found[1]}: field 'id': {mid} is also the id of {found[0]}; give one of them a new id"
     return "two memory files share an id; run 'memsite check' to find them"
-
-
-class _transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *_: object) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
 def iter_memory_paths(repo: Repository, config: Config, commit: str | None) -> Iterator[tuple[str, bytes]]:

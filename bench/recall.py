@@ -1,0 +1,162 @@
+"""Benchmark: recall beside a plain Python scan of the same files, in one run.
+
+    python bench/recall.py            # 10,000 and 100,000 memories
+    python bench/recall.py --quick    # 2,000 memories, a smoke run
+
+For each size:
+  * recall() latency p50/p95 over realistic queries (decay and the activity
+    journal included; the batch flushes are counted apart), beside a plain
+    Python scan that reads every memory file, scores the query's words and
+    applies the same decay;
+  * a full index rebuild (catalog and full-text index from the files);
+  * the incremental update after one commit: by another memsite writer
+    (which updates the shared catalog itself) and by plain git (the next read
+    catches up by diffing trees).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from corpus import Corpus
+
+from memsite import MemoryStore
+
+WORD = re.compile(r"\w+")
+CREATED = re.compile(r"^created: '?([0-9T:Z-]+)'?$", re.M)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def seed(path: Path, corpus: Corpus, count: int) -> MemoryStore:
+    log(f"seeding {count:,} memories ...")
+    store = MemoryStore.init(path, agent="bench")
+    for start in range(0, count, 5000):
+        with store.transaction(f"Seed memories {start}-{min(count, start + 5000)}") as tx:
+            for _ in range(start, min(count, start + 5000)):
+                tx.remember(corpus.text(), category=corpus.category(), dedupe=False)
+        log(f"  {min(count, start + 5000):,}")
+    return store
+
+
+def scan(root: Path, query: str, now: datetime, limit: int = 5) -> list[tuple[float, str]]:
+    """The baseline: read every memory file, count the query's words, decay by age."""
+    words = {w for w in WORD.findall(query.lower()) if len(w) > 2}
+    hits = []
+    for path in (root / "content" / "memories").rglob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        lowered = text.lower()
+        relevance = sum(lowered.count(w) for w in words)
+        if not relevance:
+            continue
+        created = datetime.strptime(CREATED.search(text).group(1), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        age = (now - created).total_seconds() / 86400
+        hits.append((relevance * 2 ** (-age / 30), path.name))
+    hits.sort(reverse=True)
+    return hits[:limit]
+
+
+def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> dict[str, float]:
+    corpus = Corpus(seed=size)
+    store = seed(workdir / f"m{size}", corpus, size)
+    root = store.root
+    results: dict[str, float] = {}
+
+    log(f"recall at {size:,}: {queries} queries ...")
+    asked = [corpus.query() for _ in range(queries)]
+    for query in asked[:20]:  # warm the caches, as a running agent has them
+        store.recall(query)
+    plain, flushes = [], []
+    for query in asked:
+        waiting = store.activity.waiting()
+        start = time.perf_counter()
+        store.recall(query)
+        elapsed = (time.perf_counter() - start) * 1000
+        (flushes if store.activity.waiting() < waiting else plain).append(elapsed)
+    results["recall_p50"], results["recall_p95"] = statistics.median(plain), percentile(plain, 95)
+    results["flushes"] = len(flushes)
+    results["flush_ms"] = statistics.median(flushes) if flushes else 0.0
+
+    log(f"plain Python scan at {size:,}: {baseline_queries} queries ...")
+    now = store.now()
+    times = []
+    for query in asked[:baseline_queries]:
+        start = time.perf_counter()
+        scan(root, query, now)
+        times.append((time.perf_counter() - start) * 1000)
+    results["scan_p50"], results["scan_p95"] = statistics.median(times), percentile(times, 95)
+
+    log(f"full rebuild at {size:,} ...")
+    start = time.perf_counter()
+    count = store.rebuild_index()
+    results["rebuild_rate"] = count / (time.perf_counter() - start)
+
+    log("incremental update after one commit ...")
+    with MemoryStore(root, agent="other") as other:  # another writer, sharing the catalog
+        other.remember(corpus.text(), category="general")
+    start = time.perf_counter()
+    store._fresh()
+    results["after_memsite_ms"] = (time.perf_counter() - start) * 1000
+    target = next((root / "content" / "memories" / "general").glob("*.md"))
+    target.write_text(target.read_text(encoding="utf-8").replace("\n\n", "\n\nEdited by hand. ", 1), encoding="utf-8")
+    subprocess.run(["git", "commit", "-qam", "edit a memory by hand"], cwd=root, check=True)
+    start = time.perf_counter()
+    store._fresh()
+    results["after_git_ms"] = (time.perf_counter() - start) * 1000
+    store.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="2,000 memories, for a smoke run")
+    parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / ".tmp",
+                        help="where to create the repositories (default: bench/.tmp)")
+    args = parser.parse_args()
+    sizes = [(2_000, 100, 5)] if args.quick else [(10_000, 400, 10), (100_000, 400, 3)]
+    args.dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="memsite-recall-", dir=args.dir) as tmp:
+        for size, queries, baseline in sizes:
+            rows.append((size, measure(size, Path(tmp), queries, baseline)))
+
+    targets = {10_000: 2.0, 100_000: 15.0}
+    print(f"\nmemsite recall benchmark ({sys.platform}, Python {sys.version.split()[0]})")
+    print("baseline: a plain Python scan reading every memory file, scoring words and decay, per query\n")
+    print("| measure | memsite | baseline | ratio | target | met |")
+    print("|---|---|---|---|---|---|")
+    for size, r in rows:
+        target = targets.get(size)
+        met = "" if target is None else ("yes" if r["recall_p50"] <= target else "NO")
+        print(f"| recall p50 at {size:,} | {r['recall_p50']:.2f} ms | {r['scan_p50']:,.0f} ms | "
+              f"{r['scan_p50'] / r['recall_p50']:,.0f}x | {'<= %g ms' % target if target else ''} | {met} |")
+        print(f"| recall p95 at {size:,} | {r['recall_p95']:.2f} ms | {r['scan_p95']:,.0f} ms | | | |")
+        print(f"| recalls that flushed the journal at {size:,} | {int(r['flushes'])}, median {r['flush_ms']:.0f} ms "
+              "| | | | |")
+        print(f"| index rebuild at {size:,} | {r['rebuild_rate']:,.0f} memories/s | | | >= 5,000/s | "
+              f"{'yes' if r['rebuild_rate'] >= 5000 else 'NO'} |")
+        print(f"| update after a memsite commit at {size:,} | {r['after_memsite_ms']:.2f} ms | | | <= 5 ms | "
+              f"{'yes' if r['after_memsite_ms'] <= 5 else 'NO'} |")
+        print(f"| update after a plain git commit at {size:,} | {r['after_git_ms']:.2f} ms | | | <= 5 ms | "
+              f"{'yes' if r['after_git_ms'] <= 5 else 'NO'} |")
+    if args.quick:
+        print("\n(--quick: small sizes; the targets apply to the full run)")
+
+
+if __name__ == "__main__":
+    main()
