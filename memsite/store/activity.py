@@ -41,6 +41,8 @@ class ActivityJournal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.db = connect(path)
+        if self.db.execute("SELECT type FROM sqlite_master WHERE name = 'pending'").fetchone() == ("view",):
+            self.db.execute("DROP VIEW pending")  # journals made before 'pending' was a table
         self.db.executescript(_SCHEMA)
         with transaction(self.db):  # 'pending' is the sum of 'events': make sure it is
             self.db.execute("DELETE FROM pending")

@@ -27,6 +27,7 @@ from .repo import Repository
 from .sqlite import connect, transaction
 
 SCHEMA_VERSION = "5"
+GIT_DIFF_ABOVE = 5000  # memories from which catching up asks git for the changed files
 
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
@@ -257,7 +258,10 @@ class Catalog:
         upserts: list[tuple[Memory, str, str]] = []
         removed_paths: list[str] = []
         wanted: list[tuple[str, str, bytes]] = []
-        for rel, before, after in repo.objects.diff(old, new):
+        # Catching up on a large catalog, git compares the folders (in C); a
+        # rebuild or a small catalog walks them here and spares the process.
+        large = not rebuild and old is not None and new is not None and self.count() > GIT_DIFF_ABOVE
+        for rel, before, after in (repo.diff_trees(old, new) if large else repo.objects.diff(old, new)):
             path = f"{memories_dir}/{rel}"
             if after is not None:
                 wanted.append((path, rel, after.sha))

@@ -383,9 +383,11 @@ class ObjectStore:
         """
         if old == new:
             return
-        old_entries, new_entries = dict(self.tree(old).items()), dict(self.tree(new).items())
-        for name in sorted(old_entries.keys() | new_entries.keys()):
-            a, b = old_entries.get(name), new_entries.get(name)
+        old_tree, new_tree = self.tree(old), self.tree(new)
+        # Only entries whose serialized bytes differ are decoded.
+        changed = {_decode_entry(raw)[0] for raw in set(old_tree._raw).symmetric_difference(new_tree._raw)}
+        for name in sorted(changed):
+            a, b = old_tree.get(name), new_tree.get(name)
             if a == b:
                 continue
             path = f"{prefix}{name}"
