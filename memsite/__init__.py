@@ -6,6 +6,7 @@ from .errors import (
     ConflictError,
     FormatError,
     InvalidInput,
+    LLMError,
     MemsiteError,
     NotFound,
     ProtocolError,
@@ -13,19 +14,24 @@ from .errors import (
     SecretFound,
 )
 from .core import from_env
+from .extract import Candidate, Extractor
 from .model import Memory
 from .protocol import Task
 from .ranking import decay_score
+from .skills import SkillCandidate, render_skill
 from .store import MemoryStore, Transaction
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Candidate",
     "Config",
     "ConfigError",
     "ConflictError",
+    "Extractor",
     "FormatError",
     "InvalidInput",
+    "LLMError",
     "Memory",
     "MemoryStore",
     "MemsiteError",
@@ -33,8 +39,10 @@ __all__ = [
     "ProtocolError",
     "RepositoryError",
     "SecretFound",
+    "SkillCandidate",
     "Task",
     "Transaction",
     "decay_score",
     "from_env",
+    "render_skill",
 ]

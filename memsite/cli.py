@@ -340,6 +340,159 @@ def flush(ctx: _Context) -> None:
     click.echo(f"Committed recall counts (commit {commit[:12]})" if commit else "No recalls waiting.")
 
 
+class _IngestProgress:
+    """Shows extraction, then a bar over the candidates being stored."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage == "extracting":
+            click.echo("Extracting memories from the conversation...", err=True)
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(length=max(total, 1), label="Storing memories", file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+def _extractor(store: MemoryStore, required: bool) -> Any:
+    from .extract import Extractor
+    from .llm import OpenAICompatible
+
+    llm = OpenAICompatible.from_env()
+    if llm is None:
+        if required:
+            raise MemsiteError("no LLM configured to extract memories with: set MEMSITE_LLM_BASE_URL and "
+                               "MEMSITE_LLM_MODEL (and MEMSITE_LLM_API_KEY if the endpoint needs one)")
+        return None
+    return Extractor(llm, config=store.config)
+
+
+def _echo_stats(key: str, stats: dict[str, int]) -> None:
+    click.echo(f"{key}: {stats['created']} created, {stats['merged']} merged, {stats['skipped']} skipped"
+               + (f", {stats['refused']} refused" if stats.get("refused") else ""))
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--session-key", help="Names the checkpoint (default: derived from the conversation).")
+@pass_context
+@_errors_as_messages
+def ingest(ctx: _Context, file: str, session_key: str | None) -> None:
+    """Turn a conversation into memories through an LLM, resumably.
+
+    FILE is JSON: a list of {"role", "content"} messages, or an object with
+    them under "messages" ('-' reads stdin). The LLM is the OpenAI-compatible
+    endpoint in MEMSITE_LLM_BASE_URL / MEMSITE_LLM_MODEL / MEMSITE_LLM_API_KEY.
+    If interrupted, 'memsite resume' finishes the work without asking the
+    LLM again; running the same command again does the same.
+
+    \b
+    Example:
+        memsite ingest chat.json --session-key run-42
+    """
+    messages = _read_conversation(file)
+    with ctx.store() as store:
+        progress = _IngestProgress()
+        try:
+            stats = store.ingest(messages, _extractor(store, required=True), session_key, progress=progress)
+        except KeyboardInterrupt:
+            progress.close()
+            click.echo("Interrupted: nothing is lost; 'memsite resume --all' finishes the ingest.", err=True)
+            raise
+        finally:
+            progress.close()
+    _echo_stats(session_key or "ingest", stats)
+
+
+def _read_conversation(file: str) -> Any:
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemsiteError(f"{file}: cannot read it ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MemsiteError(f"{file}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if isinstance(data, dict):
+        data = data.get("messages")
+    if not isinstance(data, list):
+        raise MemsiteError(f"{file}: expected a list of messages or an object with a 'messages' list")
+    return data
+
+
+@main.command()
+@click.argument("key", required=False)
+@click.option("--all", "resume_all", is_flag=True, help="Resume every unfinished ingest.")
+@pass_context
+@_errors_as_messages
+def resume(ctx: _Context, key: str | None, resume_all: bool) -> None:
+    """Finish interrupted ingests (without KEY or --all: list them).
+
+    \b
+    Examples:
+        memsite resume
+        memsite resume run-42
+        memsite resume --all
+    """
+    with ctx.store() as store:
+        keys = store.incomplete_ingests() if resume_all or key is None else [key]
+        if key is None and not resume_all:
+            for waiting in keys:
+                click.echo(waiting)
+            if not keys:
+                click.echo("No unfinished ingests.", err=True)
+            return
+        extractor = _extractor(store, required=False)
+        for waiting in keys:
+            progress = _IngestProgress()
+            try:
+                stats = store.resume(waiting, extractor, progress=progress)
+            finally:
+                progress.close()
+            _echo_stats(waiting, stats)
+
+
+@main.command()
+@click.option("--threshold", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Patterns recalled at least this many times.")
+@click.option("--write", "folder", type=click.Path(file_okay=False, path_type=Path),
+              help="Write each draft to FOLDER/<name>/SKILL.md (never over one a person edited).")
+@click.option("--llm/--no-llm", "use_llm", default=True, show_default=True,
+              help="Analyse patterns with the LLM in MEMSITE_LLM_* when one is configured.")
+@pass_context
+@_errors_as_messages
+def skills(ctx: _Context, threshold: int, folder: Path | None, use_llm: bool) -> None:
+    """List patterns used often enough to become agent skills, or draft them.
+
+    \b
+    Examples:
+        memsite skills
+        memsite skills --threshold 3 --write skills/
+    """
+    from .llm import OpenAICompatible
+    from .skills import write_drafts
+
+    llm = OpenAICompatible.from_env() if use_llm else None
+    with ctx.store() as store:
+        found = store.skill_candidates(threshold=threshold, llm=llm)
+    if folder is None:
+        for c in found:
+            click.echo(f"{c.name}  {c.confidence:.0%}  recalled {c.recalls}x  from {c.source_pattern_id}  "
+                       f"{c.description}")
+    else:
+        for _, path, status in write_drafts(found, folder):
+            click.echo(f"{status:<9} {path}" + ("  (edited by a person: left alone)" if status == "kept" else ""))
+    if not found:
+        click.echo(f"No pattern has been recalled {threshold} times yet.", err=True)
+
+
 @main.group()
 def index() -> None:
     """The search index in .memsite/ (derived from the files; safe to delete).
@@ -644,6 +797,104 @@ def task_abandon(ctx: _Context, reason: str) -> None:
         finally:
             t.release()
     click.echo(f"Abandoned {t.session} (commit {commit[:12]})")
+
+
+@main.command()
+@click.option("-d", "--site-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the site (default: site/ beside mkdocs.yml).")
+@click.option("--strict", is_flag=True, help="Fail on MkDocs warnings too.")
+@pass_context
+@_errors_as_messages
+def build(ctx: _Context, site_dir: Path | None, strict: bool) -> None:
+    """Build the memory website (MkDocs + Material) from the repository.
+
+    \b
+    Example:
+        memsite build --site-dir public/
+    """
+    from .site.build import build as build_site
+
+    out = build_site(_root(ctx), site_dir, strict=strict)
+    click.echo(f"Built the site into {out}; open {out / 'index.html'}")
+
+
+@main.command()
+@click.option("-a", "--dev-addr", metavar="IP:PORT", help="Address to serve on (default: 127.0.0.1:8000).")
+@click.option("--open", "open_in_browser", is_flag=True, help="Open the site in a browser.")
+@pass_context
+@_errors_as_messages
+def serve(ctx: _Context, dev_addr: str | None, open_in_browser: bool) -> None:
+    """Serve the memory website locally, rebuilding it as memories change.
+
+    \b
+    Example:
+        memsite serve --dev-addr 127.0.0.1:8001
+    """
+    from .site.build import serve as serve_site
+
+    serve_site(_root(ctx), dev_addr, open_in_browser=open_in_browser)
+
+
+@main.command()
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write the Markdown files into.")
+@click.option("--no-l1", is_flag=True, help="Leave out the overviews (L1): abstracts only.")
+@click.option("--by-category", is_flag=True, help="Also write by-category/<category>.md.")
+@pass_context
+@_errors_as_messages
+def project(ctx: _Context, out: Path, no_l1: bool, by_category: bool) -> None:
+    """Write daily summaries (and category views) as Markdown for external indexers.
+
+    \b
+    Example:
+        memsite project --out qmd/ --by-category
+    """
+    from .site.build import project as write_projection
+
+    files = write_projection(_root(ctx), out, include_l1=not no_l1, by_category=by_category)
+    click.echo(f"Wrote {len(files)} files into {out}")
+
+
+@main.command()
+@click.argument("folder", default="memsite-demo", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--serve", "and_serve", is_flag=True, help="Serve the site afterwards (127.0.0.1:8000).")
+@click.option("--weeks", default=6, show_default=True, type=click.IntRange(1, 52), help="Weeks to simulate.")
+@_errors_as_messages
+def demo(folder: Path, and_serve: bool, weeks: int) -> None:
+    """Create a demo memory repository and build its website.
+
+    Three agents work through the Python API over several simulated weeks
+    (memories in every category, tasks and sessions, world-state merges,
+    recalls, trims, a pattern hot enough to become a skill draft); the site
+    is built into FOLDER/site.
+
+    \b
+    Example:
+        memsite demo /tmp/memsite-demo --serve
+    """
+    from .demo import create
+    from .site.build import build as build_site
+    from .site.build import serve as serve_site
+
+    def report(message: str) -> None:
+        click.echo(message, err=True)
+
+    create(folder, weeks=weeks, progress=report)
+    out = build_site(folder)
+    click.echo(f"Demo repository: {folder.resolve()}\nSite: {(out / 'index.html').resolve()}")
+    if and_serve:
+        click.echo("Serving on http://127.0.0.1:8000/ (Ctrl-C stops)", err=True)
+        serve_site(folder)
+
+
+def _root(ctx: _Context) -> Path:
+    from .store.repo import Repository
+
+    repo = Repository(ctx.repo)
+    try:
+        return repo.root
+    finally:
+        repo.close()
 
 
 @main.command("merge-driver")

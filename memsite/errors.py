@@ -49,3 +49,7 @@ class RepositoryError(MemsiteError):
 
 class ConflictError(RepositoryError):
     """The branch moved during a write in a way memsite could not retry."""
+
+
+class LLMError(MemsiteError):
+    """A language-model endpoint failed, timed out, or answered with something unusable."""

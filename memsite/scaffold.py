@@ -23,9 +23,15 @@ def mkdocs_yml(site_name: str = "Agent memory") -> str:
         "docs_dir: content",
         "theme:",
         "  name: material",
+        "  font: false        # no web fonts: the site asks no other host for anything",
         "  features:",
         "    - navigation.sections",
         "    - search.highlight",
+        "plugins:",
+        "  - search",
+        "# memsite turns the memory files into the site's pages (memsite.site.hooks).",
+        "hooks:",
+        f"  - {HOOKS_PATH}",
         "",
         "extra:",
         "  memsite:",
@@ -66,6 +72,12 @@ def _flow(value: object) -> str:
     """``value`` as one line of YAML, quoted where YAML needs it."""
     return yaml.safe_dump(value, default_flow_style=True, width=1_000_000).strip().removesuffix("...").strip()
 
+
+HOOKS_PATH = "hooks/memsite_hooks.py"
+HOOKS_PY = '''"""MkDocs hooks that render this memory repository as its website (see memsite.site.hooks)."""
+
+from memsite.site.hooks import on_config, on_files  # noqa: F401
+'''
 
 INDEX_MD = """\
 # Agent memory
@@ -109,6 +121,7 @@ def create_repository(path: Path, *, when: datetime) -> None:
             "mkdocs.yml": mkdocs_yml(),
             "content/index.md": INDEX_MD,
             "content/world_state.md": world.render("", {}),
+            HOOKS_PATH: HOOKS_PY,
         }
         with repo.locked():
             for rel in files:

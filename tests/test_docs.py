@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memsite.cli import main
+from tests.test_ingest import ChatServer
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -19,23 +20,39 @@ def blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", README, re.S)
 
 
-def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (example,) = blocks("python")
-    exec(compile(example, "README.md", "exec"), {})
+    api, extraction = blocks("python")
+    exec(compile(api, "README.md", "exec"), {})
     log = subprocess.run(["git", "-C", "agent-memory", "log", "--format=%an %s"], capture_output=True, text=True)
     assert "planner Import notes from session 12" in log.stdout
     assert "planner Forget preferences:" in log.stdout
 
+    server = ChatServer([{"content": "Staging is the vega cluster.", "category": "entities"}])
+    exec(compile(extraction.replace("http://127.0.0.1:8080/v1", server.url), "README.md", "exec"), {})
+    server.close()
+    log = subprocess.run(["git", "-C", "agent-memory", "log", "-1", "--format=%B"], capture_output=True, text=True)
+    assert "Ingest-Batch: run-42 0-1" in log.stdout and server.requests == 1
 
-def test_the_quick_start_command_works(tmp_path: Path) -> None:
+
+def test_the_quick_start_builds_the_demo_site(tmp_path: Path) -> None:
     first = blocks("bash")[0].strip()
     install, _, rest = first.partition(" && ")
     assert install == "pip install -e ."
-    command = rest.replace("/tmp/my-memory", str(tmp_path / "my-memory"))
+    assert rest.endswith(" --serve")  # serving blocks: the test builds and checks instead
+    command = rest.removesuffix(" --serve").replace("/tmp/memsite-demo", str(tmp_path / "demo"))
     result = subprocess.run(command, shell=True, capture_output=True, text=True, env=os.environ)
     assert result.returncode == 0, result.stderr
-    assert "User prefers tabs over spaces" in result.stdout
+    assert f"Site: {tmp_path / 'demo' / 'site' / 'index.html'}" in result.stdout
+    assert (tmp_path / "demo" / "site" / "skills" / "index.html").is_file()
+
+
+def test_the_own_memory_command_works(tmp_path: Path) -> None:
+    command = blocks("bash")[2].strip().replace("/tmp/my-memory", str(tmp_path / "my-memory"))
+    result = subprocess.run(command, shell=True, capture_output=True, text=True, env=os.environ)
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "my-memory" / "site" / "memories" / "preferences" / "index.html").read_text()
+    assert "User prefers tabs over spaces" in page
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:

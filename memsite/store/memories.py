@@ -48,8 +48,10 @@ from .refs import RefMoved
 from .repo import Author, Repository
 
 if TYPE_CHECKING:
+    from ..extract import Extractor
     from ..protocol import Task
     from ..recall import Hit
+    from ..skills import SkillCandidate
     from ..world import World
 
 log = logging.getLogger("memsite")
@@ -232,6 +234,64 @@ class MemoryStore:
             for text in items:
                 tx.remember(text, source="conversation")
         return tx.stats
+
+    def ingest(self, messages: Iterable[Mapping[str, Any]], extractor: Extractor, session_key: str | None = None,
+               *, batch_size: int = 200, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """Extract memories from a conversation and store them, resumably.
+
+        Survives being killed at any point: :meth:`resume` (or calling this
+        again with the same key) finishes the work, storing each candidate
+        exactly once and never asking the extractor twice for candidates it
+        already gave. Candidates go through dedup; each batch of
+        ``batch_size`` is one commit, its counts in ``Ingest-*`` trailers.
+
+        Args:
+            messages: the conversation, ``{"role", "content"}`` mappings.
+            extractor: turns it into candidates (:class:`memsite.Extractor`).
+            session_key: names the checkpoint; derived from the conversation if omitted.
+            progress: called as (stage, candidates stored, candidates in all).
+
+        Returns:
+            How many memories were ``created``, ``merged`` into existing ones,
+            ``skipped`` as exact duplicates, ``refused`` (secrets, invalid text).
+
+        Raises:
+            InvalidInput: ``messages`` or ``session_key`` is malformed.
+        """
+        from ..ingest import ingest
+
+        return ingest(self, messages, extractor, session_key, batch_size=batch_size, progress=progress)
+
+    def incomplete_ingests(self) -> list[str]:
+        """Session keys of ingests that were interrupted and left a checkpoint."""
+        from ..ingest import incomplete
+
+        return incomplete(self)
+
+    def resume(self, session_key: str, extractor: Extractor | None = None, *,
+               progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """Finish an interrupted :meth:`ingest`; returns its totals.
+
+        ``extractor`` is needed only when the ingest stopped before its
+        extractor answered.
+
+        Raises:
+            NotFound: no checkpoint for ``session_key``.
+        """
+        from ..ingest import resume
+
+        return resume(self, session_key, extractor, progress=progress)
+
+    def skill_candidates(self, threshold: int = 5, llm: Callable[[str], str] | None = None) -> list[SkillCandidate]:
+        """Patterns recalled at least ``threshold`` times that could become agent skills, best first.
+
+        With ``llm`` the pattern is analysed by it (confidence below 0.7: no
+        candidate); without, steps come from the pattern's lists and triggers
+        from its abstract and tags. :func:`memsite.render_skill` drafts the SKILL.md.
+        """
+        from ..skills import candidates
+
+        return candidates(self, threshold, llm)
 
     def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
         """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""

@@ -227,12 +227,19 @@ class Repository:
 
     def commit_with_trailer(self, key: str, value: str, *, since: str | None) -> bool:
         """Whether a commit after ``since`` on the checked-out branch has the trailer ``key: value``."""
+        return self.message_with_trailer(key, value, since=since) is not None
+
+    def message_with_trailer(self, key: str, value: str, *, since: str | None) -> str | None:
+        """The message of the newest commit after ``since`` with the trailer ``key: value``, or None."""
         revision = f"{since}..HEAD" if since else "HEAD"
-        result = subprocess.run(["git", "log", "--format=%H", "-F", f"--grep={key}: {value}", revision],
+        result = subprocess.run(["git", "log", "-z", "--format=%B", "-F", f"--grep={key}: {value}", revision],
                                 cwd=self.root, capture_output=True, text=True)
         if result.returncode != 0 and since:  # 'since' rewritten away: look through the whole branch
-            return self.commit_with_trailer(key, value, since=None)
-        return bool(result.stdout.strip())
+            return self.message_with_trailer(key, value, since=None)
+        for message in result.stdout.split("\0"):
+            if f"\n{key}: {value}\n" in f"\n{message.strip()}\n":  # a whole trailer line, not a prefix of one
+                return message
+        return None
 
     def diff_trees(self, old: bytes, new: bytes) -> Iterator[tuple[str, Entry | None, Entry | None]]:
         """Files that differ between two trees, as ObjectStore.diff yields them, found by git.

@@ -1,0 +1,74 @@
+"""``memsite build`` / ``serve`` / ``project``: MkDocs run with the repository's own settings."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..config import load_config
+from ..errors import MemsiteError
+from .hooks import build_time
+from .pages import projection
+from .snapshot import load
+
+
+def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
+    from mkdocs.config import load_config as load_mkdocs
+    from mkdocs.exceptions import ConfigurationError
+
+    path = root / "mkdocs.yml"
+    if not path.is_file():
+        raise MemsiteError(f"{root}: has no mkdocs.yml; run 'memsite init' there, or 'memsite demo' for an example")
+    try:
+        return load_mkdocs(config_file=str(path), **{k: v for k, v in overrides.items() if v is not None})
+    except ConfigurationError as exc:
+        raise MemsiteError(f"{path}: {exc}") from None
+
+
+def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> Path:
+    """Build the site of the repository at ``root``; returns the folder it was written to.
+
+    Raises:
+        MemsiteError: the settings are invalid, or a file breaks its format
+            (the message names the file, the field and the fix).
+    """
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.exceptions import Abort, PluginError
+
+    config = _mkdocs_config(root, site_dir=str(site_dir) if site_dir else None, strict=strict)
+    logging.getLogger("mkdocs").setLevel(logging.WARNING)
+    try:
+        mkdocs_build(config)
+    except PluginError as exc:
+        raise MemsiteError(str(exc)) from None
+    except Abort as exc:
+        raise MemsiteError(f"the site build stopped: {exc}") from None
+    return Path(config.site_dir)
+
+
+def serve(root: Path, dev_addr: str | None = None, *, open_in_browser: bool = False) -> None:
+    """Serve the site of ``root`` with live reload until interrupted."""
+    from mkdocs.commands.serve import serve as mkdocs_serve
+
+    path = root / "mkdocs.yml"
+    if not path.is_file():
+        raise MemsiteError(f"{root}: has no mkdocs.yml; run 'memsite init' there, or 'memsite demo' for an example")
+    mkdocs_serve(config_file=str(path), dev_addr=dev_addr, open_in_browser=open_in_browser)
+
+
+def project(root: Path, out: Path, *, include_l1: bool = True, by_category: bool = False) -> list[Path]:
+    """Write the Markdown projection (by-category/, summaries/) of ``root`` into ``out``; returns the files."""
+    config = load_config(root)
+    snap = load(root / config.content_dir, config, build_time())
+    written = []
+    for rel, text in projection(snap, include_l1=include_l1).items():
+        if rel.startswith("by-category/") and not by_category:
+            continue
+        path = out / rel
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise MemsiteError(f"{path}: cannot write it ({exc.strerror}); choose another --out") from None
+        written.append(path)
+    return written

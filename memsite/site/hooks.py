@@ -1,0 +1,96 @@
+"""MkDocs hooks: add the memory site's pages to a build (the only module that knows MkDocs).
+
+A memory repository's ``mkdocs.yml`` lists ``hooks/memsite_hooks.py``, which
+imports these. Pages are generated in memory with ``File.generated``; nothing
+is written into docs_dir. The agent-written source files (memories, sessions,
+notes, world state) are taken out of the build: they reach the site only
+through the escaped, sanitized pages rendered from them.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+from ..config import parse_config
+from ..errors import MemsiteError
+from ..model import utcnow
+from .pages import Site
+from .snapshot import load
+
+CSS_URI = "assets/memsite.css"
+SOURCES = ("memories/", "archive/", "sessions/", "notes/")
+CSS = """\
+.memsite-cards{display:flex;flex-wrap:wrap;gap:.6rem;margin:1rem 0}
+.memsite-card{border:1px solid var(--md-default-fg-color--lightest);border-radius:.3rem;padding:.5rem .8rem;
+  min-width:8rem}
+.memsite-card strong{display:block;font-size:1.4rem}
+.memsite-chart{max-width:42rem;font-size:12px}
+.memsite-chart text{fill:var(--md-default-fg-color)}
+.memsite-chart rect,.memsite-chart .area{fill:var(--md-primary-fg-color);opacity:.75}
+.memsite-chart .line{stroke:var(--md-primary-fg-color);stroke-width:2}
+.memsite-meta{color:var(--md-default-fg-color--light);font-size:.75rem}
+.memsite-tag{background:var(--md-code-bg-color);border-radius:.2rem;padding:0 .3rem}
+.memsite-memory{border-top:1px solid var(--md-default-fg-color--lightest);margin-top:1.5rem;padding-top:.5rem}
+.memsite-memory:target{background:var(--md-accent-fg-color--transparent)}
+.memsite-facts{display:grid;grid-template-columns:max-content auto;gap:0 1rem;font-size:.75rem}
+.memsite-facts dd{margin:0}
+"""
+
+_state: dict[str, Any] = {}
+
+
+def on_config(config: Any) -> Any:
+    """Reset per-build state (MkDocs imports a hook once per process) and set the site's defaults."""
+    _state.clear()
+    root = Path(config.config_file_path).parent
+    docs_dir = Path(config.docs_dir)
+    try:
+        relative = docs_dir.resolve().relative_to(root.resolve()).as_posix()
+        settings = (config.extra or {}).get("memsite", {})
+        _state["config"] = parse_config(settings, docs_dir=relative, where=str(config.config_file_path))
+    except (ValueError, MemsiteError) as exc:
+        raise PluginError(str(exc)) from None
+    config.theme["font"] = False  # Material would fetch Google Fonts: the site asks no other host
+    if CSS_URI not in config.extra_css:
+        config.extra_css.append(CSS_URI)
+    if not config.nav:
+        memsite = _state["config"]
+        config.nav = [
+            {"Dashboard": "index.md"},
+            {"Memories": ["memories/index.md",
+                          *[{c.name: f"memories/{c.folder}/index.md"} for c in memsite.categories]]},
+            {"Rankings": "rankings.md"}, {"Summaries": "summaries/index.md"}, {"Skills": "skills.md"},
+            {"World state": "world.md"}, {"Sessions": "sessions/index.md"}, {"Agents": "agents/index.md"},
+        ]
+    return config
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Replace the agent-written sources with the generated pages."""
+    try:
+        snap = load(Path(config.docs_dir), _state["config"], build_time())
+        pages = Site(snap, config.site_name).pages()
+    except MemsiteError as exc:
+        raise PluginError(str(exc)) from None
+    for file in list(files):
+        uri = file.src_uri
+        if uri.startswith(SOURCES) or uri == "world_state.md" or uri in pages or uri == CSS_URI:
+            files.remove(file)
+    for uri, text in pages.items():
+        files.append(File.generated(config, uri, content=text))
+    files.append(File.generated(config, CSS_URI, content=CSS))
+    return files
+
+
+def build_time() -> datetime:
+    """Now, or ``SOURCE_DATE_EPOCH`` for a reproducible build."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+    return utcnow()

@@ -1,0 +1,69 @@
+"""Untrusted text on its way to the browser: escaped, or rendered and sanitized.
+
+Agents write memory text, so none of it may reach a page as live markup.
+Fields (abstracts, tags, names) are HTML-escaped and placed in raw HTML blocks
+that Markdown does not touch; bodies are rendered from Markdown and cleaned by
+nh3 with an allowlist: no script, no event handler, no ``javascript:`` URL, no
+image or frame that would make the page ask another host for anything.
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+
+import markdown
+import nh3
+
+TAGS = {
+    "p", "br", "hr", "a", "em", "strong", "b", "i", "code", "pre", "kbd", "blockquote", "del", "s", "sub", "sup",
+    "ul", "ol", "li", "dl", "dt", "dd", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td",
+}
+ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "th": {"align"}, "td": {"align"}, "ol": {"start"}}
+URL_SCHEMES = {"http", "https", "mailto"}
+_HEADING = re.compile(r"<(/?)h([1-6])\b")
+
+_markdown = markdown.Markdown(extensions=["fenced_code", "tables", "sane_lists"], output_format="html")
+
+
+def text(value: object) -> str:
+    """``value`` as HTML text: every character it holds shows as itself."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def body(markdown_text: str) -> str:
+    """Memory text (Markdown) as sanitized HTML; its headings demoted below the page's own."""
+    _markdown.reset()
+    rendered = _markdown.convert(markdown_text)
+    rendered = _HEADING.sub(lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + 3)}", rendered)
+    return nh3.clean(rendered, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
+                     link_rel="noopener noreferrer nofollow", strip_comments=True)
+
+
+def url_of(src_uri: str) -> str:
+    """The URL (directory style) MkDocs gives a page: ``a/b.md`` -> ``a/b/``, ``a/index.md`` -> ``a/``."""
+    stem = src_uri.removesuffix(".md")
+    if stem == "index":
+        return ""
+    return (stem.removesuffix("/index") if stem.endswith("/index") else stem) + "/"
+
+
+def href(from_src: str, to_src: str, anchor: str | None = None) -> str:
+    """A relative link from the page ``from_src`` to the page ``to_src`` (and an anchor on it)."""
+    base, target = url_of(from_src), url_of(to_src)
+    rel = posixpath.relpath("/" + target, "/" + base)
+    rel = "./" if rel == "." else rel + "/"
+    return text(rel + (f"#{anchor}" if anchor else ""))
+
+
+def link(from_src: str, to_src: str, label: str, anchor: str | None = None) -> str:
+    return f'<a href="{href(from_src, to_src, anchor)}">{text(label)}</a>'
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!])")
+
+
+def inline(value: object) -> str:
+    """``value`` as one line of Markdown that renders as exactly its text (no markup, no link)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text(" ".join(str(value or "").split())))
