@@ -1,0 +1,190 @@
+"""The memory website: the demo's every contract URL, safety, errors, pagination, projection."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memsite import MemoryStore
+from memsite.site.pages import PER_PAGE
+from tests.conftest import git
+from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's demo, built once for the module (a subprocess, as a user runs it)."""
+    home = tmp_path_factory.mktemp("home")
+    folder = tmp_path_factory.mktemp("demo") / "memory"
+    result = memsite("demo", str(folder), home=home)
+    assert f"Site: {folder / 'site' / 'index.html'}" in result.stdout
+    return folder
+
+
+def page(site: Path, url: str) -> str:
+    path = site / url.strip("/") / "index.html"
+    assert path.is_file(), f"no page at /{url.strip('/')}/"
+    return path.read_text()
+
+
+def memories(repo: Path) -> list:
+    with MemoryStore(repo, agent="reader") as store:
+        return store.list()
+
+
+def test_every_contract_url_of_the_demo_exists_with_its_content(demo: Path) -> None:
+    site = demo / "site"
+    every = memories(demo)
+    categories = {m.category for m in every}
+    assert categories == {"profile", "preferences", "entities", "events", "cases", "patterns", "general"}
+
+    dashboard = page(site, "/")
+    assert "Memories by category" in dashboard and "<svg" in dashboard and "Memories over time" in dashboard
+    assert "Top-ranked memories" in dashboard and "Latest daily summary" in dashboard
+    assert "Recent sessions" in dashboard
+
+    for category in categories:
+        listing = page(site, f"/memories/{category}/")
+        for m in (m for m in every if m.category == category):
+            assert f'id="{m.id}"' in listing
+            assert f'href="{m.created:%Y-%m}/#{m.id}"' in listing
+            detail = page(site, f"/memories/{category}/{m.created:%Y-%m}/")
+            article = detail[detail.index(f'<article class="memsite-memory" id="{m.id}">'):]
+            article = article[:article.index("</article>")]
+            for part in ("Score", "decay", "boost", "Source", "Tags", "Created", "Agent"):
+                assert part in article
+            assert all(t in article for t in m.tags)
+
+    rankings = page(site, "/rankings/")
+    assert "half-life 30 days" in rankings and "ln(1 + recalls)" in rankings and "Fading" in rankings
+
+    summaries = page(site, "/summaries/")
+    days = re.findall(r'href="(\d{4}-\d{2}-\d{2})/"', summaries)
+    assert days
+    summary = page(site, f"/summaries/{days[0]}/")
+    for heading in ("Totals", "New this day", "New the day before", "By category", "Most recalled (top 5)"):
+        assert heading in summary
+
+    skills = page(site, "/skills/")
+    assert "releasing-a-service-to-production" in skills and "confidence" in skills
+    assert "Tag the commit with the version" in skills
+
+    assert "ci.status" in page(site, "/world/")
+    sessions = page(site, "/sessions/")
+    names = [p.stem for p in (demo / "content" / "sessions").glob("*.md")]
+    assert len(names) >= 10
+    for name in names:
+        assert f'href="{name}/"' in sessions
+        assert "Problem" in page(site, f"/sessions/{name}/")
+    agents = page(site, "/agents/")
+    for agent in ("planner", "coder", "reviewer"):
+        assert f'href="{agent}/"' in agents
+        assert "Recent memories" in page(site, f"/agents/{agent}/")
+
+
+def test_the_demo_has_a_real_history_with_trims_merges_and_sessions(demo: Path) -> None:
+    log = git(demo, "log", "--format=%an|%s")
+    authors = {line.split("|")[0] for line in log.splitlines()}
+    assert {"planner", "coder", "reviewer"} <= authors
+    assert "Action: trimmed" in git(demo, "log", "--format=%B")
+    assert "Merge into entities" in log and "Forget profile" in log
+    assert git(demo, "status", "--porcelain") == ""  # the build wrote nothing into the repository
+
+
+def test_source_files_are_not_published_raw(demo: Path) -> None:
+    site = demo / "site"
+    assert not (site / "notes").exists() and not (site / "world_state").exists()
+    for source in (demo / "content" / "memories").glob("*/*.md"):  # no raw page per memory file
+        assert not (site / "memories" / source.parent.name / source.stem).exists()
+    assert (site / "assets" / "memsite.css").is_file()
+
+
+def test_mkdocs_build_strict_passes_on_the_demo(demo: Path, tmp_path: Path) -> None:
+    result = subprocess.run(["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "out")], cwd=demo,
+                            capture_output=True, text=True, env=env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "rankings" / "index.html").is_file()
+
+
+def test_the_site_asks_no_other_host(demo: Path) -> None:
+    for path in (demo / "site").rglob("*.html"):
+        html = path.read_text()
+        external = re.findall(r'<(?:script|link|img|iframe)\b[^>]*(?:src|href)="(?:https?:)?//[^"]*"', html)
+        assert external == [], f"{path}: {external}"
+        assert "fonts.googleapis.com" not in html
+
+
+def test_hostile_memories_are_inert_in_the_html(tmp_path: Path) -> None:
+    repo = tmp_path / "hostile"
+    ids = hostile_repository(repo, tmp_path)
+    site = repo / "site"
+    for path in site.rglob("*.html"):
+        html = path.read_text()
+        assert "window.__pwned" not in re.sub(r"&[a-z#0-9]+;", "", _live_markup(html)), path
+        assert "javascript:" not in html.lower().replace("javascript:'", ""), path
+    listing = page(site, "/memories/general/")
+    assert "&lt;script&gt;window.__pwned=&#x27;abstract&#x27;&lt;/script&gt;Deploy notes" in listing
+    assert all(f'id="{i}"' in listing for i in ids)
+    assert len(HOSTILE) + 1 == len(ids)
+
+
+def _live_markup(html: str) -> str:
+    """The tags and attributes of ``html`` (text between tags dropped): where live markup would be."""
+    return " ".join(re.findall(r"<[^>]*>", html))
+
+
+def test_a_malformed_memory_fails_the_build_naming_file_field_and_fix(tmp_path: Path) -> None:
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="planner") as store:
+        m = store.remember("Deploys on Tuesdays", category="events")
+    text = m.path.read_text().replace("active_count: 0", "active_count: lots")
+    m.path.write_text(text)
+    result = memsite("-C", str(repo), "build", home=tmp_path, check=False)
+    assert result.returncode == 1
+    rel = m.path.relative_to(repo).as_posix()
+    assert rel in result.stderr and "active_count" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_large_categories_are_paginated_and_every_memory_keeps_its_anchor(tmp_path: Path) -> None:
+    repo = tmp_path / "memory"
+    count = PER_PAGE * 2 + 7
+    with MemoryStore.init(repo, agent="planner") as store, store.transaction("Many") as tx:
+        ids = [tx.remember(f"Fact number {n}: the service {n} listens on port {8000 + n}", category="entities",
+                           dedupe=False).id for n in range(count)]
+    memsite("-C", str(repo), "build", home=tmp_path)
+    site = repo / "site"
+    pages = [page(site, "/memories/entities/"), page(site, "/memories/entities/page-2/"),
+             page(site, "/memories/entities/page-3/")]
+    assert not (site / "memories" / "entities" / "page-4").exists()
+    listed = [re.findall(r'<h3 id="([0-9A-Z]+)"', p) for p in pages]
+    assert [len(x) for x in listed] == [PER_PAGE, PER_PAGE, 7]
+    assert sorted(sum(listed, [])) == sorted(ids)
+    assert 'href="../page-3/"' in pages[1]
+
+
+def test_project_writes_summaries_and_categories_for_indexers(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "qmd"
+    memsite("-C", str(demo), "project", "--out", str(out), "--by-category", home=tmp_path)
+    categories = sorted(p.stem for p in (out / "by-category").glob("*.md"))
+    assert categories == sorted(["profile", "preferences", "entities", "events", "cases", "patterns", "general"])
+    cases = (out / "by-category" / "cases.md").read_text()
+    assert "**Abstract**:" in cases and "**Overview**:" in cases
+    summaries = sorted((out / "summaries").glob("*.md"))
+    assert summaries and "- New the day before: " in summaries[-1].read_text()
+
+    bare = tmp_path / "bare"
+    memsite("-C", str(demo), "project", "--out", str(bare), "--no-l1", home=tmp_path)
+    assert not (bare / "by-category").exists()
+    assert sorted(p.name for p in (bare / "summaries").glob("*.md")) == [p.name for p in summaries]
+
+
+def test_the_product_repository_root_is_an_example_memory_site(tmp_path: Path) -> None:
+    result = subprocess.run(["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
+                            capture_output=True, text=True, env=env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "site" / "rankings" / "index.html").is_file()
+    assert "memsite-entry" in (tmp_path / "site" / "memories" / "patterns" / "index.html").read_text()
