@@ -1,3 +1,3 @@
 """MkDocs hooks that render this memory repository as its website (see memsite.site.hooks)."""
 
-from memsite.site.hooks import on_config, on_files  # noqa: F401
+from memsite.site.hooks import *  # noqa: F403 (every hook memsite defines)

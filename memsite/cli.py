@@ -270,6 +270,30 @@ def check(ctx: _Context, base: str | None) -> None:
 
 
 @main.command()
+@click.argument("base")
+@click.argument("head", default="HEAD")
+@click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")
+@pass_context
+@_errors_as_messages
+def diff(ctx: _Context, base: str, head: str, as_json: bool) -> None:
+    """Report what changed in memory between BASE and HEAD, for a pull request.
+
+    Memories created, updated (with what changed in text and metadata),
+    merged, forgotten and trimmed (with the reason), world-state keys and
+    sessions added, per agent and per category; highlights first.
+
+    \b
+    Examples:
+        memsite diff origin/main
+        memsite diff v1.0 HEAD --json
+    """
+    from .review import compare, markdown
+
+    report = compare(_root(ctx), base, head)
+    click.echo(report.to_json() if as_json else markdown(report))
+
+
+@main.command()
 @click.argument("query")
 @click.option("-n", "--limit", default=5, show_default=True, type=click.IntRange(min=1), help="At most this many.")
 @click.option("-c", "--category", help="Only this category (or alias).")

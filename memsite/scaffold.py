@@ -76,7 +76,7 @@ def _flow(value: object) -> str:
 HOOKS_PATH = "hooks/memsite_hooks.py"
 HOOKS_PY = '''"""MkDocs hooks that render this memory repository as its website (see memsite.site.hooks)."""
 
-from memsite.site.hooks import on_config, on_files  # noqa: F401
+from memsite.site.hooks import *  # noqa: F403 (every hook memsite defines)
 '''
 
 INDEX_MD = """\

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import notes, sessions, world
+from . import checks, notes, sessions, world
 from .config import Config, load_config
-from .errors import ConfigError, FormatError, RepositoryError
+from .errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
 from .fileformat import parse_memory
 from .model import Memory
 
@@ -27,7 +27,7 @@ def check_working_tree(root: Path, base: str | None = None) -> tuple[list[str], 
         return str(exc).splitlines(), 0
     problems = _world(root, config) + _records(root, config)
     if base is not None:
-        problems += _sessions_since(root, config, base)
+        problems += _sessions_since(root, config, base) + _memories_since(root, base)
     memory_problems, count = _memories(root, config)
     return problems + memory_problems, count
 
@@ -51,9 +51,13 @@ def _memories(root: Path, config: Config) -> tuple[list[str], int]:
             continue
         try:
             text = path.read_bytes().decode("utf-8")
-            memories.append((rel, parse_memory(text, rel, category=category.name)))
+            memory = parse_memory(text, rel, category=category.name)
+            memories.append((rel, memory))
+            checks.no_secrets({"content": memory.content, "abstract": memory.abstract, "overview": memory.overview})
         except UnicodeDecodeError as exc:
             problems.append(f"{rel}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8")
+        except SecretFound as exc:
+            problems.append(f"{rel}: {str(exc).replace('; nothing was written', '')}")
         except FormatError as exc:
             problems.append(str(exc))
     problems += _duplicate_ids(memories)
@@ -120,6 +124,23 @@ def _sessions_since(root: Path, config: Config, base: str) -> list[str]:
         elif path.read_bytes() != data:
             problems.append(f"{rel}: session record changed since {base}; the event log is append-only "
                             f"(restore it: git checkout {base} -- {rel})")
+    return problems
+
+
+def _memories_since(root: Path, base: str) -> list[str]:
+    """Since ``base``: no memory gone without a forget or trim record, no id given out twice."""
+    from .review import compare, ids_used_before
+
+    try:
+        report = compare(root, base, "HEAD", strict=False)
+        used = ids_used_before(root, base)
+    except MemsiteError as exc:
+        return [str(exc)]
+    problems = [f"{c.path}: memory {c.id} deleted since {base} without a forget or trim record; restore it "
+                f"(git checkout {base} -- {c.path}) or remove it with 'memsite forget {c.id} --reason ...'"
+                for c in report.changes if c.action == "deleted"]
+    problems += [f"{c.path}: field 'id': {c.id} was used by an earlier memory (before {base}); ids are never "
+                 "reused: give this memory a new id" for c in report.changes if c.action == "created" and c.id in used]
     return problems
 
 

@@ -10,6 +10,7 @@ through the escaped, sanitized pages rendered from them.
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from ..errors import MemsiteError
 from ..model import utcnow
 from .pages import Site
 from .snapshot import load
+
+__all__ = ["on_config", "on_files", "on_page_content"]
 
 CSS_URI = "assets/memsite.css"
 SOURCES = ("memories/", "archive/", "sessions/", "notes/")
@@ -43,6 +46,7 @@ CSS = """\
 """
 
 _state: dict[str, Any] = {}
+_PLACEHOLDER = re.compile(r"<!--memsite-html (\d+)-->")
 
 
 def on_config(config: Any) -> Any:
@@ -75,9 +79,11 @@ def on_files(files: Files, config: Any) -> Files:
     """Replace the agent-written sources with the generated pages."""
     try:
         snap = load(Path(config.docs_dir), _state["config"], build_time())
-        pages = Site(snap, config.site_name).pages()
+        site = Site(snap, config.site_name)
+        pages = site.pages()
     except MemsiteError as exc:
         raise PluginError(str(exc)) from None
+    _state["chunks"] = site.chunks
     for file in list(files):
         uri = file.src_uri
         if uri.startswith(SOURCES) or uri == "world_state.md" or uri in pages or uri == CSS_URI:
@@ -86,6 +92,14 @@ def on_files(files: Files, config: Any) -> Files:
         files.append(File.generated(config, uri, content=text))
     files.append(File.generated(config, CSS_URI, content=CSS))
     return files
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    """Put the finished HTML of the generated pages in place of their placeholders."""
+    chunks = _state.get("chunks")
+    if not chunks or "<!--memsite-html " not in html:
+        return html
+    return _PLACEHOLDER.sub(lambda m: chunks[int(m.group(1))], html)
 
 
 def build_time() -> datetime:

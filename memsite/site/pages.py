@@ -17,13 +17,14 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
+from ..config import Category
 from ..model import Memory
 from ..sessions import SessionRecord
 from ..skills import SkillCandidate, promote
 from . import charts, safe
 from .safe import link, text
 from .snapshot import Scored, Snapshot
-from .summaries import active_days, category_projection, daily_summary, day_counts
+from .summaries import category_projection, daily_summary, days
 
 PER_PAGE = 50
 FADING = 20
@@ -43,6 +44,17 @@ class Site:
         self.folders = {c.name: c.folder for c in snap.config.categories}
         self.session_names = {s.name for s in snap.sessions}
         self.skills: list[SkillCandidate] = promote(s.memory for s in snap.memories)
+        self.days = days(snap)
+        self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
+
+    def raw(self, html: str) -> str:
+        """A placeholder for finished HTML, put in place after Markdown ran (see hooks.on_page_content).
+
+        Python-Markdown would leave the HTML alone anyway, but parsing it to
+        find that out is most of the cost of a big page.
+        """
+        self.chunks.append(html)
+        return f"\n{placeholder(len(self.chunks) - 1)}\n"
 
     # --- helpers ------------------------------------------------------------
 
@@ -60,7 +72,8 @@ class Site:
             parts.append("pinned")
         if m.tags:
             parts.append("tags: " + ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags))
-        return '<p class="memsite-meta">' + " · ".join(parts) + "</p>"
+        # Left out of the search index: it would match every query for "planner" or a year.
+        return '<p class="memsite-meta" data-search-exclude>' + " · ".join(parts) + "</p>"
 
     def entry(self, here: str, scored: Scored) -> str:
         """A memory in a listing: abstract (L0) linking to it in full, overview (L1), metadata."""
@@ -80,7 +93,7 @@ class Site:
             out.append(f"<tr><td>{n}</td><td>{s.score:.3f}</td><td>{s.decay:.3f}</td><td>{s.boost:.3f}</td>"
                        f"<td>{text(s.memory.category)}</td><td>{self.memory_link(here, s.memory)}</td></tr>")
         out.append("</tbody></table>")
-        return "\n".join(out)
+        return self.raw("\n".join(out))
 
     # --- pages --------------------------------------------------------------
 
@@ -106,7 +119,6 @@ class Site:
         cards = [(len(snap.memories), "memories", "memories/index.md"), (len(grouped), "categories", "memories/index.md"),
                  (len(snap.agents()), "agents", "agents/index.md"), (len(snap.sessions), "sessions", "sessions/index.md"),
                  (len(self.skills), "skill drafts to review", "skills.md")]
-        days = active_days(snap)
         lines = [
             _front(self.site_name), f"# {safe.inline(self.site_name)}", "",
             f"What the agents have learned, ranked as of {snap.now:%Y-%m-%d %H:%M} UTC.", "",
@@ -114,16 +126,18 @@ class Site:
                 f'<a class="memsite-card" href="{safe.href(here, target)}"><strong>{n}</strong> {label}</a>'
                 for n, label, target in cards) + "</div>", "",
             "## Memories by category", "",
-            charts.bars([(name, len(members)) for name, members in grouped.items()], "Memories by category"), "",
+            self.raw(charts.bars([(name, len(members)) for name, members in grouped.items()],
+                                 "Memories by category")), "",
             "## Memories over time", "",
-            charts.timeline(points, "Memories over time (total)"), "",
+            self.raw(charts.timeline(points, "Memories over time (total)")), "",
             "## Top-ranked memories", "",
             self.rows(here, snap.memories[:10]) if snap.memories else "No memories yet.", "",
         ]
-        if days:
-            summary = daily_summary(snap, days[0], safe.inline, lambda s: self.memory_link(here, s.memory))
+        if self.days:
+            latest = self.days[0]
+            summary = daily_summary(snap, latest, safe.inline, lambda s: self.memory_link(here, s.memory))
             body = ("\n" + summary.split("\n", 2)[2]).replace("\n## ", "\n### ")
-            lines += [f"## Latest daily summary: {link(here, f'summaries/{days[0]}.md', days[0].isoformat())}",
+            lines += [f"## Latest daily summary: {link(here, f'summaries/{latest.day}.md', latest.day.isoformat())}",
                       "", body, ""]
         lines += ["## Recent sessions", ""]
         lines += [f"- {self.session_link(here, s)} — {text(s.agent)}, {text(s.outcome)}" for s in snap.sessions[:10]]
@@ -152,10 +166,12 @@ class Site:
             for number, here in enumerate(srcs, start=1):
                 chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
                 title = category.name + (f" (page {number} of {count})" if count > 1 else "")
+                capacity = _capacity(category)
                 lines = [_front(title), f"# {safe.inline(title)}", "", f"> {safe.inline(category.description)}", "",
                          f"{len(members)} memories, best ranked first"
-                         + (f"; capacity {_capacity(category)}" if _capacity(category) else "") + ".", ""]
-                lines += [self.entry(here, s) + "\n" for s in chunk] or ["No memories in this category yet.", ""]
+                         + (f"; capacity {capacity}" if capacity else "") + ".", ""]
+                lines.append(self.raw("\n".join(self.entry(here, s) for s in chunk)) if chunk else
+                             "No memories in this category yet.\n")
                 if count > 1:
                     lines.append(_pager(here, srcs, number))
                 pages[here] = "\n".join(lines) + "\n"
@@ -173,7 +189,7 @@ class Site:
             title = f"{category}, created {members[0].memory.created:%Y-%m}"
             lines = [_front(title, search=False), f"# {safe.inline(title)}", "",
                      link(here, f"memories/{self.folders.get(category, category)}/index.md", f"All {category}"), ""]
-            lines += [self.article(here, s) + "\n" for s in members]
+            lines.append(self.raw("\n".join(self.article(here, s) for s in members)))
             pages[here] = "\n".join(lines) + "\n"
         return pages
 
@@ -217,19 +233,16 @@ class Site:
         return "\n".join(lines)
 
     def summary_pages(self) -> dict[str, str]:
-        days = active_days(self.snap)
         pages = {}
         index = [_front("Daily summaries"), "# Daily summaries", "", "| Day | Memories | New | Sessions |",
                  "|---|---:|---:|---:|"]
-        sessions_by_day = Counter(s.finished.date() for s in self.snap.sessions)
-        for day in days:
-            here = f"summaries/{day.isoformat()}.md"
+        for day in self.days:
+            here = f"summaries/{day.day.isoformat()}.md"
             markdown = daily_summary(self.snap, day, safe.inline, lambda s, h=here: self.memory_link(h, s.memory))
-            pages[here] = _front(f"Summary {day.isoformat()}") + markdown
-            total, new, _ = day_counts(self.snap, day)
-            index.append(f"| {link('summaries/index.md', here, day.isoformat())} | {total} | {new} | "
-                         f"{sessions_by_day[day]} |")
-        if not days:
+            pages[here] = _front(f"Summary {day.day.isoformat()}") + markdown
+            index.append(f"| {link('summaries/index.md', here, day.day.isoformat())} | {day.total} | {len(day.new)} | "
+                         f"{day.sessions} |")
+        if not self.days:
             index.append("\nNo activity yet.")
         pages["summaries/index.md"] = "\n".join(index) + "\n"
         return pages
@@ -346,9 +359,14 @@ def projection(snap: Snapshot, *, include_l1: bool = True) -> dict[str, str]:
         files[f"by-category/{category.name}.md"] = category_projection(
             category.name, category.description, grouped.get(category.name, []), plain, include_l1=include_l1,
             updated=f"{snap.now:%Y-%m-%dT%H:%M:%SZ}")
-    for day in active_days(snap):
-        files[f"summaries/{day.isoformat()}.md"] = daily_summary(snap, day, plain, lambda s: plain(s.memory.abstract))
+    for day in days(snap):
+        files[f"summaries/{day.day.isoformat()}.md"] = daily_summary(snap, day, plain,
+                                                                     lambda s: plain(s.memory.abstract))
     return files
+
+
+def placeholder(number: int) -> str:
+    return f"<!--memsite-html {number}-->"
 
 
 def _front(title: str, *, search: bool = True) -> str:
@@ -359,14 +377,10 @@ def _front(title: str, *, search: bool = True) -> str:
     return "\n".join(lines + ["---", ""])
 
 
-def _capacity(category: object) -> str:
-    capacity = getattr(category, "capacity", None)
-    parts = []
-    if capacity is not None and capacity.entries is not None:
-        parts.append(f"{capacity.entries.high} entries")
-    if capacity is not None and capacity.lines is not None:
-        parts.append(f"{capacity.lines.high} lines")
-    return " / ".join(parts)
+def _capacity(category: Category) -> str:
+    """The category's high marks, as the page states them ('' when unbounded)."""
+    marks = (("entries", category.capacity.entries), ("lines", category.capacity.lines))
+    return " / ".join(f"{mark.high} {unit}" for unit, mark in marks if mark is not None)
 
 
 def _pager(here: str, srcs: list[str], number: int) -> str:

@@ -8,8 +8,10 @@ untrusted text and links memories while the projection stays plain Markdown.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import date, timedelta
 
 from .snapshot import Scored, Snapshot
@@ -18,44 +20,59 @@ Escape = Callable[[object], str]
 LinkTo = Callable[[Scored], str]  # the Markdown (or HTML) to show for one memory
 
 
-def active_days(snap: Snapshot) -> list[date]:
-    """Days with activity (memories created or updated, sessions closed), newest first."""
-    days: set[date] = set()
+@dataclass(frozen=True)
+class Day:
+    """What a daily summary shows for one day."""
+
+    day: date
+    total: int  # memories that existed by the end of the day
+    new: tuple[Scored, ...]  # created that day, in order
+    new_before: int  # created the day before
+    by_category: dict[str, int]
+    top: tuple[Scored, ...]  # most recalled of those existing by then, at most 5
+    sessions: int  # closed that day
+
+
+def days(snap: Snapshot) -> list[Day]:
+    """A summary for every day with activity (memories created or updated, sessions closed), newest first.
+
+    One pass in date order: totals, category counts and the top five are
+    carried from day to day, not recounted.
+    """
+    active: set[date] = set()
+    created: dict[date, list[Scored]] = {}
     for scored in snap.memories:
-        days.add(scored.memory.created.date())
-        days.add(scored.memory.updated.date())
-    days.update(s.finished.date() for s in snap.sessions)
-    return sorted(days, reverse=True)
+        created.setdefault(scored.memory.created.date(), []).append(scored)
+        active.add(scored.memory.updated.date())
+    closed = Counter(s.finished.date() for s in snap.sessions)
+    active.update(created, closed)
+    result = []
+    total, by_category, top = 0, Counter(), []
+    for day in sorted(active):
+        new = sorted(created.get(day, ()), key=lambda s: (s.memory.created, s.memory.id))
+        total += len(new)
+        by_category.update(s.memory.category for s in new)
+        top = heapq.nsmallest(5, [*top, *new], key=lambda s: (-s.memory.active_count, s.memory.id))
+        result.append(Day(day, total, tuple(new), len(created.get(day - timedelta(days=1), ())), dict(by_category),
+                          tuple(top), closed[day]))
+    return result[::-1]
 
 
-def day_counts(snap: Snapshot, day: date) -> tuple[int, int, int]:
-    """(memories that existed by the end of ``day``, new that day, new the day before)."""
-    created = Counter(s.memory.created.date() for s in snap.memories)
-    total = sum(n for d, n in created.items() if d <= day)
-    return total, created[day], created[day - timedelta(days=1)]
-
-
-def daily_summary(snap: Snapshot, day: date, esc: Escape, show: LinkTo) -> str:
-    """The summary of ``day``: totals, new that day and the day before, by category, that day's new, top 5."""
-    existing = [s for s in snap.memories if s.memory.created.date() <= day]
-    total, new_today, new_before = day_counts(snap, day)
-    by_category = Counter(s.memory.category for s in existing)
-    new = sorted((s for s in existing if s.memory.created.date() == day), key=lambda s: s.memory.created)
-    top = sorted(existing, key=lambda s: (-s.memory.active_count, s.memory.id))[:5]
-    sessions = [s for s in snap.sessions if s.finished.date() == day]
+def daily_summary(snap: Snapshot, day: Day, esc: Escape, show: LinkTo) -> str:
+    """The summary of one day: totals, new that day and the day before, by category, that day's new, top 5."""
     lines = [
-        f"# Daily summary {day.isoformat()}", "",
+        f"# Daily summary {day.day.isoformat()}", "",
         "## Totals", "",
-        f"- Memories: {total}",
-        f"- New this day: {new_today}",
-        f"- New the day before: {new_before}",
-        f"- Sessions closed: {len(sessions)}", "",
+        f"- Memories: {day.total}",
+        f"- New this day: {len(day.new)}",
+        f"- New the day before: {day.new_before}",
+        f"- Sessions closed: {day.sessions}", "",
         "## By category", "",
-        *[f"- {esc(c.name)}: {by_category.get(c.name, 0)}" for c in snap.config.categories], "",
+        *[f"- {esc(c.name)}: {day.by_category.get(c.name, 0)}" for c in snap.config.categories], "",
         "## New this day", "",
-        *([f"- \\[{esc(s.memory.category)}\\] {show(s)}" for s in new] or ["(none)"]), "",
+        *([f"- \\[{esc(s.memory.category)}\\] {show(s)}" for s in day.new] or ["(none)"]), "",
         "## Most recalled (top 5)", "",
-        *([f"- \\[{esc(s.memory.category)}\\] {show(s)} ({s.memory.active_count}x)" for s in top
+        *([f"- \\[{esc(s.memory.category)}\\] {show(s)} ({s.memory.active_count}x)" for s in day.top
            if s.memory.active_count] or ["(none recalled yet)"]), "",
     ]
     return "\n".join(lines)

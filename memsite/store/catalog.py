@@ -331,6 +331,8 @@ def _last_commits(
     """The last commit that touched each path, from one pass of ``git log``."""
     if not paths or commit is None:
         return {}
+    if since and repo.parents(commit) == [since]:  # one commit: it changed every path the diff found
+        return dict.fromkeys(paths, commit)
     if since:  # a few commits: walked in-process, sparing a git subprocess
         walked = repo.last_commits(paths, since, commit)
         if walked is not None:

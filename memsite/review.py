@@ -1,0 +1,263 @@
+"""What changed in memory between two revisions: the report a reviewer reads in a pull request.
+
+Computed from the net difference of the two trees (so a squash-merged history
+reads the same as the commits it squashed) and, for the why, from the commit
+trailers in the range (``Memory-Id`` / ``Action`` / ``Reason``). One tree diff,
+one batch of blob reads and one ``git log``, whatever the size of the range.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import subprocess
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import world
+from .config import Config, load_config
+from .errors import FormatError, MemsiteError
+from .fileformat import memory_fields, parse_memory
+from .model import Memory
+from .store.repo import Repository
+
+SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
+
+
+@dataclass
+class Change:
+    """One memory's change in the range."""
+
+    action: str  # created | updated | merged | recalled | forgotten | trimmed | deleted
+    id: str
+    category: str
+    abstract: str
+    agent: str
+    path: str
+    reason: str = ""
+    fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (before, after)
+    diff: str = ""  # unified diff of the text
+
+
+@dataclass
+class Report:
+    base: str
+    head: str
+    commits: int
+    changes: list[Change] = field(default_factory=list)
+    world: list[tuple[str, str, str]] = field(default_factory=list)  # (key, added|changed|removed, value)
+    sessions_added: list[str] = field(default_factory=list)
+    sessions_touched: list[tuple[str, str]] = field(default_factory=list)  # (path, modified|deleted)
+
+    def count(self, action: str) -> int:
+        return sum(c.action == action for c in self.changes)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, ensure_ascii=False, default=str)
+
+
+def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -> Report:
+    """The changes to memory between ``base`` and ``head`` in the repository at ``root``.
+
+    With ``strict=False`` a changed file that breaks the memory format is
+    passed over (``memsite check`` reports it on its own line).
+
+    Raises:
+        RepositoryError: a revision names no commit.
+        FormatError: a changed memory file cannot be read (file, field, fix).
+    """
+    config = load_config(root)
+    repo = Repository(root)
+    try:
+        base_sha, head_sha = repo.resolve(base), repo.resolve(head)
+        entries = [(path, before, after) for path, before, after in
+                   repo.diff_trees(repo.root_tree(base_sha), repo.root_tree(head_sha))
+                   if path.startswith(config.content_dir + "/")]
+        blobs = repo.objects.read_blobs([e.sha for _, *pair in entries for e in pair if e is not None])
+        trailers, commits = _trailers(root, base_sha, head_sha)
+    finally:
+        repo.close()
+    report = Report(base, head, commits)
+    before: dict[str, tuple[str, Memory]] = {}
+    after: dict[str, tuple[str, Memory]] = {}
+    for path, old, new in entries:
+        if _is_memory(config, path):
+            for entry, side in ((old, before), (new, after)):
+                if entry is None:
+                    continue
+                try:
+                    memory = _memory(config, path, blobs[entry.sha])
+                except FormatError:
+                    if strict:
+                        raise
+                    continue
+                side[memory.id] = (path, memory)
+        elif path == config.world_path:
+            report.world = _world_changes(blobs.get(old.sha) if old else None, blobs.get(new.sha) if new else None)
+        elif path.startswith(config.sessions_dir + "/"):
+            if old is None:
+                report.sessions_added.append(path)
+            else:
+                report.sessions_touched.append((path, "deleted" if new is None else "modified"))
+    for mid in sorted(set(before) | set(after)):
+        report.changes.append(_change(config, mid, before.get(mid), after.get(mid), trailers.get(mid, [])))
+    order = {"created": 0, "merged": 1, "updated": 2, "forgotten": 3, "trimmed": 4, "deleted": 5, "recalled": 6}
+    report.changes.sort(key=lambda c: (order[c.action], c.category, c.abstract))
+    return report
+
+
+def _is_memory(config: Config, path: str) -> bool:
+    for folder in (config.memories_dir, f"{config.content_dir}/archive"):
+        rest = path[len(folder) + 1:] if path.startswith(folder + "/") else ""
+        if rest.count("/") == 1 and rest.endswith(".md"):
+            return True
+    return False
+
+
+def _memory(config: Config, path: str, data: bytes) -> Memory:
+    folder = path.rsplit("/", 2)[-2]
+    category = config.by_folder(folder)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
+    return parse_memory(text, path, category=category.name if category else folder).replace(path=Path(path))
+
+
+def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple[str, Memory] | None,
+            records: list[tuple[str, str, str]]) -> Change:
+    actions = [action for action, _, _ in records]
+    reasons = [reason for _, reason, _ in records if reason]
+    archive = f"{config.content_dir}/archive/"
+    if old is None or old[0].startswith(archive) and new is not None and not new[0].startswith(archive):
+        path, memory = new  # type: ignore[misc]
+        return Change("created", mid, memory.category, memory.abstract, memory.agent, path)
+    if new is None or (new[0].startswith(archive) and not old[0].startswith(archive)):
+        path, memory = old
+        action = ("trimmed" if "trimmed" in actions or new is not None else
+                  "forgotten" if "forgotten" in actions else "deleted")
+        return Change(action, mid, memory.category, memory.abstract, records[-1][2] if records else "", path,
+                      reason="; ".join(reasons))
+    (_, was), (path, now) = old, new
+    fields = {name: (memory_fields(was).get(name), memory_fields(now).get(name)) for name in SHOWN_FIELDS}
+    fields = {name: pair for name, pair in fields.items() if pair[0] != pair[1]}
+    action = "merged" if "merged" in actions else "updated"
+    if not actions and set(fields) <= {"active_count"} and was.content == now.content:
+        action = "recalled"
+    if set(actions) == {"recalled"}:
+        action = "recalled"
+    diff = "" if was.content == now.content else "\n".join(difflib.unified_diff(
+        was.content.splitlines(), now.content.splitlines(), "before", "after", n=1, lineterm=""))
+    return Change(action, mid, now.category, now.abstract, records[-1][2] if records else now.agent, path,
+                  reason="; ".join(reasons), fields=fields, diff=diff)
+
+
+def _world_changes(old: bytes | None, new: bytes | None) -> list[tuple[str, str, str]]:
+    _, was = world.parse(old.decode("utf-8", "replace")) if old else ("", {})
+    _, now = world.parse(new.decode("utf-8", "replace")) if new else ("", {})
+    changes = [(k, "added", now[k]) for k in now if k not in was]
+    changes += [(k, "changed", now[k]) for k in now if k in was and was[k] != now[k]]
+    changes += [(k, "removed", was[k]) for k in was if k not in now]
+    return sorted(changes)
+
+
+def _trailers(root: Path, base: str, head: str) -> tuple[dict[str, list[tuple[str, str, str]]], int]:
+    """Memory id -> [(action, reason, author)] from the commit trailers in base..head, oldest first."""
+    result = subprocess.run(["git", "log", "--reverse", "-z", "--format=%an%x1f%B", f"{base}..{head}"],
+                            cwd=root, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise MemsiteError(f"git log {base}..{head} failed: {result.stderr.strip()}")
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    commits = 0
+    for record in filter(None, result.stdout.split("\0")):
+        commits += 1
+        author, _, message = record.partition("\x1f")
+        current: list[Any] | None = None
+        for line in message.splitlines():
+            key, _, value = line.strip().partition(": ")  # squash messages indent them
+            if key == "Memory-Id":
+                current = ["", "", author]
+                found.setdefault(value.strip(), []).append(current)  # filled in by the lines below
+            elif current is not None and key == "Action":
+                current[0] = value.strip()
+            elif current is not None and key == "Reason":
+                current[1] = value.strip()
+    return {mid: [tuple(r) for r in records] for mid, records in found.items()}, commits  # type: ignore[misc]
+
+
+def ids_used_before(root: Path, base: str) -> set[str]:
+    """Every memory id named in a commit trailer up to ``base`` (one pass over that history)."""
+    result = subprocess.run(["git", "log", "--format=%B", base], cwd=root, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise MemsiteError(f"git log {base} failed: {result.stderr.strip()}")
+    return set(re.findall(r"^Memory-Id: (\S+)$", result.stdout, re.MULTILINE))
+
+
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|#@!])")
+
+
+def _md(text: object) -> str:
+    """Agent text as one line of inert Markdown (no links, images, mentions or HTML)."""
+    return _SPECIAL.sub(r"\\\1", " ".join(str(text if text is not None else "").split()))
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return "none" if value is None or value == "" else str(value)
+
+
+def markdown(report: Report, limit: int = 200) -> str:
+    """The report for a pull request: totals and highlights first, then each kind of change."""
+    agents = Counter(c.agent for c in report.changes if c.action != "recalled")
+    categories = Counter(c.category for c in report.changes if c.action != "recalled")
+    totals = [f"{report.count(a)} {a}" for a in ("created", "updated", "merged", "forgotten", "trimmed", "deleted")
+              if report.count(a)]
+    lines = [f"# Memory changes {_md(report.base)}..{_md(report.head)}", "",
+             f"**{', '.join(totals) or 'no memory changed'}**; {len(report.world)} world-state keys changed, "
+             f"{len(report.sessions_added)} sessions added, {report.commits} commits.", ""]
+    if report.count("recalled"):
+        lines += [f"Recall counts changed on {report.count('recalled')} memories.", ""]
+    problems = [c for c in report.changes if c.action == "deleted"] or report.sessions_touched
+    if problems:
+        lines += ["> **Needs attention:** " + "; ".join(
+            [f"{_md(c.path)} deleted without a forget or trim record" for c in report.changes
+             if c.action == "deleted"] + [f"session {_md(p)} {how}" for p, how in report.sessions_touched]), ""]
+    created = [c for c in report.changes if c.action == "created"]
+    if created:
+        lines += ["## Highlights", ""]
+        lines += [f"- **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_" for c in created[:10]]
+        lines.append("")
+    sections = (("created", "Created"), ("merged", "Merged"), ("updated", "Updated"), ("forgotten", "Forgotten"),
+                ("trimmed", "Trimmed"), ("deleted", "Deleted without a record"))
+    for action, title in sections:
+        members = [c for c in report.changes if c.action == action]
+        if not members:
+            continue
+        lines += [f"## {title} ({len(members)})", ""]
+        for c in members[:limit]:
+            lines.append(f"- `{c.id}` **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_"
+                         + (f" — {_md(c.reason)}" if c.reason else ""))
+            for name, (was, now) in c.fields.items():
+                lines.append(f"  - {name}: {_md(_value(was))} → {_md(_value(now))}")
+            if c.diff:
+                lines += ["", "  ```diff", *[f"  {line.rstrip()}" for line in c.diff.splitlines()], "  ```", ""]
+        if len(members) > limit:
+            lines.append(f"- … and {len(members) - limit} more (see `memsite diff --json`)")
+        lines.append("")
+    if report.world:
+        lines += ["## World state", "", "| key | change | value |", "|---|---|---|"]
+        lines += [f"| `{k}` | {how} | {_md(v)[:200]} |" for k, how, v in report.world]  # keys: no backticks
+        lines.append("")
+    if report.sessions_added:
+        lines += ["## Sessions added", ""] + [f"- `{Path(p).stem}`" for p in report.sessions_added] + [""]
+    if agents:
+        lines += ["## By agent and category", "", "| agent | changes |", "|---|---:|"]
+        lines += [f"| {_md(a)} | {n} |" for a, n in agents.most_common()]
+        lines += ["", "| category | changes |", "|---|---:|"]
+        lines += [f"| {_md(c)} | {n} |" for c, n in categories.most_common()]
+        lines.append("")
+    return "\n".join(lines)
