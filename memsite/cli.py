@@ -921,6 +921,49 @@ def _root(ctx: _Context) -> Path:
         repo.close()
 
 
+@main.command()
+@click.option("--remote", default="origin", show_default=True, help="The git remote to share memory through.")
+@click.option("--branch", help="The remote branch (default: the checked-out branch's name).")
+@pass_context
+@_errors_as_messages
+def sync(ctx: _Context, remote: str, branch: str | None) -> None:
+    """Merge the remote's memory into this clone's with memsite's merge drivers, and push.
+
+    A push rejected because someone pushed first is retried; nothing is ever
+    force-pushed and no local commit is dropped.
+
+    \b
+    Example:
+        memsite sync --remote origin
+    """
+    from .sync import sync as sync_memory
+
+    with ctx.store() as store:
+        result = sync_memory(store, remote, branch)
+    click.echo(f"Synced with {result.remote}/{result.branch}: {result.fetched} commits fetched, "
+               f"{result.pushed} pushed")
+
+
+@main.command()
+@click.option("--remote", default="origin", show_default=True, help="The git remote to push the branch to.")
+@click.option("--base", default="main", show_default=True, help="The branch the pull request goes into.")
+@pass_context
+@_errors_as_messages
+def propose(ctx: _Context, remote: str, base: str) -> None:
+    """Push this agent's branch (agent/<name>) and print the pull request body.
+
+    \b
+    Example:
+        memsite --agent coder propose | gh pr create --base main --head agent/coder --body-file -
+    """
+    from .sync import propose as propose_branch
+
+    with ctx.store() as store:
+        branch, body = propose_branch(store, remote, base)
+    click.echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
+    click.echo(body)
+
+
 @main.command("merge-driver")
 @click.argument("kind", type=click.Choice([d.kind for d in DRIVERS]))
 @click.argument("base", type=click.Path(exists=True, dir_okay=False, path_type=Path))

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
-from . import world
+from . import workflows, world
 from .errors import MemsiteError, RepositoryError
 from .merge import gitattributes
 
@@ -122,6 +122,7 @@ def create_repository(path: Path, *, when: datetime) -> None:
             "content/index.md": INDEX_MD,
             "content/world_state.md": world.render("", {}),
             HOOKS_PATH: HOOKS_PY,
+            **workflows.for_memory_repository(),
         }
         with repo.locked():
             for rel in files:

@@ -218,6 +218,10 @@ class Catalog:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
 
+    def _size_hint(self) -> int:
+        """About as many memories as are indexed, at once (count(*) reads the whole table)."""
+        return self.db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
+
     # --- writes ------------------------------------------------------------
 
     def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str]) -> None:
@@ -260,7 +264,7 @@ class Catalog:
         wanted: list[tuple[str, str, bytes]] = []
         # Catching up on a large catalog, git compares the folders (in C); a
         # rebuild or a small catalog walks them here and spares the process.
-        large = not rebuild and old is not None and new is not None and self.count() > GIT_DIFF_ABOVE
+        large = not rebuild and old is not None and new is not None and self._size_hint() > GIT_DIFF_ABOVE
         for rel, before, after in (repo.diff_trees(old, new) if large else repo.objects.diff(old, new)):
             path = f"{memories_dir}/{rel}"
             if after is not None:

@@ -78,6 +78,8 @@ class MemoryStore:
             then git's ``user.name``, then ``human``.
         clock: returns the current time (UTC); for simulations and tests.
         progress: called as (files read, files to read) while the index is rebuilt.
+        agent_branch: commit on the branch ``agent/<agent>`` (checked out, created
+            from the current branch if new), for review as a pull request.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree.
@@ -91,6 +93,7 @@ class MemoryStore:
         *,
         clock: Callable[[], datetime] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        agent_branch: bool = False,
     ) -> None:
         self.repo = Repository(path)
         self._clock = clock or utcnow
@@ -107,6 +110,10 @@ class MemoryStore:
             self.repo.close()
             raise
         self._local = threading.local()
+        if agent_branch:
+            from ..sync import use_agent_branch
+
+            use_agent_branch(self)
 
     @classmethod
     def init(

@@ -1,0 +1,120 @@
+"""Sharing one memory through an ordinary git remote: sync, and proposals for review.
+
+``sync`` fetches the remote branch, merges it into the local one with
+memsite's merge drivers (world state key by key, memory files with recall
+counts added up), and pushes; a push rejected because someone pushed first
+is retried from the fetch. It never force-pushes and never drops a local
+commit: local commits are merged, not rebased away, and a merge that cannot
+be resolved is aborted, leaving the branch as it was.
+
+The repository lock is held throughout, so memsite writers in this clone
+wait rather than commit under a merge.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+
+from .errors import ConflictError, RepositoryError
+from .store import MemoryStore
+
+ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    remote: str
+    branch: str
+    fetched: int  # commits taken from the remote
+    pushed: int  # local commits the remote did not have
+    attempts: int
+
+
+def sync(store: MemoryStore, remote: str = "origin", branch: str | None = None) -> SyncResult:
+    """Merge the remote's memory into this clone's and push the result.
+
+    Raises:
+        ConflictError: the same world-state key or memory text was changed
+            differently on both sides; the merge was aborted, nothing pushed.
+        RepositoryError: the remote cannot be reached or keeps rejecting the push.
+    """
+    repo = store.repo
+    with repo.locked():
+        local = repo.branch().removeprefix("refs/heads/")
+        target = branch or local
+        for attempt in range(1, ATTEMPTS + 1):
+            exists = _git(store, "ls-remote", "--exit-code", "--heads", remote, target, check=False).returncode == 0
+            fetched = 0
+            if exists:
+                _git(store, "fetch", "--quiet", remote, f"+refs/heads/{target}:refs/remotes/{remote}/{target}")
+                theirs = f"refs/remotes/{remote}/{target}"
+                fetched = int(_git(store, "rev-list", "--count", f"HEAD..{theirs}").stdout)
+                if fetched:
+                    _merge(store, theirs, remote, target)
+                pushed = int(_git(store, "rev-list", "--count", f"{theirs}..HEAD").stdout)
+            else:
+                pushed = int(_git(store, "rev-list", "--count", "HEAD").stdout)
+            if not pushed:
+                return SyncResult(remote, target, fetched, 0, attempt)
+            push = _git(store, "push", "--quiet", remote, f"HEAD:refs/heads/{target}", check=False)
+            if push.returncode == 0:
+                return SyncResult(remote, target, fetched, pushed, attempt)
+            if "rejected" not in push.stderr and "fetch first" not in push.stderr and "non-fast-forward" not in push.stderr:
+                raise RepositoryError(f"git push {remote} {target} failed: {push.stderr.strip()}")
+            time.sleep(0.05 * attempt)  # someone pushed first: fetch their work and try again
+        raise RepositoryError(f"{remote}/{target} kept moving: the push was rejected {ATTEMPTS} times; "
+                              "run 'memsite sync' again")
+
+
+def _merge(store: MemoryStore, theirs: str, remote: str, target: str) -> None:
+    merge = _git(store, "-c", f"user.name={store.agent}", "-c", f"user.email={store.agent}@memsite.invalid",
+                 "merge", "--no-edit", "--quiet", "-m", f"Sync memory with {remote}/{target}", theirs, check=False)
+    if merge.returncode == 0:
+        return
+    conflicted = _git(store, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
+    _git(store, "merge", "--abort", check=False)
+    if conflicted:
+        raise ConflictError(f"merging {remote}/{target} left conflicts in {', '.join(conflicted)}: both sides "
+                            "changed the same key or text differently; the merge was aborted and nothing pushed. "
+                            "Merge by hand (git merge " + theirs + "), resolve, commit, then sync again")
+    raise RepositoryError(f"git merge {theirs} failed: {merge.stderr.strip() or merge.stdout.strip()}")
+
+
+def agent_branch(agent: str) -> str:
+    return f"agent/{agent}"
+
+
+def use_agent_branch(store: MemoryStore) -> str:
+    """Check out ``agent/<name>`` (created from the current branch) so this agent's writes go there."""
+    name = agent_branch(store.agent)
+    with store.repo.locked():
+        if store.repo.branch() != f"refs/heads/{name}":
+            exists = _git(store, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False).returncode == 0
+            _git(store, "checkout", "--quiet", *([name] if exists else ["-b", name]))
+    return name
+
+
+def propose(store: MemoryStore, remote: str = "origin", base: str = "main") -> tuple[str, str]:
+    """Push this agent's branch and return (branch, the pull request's body: the change report).
+
+    Raises:
+        RepositoryError: the branch cannot be pushed.
+    """
+    from .review import compare, markdown
+
+    name = use_agent_branch(store)
+    sync(store, remote, name)
+    _git(store, "fetch", "--quiet", remote, f"+refs/heads/{base}:refs/remotes/{remote}/{base}", check=False)
+    start = f"refs/remotes/{remote}/{base}"
+    if _git(store, "rev-parse", "--verify", "--quiet", start, check=False).returncode != 0:
+        start = base
+    return name, markdown(compare(store.root, start, name))
+
+
+def _git(store: MemoryStore, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(["git", *args], cwd=store.root, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise RepositoryError(f"git {' '.join(args[:2])} failed in {store.root}: {result.stderr.strip()}")
+    return result

@@ -1,0 +1,142 @@
+"""Many clones sharing one memory through a bare remote: sync, merge drivers, proposals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memsite import ConflictError, MemoryStore
+from memsite.sync import sync
+from tests.conftest import Clock, assert_clean, git
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def remote(tmp_path: Path, store: MemoryStore) -> Path:
+    """A bare remote holding the store's repository; the store's clone has it as origin."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(store.root, "remote", "add", "origin", str(bare))
+    sync(store)
+    return bare
+
+
+def clone(remote: Path, where: Path, agent: str, clock: Clock | None = None) -> MemoryStore:
+    git(remote.parent, "clone", "-q", str(remote), str(where))
+    return MemoryStore(where, agent=agent, clock=clock)
+
+
+def on_remote(remote: Path) -> list[str]:
+    """The memory files on the remote's main branch."""
+    names = git(remote, "ls-tree", "-r", "--name-only", "main", "content/memories").split()
+    return sorted(names)
+
+
+def test_a_fresh_clone_registers_the_merge_drivers_when_opened(remote: Path, tmp_path: Path) -> None:
+    git(remote.parent, "clone", "-q", str(remote), str(tmp_path / "b"))
+    assert git(tmp_path / "b", "config", "--get-regexp", r"^merge\.", check=False) == ""
+    with MemoryStore(tmp_path / "b", agent="coder"):
+        pass
+    assert "memsite merge-driver" in git(tmp_path / "b", "config", "--get-regexp", r"^merge\.")
+
+
+def test_memories_written_in_two_clones_end_up_on_the_remote_once(store: MemoryStore, remote: Path,
+                                                                  tmp_path: Path) -> None:
+    other = clone(remote, tmp_path / "b", "coder")
+    mine = store.remember("The build server is orion", category="entities")
+    theirs = other.remember("Deploys happen on Tuesdays", category="events")
+    first = sync(store)
+    assert first.pushed >= 1
+    second = sync(other)
+    assert (second.fetched, second.pushed) >= (1, 1)
+    sync(store)
+    files = on_remote(remote)
+    assert len(files) == 2 and any(mine.id[-6:].lower() in f for f in files)
+    assert {m.id for m in store.list()} == {m.id for m in other.list()} == {mine.id, theirs.id}
+    for commit in (mine.commit, theirs.commit):  # nothing acknowledged was dropped or rewritten
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", commit, "main"], cwd=remote).returncode == 0
+    assert_clean(store.root)
+    assert_clean(other.root)
+    other.close()
+
+
+def test_world_state_merges_by_key_and_a_real_conflict_changes_nothing(store: MemoryStore, remote: Path,
+                                                                       tmp_path: Path) -> None:
+    other = clone(remote, tmp_path / "b", "coder")
+    store.world.merge({"deploy.target": "staging"})
+    other.world.merge({"db.version": "16"})
+    sync(store)
+    sync(other)
+    sync(store)
+    assert store.world.read() == other.world.read() == {"deploy.target": "staging", "db.version": "16"}
+
+    store.world.merge({"ci.status": "green"})
+    other.world.merge({"ci.status": "red"})
+    sync(store)
+    head = git(other.root, "rev-parse", "HEAD")
+    with pytest.raises(ConflictError, match="world_state.md"):
+        sync(other)
+    assert git(other.root, "rev-parse", "HEAD") == head
+    assert git(other.root, "status", "--porcelain") == ""
+    assert other.world.read()["ci.status"] == "red"
+    other.close()
+
+
+def test_recall_counts_from_two_clones_add_up(store: MemoryStore, remote: Path, tmp_path: Path,
+                                             clock: Clock) -> None:
+    shared = store.remember("The staging cluster is vega", category="entities")
+    sync(store)
+    other = clone(remote, tmp_path / "b", "coder", clock)
+    for _ in range(2):
+        store.recall("staging cluster vega")
+    for _ in range(3):
+        other.recall("staging cluster vega")
+    store.flush_activity()
+    other.flush_activity()
+    sync(store)
+    sync(other)
+    sync(store)
+    assert store.get(shared.id).active_count == other.get(shared.id).active_count == 5
+    other.close()
+
+
+def test_clones_writing_and_syncing_concurrently_lose_nothing(store: MemoryStore, remote: Path,
+                                                             tmp_path: Path) -> None:
+    agents = ("alpha", "beta", "gamma")
+    for agent in agents:
+        git(remote.parent, "clone", "-q", str(remote), str(tmp_path / agent))
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.sync_process", str(tmp_path / agent), agent, "9"],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for agent in agents]
+    acked = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        acked += [line.split()[1] for line in out.splitlines() if line.startswith("ACK ")]
+    assert len(acked) == 27
+    sync(store)
+    ids = [m.id for m in store.list()]
+    assert sorted(ids) == sorted(acked)  # every memory, exactly once
+    assert len(on_remote(remote)) == 27
+    world = store.world.read()
+    assert {world[f"agent.{a}.progress"] for a in agents} == {"9"}
+    assert_clean(store.root)
+
+
+def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore, remote: Path,
+                                                              tmp_path: Path) -> None:
+    git(remote.parent, "clone", "-q", str(remote), str(tmp_path / "b"))
+    with MemoryStore(tmp_path / "b", agent="coder", agent_branch=True) as coder:
+        assert git(coder.root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "agent/coder"
+        m = coder.remember("Flaky tests were fixed by pinning the browser", category="cases")
+        from memsite.sync import propose
+
+        branch, body = propose(coder)
+    assert branch == "agent/coder"
+    assert m.id in body and "## Created (1)" in body
+    assert git(remote, "rev-parse", "agent/coder").strip() == m.commit
+    assert on_remote(remote) == []  # main is untouched until the pull request is merged
