@@ -294,6 +294,49 @@ def diff(ctx: _Context, base: str, head: str, as_json: bool) -> None:
 
 
 @main.command()
+@click.option("--date", "day", type=click.DateTime(["%Y-%m-%d"]), help="The report of this day (YYYY-MM-DD).")
+@click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="One report per day from this day on.")
+@click.option("--rev", default="HEAD", show_default=True, help="Report the history up to this revision.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@pass_context
+@_errors_as_messages
+def report(ctx: _Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
+    """Daily reports from the history: sessions, created / merged / skipped / trimmed, highlights, per agent.
+
+    Without --date or --since: the latest day with activity. Computed from the
+    commits, so the same at every clone and at any revision (--rev).
+
+    \b
+    Examples:
+        memsite report --date 2026-11-20
+        memsite report --since 2026-11-01 --json
+    """
+    from . import history
+
+    if day and since:
+        raise click.UsageError("give --date or --since, not both")
+    with ctx.store() as store:
+        abstracts = {m.id: m.abstract for m in store.list()}
+        reports = history.daily(history.read(store.root, rev, store.config.content_dir),
+                                store.config.sessions_dir)
+    if day:
+        reports = [r for r in reports if r.day == day.date()]
+    elif since:
+        reports = [r for r in reports if r.day >= since.date()]
+    else:
+        reports = reports[:1]
+    if as_json:
+        click.echo(json.dumps([{"day": r.day.isoformat(), "commits": r.commits, "sessions": r.sessions,
+                                "counts": dict(r.counts), "created": r.highlights,
+                                "agents": {a: dict(c) for a, c in r.agents.items()}} for r in reports], indent=2))
+        return
+    for r in reports[::-1]:
+        click.echo(history.render_day(r, lambda mid: abstracts.get(mid, f"{mid} (no longer in memory)"), str))
+    if not reports:
+        click.echo("No activity on that day." if day else "No activity yet.", err=True)
+
+
+@main.command()
 @click.argument("query")
 @click.option("-n", "--limit", default=5, show_default=True, type=click.IntRange(min=1), help="At most this many.")
 @click.option("-c", "--category", help="Only this category (or alias).")

@@ -131,3 +131,34 @@ def test_check_base_catches_each_invariant_violation(store: MemoryStore) -> None
     ]
     for name, message in expect:
         assert any(name in line and message in line for line in lines), (name, message, "\n".join(lines))
+
+
+def test_report_counts_each_day_from_the_commits_and_is_reproducible(store: MemoryStore, clock: Clock) -> None:
+    limit_cases(store)
+    store = MemoryStore(store.root, agent="planner", clock=clock)
+    with store.transaction("Import cases") as tx:  # a skip is recorded in the commit it was part of
+        for n, word in enumerate(("billing", "ledger", "search")):
+            tx.remember(f"Case {n}: the {word} service crashed and was restarted", category="cases")
+        tx.remember("Case 0: the billing service crashed and was restarted", category="cases")  # skipped
+    git(store.root, "tag", "day-one")
+    clock.advance(days=1)
+    coder = MemoryStore(store.root, agent="coder", clock=clock)
+    coder.remember("Case 3: the api service crashed and was restarted", category="cases")  # trims
+    coder.remember("Case 3: the api service crashed and was restarted again", category="cases")  # merged
+    with coder.task(type="debug", keywords=["crash"]) as task:
+        task.problem("Crashes")
+        task.solution("Restarted")
+
+    first = json.loads(run(store, "report", "--date", "2026-11-01", "--json").output)[0]
+    assert first["counts"] == {"created": 3, "skipped": 1}
+    assert first["agents"]["planner"]["created"] == 3
+    second = json.loads(run(store, "report", "--json").output)[0]
+    assert second["day"] == "2026-11-02"
+    assert second["counts"]["created"] == 1 and second["counts"]["merged"] == 1
+    assert second["counts"]["trimmed"] == 2 and second["sessions"] == ["2026-11-02_debug_crash"]
+    text = run(store, "report", "--since", "2026-11-01").output
+    assert text.index("# Report 2026-11-01") < text.index("# Report 2026-11-02")
+    assert "Case 3: the api service crashed and was restarted" in text and "| coder | 1 | 1 | 0 | 2 | 1 |" in text
+    at_tag = json.loads(run(store, "report", "--since", "2026-11-01", "--rev", "day-one", "--json").output)
+    assert [r["day"] for r in at_tag] == ["2026-11-01"]
+    coder.close()

@@ -79,6 +79,17 @@ def test_every_contract_url_of_the_demo_exists_with_its_content(demo: Path) -> N
     for name in names:
         assert f'href="{name}/"' in sessions
         assert "Problem" in page(site, f"/sessions/{name}/")
+    reports = page(site, "/reports/")
+    report_days = re.findall(r'href="(\d{4}-\d{2}-\d{2})/"', reports)
+    assert len(report_days) >= 10
+    assert any("Highlights" in page(site, f"/reports/{d}/") and "created" in page(site, f"/reports/{d}/")
+               for d in report_days)
+    some = every[0]
+    article = page(site, f"/memories/{some.category}/{some.created:%Y-%m}/")
+    article = article[article.index(f'id="{some.id}"'):]
+    assert "History</summary>" in article[:article.index("</article>")]
+    assert f"created by {some.agent}" in article[:article.index("</article>")] or "merged" in article
+
     agents = page(site, "/agents/")
     for agent in ("planner", "coder", "reviewer"):
         assert f'href="{agent}/"' in agents

@@ -20,6 +20,7 @@ from mkdocs.structure.files import File, Files
 
 from ..config import parse_config
 from ..errors import MemsiteError
+from .. import history
 from ..model import utcnow
 from .pages import Site
 from .snapshot import load
@@ -70,7 +71,8 @@ def on_config(config: Any) -> Any:
             {"Memories": ["memories/index.md",
                           *[{c.name: f"memories/{c.folder}/index.md"} for c in memsite.categories]]},
             {"Rankings": "rankings.md"}, {"Summaries": "summaries/index.md"}, {"Skills": "skills.md"},
-            {"World state": "world.md"}, {"Sessions": "sessions/index.md"}, {"Agents": "agents/index.md"},
+            {"Reports": "reports/index.md"}, {"World state": "world.md"}, {"Sessions": "sessions/index.md"},
+            {"Agents": "agents/index.md"},
         ]
     return config
 
@@ -79,7 +81,8 @@ def on_files(files: Files, config: Any) -> Files:
     """Replace the agent-written sources with the generated pages."""
     try:
         snap = load(Path(config.docs_dir), _state["config"], build_time())
-        site = Site(snap, config.site_name)
+        commits = history.read(Path(config.config_file_path).parent, "HEAD", _state["config"].content_dir)
+        site = Site(snap, config.site_name, commits)
         pages = site.pages()
     except MemsiteError as exc:
         raise PluginError(str(exc)) from None

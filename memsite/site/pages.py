@@ -21,6 +21,8 @@ from ..config import Category
 from ..model import Memory
 from ..sessions import SessionRecord
 from ..skills import SkillCandidate, promote
+from .. import history
+from ..history import Commit
 from . import charts, safe
 from .safe import link, text
 from .snapshot import Scored, Snapshot
@@ -38,8 +40,10 @@ def memory_src(memory: Memory, folder: str) -> str:
 class Site:
     """Renders the pages of one snapshot."""
 
-    def __init__(self, snap: Snapshot, site_name: str = "Agent memory") -> None:
+    def __init__(self, snap: Snapshot, site_name: str = "Agent memory", commits: list[Commit] | None = None) -> None:
         self.snap = snap
+        self.commits = commits or []
+        self.history = history.by_memory(self.commits, snap.paths)
         self.site_name = site_name
         self.folders = {c.name: c.folder for c in snap.config.categories}
         self.session_names = {s.name for s in snap.sessions}
@@ -106,6 +110,7 @@ class Site:
         pages.update(self.summary_pages())
         pages.update(self.session_pages())
         pages.update(self.agent_pages())
+        pages.update(self.report_pages())
         return pages
 
     def dashboard(self) -> str:
@@ -206,9 +211,14 @@ class Site:
                  ("Source", source),
                  ("Tags", ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags) or "none")]
         dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+        changes = "".join(
+            f"<li>{c.when:%Y-%m-%d %H:%M} {text(action)} by {text(c.author)} in <code>{c.sha[:10]}</code>: "
+            f"{text(c.subject)}</li>" for c, action in self.history.get(m.id, [])[:30])
         return (f'<article class="memsite-memory" id="{text(m.id)}">\n<h2>{text(m.abstract)}</h2>\n'
                 f'<p class="memsite-overview">{text(m.overview)}</p>\n<dl class="memsite-facts">{dl}</dl>\n'
-                f'<div class="memsite-body">{safe.body(m.content)}</div>\n</article>')
+                f'<div class="memsite-body">{safe.body(m.content)}</div>\n'
+                + (f'<details class="memsite-history"><summary>History</summary><ul>{changes}</ul></details>\n'
+                   if changes else "") + "</article>")
 
     def rankings(self) -> str:
         here, snap, config = "rankings.md", self.snap, self.snap.config
@@ -348,6 +358,32 @@ class Site:
         lines += ["", "## Sessions", ""]
         lines += [f"- {self.session_link(here, s)} — {text(s.outcome)}" for s in sessions[:50]] or ["None yet."]
         return "\n".join(lines) + "\n"
+
+
+    def report_pages(self) -> dict[str, str]:
+        """``/reports/``: what each day's commits did, from the trailers (reproducible at any revision)."""
+        by_id = {s.memory.id: s.memory for s in self.snap.memories}
+        pages = {}
+        index = [_front("Reports"), "# Reports", "", "What happened each day, from the commits.", "",
+                 "| Day | Created | Merged | Skipped | Trimmed | Sessions | Commits |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]
+        for report in history.daily(self.commits, f"{self.snap.config.content_dir}/sessions"):
+            here = f"reports/{report.day.isoformat()}.md"
+
+            def abstract(mid: str, here: str = here) -> str:
+                memory = by_id.get(mid)
+                return self.memory_link(here, memory) if memory else f"{text(mid)} (no longer in memory)"
+
+            pages[here] = _front(f"Report {report.day.isoformat()}") + history.render_day(report, abstract,
+                                                                                            safe.inline)
+            c = report.counts
+            index.append(f"| {link('reports/index.md', here, report.day.isoformat())} | {c['created']} | "
+                         f"{c['merged']} | {c['skipped']} | {c['trimmed']} | {len(report.sessions)} | "
+                         f"{report.commits} |")
+        if not self.commits:
+            index.append("\nNo history: the site was built outside a git repository.")
+        pages["reports/index.md"] = "\n".join(index) + "\n"
+        return pages
 
 
 def projection(snap: Snapshot, *, include_l1: bool = True) -> dict[str, str]:

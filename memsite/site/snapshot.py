@@ -39,6 +39,7 @@ class Snapshot:
     world_preamble: str = ""
     world: dict[str, str] = field(default_factory=dict)
     knowledge: dict[str, notes.Knowledge] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)  # memory file (from the repository root) -> id
 
     def by_category(self) -> dict[str, list[Scored]]:
         """Every configured category (empty ones too), its memories best first."""
@@ -68,6 +69,7 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
             raise FormatError(f"{_rel(path, root)}: not in a configured category folder; move it to "
                               f"{config.content_dir}/memories/<category>/ or add the category to mkdocs.yml")
         memory = parse_memory(_read(path, root), _rel(path, root), category=category.name)
+        snap.paths[_rel(path, root)] = memory.id
         snap.memories.append(Scored(
             memory,
             decay_factor(memory.created, now, config.half_life_days, pinned=memory.pinned),

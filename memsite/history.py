@@ -1,0 +1,136 @@
+"""The memory's history, from one pass of ``git log``: daily reports and each memory's changes.
+
+Everything comes from what is committed (commit trailers and the files each
+commit touched), so a report is the same at any clone and reproducible at any
+revision: ``memsite report --date D`` at a tag shows that tag's history.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from .errors import RepositoryError
+
+COUNTED = ("created", "merged", "updated", "forgotten", "trimmed", "recalled")
+_SEP, _END = "\x1f", "\x1e"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    author: str
+    when: datetime
+    subject: str
+    actions: tuple[tuple[str, str, str], ...]  # (memory id, action, reason)
+    skipped: int
+    files: tuple[tuple[str, str], ...]  # (status, path)
+
+
+@dataclass
+class DayReport:
+    day: date
+    commits: int = 0
+    sessions: list[str] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)  # created / merged / skipped / trimmed / ...
+    highlights: list[str] = field(default_factory=list)  # ids of what was created
+    agents: dict[str, Counter] = field(default_factory=dict)
+
+
+def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Commit]:
+    """Every commit reachable from ``revision`` that touched ``folder``, oldest first (one ``git log``)."""
+    result = subprocess.run(
+        ["git", "log", "--reverse", "--no-renames", "--name-status", "-z",
+         f"--format={_END}%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}", revision, "--", folder],
+        cwd=root, capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        if "does not have any commits" in result.stderr or "unknown revision" in result.stderr:
+            return []
+        raise RepositoryError(f"git log failed in {root}: {result.stderr.strip()}")
+    return [c for c in (_commit(record) for record in result.stdout.split(_END)[1:]) if c is not None]
+
+
+def _commit(record: str) -> Commit | None:
+    parts = record.split(_SEP)
+    if len(parts) < 5:
+        return None
+    sha, author, stamp, message, rest = parts[0], parts[1], parts[2], parts[3], _SEP.join(parts[4:])
+    actions, current = [], None
+    for line in message.splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key == "Memory-Id":
+            current = [value.strip(), "", ""]
+            actions.append(current)
+        elif current is not None and key == "Action":
+            current[1] = value.strip()
+        elif current is not None and key == "Reason":
+            current[2] = value.strip()
+    skipped = sum(int(n) for n in re.findall(r"^Skipped: (\d+)$", message, re.MULTILINE))
+    fields = [f for f in rest.strip("\0\n").split("\0") if f]
+    files = tuple((fields[i].strip(), fields[i + 1]) for i in range(0, len(fields) - 1, 2))
+    return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=timezone.utc),
+                  message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files)
+
+
+def daily(commits: list[Commit], sessions_dir: str = "content/sessions") -> list[DayReport]:
+    """One report per day with commits, newest first."""
+    days: dict[date, DayReport] = {}
+    for commit in commits:
+        report = days.setdefault(commit.when.date(), DayReport(commit.when.date()))
+        report.commits += 1
+        agent = report.agents.setdefault(commit.author, Counter())
+        for status, path in commit.files:
+            if status == "A" and path.startswith(sessions_dir + "/"):
+                report.sessions.append(Path(path).stem)
+                agent["sessions"] += 1
+        for mid, action, _ in commit.actions:
+            if action in COUNTED:
+                report.counts[action] += 1
+                agent[action] += 1
+            if action == "created":
+                report.highlights.append(mid)
+        if commit.skipped:
+            report.counts["skipped"] += commit.skipped
+            agent["skipped"] += commit.skipped
+    return sorted(days.values(), key=lambda r: r.day, reverse=True)
+
+
+def by_memory(commits: list[Commit], ids_by_path: dict[str, str]) -> dict[str, list[tuple[Commit, str]]]:
+    """Memory id -> [(commit, action)], newest first: trailers name the memory; a hand edit, its file."""
+    found: dict[str, list[tuple[Commit, str]]] = {}
+    for commit in commits:
+        named = {mid for mid, _, _ in commit.actions}
+        for mid, action, _ in commit.actions:
+            found.setdefault(mid, []).append((commit, action or "changed"))
+        for status, path in commit.files:
+            mid = ids_by_path.get(path)
+            if mid is not None and mid not in named:
+                found.setdefault(mid, []).append((commit, "edited by hand" if status == "M" else
+                                                  "added by hand" if status == "A" else "changed"))
+    return {mid: entries[::-1] for mid, entries in found.items()}
+
+
+def render_day(report: DayReport, abstract: Callable[[str], str], esc: Callable[[object], str]) -> str:
+    """A day's report as Markdown: counts, sessions, highlights, per agent."""
+    counts = ", ".join(f"{report.counts.get(k, 0)} {k}" for k in ("created", "merged", "skipped", "trimmed"))
+    extra = ", ".join(f"{n} {k}" for k, n in sorted(report.counts.items())
+                      if k not in ("created", "merged", "skipped", "trimmed") and n)
+    lines = [f"# Report {report.day.isoformat()}", "", f"**{counts}**" + (f"; {extra}" if extra else "")
+             + f"; {len(report.sessions)} sessions, {report.commits} commits.", "", "## Highlights", ""]
+    lines += [f"- {abstract(mid)}" for mid in report.highlights[:20]] or ["(nothing created)"]
+    if len(report.highlights) > 20:
+        lines.append(f"- … and {len(report.highlights) - 20} more")
+    lines += ["", "## Sessions", ""]
+    lines += [f"- {esc(name)}" for name in report.sessions] or ["(none)"]
+    lines += ["", "## By agent", "", "| agent | created | merged | skipped | trimmed | sessions |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for agent, c in sorted(report.agents.items()):
+        lines.append(f"| {esc(agent)} | {c['created']} | {c['merged']} | {c['skipped']} | {c['trimmed']} | "
+                     f"{c['sessions']} |")
+    return "\n".join(lines) + "\n"
