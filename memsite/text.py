@@ -73,9 +73,14 @@ def sketch(text: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
     Texts sharing most of their word pairs share several of these values (at
     the default dedup threshold about four of six), texts that merely share a
     common phrase at most one or two, so near-duplicates are found by an
-    indexed lookup (see :func:`shared_needed`) instead of a search.
+    indexed lookup (see :func:`shared_needed`) instead of a search. Pairs of
+    stopwords are left out (unless the text has nothing else).
     """
-    return tuple(sorted({zlib.crc32("\x1f".join(pair).encode("utf-8")) for pair in _shingles(text)})[:size])
+    pairs = _shingles(text)
+    # Pairs of function words ('of the') are in most texts: as sketch values they
+    # would make every text a candidate for every other. Content pairs only.
+    meaningful = {pair for pair in pairs if not all(w in STOPWORDS for w in pair)} or pairs
+    return tuple(sorted({zlib.crc32("\x1f".join(pair).encode("utf-8")) for pair in meaningful})[:size])
 
 
 def sketch_key(category: str, value: int) -> int:

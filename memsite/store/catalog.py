@@ -26,7 +26,7 @@ from ..text import fingerprint, sketch, sketch_key
 from .repo import Repository
 from .sqlite import connect, transaction
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 GIT_DIFF_ABOVE = 5000  # memories from which catching up asks git for the changed files
 
 _COLUMNS = (
