@@ -50,8 +50,8 @@ def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Co
         cwd=root, capture_output=True, text=True,
     )
     if result.returncode != 0:
-        if "does not have any commits" in result.stderr or "unknown revision" in result.stderr:
-            return []
+        if any(m in result.stderr for m in ("does not have any commits", "unknown revision", "not a git repository")):
+            return []  # no history to read: the site shows none
         raise RepositoryError(f"git log failed in {root}: {result.stderr.strip()}")
     return [c for c in (_commit(record) for record in result.stdout.split(_END)[1:]) if c is not None]
 

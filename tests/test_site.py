@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -199,3 +200,14 @@ def test_the_product_repository_root_is_an_example_memory_site(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "site" / "rankings" / "index.html").is_file()
     assert "memsite-entry" in (tmp_path / "site" / "memories" / "patterns" / "index.html").read_text()
+
+
+def test_a_copy_outside_git_still_builds_without_history(demo: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "export"
+    copy.mkdir()
+    for name in ("mkdocs.yml", "content", "hooks"):
+        (shutil.copytree if (demo / name).is_dir() else shutil.copy)(demo / name, copy / name)
+    result = subprocess.run(["mkdocs", "build", "--strict"], cwd=copy, capture_output=True, text=True,
+                            env={**env(tmp_path), "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "No history" in (copy / "site" / "reports" / "index.html").read_text()

@@ -18,9 +18,9 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
+from .. import history
 from ..config import parse_config
 from ..errors import MemsiteError
-from .. import history
 from ..model import utcnow
 from .pages import Site
 from .snapshot import load
