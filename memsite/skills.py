@@ -236,4 +236,5 @@ def _clean(text: str) -> str:
 
 
 def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+    """'Cutting a release' -> 'cutting a release'; an acronym ('CI fails') stays as it is."""
+    return text if text[:2].isupper() else text[:1].lower() + text[1:]
