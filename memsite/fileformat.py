@@ -350,6 +350,18 @@ def split_frontmatter(text: str, where: str) -> tuple[dict[str, Any], str]:
     return handler.load(fm), body.strip()
 
 
+def decode(data: bytes, where: str) -> str:
+    """The text of a file's bytes.
+
+    Raises:
+        FormatError: they are not UTF-8 (naming the file, the byte and the fix).
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{where}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
+
+
 def parse_memory(text: str, where: str, *, category: str | None = None) -> Memory:
     """Parse a memory file's text into a :class:`Memory`.
 

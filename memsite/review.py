@@ -20,7 +20,7 @@ from typing import Any
 from . import world
 from .config import Config, load_config
 from .errors import FormatError, MemsiteError
-from .fileformat import memory_fields, parse_memory
+from .fileformat import decode, memory_fields, parse_memory
 from .model import Memory
 from .store.repo import Repository
 
@@ -120,11 +120,7 @@ def _is_memory(config: Config, path: str) -> bool:
 def _memory(config: Config, path: str, data: bytes) -> Memory:
     folder = path.rsplit("/", 2)[-2]
     category = config.by_folder(folder)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
-    return parse_memory(text, path, category=category.name if category else folder).replace(path=Path(path))
+    return parse_memory(decode(data, path), path, category=category.name if category else folder).replace(path=Path(path))
 
 
 def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple[str, Memory] | None,

@@ -8,7 +8,7 @@ from pathlib import Path
 from . import checks, notes, sessions, world
 from .config import Config, load_config
 from .errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
-from .fileformat import parse_memory
+from .fileformat import decode, parse_memory
 from .model import Memory
 
 
@@ -50,12 +50,9 @@ def _memories(root: Path, config: Config) -> tuple[list[str], int]:
             )
             continue
         try:
-            text = path.read_bytes().decode("utf-8")
-            memory = parse_memory(text, rel, category=category.name)
+            memory = parse_memory(decode(path.read_bytes(), rel), rel, category=category.name)
             memories.append((rel, memory))
             checks.no_secrets({"content": memory.content, "abstract": memory.abstract, "overview": memory.overview})
-        except UnicodeDecodeError as exc:
-            problems.append(f"{rel}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8")
         except SecretFound as exc:
             problems.append(f"{rel}: {str(exc).replace('; nothing was written', '')}")
         except FormatError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import notes, sessions, world
 from ..config import Config
 from ..errors import FormatError
-from ..fileformat import parse_memory
+from ..fileformat import decode, parse_memory
 from ..model import Memory
 from ..ranking import activity_boost, decay_factor
 from ..sessions import SessionRecord
@@ -89,10 +89,7 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
 
 
 def _read(path: Path, root: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{_rel(path, root)}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
+    return decode(path.read_bytes(), _rel(path, root))
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import FormatError, RepositoryError
-from ..fileformat import parse_memory
+from ..fileformat import decode, parse_memory
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
 from ..text import fingerprint, sketch, sketch_key
@@ -317,11 +317,7 @@ def memory_from_blob(config: Config, path: str, rel: str, data: bytes | None) ->
             "add it under extra.memsite.categories in mkdocs.yml or move the file"
         )
     assert data is not None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
-    return parse_memory(text, path, category=category.name)
+    return parse_memory(decode(data, path), path, category=category.name)
 
 
 def _folder(repo: Repository, commit: str | None, folder: str) -> bytes | None:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import checks
 from ..config import Category, Config, load_config
-from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
-from ..fileformat import format_memory
+from ..errors import InvalidInput, MemsiteError, NotFound
+from ..fileformat import decode, format_memory
 from ..merge import DRIVERS
 from ..merge import command as merge_command
 from ..model import (
@@ -702,12 +702,7 @@ class Transaction:
             data = self._files[path]
         else:
             data = self.store.repo.read_file(self.parent, path)
-        if data is None:
-            return None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FormatError(f"{path}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from None
+        return None if data is None else decode(data, path)
 
     def write_text(self, path: str, text: str, *, owned: bytes | None = None) -> None:
         """Stage ``text`` for ``path``. Session records are append-only: an existing one is refused.
