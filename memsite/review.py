@@ -11,15 +11,14 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import subprocess
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import world
+from . import history, world
 from .config import Config, load_config
-from .errors import FormatError, MemsiteError
+from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
 from .model import Memory
 from .store.repo import Repository
@@ -77,7 +76,7 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
                    repo.diff_trees(repo.root_tree(base_sha), repo.root_tree(head_sha))
                    if path.startswith(config.content_dir + "/")]
         blobs = repo.objects.read_blobs([e.sha for _, *pair in entries for e in pair if e is not None])
-        trailers, commits = _trailers(root, base_sha, head_sha)
+        trailers, commits = _trailers(root, base_sha, head_sha, config.content_dir)
     finally:
         repo.close()
     report = Report(base, head, commits)
@@ -160,36 +159,19 @@ def _world_changes(old: bytes | None, new: bytes | None) -> list[tuple[str, str,
     return sorted(changes)
 
 
-def _trailers(root: Path, base: str, head: str) -> tuple[dict[str, list[tuple[str, str, str]]], int]:
+def _trailers(root: Path, base: str, head: str, folder: str) -> tuple[dict[str, list[tuple[str, str, str]]], int]:
     """Memory id -> [(action, reason, author)] from the commit trailers in base..head, oldest first."""
-    result = subprocess.run(["git", "log", "--reverse", "-z", "--format=%an%x1f%B", f"{base}..{head}"],
-                            cwd=root, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise MemsiteError(f"git log {base}..{head} failed: {result.stderr.strip()}")
+    commits = history.read(root, f"{base}..{head}", folder)
     found: dict[str, list[tuple[str, str, str]]] = {}
-    commits = 0
-    for record in filter(None, result.stdout.split("\0")):
-        commits += 1
-        author, _, message = record.partition("\x1f")
-        current: list[Any] | None = None
-        for line in message.splitlines():
-            key, _, value = line.strip().partition(": ")  # squash messages indent them
-            if key == "Memory-Id":
-                current = ["", "", author]
-                found.setdefault(value.strip(), []).append(current)  # filled in by the lines below
-            elif current is not None and key == "Action":
-                current[0] = value.strip()
-            elif current is not None and key == "Reason":
-                current[1] = value.strip()
-    return {mid: [tuple(r) for r in records] for mid, records in found.items()}, commits  # type: ignore[misc]
+    for commit in commits:
+        for mid, action, reason in commit.actions:
+            found.setdefault(mid, []).append((action, reason, commit.author))
+    return found, len(commits)
 
 
-def ids_used_before(root: Path, base: str) -> set[str]:
+def ids_used_before(root: Path, base: str, folder: str) -> set[str]:
     """Every memory id named in a commit trailer up to ``base`` (one pass over that history)."""
-    result = subprocess.run(["git", "log", "--format=%B", base], cwd=root, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise MemsiteError(f"git log {base} failed: {result.stderr.strip()}")
-    return set(re.findall(r"^Memory-Id: (\S+)$", result.stdout, re.MULTILINE))
+    return {mid for commit in history.read(root, base, folder) for mid, _, _ in commit.actions}
 
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|#@!])")

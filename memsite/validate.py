@@ -27,7 +27,7 @@ def check_working_tree(root: Path, base: str | None = None) -> tuple[list[str], 
         return str(exc).splitlines(), 0
     problems = _world(root, config) + _records(root, config)
     if base is not None:
-        problems += _sessions_since(root, config, base) + _memories_since(root, base)
+        problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
     memory_problems, count = _memories(root, config)
     return problems + memory_problems, count
 
@@ -124,13 +124,13 @@ def _sessions_since(root: Path, config: Config, base: str) -> list[str]:
     return problems
 
 
-def _memories_since(root: Path, base: str) -> list[str]:
+def _memories_since(root: Path, config: Config, base: str) -> list[str]:
     """Since ``base``: no memory gone without a forget or trim record, no id given out twice."""
     from .review import compare, ids_used_before
 
     try:
         report = compare(root, base, "HEAD", strict=False)
-        used = ids_used_before(root, base)
+        used = ids_used_before(root, base, config.content_dir)
     except MemsiteError as exc:
         return [str(exc)]
     problems = [f"{c.path}: memory {c.id} deleted since {base} without a forget or trim record; restore it "
