@@ -12,13 +12,18 @@ from .pages import projection
 from .snapshot import load
 
 
+def _settings(root: Path) -> Path:
+    path = root / "mkdocs.yml"
+    if not path.is_file():
+        raise MemsiteError(f"{root}: has no mkdocs.yml; run 'memsite init' there, or 'memsite demo' for an example")
+    return path
+
+
 def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
     from mkdocs.config import load_config as load_mkdocs
     from mkdocs.exceptions import ConfigurationError
 
-    path = root / "mkdocs.yml"
-    if not path.is_file():
-        raise MemsiteError(f"{root}: has no mkdocs.yml; run 'memsite init' there, or 'memsite demo' for an example")
+    path = _settings(root)
     try:
         return load_mkdocs(config_file=str(path), **{k: v for k, v in overrides.items() if v is not None})
     except ConfigurationError as exc:
@@ -50,10 +55,7 @@ def serve(root: Path, dev_addr: str | None = None, *, open_in_browser: bool = Fa
     """Serve the site of ``root`` with live reload until interrupted."""
     from mkdocs.commands.serve import serve as mkdocs_serve
 
-    path = root / "mkdocs.yml"
-    if not path.is_file():
-        raise MemsiteError(f"{root}: has no mkdocs.yml; run 'memsite init' there, or 'memsite demo' for an example")
-    mkdocs_serve(config_file=str(path), dev_addr=dev_addr, open_in_browser=open_in_browser)
+    mkdocs_serve(config_file=str(_settings(root)), dev_addr=dev_addr, open_in_browser=open_in_browser)
 
 
 def project(root: Path, out: Path, *, include_l1: bool = True, by_category: bool = False) -> list[Path]:
