@@ -50,16 +50,22 @@ def assert_no_partial_files(repo: Path) -> None:
         parse_memory(path.read_text(), str(path), category=path.parent.name)
 
 
-def test_many_processes_writing_at_once_lose_nothing(store: MemoryStore) -> None:
+def run_together(store: MemoryStore, writers: list[tuple[str, int]], *options: str) -> dict[str, str]:
+    """Start writer processes (agent, count), release them at once, and return what they acknowledged."""
     start = store.root / ".memsite" / "go"
-    writers = [start_writer(store.root, f"agent{i}", 20, "--start", str(start)) for i in range(6)]
+    procs = [start_writer(store.root, agent, count, "--start", str(start), *options) for agent, count in writers]
     time.sleep(0.5)
     start.touch()
     acks: dict[str, str] = {}
-    for writer in writers:
-        out, err = writer.communicate(timeout=120)
-        assert writer.returncode == 0, err
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
         acks.update(acknowledged(out))
+    return acks
+
+
+def test_many_processes_writing_at_once_lose_nothing(store: MemoryStore) -> None:
+    acks = run_together(store, [(f"agent{i}", 20) for i in range(6)])
     assert len(acks) == 120
     assert_all_present(store.root, acks)
     assert len(store.list()) == 120
@@ -68,15 +74,7 @@ def test_many_processes_writing_at_once_lose_nothing(store: MemoryStore) -> None
 
 
 def test_processes_writing_transactions_at_once_lose_nothing(store: MemoryStore) -> None:
-    start = store.root / ".memsite" / "go"
-    writers = [start_writer(store.root, f"batcher{i}", 40, "--start", str(start), "--batch", "8") for i in range(3)]
-    time.sleep(0.5)
-    start.touch()
-    acks: dict[str, str] = {}
-    for writer in writers:
-        out, err = writer.communicate(timeout=120)
-        assert writer.returncode == 0, err
-        acks.update(acknowledged(out))
+    acks = run_together(store, [(f"batcher{i}", 40) for i in range(3)], "--batch", "8")
     assert len(acks) == 120 and len(set(acks.values())) == 15
     assert_all_present(store.root, acks)
     assert_clean(store.root)

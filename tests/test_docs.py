@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memsite.cli import main
-from tests.test_ingest import ChatServer
+from tests.test_llm import Endpoint, chat
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -28,11 +29,12 @@ def test_the_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "planner Import notes from session 12" in log.stdout
     assert "planner Forget preferences:" in log.stdout
 
-    server = ChatServer([{"content": "Staging is the vega cluster.", "category": "entities"}])
-    exec(compile(extraction.replace("http://127.0.0.1:8080/v1", server.url), "README.md", "exec"), {})
-    server.close()
+    server = Endpoint(chat(json.dumps([{"content": "Staging is the vega cluster.", "category": "entities"}])))
+    server.start()
+    exec(compile(extraction.replace("http://127.0.0.1:8080/v1", server.base_url), "README.md", "exec"), {})
+    server.stop()
     log = subprocess.run(["git", "-C", "agent-memory", "log", "-1", "--format=%B"], capture_output=True, text=True)
-    assert "Ingest-Batch: run-42 0-1" in log.stdout and server.requests == 1
+    assert "Ingest-Batch: run-42 0-1" in log.stdout and len(server.requests) == 1
 
 
 def test_the_quick_start_builds_the_demo_site(tmp_path: Path) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from memsite import Extractor, MemoryStore, MemsiteError, NotFound
 from memsite.cli import main
 from tests.conftest import assert_clean, git
 from tests.ingest_process import CANDIDATES, CONVERSATION, KEY
+from tests.test_llm import Endpoint, chat
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,49 +126,19 @@ def test_a_bad_session_key_is_refused_before_anything_is_written(store: MemorySt
     assert not (store.repo.state_dir / "checkpoints").exists() or not any((store.repo.state_dir / "checkpoints").iterdir())
 
 
-class ChatServer:
-    """A chat-completions endpoint on 127.0.0.1 answering with ``answer`` (a list of memory entries)."""
-
-    def __init__(self, answer: list[dict] = CANDIDATES) -> None:
-        self.requests = 0
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                owner.requests += 1
-                self.rfile.read(int(self.headers["Content-Length"]))
-                body = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                            "content": json.dumps(answer)}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_the_cli_ingests_a_conversation_file_through_an_http_llm(store: MemoryStore, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    server = ChatServer()
-    monkeypatch.setenv("MEMSITE_LLM_BASE_URL", server.url)
+    server = Endpoint(chat(json.dumps(CANDIDATES)))
+    server.start()
+    monkeypatch.setenv("MEMSITE_LLM_BASE_URL", server.base_url)
     monkeypatch.setenv("MEMSITE_LLM_MODEL", "test-model")
-    chat = tmp_path / "chat.json"
-    chat.write_text(json.dumps({"messages": CONVERSATION}))
-    result = CliRunner().invoke(main, ["-C", str(store.root), "ingest", str(chat), "--session-key", "cli-1"])
-    server.close()
+    conversation = tmp_path / "chat.json"
+    conversation.write_text(json.dumps({"messages": CONVERSATION}))
+    result = CliRunner().invoke(main, ["-C", str(store.root), "ingest", str(conversation), "--session-key", "cli-1"])
+    server.stop()
     assert result.exit_code == 0, result.output
     assert "cli-1: 5 created, 0 merged, 0 skipped" in result.output
-    assert server.requests == 1
+    assert len(server.requests) == 1
     assert len(ingested(store, "cli-1")) == 5
 
 

@@ -143,7 +143,6 @@ def test_a_knowledge_file_broken_during_the_task_fails_that_step(store: MemorySt
             task.problem("p")
             task.solution("s")
             break_knowledge(store)
-    before = git(store.root, "rev-parse", "HEAD^").strip()
     assert info.value.missing == [CLOSING_STEPS[1]]
     assert "field 'task_count'" in str(info.value)
     assert git(store.root, "rev-parse", "HEAD^").strip() == before  # only the breaking commit
