@@ -163,10 +163,7 @@ def _run(store: MemoryStore, checkpoints: Checkpoints, state: dict[str, Any], ex
 
 def _store_batch(store: MemoryStore, key: str, batch: str, candidates: list[Candidate],
                  total: int) -> dict[str, int]:
-    refused = 0
-
-    def body(tx: Any) -> dict[str, int]:
-        nonlocal refused
+    def body(tx: Any) -> dict[str, int]:  # run again if the branch moved under the transaction
         refused = 0
         for number, c in enumerate(candidates, start=1):
             try:
