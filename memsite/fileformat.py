@@ -14,6 +14,7 @@ shows as a one-line diff. Strings that another YAML reader (MkDocs uses YAML
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -200,7 +201,7 @@ def _fast_load(text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         key, raw = match.groups()
-        if key in data or not _plain(key, _PLAIN_IN_LIST):
+        if key in data or not _plain_key(key):
             return None
         value = _fast_value(raw)
         if value is _NOT_FAST:
@@ -268,6 +269,11 @@ def _plain(value: str, pattern: re.Pattern[str]) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=256)  # the same dozen keys in every file
+def _plain_key(key: str) -> bool:
+    return _plain(key, _PLAIN_IN_LIST)
+
+
 def _fast_scalar(value: Any) -> str | None:
     if value is None:
         return "null"
@@ -288,7 +294,7 @@ def _fast_dump(data: dict[str, Any]) -> str | None:
     lines = []
     for key, value in data.items():
         text = _fast_scalar(value)
-        if text is None or not _plain(key, _PLAIN_IN_LIST):
+        if text is None or not _plain_key(key):
             return None
         lines.append(f"{key}: {text}\n")
     return "".join(lines)

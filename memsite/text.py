@@ -30,9 +30,14 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
+@functools.lru_cache(maxsize=4096)  # a write fingerprints and sketches the same text, twice each
+def _word_tuple(text: str) -> tuple[str, ...]:
+    return tuple(words(text))
+
+
 def normalize(text: str) -> str:
     """Text as compared for exact duplicates: words only, case-folded, single spaces."""
-    return " ".join(words(text))
+    return " ".join(_word_tuple(text))
 
 
 @functools.lru_cache(maxsize=4096)  # a write computes it, then the catalog again for the same text
@@ -42,7 +47,7 @@ def fingerprint(text: str) -> str:
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
-    found = words(text)
+    found = _word_tuple(text)
     return set(zip(found, found[1:])) if len(found) >= 2 else {(w,) for w in found}
 
 
@@ -79,7 +84,7 @@ def sketch(text: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
     pairs = _shingles(text)
     # Pairs of function words ('of the') are in most texts: as sketch values they
     # would make every text a candidate for every other. Content pairs only.
-    meaningful = {pair for pair in pairs if not all(w in STOPWORDS for w in pair)} or pairs
+    meaningful = [pair for pair in pairs if pair[0] not in STOPWORDS or pair[-1] not in STOPWORDS] or pairs
     return tuple(sorted({zlib.crc32("\x1f".join(pair).encode("utf-8")) for pair in meaningful})[:size])
 
 

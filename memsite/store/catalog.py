@@ -26,7 +26,7 @@ from ..text import fingerprint, sketch, sketch_key
 from .repo import Repository
 from .sqlite import connect, transaction
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 GIT_DIFF_ABOVE = 5000  # memories from which catching up asks git for the changed files
 
 _COLUMNS = (
@@ -34,8 +34,10 @@ _COLUMNS = (
     "updated", "source", "tags", "active_count", "last_recalled", "pinned", "extra", "content", "lines",
     "fingerprint",
 )
-# The full-text index is an external-content FTS5 table over the memories,
-# kept in step by triggers; 'n' is an explicit rowid so it never renumbers.
+# The full-text index is an external-content FTS5 table over the memories;
+# 'n' is an explicit rowid so it never renumbers. Rows are indexed by one
+# statement after each batch of inserts (see _insert: a trigger per row cost
+# three times as much) and unindexed by a trigger when they are deleted.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS memories (
@@ -56,18 +58,14 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     content='memories', content_rowid='n', tokenize='porter unicode61 remove_diacritics 2'
 );
 """
-_TRIGGERS = (
-    """CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts (rowid, abstract, overview, content, tags)
-        VALUES (new.n, new.abstract, new.overview, new.content, new.tags);
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, abstract, overview, content, tags)
-        VALUES ('delete', old.n, old.abstract, old.overview, old.content, old.tags);
-        DELETE FROM sketches WHERE id = old.id;
-    END""",
-)
+_DELETE_TRIGGER = """CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, abstract, overview, content, tags)
+    VALUES ('delete', old.n, old.abstract, old.overview, old.content, old.tags);
+    DELETE FROM sketches WHERE id = old.id;
+END"""
 _INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_INDEX_AFTER = ("INSERT INTO memories_fts (rowid, abstract, overview, content, tags) "
+                "SELECT n, abstract, overview, content, tags FROM memories WHERE n > ?")
 _INSERT_SKETCH = "INSERT OR IGNORE INTO sketches (k, id) VALUES (?, ?)"
 _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
@@ -98,7 +96,7 @@ class Catalog:
         _math_functions(self.db)
         version = self._meta_or_none("schema")
         if version != SCHEMA_VERSION:  # new, or made by another version: it is derived, so start over
-            self.db.executescript(_DROP + _SCHEMA + ";\n".join(_TRIGGERS) + ";")
+            self.db.executescript(_DROP + _SCHEMA + _DELETE_TRIGGER + ";")
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         self.db.execute("ATTACH DATABASE ? AS activity", (str(activity),))
 
@@ -231,7 +229,7 @@ class Catalog:
             rows = list(upserts)
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
             self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
-            self.db.executemany(_INSERT, (_row(memory, path, blob, commit) for memory, path, blob in rows))
+            _insert(self.db, (_row(memory, path, blob, commit) for memory, path, blob in rows))
             self.db.executemany(_INSERT_SKETCH, _sketch_rows(memory for memory, _, _ in rows))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
 
@@ -281,24 +279,20 @@ class Catalog:
         commits = _last_commits(repo, None if rebuild else indexed, commit, [p for _, p, _ in upserts], memories_dir)
         with transaction(self.db):
             if rebuild:
-                # Many rows: clear and insert without the per-row index
-                # triggers, then let FTS5 index the whole table in one pass.
-                self.db.execute("DROP TRIGGER memories_fts_insert")
+                # Everything goes: empty the index at once rather than row by row.
                 self.db.execute("DROP TRIGGER memories_fts_delete")
                 self.db.execute("DELETE FROM memories")
                 self.db.execute("DELETE FROM sketches")
+                self.db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
+                self.db.execute(_DELETE_TRIGGER)
             self.db.executemany("DELETE FROM memories WHERE path = ?", ((p,) for p in removed_paths))
             # A memory moved between files (renamed, recategorised) keeps its id.
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((m.id,) for m, _, _ in upserts))
             try:
-                self.db.executemany(_INSERT, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
+                _insert(self.db, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
             except sqlite3.IntegrityError:
                 raise FormatError(_duplicate_ids_message(upserts, self.db)) from None
             self.db.executemany(_INSERT_SKETCH, _sketch_rows(m for m, _, _ in upserts))
-            if rebuild:
-                for trigger in _TRIGGERS:
-                    self.db.execute(trigger)
-                self.db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
             if commit is None:
                 self.db.execute("DELETE FROM meta WHERE key = 'commit'")
             else:
@@ -357,6 +351,13 @@ def _last_commits(
     proc.kill()
     proc.wait()
     return found
+
+
+def _insert(db: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Insert memory rows and add them to the full-text index (in the caller's transaction)."""
+    last = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
+    db.executemany(_INSERT, rows)  # each new row gets n = max(n) + 1
+    db.execute(_INDEX_AFTER, (last,))
 
 
 def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any, ...]:

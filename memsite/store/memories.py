@@ -898,20 +898,22 @@ class Transaction:
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
             message=self._message(), author=Author(store.agent, AUTHOR_EMAIL.format(agent=store.agent)),
-            when=int(store.now().timestamp()), owned=self._owned,
+            when=int(store.now().timestamp()), owned=self._owned, landed=self._landed,
         )
-        if sha is None:
-            return
+        if sha is not None:
+            store.repo.maintain(sha)
+
+    def _landed(self, sha: str) -> None:
+        """The branch points at ``sha``: record it in the catalog (while the working tree is written)."""
         self.commit = sha
-        store.repo.maintain(sha)
         upserts = []
         for mid, memory in self._pending.items():
             if memory is not None:
+                memory = self._pending[mid] = memory.replace(commit=sha)
                 path = self._path_of(memory)
-                upserts.append((memory.replace(commit=sha), path, blob_id(self._files[path] or b"").hex()))
-                self._pending[mid] = memory.replace(commit=sha)
+                upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        store.catalog.apply(sha, upserts, deletes)
+        self.store.catalog.apply(sha, upserts, deletes)
 
     def _message(self) -> str:
         main = [op for op in self.ops if op.action != "trimmed"]

@@ -34,6 +34,7 @@ MODE_LINK = 0o120000
 MODE_GITLINK = 0o160000
 
 PACK_THRESHOLD = 64  # objects in one write from which a pack beats loose files
+LARGE_TREE_BYTES = 16 * 1024  # folders above this are stored uncompressed (see _level)
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 
 _tmp_counter = itertools.count()
@@ -168,7 +169,7 @@ class ObjectStore:
         header = b"%s %d\x00" % (kind, len(data))
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
-        compressed = zlib.compress(header + data, 1)
+        compressed = zlib.compress(header + data, _level(kind, data))
         tmp = path.parent / f"tmp_obj_{os.getpid()}_{next(_tmp_counter)}"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
@@ -426,6 +427,18 @@ def _cat_file_batch(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:
         proc.stdout.close()
         proc.wait()
     return found
+
+
+def _level(kind: bytes, data: bytes) -> int:
+    """The zlib level of a loose object: 1 (git's default), 0 for large folders.
+
+    A category folder's tree is rewritten by every write to it and replaced by
+    the next one; at 10,000 memories it is about 120 KB, and compressing it
+    took 2 ms of a 4 ms write (20 ms at 100,000) to save a third of its size.
+    git reads a stored (level 0) zlib stream like any other, and ``git gc``
+    packs these objects with deltas anyway.
+    """
+    return 0 if kind == b"tree" and len(data) > LARGE_TREE_BYTES else 1
 
 
 def _object_id(kind: bytes, data: bytes) -> bytes:

@@ -13,11 +13,12 @@ and SIGKILL:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,15 @@ from filelock import FileLock, Timeout
 from ..errors import InvalidInput, RepositoryError
 from .objects import MODE_FILE, Entry, ObjectStore, blob_id
 from .refs import RefMoved, Refs, wait_until_unlocked
-from .worktree import IndexUpdate, Journal, atomic_write, remove_file, restore, wait_for_orphaned_index_updates
+from .worktree import (
+    Background,
+    IndexUpdate,
+    Journal,
+    atomic_write,
+    remove_file,
+    restore,
+    wait_for_orphaned_index_updates,
+)
 
 log = logging.getLogger("memsite")
 
@@ -38,6 +47,7 @@ LOCK_TIMEOUT_SECONDS = 120.0
 # It is run instead after commits whose id starts with these characters: one
 # write in 256, the rate at which git samples objects/17/ to decide.
 GC_SAMPLE = "17"
+BACKGROUND_FILES = 64  # files in one commit from which the working tree is written on a second thread
 
 
 @dataclass(frozen=True)
@@ -289,6 +299,7 @@ class Repository:
         author: Author,
         when: int,
         owned: Mapping[str, bytes] | None = None,
+        landed: Callable[[str], None] | None = None,
     ) -> str | None:
         """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
 
@@ -296,7 +307,9 @@ class Repository:
         working tree and the index are updated for the same paths; a path with
         uncommitted edits of its own is refused rather than overwritten,
         unless it holds exactly the bytes ``owned`` gives for it (working
-        files the writer itself left uncommitted).
+        files the writer itself left uncommitted). ``landed`` is called with
+        the commit id once the branch points at it, while the working tree
+        may still be being written.
 
         Returns:
             The new commit id, or None when the files already had that content.
@@ -309,40 +322,54 @@ class Repository:
         checked_out = self.refs.head_target() == ref
         if checked_out:
             self._refuse_unsaved_edits(base, files, owned or {})
-        written = [path for path, data in files.items() if data is not None]
-        shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
-        entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
-        entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
+
+        def build() -> str | None:
+            written = [path for path, data in files.items() if data is not None]
+            shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
+            entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
+            entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
+            return self._commit_object(base, entries, parent, message, author, when)
+
         if not checked_out:
-            sha = self._commit_object(base, entries, parent, message, author, when)
+            sha = build()
             if sha is not None:
                 self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
+                if landed is not None:
+                    landed(sha)
             return sha
-        # The index is updated before the trees are built: when the fast path
-        # does not apply, 'git update-index' runs on the other core meanwhile.
-        # The journal covers a crash at any point from here.
-        self.journal.begin(files)
-        moved = False
-        try:
+        new_paths = [path for path, data in files.items()
+                     if data is not None and self.objects.lookup(base, path) is None]
+
+        def update_working_tree() -> IndexUpdate:
             for path, data in files.items():
                 if data is None:
                     remove_file(self.root, path)
                 else:
                     atomic_write(self.root / path, data)
-            new_files = {
-                path: entry.sha
-                for path, entry in entries.items()
-                if entry is not None and self.objects.lookup(base, path) is None
-            }
-            index = IndexUpdate(self.root, self.git_dir, files, new_files)
-            try:
-                sha = self._commit_object(base, entries, parent, message, author, when)
+            new_files = {path: blob_id(files[path]) for path in new_paths}  # type: ignore[arg-type]
+            return IndexUpdate(self.root, self.git_dir, files, new_files)
+
+        # The working tree and the index are updated while the objects are
+        # built and the branch moves: creating files is kernel time and 'git
+        # update-index' another process, so both overlap with the work here
+        # (on a second thread when there are many files). The journal covers
+        # a crash at any point; the branch is the truth it repairs to.
+        self.journal.begin(files)
+        moved = False
+        updating = Background(update_working_tree, run_here=len(files) < BACKGROUND_FILES)
+        try:
+            with updating:
+                sha = build()
                 if sha is not None:
                     self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
                     moved = True
-            finally:
-                index.wait()
+                    if landed is not None:
+                        landed(sha)
+            updating.result().wait()
         except BaseException as exc:
+            if updating.value is not None:  # let a 'git update-index' still running finish first
+                with contextlib.suppress(Exception):
+                    updating.value.wait()
             if moved and not isinstance(exc, Exception):
                 raise  # committed, then interrupted: the journal repairs the tree at the next lock
             try:
@@ -352,7 +379,7 @@ class Repository:
                 log.warning("could not repair %s now; the next write will", ", ".join(files))
             if not moved:
                 raise
-            log.warning("commit %s landed but the index update failed (%s); repaired", sha[:12], exc)
+            log.warning("commit %s landed, then the work after it failed (%s); working tree repaired", sha[:12], exc)
             return sha
         self.journal.end()
         return sha

@@ -15,15 +15,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from ..errors import RepositoryError
 from . import gitindex
 from .refs import wait_until_unlocked
 
 TMP_SUFFIX = ".memsite-tmp"
+T = TypeVar("T")
 
 
 def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
@@ -51,6 +54,50 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+class Background(Generic[T]):
+    """Run ``work`` on a second thread for the ``with`` block, or at once when ``run_here``.
+
+    Leaving the block always waits for it, so nothing it does outlives the
+    block; :meth:`result` returns its value or raises what it raised.
+    """
+
+    def __init__(self, work: Callable[[], T], *, run_here: bool = False) -> None:
+        self._work = work
+        self._run_here = run_here
+        self.value: T | None = None  # what ``work`` returned, once it has
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        try:
+            self.value = self._work()
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def __enter__(self) -> Background[T]:
+        if self._run_here:
+            self._run()
+        else:
+            self._thread = threading.Thread(target=self._run, name="memsite-worktree", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        interrupted = None
+        while self._thread is not None and self._thread.is_alive():
+            try:
+                self._thread.join()
+            except KeyboardInterrupt as exc:  # Ctrl-C: let the files be finished first
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+
+    def result(self) -> T:
+        if self._error is not None:
+            raise self._error
+        return self.value  # type: ignore[return-value]
 
 
 def remove_file(root: Path, rel: str) -> None:
@@ -122,10 +169,11 @@ class IndexUpdate:
         if self._proc is None:
             return
         for attempt in range(2):
-            assert self._proc.stderr is not None
-            err = self._proc.stderr.read().decode("utf-8", "replace")
-            self._proc.stderr.close()
-            if self._proc.wait() == 0:
+            proc, self._proc = self._proc, None  # waited for once: waiting again returns at once
+            assert proc.stderr is not None
+            err = proc.stderr.read().decode("utf-8", "replace")
+            proc.stderr.close()
+            if proc.wait() == 0:
                 return
             if attempt == 0 and "index.lock" in err:
                 wait_until_unlocked(self.git_dir / "index.lock")
