@@ -17,6 +17,7 @@ For each size:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -75,6 +76,7 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
     corpus = Corpus(seed=size)
     store = seed(workdir / f"m{size}", corpus, size)
     root = store.root
+    os.sync()  # measure reads and the index, not the write-back of the seed
     results: dict[str, float] = {}
 
     log(f"recall at {size:,}: {queries} queries ...")

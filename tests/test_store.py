@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -184,6 +185,59 @@ def test_the_catalog_follows_commits_made_with_plain_git(store: MemoryStore) -> 
     git(store.root, "rm", "-q", memory.path.relative_to(store.root).as_posix())
     git(store.root, "commit", "-qm", "Remove by hand")
     assert store.list() == []
+
+
+def test_the_catalog_follows_plain_git_edits_in_a_large_folder(store: MemoryStore) -> None:
+    # Past 16 KB a folder's changes are found from the bytes around them, not a full parse.
+    with store.transaction("many") as tx:
+        made = [tx.remember(f"event number {i} happened on host{i}", category="events") for i in range(400)]
+    first, middle, last = (made[i] for i in (0, 200, 399))
+    for memory in (first, last):
+        assert memory.path is not None
+        memory.path.write_text(memory.path.read_text().replace("happened", "was seen"))
+    assert middle.path is not None
+    git(store.root, "rm", "-q", middle.path.relative_to(store.root).as_posix())
+    git(store.root, "commit", "-qam", "Edit three, remove one, by hand")
+    assert store.get(first.id).content.startswith("event number 0 was seen")
+    assert store.get(last.id).content.startswith("event number 399 was seen")
+    assert len(store.list(category="events")) == 399
+    assert store.get(made[100].id).content == made[100].content
+
+
+_MODE = st.sampled_from([b"100644", b"100755", b"40000"])
+_NAME = st.binary(min_size=1, max_size=12).filter(lambda n: b"\x00" not in n and b"/" not in n) | st.sampled_from(
+    [b"100644 x", b"a100644 b", b"40000 ", b"a", b"100644 "])
+# Ids are SHA-1 output (a byte of one is NUL one time in 256); names may look like anything.
+_ID = st.binary(max_size=8).map(lambda data: hashlib.sha1(data).digest())
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=st.dictionaries(_NAME, st.tuples(_MODE, _ID), min_size=1, max_size=60),
+       edits=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["drop", "change", "add"]), _NAME, _ID),
+                      min_size=1, max_size=5))
+def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edits) -> None:  # type: ignore[no-untyped-def]
+    from memsite.store.objects import Tree, _changed_window, _decode_entry
+
+    def serialize(items: dict[bytes, tuple[bytes, bytes]]) -> bytes:
+        key = lambda name: name + b"/" if items[name][0] == b"40000" else name  # noqa: E731 - git's order
+        return b"".join(b"%s %s\x00%s" % (items[n][0], n, items[n][1]) for n in sorted(items, key=key))
+
+    changed = dict(entries)
+    names = sorted(changed)
+    for index, action, name, sha in edits:
+        target = names[index % len(names)]
+        if action == "drop":
+            changed.pop(target, None)
+        elif action == "change":
+            changed[target] = (changed.get(target, (b"100644", sha))[0], sha)
+        else:
+            changed[name] = (b"100644", sha)
+    old, new = serialize(entries), serialize(changed)
+    if old == new:
+        return
+    old_raw, new_raw = set(Tree.parse(old)._raw), set(Tree.parse(new)._raw)
+    expected = (dict(map(_decode_entry, old_raw - new_raw)), dict(map(_decode_entry, new_raw - old_raw)))
+    assert _changed_window(old, new) == expected
 
 
 def test_a_second_clone_sees_memories_after_a_pull(store: MemoryStore, tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from .repo import Repository
 from .sqlite import connect, transaction
 
 SCHEMA_VERSION = "7"
-GIT_DIFF_ABOVE = 5000  # memories from which catching up asks git for the changed files
 
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
@@ -216,10 +215,6 @@ class Catalog:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
 
-    def _size_hint(self) -> int:
-        """About as many memories as are indexed, at once (count(*) reads the whole table)."""
-        return self.db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
-
     # --- writes ------------------------------------------------------------
 
     def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str]) -> None:
@@ -260,10 +255,7 @@ class Catalog:
         upserts: list[tuple[Memory, str, str]] = []
         removed_paths: list[str] = []
         wanted: list[tuple[str, str, bytes]] = []
-        # Catching up on a large catalog, git compares the folders (in C); a
-        # rebuild or a small catalog walks them here and spares the process.
-        large = not rebuild and old is not None and new is not None and self._size_hint() > GIT_DIFF_ABOVE
-        for rel, before, after in (repo.diff_trees(old, new) if large else repo.objects.diff(old, new)):
+        for rel, before, after in repo.objects.diff(old, new):
             path = f"{memories_dir}/{rel}"
             if after is not None:
                 wanted.append((path, rel, after.sha))

@@ -303,12 +303,24 @@ class ObjectStore:
         if cached is not None:
             self._trees.move_to_end(binsha)
             return cached
+        return self._parsed(binsha, self._tree_data(binsha))
+
+    def _parsed(self, binsha: bytes, data: bytes) -> Tree:
+        tree = self._trees.get(binsha)
+        if tree is None:
+            tree = Tree.parse(data)
+        self._remember_tree(binsha, tree)
+        return tree
+
+    def _tree_data(self, binsha: bytes) -> bytes:
+        """The serialized tree ``binsha``, without parsing it."""
+        cached = self._trees.get(binsha)
+        if cached is not None:
+            return cached.serialize()
         kind, data = self.read(binsha)
         if kind != "tree":
             raise RepositoryError(f"git object {binsha.hex()} is a {kind}, expected a folder")
-        tree = Tree.parse(data)
-        self._remember_tree(binsha, tree)
-        return tree
+        return data
 
     def _remember_tree(self, binsha: bytes, tree: Tree) -> None:
         self._trees[binsha] = tree
@@ -380,15 +392,14 @@ class ObjectStore:
         """Files that differ between two trees as (path, old entry, new entry).
 
         Folders with the same id are skipped without reading them, so a diff
-        after one write reads only the folders on that write's path.
+        after one write reads only the folders on that write's path; in a
+        large folder only the bytes around the change are parsed.
         """
         if old == new:
             return
-        old_tree, new_tree = self.tree(old), self.tree(new)
-        # Only entries whose serialized bytes differ are decoded.
-        changed = {_decode_entry(raw)[0] for raw in set(old_tree._raw).symmetric_difference(new_tree._raw)}
-        for name in sorted(changed):
-            a, b = old_tree.get(name), new_tree.get(name)
+        before, after = self._changed_entries(old, new)
+        for name in sorted(before.keys() | after.keys()):
+            a, b = before.get(name), after.get(name)
             if a == b:
                 continue
             path = f"{prefix}{name}"
@@ -398,6 +409,107 @@ class ObjectStore:
                 yield from self.diff(a.sha if a_dir else None, b.sha if b_dir else None, path + "/")
             if (a is not None and not a_dir) or (b is not None and not b_dir):
                 yield path, (None if a_dir else a), (None if b_dir else b)
+
+    def _changed_entries(self, old: bytes | None, new: bytes | None) -> tuple[dict[str, Entry], dict[str, Entry]]:
+        """The entries of each tree that the other lacks (or has differently), by name."""
+        if old is None or new is None:
+            old_tree, new_tree = self.tree(old), self.tree(new)
+        else:
+            old_data, new_data = self._tree_data(old), self._tree_data(new)
+            if min(len(old_data), len(new_data)) > LARGE_TREE_BYTES:
+                window = _changed_window(old_data, new_data)
+                if window is not None:
+                    return window
+            old_tree, new_tree = self._parsed(old, old_data), self._parsed(new, new_data)
+        # Only entries whose serialized bytes differ are decoded.
+        changed = set(old_tree._raw).symmetric_difference(new_tree._raw)
+        return ({name: entry for name, entry in map(_decode_entry, changed & set(old_tree._raw))},
+                {name: entry for name, entry in map(_decode_entry, changed & set(new_tree._raw))})
+
+
+_MODES = frozenset({b"100644", b"100755", b"40000", b"120000", b"160000"})
+
+
+def _entry_end(data: bytes, pos: int) -> int:
+    """Where the tree entry starting at ``pos`` ends; -1 if none starts there."""
+    space = data.find(b" ", pos, pos + 7)
+    nul = data.find(b"\x00", space) if space > 0 else -1
+    if nul < 0 or nul + 21 > len(data) or data[pos:space] not in _MODES:
+        return -1
+    return nul + 21
+
+
+def _common_length(a: bytes, b: bytes, limit: int, *, from_end: bool = False) -> int:
+    """How many leading (or trailing) bytes ``a`` and ``b`` share, at most ``limit``.
+
+    Compared in C a block at a time, then by halving inside the block that differs.
+    """
+    def same(start: int, stop: int) -> bool:  # bytes [start, stop) counted from the chosen end
+        if from_end:
+            return a[len(a) - stop : len(a) - start] == b[len(b) - stop : len(b) - start]
+        return a[start:stop] == b[start:stop]
+
+    low, step = 0, 4096
+    while low + step <= limit and same(low, low + step):
+        low += step
+    high = min(low + step, limit)
+    while low < high:  # the first 'low' bytes agree; the first difference is before 'high'
+        mid = (low + high + 1) // 2
+        if same(low, mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _changed_window(a: bytes, b: bytes) -> tuple[dict[str, Entry], dict[str, Entry]] | None:
+    """The differing entries of two serialized trees, parsing only around the bytes that differ.
+
+    A write changes a few entries of a folder of thousands: the trees share a
+    long prefix and a long suffix. The entries between are parsed from an
+    entry boundary before the first differing byte until both trees are at
+    the same distance from their ends inside the shared suffix. None when no
+    boundary is found (the caller then parses the trees whole).
+    """
+    shortest = min(len(a), len(b))
+    head = _common_length(a, b, shortest)
+    tail = _common_length(a, b, shortest - head, from_end=True)
+    # Step back to an entry that ends before the first difference: 21 bytes
+    # after a name's NUL (then the 20-byte id) the next entry starts. A NUL
+    # inside an id fakes a start only where a name holds a mode and a space;
+    # parsing from there ends at that name's own NUL (names hold none), back on
+    # the real boundaries, and the fake entry lies in the shared prefix, so it
+    # is the same in both trees and dropped below.
+    start = head
+    while True:
+        nul = a.rfind(b"\x00", 0, max(0, start - 20))
+        if nul < 0:
+            start = 0
+            break
+        start = nul + 21
+        end = _entry_end(a, start)
+        if end != -1 and end <= head:
+            break
+        start = nul
+    entries: tuple[dict[str, Entry], dict[str, Entry]] = ({}, {})
+    pos = [start, start]
+    while True:
+        left = (len(a) - pos[0], len(b) - pos[1])
+        if left[0] == left[1] and left[0] <= tail:
+            break  # the rest is the same bytes from an entry boundary in both: the same entries
+        side = 0 if left[0] >= left[1] else 1
+        data = (a, b)[side]
+        end = _entry_end(data, pos[side])
+        if end == -1:
+            return None
+        name, entry = _decode_entry(data[pos[side] : end])
+        entries[side][name] = entry
+        pos[side] = end
+    old, new = entries
+    for name in old.keys() & new.keys():  # entries the window holds unchanged
+        if old[name] == new[name]:
+            del old[name], new[name]
+    return old, new
 
 
 def _cat_file_batch(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:
