@@ -106,10 +106,12 @@ def test_threads_sharing_a_store_and_threads_with_their_own(store: MemoryStore) 
     assert_clean(store.root)
 
 
-@pytest.mark.parametrize("point", sorted(KILL_POINTS))
-def test_a_writer_killed_at_any_step_leaves_a_usable_repository(store: MemoryStore, point: str) -> None:
+@pytest.mark.parametrize(("point", "batch"), [(point, 1) for point in sorted(KILL_POINTS)] + [
+    # A commit of many files writes the working tree on a second thread: killed there too.
+    (point, 100) for point in ("file-written", "index-lock-held", "ref-moved", "index-done")])
+def test_a_writer_killed_at_any_step_leaves_a_usable_repository(store: MemoryStore, point: str, batch: int) -> None:
     before = store.remember("written before the crash", category="events")
-    writer = start_writer(store.root, "victim", 3, "--kill-at", point)
+    writer = start_writer(store.root, "victim", max(3, batch), "--kill-at", point, "--batch", str(batch))
     out, _ = writer.communicate(timeout=60)
     assert writer.returncode == -signal.SIGKILL
     acks = acknowledged(out)
