@@ -197,7 +197,7 @@ def test_the_catalog_follows_plain_git_edits_in_a_large_folder(store: MemoryStor
         memory.path.write_text(memory.path.read_text().replace("happened", "was seen"))
     assert middle.path is not None
     git(store.root, "rm", "-q", middle.path.relative_to(store.root).as_posix())
-    git(store.root, "commit", "-qam", "Edit three, remove one, by hand")
+    git(store.root, "commit", "-qam", "Edit two, remove one, by hand")
     assert store.get(first.id).content.startswith("event number 0 was seen")
     assert store.get(last.id).content.startswith("event number 399 was seen")
     assert len(store.list(category="events")) == 399

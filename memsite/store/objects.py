@@ -432,11 +432,11 @@ _MODES = frozenset({b"100644", b"100755", b"40000", b"120000", b"160000"})
 
 def _entry_end(data: bytes, pos: int) -> int:
     """Where the tree entry starting at ``pos`` ends; -1 if none starts there."""
-    space = data.find(b" ", pos, pos + 7)
-    nul = data.find(b"\x00", space) if space > 0 else -1
-    if nul < 0 or nul + 21 > len(data) or data[pos:space] not in _MODES:
+    space = data.find(b" ", pos, pos + 7)  # modes are at most six digits
+    if space < 0 or data[pos:space] not in _MODES:
         return -1
-    return nul + 21
+    nul = data.find(b"\x00", space)
+    return -1 if nul < 0 or nul + 21 > len(data) else nul + 21
 
 
 def _common_length(a: bytes, b: bytes, limit: int, *, from_end: bool = False) -> int:
