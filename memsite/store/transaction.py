@@ -1,0 +1,415 @@
+"""Transaction: writes collected into one commit, with the policy applied on the way.
+
+Dedup against the catalog and the writes staged so far, capacity trimming in
+the commit that overflowed, a subject and trailers a reviewer can read. The
+commit itself is built by :meth:`Repository.commit`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import checks
+from ..config import Category
+from ..errors import InvalidInput, MemsiteError, NotFound
+from ..fileformat import decode, format_memory
+from ..model import ID_RE, Memory, format_time, one_line, parse_time, slugify, truncate
+from ..ranking import TrimCandidate, plan_trim
+from ..text import fingerprint, shared_needed, similarity, sketch
+from .objects import blob_id
+from .repo import Author
+
+if TYPE_CHECKING:
+    from .memories import MemoryStore
+
+log = logging.getLogger("memsite")
+
+AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
+
+
+@dataclass(frozen=True)
+class _Op:
+    action: str  # created | updated | forgotten | trimmed
+    memory: Memory
+    reason: str | None = None
+
+
+class Transaction:
+    """Writes collected into one commit; see :meth:`MemoryStore.transaction`."""
+
+    def __init__(self, store: MemoryStore, message: str | None) -> None:
+        self.store = store
+        self.message = None if message is None else one_line(checks.text(message, "message", max_bytes=1024))
+        self.commit: str | None = None
+        self.ops: list[_Op] = []
+        self.skipped: list[str] = []  # ids of existing memories that new ones duplicated exactly
+        # What this transaction added, found the way the catalog finds what is committed:
+        self._by_fingerprint: dict[tuple[str, str], str] = {}  # (category, fingerprint) -> id
+        self._by_sketch: dict[tuple[str, int], set[str]] = {}  # (category, sketch value) -> ids
+        self._files: dict[str, bytes | None] = {}
+        self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
+        self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
+        self._categories: set[str] = set()
+        self._owned: dict[str, bytes] = {}
+        self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
+        self._lock: Any = None
+        self._open = False
+
+    # --- the block ---------------------------------------------------------
+
+    def __enter__(self) -> Transaction:
+        store = self.store
+        if getattr(store._local, "tx", None) is not None:
+            raise MemsiteError("a transaction is already open in this thread; write through it (tx.remember, ...)")
+        self._lock = store.repo.locked()
+        self._lock.__enter__()
+        try:
+            self.ref = store.repo.branch()
+            self.parent = store.repo.refs.read(self.ref)
+            self._base_tree = store.repo.root_tree(self.parent)
+            store.catalog.sync(store.repo, store.config, self.parent)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        store._local.tx = self
+        self._open = True
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        try:
+            if kind is None:
+                self._commit()
+        finally:
+            self._open = False
+            self.store._local.tx = None
+            self._lock.__exit__(None, None, None)
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise MemsiteError("the transaction is closed; open a new one with store.transaction()")
+
+    # --- operations --------------------------------------------------------
+
+    def remember(self, content: str, category: str = "general", abstract: str | None = None,
+                 overview: str | None = None, tags: Iterable[str] = (), source: str | None = None,
+                 pinned: bool = False, dedupe: bool | None = None) -> Memory:
+        """As :meth:`MemoryStore.remember`, committed with the transaction."""
+        self._check_open()
+        memory = self.store._new_memory(content, category, abstract, overview, tags, source, pinned)
+        return self._add(memory, self.store.config.dedupe if dedupe is None else dedupe)
+
+    def get(self, id: str) -> Memory:
+        """The memory as this transaction would leave it."""
+        if id in self._pending:
+            memory = self._pending[id]
+            if memory is None:
+                raise NotFound(f"memory {id} was forgotten in this transaction")
+            return memory
+        if not isinstance(id, str) or not ID_RE.match(id):
+            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+        memory = self.store.catalog.get(id, live=False)  # a write starts from what is committed
+        if memory is None:
+            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+        return memory
+
+    def update(self, id: str, /, **changes: Any) -> Memory:
+        """As :meth:`MemoryStore.update`, committed with the transaction."""
+        self._check_open()
+        current = self.get(id)
+        changed = current.replace(**self.store._fields(changes, current))
+        if changed == current:
+            return current
+        changed = changed.replace(updated=self.store.now())
+        path = self._path_of(current)
+        if changed.category != current.category:
+            self._files[path] = None
+            self._categories.add(changed.category)
+            path = self._allocate(changed)
+        changed = self._stage(changed, path)
+        self.ops.append(_Op("updated", changed))
+        return changed
+
+    def forget(self, id: str, reason: str = "") -> Memory:
+        """As :meth:`MemoryStore.forget`, committed with the transaction; returns what was forgotten."""
+        self._check_open()
+        current = self.get(id)
+        self._files[self._path_of(current)] = None
+        self._pending[current.id] = None
+        self.ops.append(_Op("forgotten", current, self.store._reason(reason) or None))
+        return current
+
+    # --- other files (world state, sessions, notes) --------------------------
+
+    def read_text(self, path: str) -> str | None:
+        """The text of ``path`` as this transaction would leave it (None if absent)."""
+        if path in self._files:
+            data = self._files[path]
+        else:
+            data = self.store.repo.read_file(self.parent, path)
+        return None if data is None else decode(data, path)
+
+    def write_text(self, path: str, text: str, *, owned: bytes | None = None) -> None:
+        """Stage ``text`` for ``path``. Session records are append-only: an existing one is refused.
+
+        ``owned`` is what the working tree may hold instead of the committed
+        file: bytes this writer put there itself (see Repository.commit).
+        """
+        self._check_open()
+        sessions = self.store.config.sessions_dir + "/"
+        if path.startswith(sessions) and self.read_text(path) is not None:
+            raise InvalidInput(f"{path}: session records are append-only; it exists already and is never rewritten")
+        self._files[path] = text.encode("utf-8")
+        if owned is not None:
+            self._owned[path] = owned
+
+    def listing(self, folder: str) -> list[str]:
+        """Names of the files in ``folder`` at the base commit (not recursive)."""
+        entry = self.store.repo.objects.lookup(self._base_tree, folder)
+        if entry is None or not entry.is_tree:
+            return []
+        return [name for name, item in self.store.repo.objects.tree(entry.sha).items() if not item.is_tree]
+
+    def abort(self) -> None:
+        """Drop everything staged: the block ends without a commit."""
+        self._files.clear()
+        self._pending.clear()
+        self._paths.clear()
+        self._owned.clear()
+        self._categories.clear()
+        self.ops.clear()
+        self.trailers.clear()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """How many memories this transaction created, merged into others, and skipped."""
+        return {"created": sum(op.action == "created" for op in self.ops),
+                "merged": sum(op.action == "merged" for op in self.ops),
+                "skipped": len(self.skipped)}
+
+    def result(self, memory: Memory) -> Memory:
+        """``memory`` with the commit of this (finished) transaction."""
+        if memory.action == "skipped":
+            return memory
+        final = self._pending.get(memory.id, memory) or memory
+        return final.replace(commit=self.commit if self.commit else final.commit, action=_last_action(self.ops, memory.id))
+
+    # --- internals ---------------------------------------------------------
+
+    def _add(self, memory: Memory, dedupe: bool) -> Memory:
+        mark = fingerprint(memory.content)
+        twin, exact = self._twin(memory, mark) if dedupe else (None, False)
+        if twin is not None and exact:
+            self.skipped.append(twin.id)
+            return twin.replace(action="skipped")
+        if twin is not None:
+            merged = self._merged(twin, memory)
+            self._stage(merged, self._path_of(twin))
+            self._index(merged)
+            self.ops.append(_Op("merged", merged))
+            return merged.replace(action="merged")
+        memory = self._stage(memory, self._allocate(memory))
+        self._index(memory)
+        self._categories.add(memory.category)
+        self.ops.append(_Op("created", memory))
+        return memory.replace(action="created")
+
+    def _index(self, memory: Memory) -> None:
+        self._by_fingerprint[(memory.category, fingerprint(memory.content))] = memory.id
+        for value in sketch(memory.content):
+            self._by_sketch.setdefault((memory.category, value), set()).add(memory.id)
+
+    def _twin(self, memory: Memory, mark: str) -> tuple[Memory | None, bool]:
+        """An existing memory of the same category saying the same thing, and whether exactly."""
+        catalog, category = self.store.catalog, memory.category
+        staged = self._by_fingerprint.get((category, mark))
+        exact = self._pending.get(staged) if staged else catalog.find_duplicate(category, mark)
+        if exact is not None and exact.id in self._pending:
+            exact = self._pending[exact.id]  # as this transaction has it (None: forgotten here)
+        if exact is not None and fingerprint(exact.content) == mark:
+            return exact, True
+        marks, shared = sketch(memory.content), 0
+        shared = shared_needed(marks)
+        counts = Counter(i for h in marks for i in self._by_sketch.get((category, h), ()))
+        texts = {i: m.content for i, n in counts.items() if n >= shared and (m := self._pending.get(i)) is not None}
+        for mid, content in catalog.sharing_sketch(category, marks, shared):
+            if mid not in self._pending:  # what this transaction did to it wins
+                texts[mid] = content
+        best, best_score = None, self.store.config.dedupe_threshold
+        for mid, content in texts.items():
+            score = similarity(content, memory.content)
+            if score >= best_score:
+                best, best_score = mid, score
+        if best is None:
+            return None, False
+        twin = self._pending.get(best) or self.store.catalog.get(best, live=False)
+        return (twin if twin is not None and twin.category == category else None), False
+
+    def _merged(self, existing: Memory, new: Memory) -> Memory:
+        """``existing`` with what ``new`` adds: the fuller text, the union of tags, its source."""
+        sources = list(existing.extra.get("sources") or ([existing.source] if existing.source else []))
+        if new.source and new.source not in sources:
+            sources.append(new.source)
+        extra = {**existing.extra, "sources": sources} if len(sources) > 1 else dict(existing.extra)
+        longer = len(new.content) > len(existing.content)
+        return existing.replace(
+            content=new.content if longer else existing.content,
+            abstract=new.abstract if longer else existing.abstract,
+            overview=new.overview if longer else existing.overview,
+            tags=tuple(dict.fromkeys(existing.tags + new.tags)),
+            source=new.source or existing.source,
+            extra=extra,
+            updated=self.store.now(),
+        )
+
+    def _record_activity(self, batch: str, counts: Mapping[str, tuple[int, str]]) -> None:
+        """Stage the recall counts of a journal batch (see MemoryStore.flush_activity)."""
+        for mid, (recalls, last) in sorted(counts.items()):
+            current = self.store.catalog.get(mid, live=False)
+            if current is None or current.id in self._pending:
+                continue  # forgotten or trimmed since it was recalled
+            last_time = parse_time(last)
+            if current.last_recalled is not None and current.last_recalled > last_time:
+                last_time = current.last_recalled
+            updated = current.replace(active_count=current.active_count + recalls, last_recalled=last_time)
+            self._stage(updated, self._path_of(current))
+            self.ops.append(_Op("recalled", updated, f"+{recalls}"))
+        self.trailers.append(("Activity-Batch", batch))
+        self.message = self.message or (f"Record recall activity: {len(self.ops)} memories, "
+                                        f"{sum(n for n, _ in counts.values())} recalls")
+
+    def _stage(self, memory: Memory, path: str) -> Memory:
+        memory = memory.replace(path=self.store.root / path)
+        self._pending[memory.id] = memory
+        self._paths[memory.id] = path
+        self._files[path] = format_memory(memory).encode("utf-8")
+        return memory
+
+    def _path_of(self, memory: Memory) -> str:
+        """The file of ``memory`` relative to the repository root."""
+        path = self._paths.get(memory.id)
+        if path is None:
+            assert memory.path is not None
+            path = str(memory.path)[len(str(self.store.root)) + 1 :]
+        return path
+
+    def _allocate(self, memory: Memory) -> str:
+        """A new file path: ``<folder>/<slug>-<id tail>.md``, longer tail on a clash."""
+        folder = self._folder(self.store.config.category(memory.category))
+        slug = slugify(memory.abstract)
+        for tail in (memory.id[-6:], memory.id):
+            path = f"{folder}/{slug}-{tail.lower()}.md"
+            if path not in self._files and self.store.repo.objects.lookup(self._base_tree, path) is None:
+                return path
+        raise MemsiteError(f"{path}: already exists; ids are unique, so this file was copied by hand")
+
+    def _folder(self, category: Category) -> str:
+        return f"{self.store.config.content_dir}/memories/{category.folder}"
+
+    def _trim(self) -> None:
+        store = self.store
+        now = store.now()
+        for name in sorted(self._categories):
+            category = store.config.category(name)
+            if not category.capacity.bounded:
+                continue
+            members = {c.id: c for c in store.catalog.trim_candidates(name)}
+            for mid, memory in self._pending.items():
+                members.pop(mid, None)
+                if memory is not None and memory.category == name:
+                    members[mid] = TrimCandidate(memory.id, memory.created, memory.active_count, memory.pinned, memory.lines)
+            ids = plan_trim(list(members.values()), category.capacity, now,
+                            store.config.half_life_days, store.config.active_weight)
+            if not ids:
+                continue
+            reason = _capacity_reason(category, members.values())
+            log.info("trimming %d memories from %s (%s): %s", len(ids), name, reason, ", ".join(ids))
+            for mid in ids:
+                memory = self.get(mid)
+                path = self._path_of(memory)
+                self._files[path] = None
+                self._pending[mid] = None
+                if store.config.trim == "archive":
+                    archived = memory.replace(extra={**memory.extra, "archived": format_time(now), "archive_reason": reason})
+                    archive_path = f"{store.config.content_dir}/archive/{category.folder}/{Path(path).name}"
+                    self._files[archive_path] = format_memory(archived).encode("utf-8")
+                self.ops.append(_Op("trimmed", memory, reason))
+
+    def _commit(self) -> None:
+        store = self.store
+        self._trim()
+        if not self._files:
+            return
+        sha = store.repo.commit(
+            self.ref, self.parent, self._files,
+            message=self._message(), author=Author(store.agent, AUTHOR_EMAIL.format(agent=store.agent)),
+            when=int(store.now().timestamp()), owned=self._owned, landed=self._landed,
+        )
+        if sha is not None:
+            store.repo.maintain(sha)
+
+    def _landed(self, sha: str) -> None:
+        """The branch points at ``sha``: record it in the catalog (while the working tree is written)."""
+        self.commit = sha
+        upserts = []
+        for mid, memory in self._pending.items():
+            if memory is not None:
+                memory = self._pending[mid] = memory.replace(commit=sha)
+                path = self._path_of(memory)
+                upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
+        deletes = [mid for mid, memory in self._pending.items() if memory is None]
+        self.store.catalog.apply(sha, upserts, deletes)
+
+    def _message(self) -> str:
+        main = [op for op in self.ops if op.action != "trimmed"]
+        trims = [op for op in self.ops if op.action == "trimmed"]
+        if self.message:
+            subject = self.message
+        elif len(main) == 1:
+            op = main[0]
+            verb = {"created": "Remember", "updated": "Update", "forgotten": "Forget", "merged": "Merge into",
+                    "recalled": "Recall"}[op.action]
+            subject = f"{verb} {op.memory.category}: {op.memory.abstract}"
+        elif main:
+            subject = f"Write {len(main)} memories"
+        elif trims:
+            subject = f"Trim {', '.join(sorted({op.memory.category for op in trims}))}"
+        else:
+            subject = "Update " + ", ".join(sorted(self._files))
+        lines = [truncate(subject, 72), ""]
+        for op in main:
+            if op.action == "forgotten" and op.reason:
+                lines.append(f"Forgot {op.memory.id}: {op.reason}")
+        if trims:
+            lines.append(f"Trimmed {len(trims)} memories over capacity: {trims[0].reason}.")
+        if lines[-1] != "":
+            lines.append("")
+        for op in self.ops:
+            lines += [f"Memory-Id: {op.memory.id}", f"Category: {op.memory.category}", f"Action: {op.action}"]
+            if op.reason:
+                lines.append(f"{'Recalls' if op.action == 'recalled' else 'Reason'}: {op.reason}")
+        if self.skipped:
+            lines.append(f"Skipped: {len(self.skipped)}")
+        lines += [f"{key}: {value}" for key, value in self.trailers]
+        return "\n".join(lines) + "\n"
+
+
+def _last_action(ops: list[_Op], mid: str) -> str | None:
+    actions = [op.action for op in ops if op.memory.id == mid]
+    return actions[-1] if actions else None
+
+
+def _capacity_reason(category: Category, members: Iterable[TrimCandidate]) -> str:
+    members = list(members)
+    parts = []
+    if category.capacity.entries is not None:
+        mark = category.capacity.entries
+        parts.append(f"{len(members)} entries > {mark.high}, trimmed to <= {mark.low}")
+    if category.capacity.lines is not None:
+        mark = category.capacity.lines
+        parts.append(f"{sum(m.lines for m in members)} lines > {mark.high}, trimmed to <= {mark.low}")
+    return f"{category.name} capacity ({'; '.join(parts)})"
