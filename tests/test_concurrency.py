@@ -44,7 +44,8 @@ def assert_all_present(repo: Path, acks: dict[str, str]) -> None:
 
 
 def assert_no_partial_files(repo: Path) -> None:
-    leftovers = [p for p in repo.rglob("*.memsite-tmp")]
+    # os.walk, not rglob: a detached 'git gc' may be removing empty object folders meanwhile.
+    leftovers = [name for folder, dirs, names in os.walk(repo) for name in names if name.endswith(".memsite-tmp")]
     assert not leftovers
     for path in (repo / "content" / "memories").rglob("*.md"):
         parse_memory(path.read_text(), str(path), category=path.parent.name)
