@@ -422,9 +422,8 @@ class ObjectStore:
                     return window
             old_tree, new_tree = self._parsed(old, old_data), self._parsed(new, new_data)
         # Only entries whose serialized bytes differ are decoded.
-        changed = set(old_tree._raw).symmetric_difference(new_tree._raw)
-        return ({name: entry for name, entry in map(_decode_entry, changed & set(old_tree._raw))},
-                {name: entry for name, entry in map(_decode_entry, changed & set(new_tree._raw))})
+        old_raw, new_raw = set(old_tree._raw), set(new_tree._raw)
+        return dict(map(_decode_entry, old_raw - new_raw)), dict(map(_decode_entry, new_raw - old_raw))
 
 
 _MODES = frozenset({b"100644", b"100755", b"40000", b"120000", b"160000"})
