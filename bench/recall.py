@@ -108,18 +108,23 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
     count = store.rebuild_index()
     results["rebuild_rate"] = count / (time.perf_counter() - start)
 
-    log("incremental update after one commit ...")
-    with MemoryStore(root, agent="other") as other:  # another writer, sharing the catalog
-        other.remember(corpus.text(), category="general")
-    start = time.perf_counter()
-    store._fresh()
-    results["after_memsite_ms"] = (time.perf_counter() - start) * 1000
-    target = next((root / "content" / "memories" / "general").glob("*.md"))
-    target.write_text(target.read_text(encoding="utf-8").replace("\n\n", "\n\nEdited by hand. ", 1), encoding="utf-8")
-    subprocess.run(["git", "commit", "-qam", "edit a memory by hand"], cwd=root, check=True)
-    start = time.perf_counter()
-    store._fresh()
-    results["after_git_ms"] = (time.perf_counter() - start) * 1000
+    log("incremental update after one commit (median of 9 of each kind) ...")
+    after_memsite, after_git = [], []
+    general = sorted((root / "content" / "memories" / "general").glob("*.md"))
+    for target in general[:: len(general) // 9][:9]:  # spread over the folder
+        with MemoryStore(root, agent="other") as other:  # another writer, sharing the catalog
+            other.remember(corpus.text(), category="general")
+        start = time.perf_counter()
+        store._fresh()
+        after_memsite.append((time.perf_counter() - start) * 1000)
+        text = target.read_text(encoding="utf-8").replace("\n\n", "\n\nEdited by hand. ", 1)
+        target.write_text(text, encoding="utf-8")
+        subprocess.run(["git", "commit", "-qam", "edit a memory by hand"], cwd=root, check=True)
+        start = time.perf_counter()
+        store._fresh()
+        after_git.append((time.perf_counter() - start) * 1000)
+    results["after_memsite_ms"], results["after_git_ms"] = statistics.median(after_memsite), statistics.median(after_git)
+    results["after_memsite_max"], results["after_git_max"] = max(after_memsite), max(after_git)
     store.close()
     return results
 
@@ -152,10 +157,9 @@ def main() -> None:
               "| | | | |")
         print(f"| index rebuild at {size:,} | {r['rebuild_rate']:,.0f} memories/s | | | >= 5,000/s | "
               f"{'yes' if r['rebuild_rate'] >= 5000 else 'NO'} |")
-        print(f"| update after a memsite commit at {size:,} | {r['after_memsite_ms']:.2f} ms | | | <= 5 ms | "
-              f"{'yes' if r['after_memsite_ms'] <= 5 else 'NO'} |")
-        print(f"| update after a plain git commit at {size:,} | {r['after_git_ms']:.2f} ms | | | <= 5 ms | "
-              f"{'yes' if r['after_git_ms'] <= 5 else 'NO'} |")
+        for kind, key in (("a memsite commit", "after_memsite"), ("a plain git commit", "after_git")):
+            print(f"| update after {kind} at {size:,} (median of 9; slowest) | {r[key + '_ms']:.2f} ms "
+                  f"({r[key + '_max']:.1f} ms) | | | <= 5 ms | {'yes' if r[key + '_ms'] <= 5 else 'NO'} |")
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
 

@@ -116,7 +116,7 @@ def create_repository(path: Path, *, when: datetime) -> None:
         _git(path, "init", "-q", "-b", "main")
     repo = Repository(path)
     try:
-        repo.ensure_config(clone_settings())  # merge drivers; split index so updates write little
+        repo.ensure_config(clone_settings(repo))  # merge drivers, split index, loose objects stored
         files = {
             "mkdocs.yml": mkdocs_yml(),
             "content/index.md": INDEX_MD,

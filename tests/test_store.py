@@ -240,6 +240,39 @@ def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edi
     assert _changed_window(old, new) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=70_000) | st.integers(0, 200_000).map(lambda n: b"tree entry " * (n // 11)),
+       level=st.sampled_from([0, 1, 6]), chunks=st.integers(1, 3))
+def test_reading_a_loose_object_gives_what_zlib_gives(data: bytes, level: int, chunks: int) -> None:
+    import zlib
+
+    from memsite.store.objects import _inflate
+
+    # git deflates a header and a body as separate calls: streams of several stored runs.
+    packer = zlib.compressobj(level)
+    step = len(data) // chunks + 1
+    stream = b"".join(packer.compress(data[i : i + step]) for i in range(0, len(data), step)) + packer.flush()
+    assert _inflate(stream) == data
+    if len(stream) > 12:
+        damaged = bytearray(stream)
+        damaged[len(stream) // 2] ^= 0x10
+        with pytest.raises(zlib.error):
+            assert _inflate(bytes(damaged)) == data  # whatever zlib makes of damage, never silent wrong data
+
+
+def test_a_clone_stores_loose_objects_uncompressed_unless_the_user_chose(tmp_path: Path) -> None:
+    # Reading back a whole category folder after a hand commit then costs a copy, not an inflate.
+    default = MemoryStore.init(tmp_path / "default", agent="planner")
+    assert git(default.root, "config", "core.looseCompression").strip() == "0"
+    home_config = Path.home() / ".gitconfig"
+    home_config.write_text("[core]\n\tcompression = 9\n")
+    chosen = MemoryStore.init(tmp_path / "chosen", agent="planner")
+    assert subprocess.run(["git", "config", "--local", "core.looseCompression"], cwd=chosen.root).returncode == 1
+    default.close()
+    chosen.close()
+    assert_clean(default.root)
+
+
 def test_a_second_clone_sees_memories_after_a_pull(store: MemoryStore, tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(store.root), str(clone))

@@ -88,7 +88,7 @@ class MemoryStore:
             self.activity = ActivityJournal(self.repo.state_dir / "activity.sqlite3")
             self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root, self.activity.path)
             self.auto_load_lines: int = self.config.auto_load_lines
-            self.repo.ensure_config(clone_settings())
+            self.repo.ensure_config(clone_settings(self.repo))
         except BaseException:
             self.repo.close()
             raise
@@ -593,9 +593,18 @@ def _message_texts(messages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str
     return result
 
 
-def clone_settings() -> dict[tuple[str, str | None, str], str]:
-    """The git config every clone of a memory repository needs (git never shares it)."""
+def clone_settings(repo: Repository) -> dict[tuple[str, str | None, str], str]:
+    """The git config every clone of a memory repository needs (git never shares it).
+
+    Besides the merge drivers and a split index: loose objects stored
+    uncompressed, unless the user chose a compression at any level. A hand
+    commit rewrites a whole category folder; reading it back to update the
+    index cost 4 ms at git's default level at 100,000 memories, 0.3 ms stored.
+    ``git gc`` still packs them compressed.
+    """
     settings: dict[tuple[str, str | None, str], str] = {("core", None, "splitIndex"): "true"}
+    if not repo.configured("core", "compression") and not repo.configured("core", "looseCompression"):
+        settings[("core", None, "looseCompression")] = "0"
     for driver in DRIVERS:
         settings[("merge", driver.name, "name")] = driver.description
         settings[("merge", driver.name, "driver")] = merge_command(driver)

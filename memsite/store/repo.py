@@ -92,6 +92,10 @@ class Repository:
         refs = bool(parts & {"all", "committed", "added", "reference"})
         return objects, refs
 
+    def configured(self, section: str, option: str) -> bool:
+        """Whether ``section.option`` is set at any level (system, global or this clone)."""
+        return self.git.config_reader().has_option(section, option)
+
     def ensure_config(self, values: Mapping[tuple[str, str | None, str], str]) -> None:
         """Set ``(section, subsection, option) -> value`` in this clone's git config where it differs.
 
