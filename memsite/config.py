@@ -97,6 +97,8 @@ class Config:
     """How alike (word pairs in common, Dice 0-1) a new memory must be to an existing one to merge."""
     flush_every: int = 500
     """Recalls recorded before their counts are committed in one batch."""
+    embedding_weight: float = 0.5
+    """With an embedder: the share of meaning (cosine similarity) in relevance; the rest is word match (bm25)."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -205,7 +207,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity"}
+             "dedupe", "activity", "embedding"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -264,6 +266,10 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if threshold > 1:
         err("dedupe.threshold", "a number in (0, 1]", threshold)
     activity = _section(settings, "activity", ("flush_every",), err)
+    weight = number("embedding.weight", _section(settings, "embedding", ("weight",), err).get("weight"),
+                    defaults.embedding_weight, kind=float, minimum=0)
+    if weight > 1:
+        err("embedding.weight", "a number in [0, 1]", weight)
 
     config = replace(
         defaults,
@@ -283,6 +289,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         dedupe_threshold=threshold,
         flush_every=number("activity.flush_every", activity.get("flush_every"), defaults.flush_every,
                            kind=int, minimum=1),
+        embedding_weight=weight,
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

@@ -27,7 +27,9 @@ class Hit:
 
     memory: Memory
     relevance: float
-    """How well the text matches the query, in (0, 1]; the best match of a query has 1."""
+    """How well the text matches the query, in (0, 1]; the best match of a query has 1.
+
+    bm25 over the words; with an embedder, mixed with the cosine similarity."""
     decay: float
     """2^(-age_days / half_life_days); 1 for pinned memories."""
     boost: float

@@ -13,7 +13,7 @@ import json
 import math
 import sqlite3
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -175,12 +175,14 @@ class Catalog:
         agent: str | None = None,
         tags: Iterable[str] = (),
         min_score: float = 0.0,
+        relevance: Mapping[int, float] | None = None,
     ) -> list[tuple[Memory, float, float, float, float]]:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
         score = relevance x decay x boost, computed in SQLite so that the top
         ``limit`` are exact. With a query, relevance is bm25 divided by the best
         bm25 of the query (the best match has 1.0); without one it is 1.0.
+        ``relevance`` (row number -> relevance) ranks those rows instead.
         """
         where, args = _filters(category, agent, tags)
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
@@ -191,16 +193,22 @@ class Catalog:
         decay = ("CASE WHEN m.pinned THEN 1.0 ELSE "
                  "pow(2.0, -max(0.0, julianday(:now) - julianday(m.created)) / :half) END")
         boost = "1.0 + :weight * ln(1.0 + m.active_count + coalesce(p.n, 0))"
-        if fts_query is None:
-            hits, source, relevance = "", _FROM, "1.0"
+        if relevance is not None:
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS given (n INTEGER PRIMARY KEY, r REAL NOT NULL)")
+            self.db.execute("DELETE FROM temp.given")
+            self.db.executemany("INSERT INTO temp.given VALUES (?, ?)", relevance.items())
+            hits, source, relevance_sql = "", ("temp.given h JOIN memories m ON m.n = h.n "
+                                       "LEFT JOIN activity.pending p ON p.id = m.id"), "h.r"
+        elif fts_query is None:
+            hits, source, relevance_sql = "", _FROM, "1.0"
         else:
             # bm25 is computed once per match; the best match's value normalises them all.
             params["query"] = fts_query
             hits = (f"WITH h AS MATERIALIZED (SELECT rowid AS n, bm25(memories_fts, {_BM25_WEIGHTS}) AS b "
                     "FROM memories_fts WHERE memories_fts MATCH :query), best AS (SELECT min(b) AS b FROM h) ")
             source = "h JOIN best JOIN memories m ON m.n = h.n LEFT JOIN activity.pending p ON p.id = m.id"
-            relevance = "h.b / best.b"
-        sql = (f"{hits}SELECT * FROM (SELECT {_FIELDS}, {relevance} AS relevance, {decay} AS decay, "
+            relevance_sql = "h.b / best.b"
+        sql = (f"{hits}SELECT * FROM (SELECT {_FIELDS}, {relevance_sql} AS relevance, {decay} AS decay, "
                f"{boost} AS boost FROM {source}{' WHERE ' + ' AND '.join(conditions) if conditions else ''}) "
                "WHERE relevance * decay * boost >= :min_score "
                "ORDER BY relevance * decay * boost DESC, created DESC LIMIT :limit")
@@ -211,6 +219,29 @@ class Catalog:
                 raise ValueError(f"full-text query {fts_query!r} was refused ({exc})") from None
             raise
         return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
+
+    def lexical(self, fts_query: str) -> dict[int, float]:
+        """Row number -> bm25 relevance of every match of ``fts_query``, the best match 1.0."""
+        try:
+            rows = self.db.execute(f"SELECT rowid, bm25(memories_fts, {_BM25_WEIGHTS}) FROM memories_fts "
+                                   "WHERE memories_fts MATCH ?", (fts_query,)).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise ValueError(f"full-text query {fts_query!r} was refused ({exc})") from None
+        best = min((b for _, b in rows), default=0.0)  # bm25 is negative: lower is better
+        return {n: b / best if best else 1.0 for n, b in rows}
+
+    def texts(self) -> list[tuple[int, str]]:
+        """(row number, text) of every memory: what an embedder reads (the abstract, then the body)."""
+        return self.db.execute(
+            "SELECT n, CASE WHEN instr(content, abstract) THEN content ELSE abstract || char(10, 10) || content END "
+            "FROM memories ORDER BY n").fetchall()
+
+    def matching(self, category: str | None, agent: str | None, tags: Iterable[str]) -> set[int] | None:
+        """Row numbers of the memories passing the filters; None when there are none to apply."""
+        where, args = _filters(category, agent, tags)
+        if not where:
+            return None
+        return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]

@@ -39,6 +39,7 @@ from .catalog import Catalog
 from .refs import RefMoved
 from .repo import Repository
 from .transaction import Transaction
+from .vectors import Embedder, Vectors, mix
 
 if TYPE_CHECKING:
     from ..extract import Extractor
@@ -63,6 +64,10 @@ class MemoryStore:
         progress: called as (files read, files to read) while the index is rebuilt.
         agent_branch: commit on the branch ``agent/<agent>`` (checked out, created
             from the current branch if new), for review as a pull request.
+        embedder: a callable text -> vector (a sequence of floats) that makes
+            recall hybrid: relevance mixes word match and cosine similarity
+            (``embedding.weight`` in the configuration). Off by default; memsite
+            downloads no model. Name the model in a ``model`` attribute.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree.
@@ -77,8 +82,10 @@ class MemoryStore:
         clock: Callable[[], datetime] | None = None,
         progress: Callable[[int, int], None] | None = None,
         agent_branch: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         self.repo = Repository(path)
+        self._vectors: Vectors | None = None
         self._clock = clock or utcnow
         self._progress = progress
         try:
@@ -89,6 +96,8 @@ class MemoryStore:
             self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root, self.activity.path)
             self.auto_load_lines: int = self.config.auto_load_lines
             self.repo.ensure_config(clone_settings(self.repo))
+            if embedder is not None:
+                self._vectors = Vectors(self.repo.state_dir / "vectors.sqlite3", embedder, progress)
         except BaseException:
             self.repo.close()
             raise
@@ -123,6 +132,8 @@ class MemoryStore:
         """Release the catalog, the activity journal and git's helper processes."""
         self.catalog.close()
         self.activity.close()
+        if self._vectors is not None:
+            self._vectors.close()
         self.repo.close()
 
     def __enter__(self) -> MemoryStore:
@@ -198,9 +209,10 @@ class MemoryStore:
         if not isinstance(query, str):
             raise InvalidInput(f"query: expected text, got {type(query).__name__}")
         terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
-        if not terms:
+        if not terms and (self._vectors is None or not query.strip()):
             return []
-        hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score)
+        hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
+                            meaning=None if self._vectors is None else query)
         if hits:
             now = format_time(self.now())
             waiting = self.activity.record([h.memory.id for h in hits], now)
@@ -316,7 +328,8 @@ class MemoryStore:
         return self._ranked(None, limit, category, (), None, 0.0)
 
     def _ranked(self, fts_query: str | None, limit: int | None, category: str | None, tags: Iterable[str],
-                agent: str | None, min_score: float) -> list[Hit]:
+                agent: str | None, min_score: float, *, meaning: str | None = None) -> list[Hit]:
+        """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone."""
         from ..recall import Hit
 
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
@@ -325,10 +338,18 @@ class MemoryStore:
         tag_list = checks.tags(tags)
         with self.repo._thread_lock:
             self._fresh()
+            relevance = None
+            if meaning is not None and self._vectors is not None:
+                words = self.catalog.lexical(fts_query) if fts_query else {}
+                closeness = self._vectors.similarities(self.catalog.commit, self.catalog.texts, meaning)
+                keep = len(closeness) if limit is None else max(50, 10 * limit)
+                relevance = mix(words, closeness, self.config.embedding_weight, keep,
+                                self.catalog.matching(name, agent, tag_list))
+                fts_query = None
             rows = self.catalog.ranked(
                 fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
                 active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,
-                tags=tag_list, min_score=float(min_score),
+                tags=tag_list, min_score=float(min_score), relevance=relevance,
             )
         return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score in rows]
 

@@ -1,0 +1,140 @@
+"""Hybrid recall with a pluggable embedder: meaning found without shared words, vectors cached, errors contained."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from memsite import ConfigError, InvalidInput, MemoryStore
+
+from .conftest import Clock, git
+
+# A toy model with three meanings; real embedders are called the same way.
+CONCEPTS = {
+    "car": 0, "automobile": 0, "vehicle": 0, "drives": 0, "sedan": 0,
+    "dog": 1, "puppy": 1, "canine": 1, "walks": 1,
+    "database": 2, "postgres": 2, "sql": 2, "query": 2,
+}
+
+
+class ConceptEmbedder:
+    model = "toy-concepts-v1"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, text: str) -> list[float]:
+        self.calls.append(text)
+        vector = [0.05, 0.05, 0.05]  # every text means a little of everything
+        for word in text.lower().replace(".", " ").split():
+            if word in CONCEPTS:
+                vector[CONCEPTS[word]] += 1.0
+        return vector
+
+
+@pytest.fixture
+def embedder() -> ConceptEmbedder:
+    return ConceptEmbedder()
+
+
+@pytest.fixture
+def hybrid(store: MemoryStore, clock: Clock, embedder: ConceptEmbedder) -> MemoryStore:
+    store.remember("The user drives an automobile to the office", category="profile")
+    store.remember("The team dog is called Biscuit", category="entities")
+    store.remember("Reports read from postgres replicas", category="cases")
+    store.close()
+    return MemoryStore(store.root, agent="planner", clock=clock, embedder=embedder)
+
+
+def test_recall_finds_a_memory_by_meaning_when_no_word_is_shared(store: MemoryStore, hybrid: MemoryStore) -> None:
+    with MemoryStore(store.root, agent="planner") as words_only:
+        assert words_only.recall("car") == []
+    hits = hybrid.recall("car")
+    assert hits[0].memory.abstract == "The user drives an automobile to the office"
+    assert hits[0].relevance == 1.0
+    assert hybrid.recall("canine")[0].memory.abstract == "The team dog is called Biscuit"
+    # A word match still counts: it lifts the memory that has the word above those that only mean it.
+    assert hybrid.recall("postgres sql")[0].memory.abstract == "Reports read from postgres replicas"
+
+
+def test_each_text_is_embedded_once_even_across_processes_and_rebuilds(
+        hybrid: MemoryStore, embedder: ConceptEmbedder, clock: Clock) -> None:
+    hybrid.recall("car")
+    assert len(embedder.calls) == 4  # three memories and the query
+    hybrid.recall("dog")
+    assert embedder.calls[4:] == ["dog"]
+    edited = hybrid.recall("car")[0].memory
+    hybrid.update(edited.id, content="The user drives a sedan to the office")
+    embedder.calls.clear()
+    hybrid.recall("vehicle")
+    assert len(embedder.calls) == 2 and "sedan" in embedder.calls[0] and embedder.calls[1] == "vehicle"
+    hybrid.rebuild_index()
+    hybrid.close()
+    again = ConceptEmbedder()
+    with MemoryStore(hybrid.root, agent="planner", clock=clock, embedder=again) as reopened:
+        assert reopened.recall("sedan")[0].memory.id == edited.id
+    assert again.calls == ["sedan"]
+
+
+def test_filters_and_decay_apply_to_meaning_as_to_words(hybrid: MemoryStore, clock: Clock) -> None:
+    clock.advance(days=30)
+    newer = hybrid.remember("Our second car is an electric vehicle", category="events")
+    hits = hybrid.recall("sedan")  # the same closeness in meaning, no word shared: the newer wins
+    assert hits[0].memory.id == newer.id
+    assert hits[1].memory.abstract == "The user drives an automobile to the office"
+    assert (hits[0].relevance, hits[1].relevance, hits[1].decay) == (1.0, pytest.approx(1.0), pytest.approx(0.5))
+    only_profile = hybrid.recall("sedan", category="profile")
+    assert [h.memory.category for h in only_profile] == ["profile"]
+    assert [h.memory.id for h in hybrid.recall("sedan", min_score=0.9)] == [newer.id]
+
+
+def test_the_weight_comes_from_configuration(store: MemoryStore, hybrid: MemoryStore, clock: Clock) -> None:
+    settings = store.root / "mkdocs.yml"
+    settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      weight: 0\n    decay:\n", 1))
+    git(store.root, "commit", "-qam", "words only")
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder=ConceptEmbedder()) as words_only:
+        assert words_only.recall("car") == []
+        assert len(words_only.recall("postgres")) == 1
+    settings.write_text(settings.read_text().replace("weight: 0\n", "weight: 2\n"))
+    with pytest.raises(ConfigError, match="embedding.weight"):
+        MemoryStore(store.root, agent="planner")
+
+
+def test_the_same_ranking_without_numpy(hybrid: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_numpy = [(h.memory.id, round(h.relevance, 6)) for h in hybrid.recall("dog walks", limit=3)]
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy now fails
+    hybrid._vectors._loaded = None  # type: ignore[union-attr]
+    assert [(h.memory.id, round(h.relevance, 6)) for h in hybrid.recall("dog walks", limit=3)] == with_numpy
+
+
+def test_a_failing_embedder_is_a_clear_error_and_a_tool_result(store: MemoryStore, clock: Clock) -> None:
+    store.remember("something to find")
+
+    def broken(text: str) -> list[float]:
+        raise RuntimeError("model server unreachable")
+
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder=broken) as failing:
+        with pytest.raises(InvalidInput, match="embedder .*broken failed on .*RuntimeError: model server unreachable"):
+            failing.recall("anything")
+        result = failing.call_tool("retrieve_from_memory", {"keywords": ["anything"]})
+        assert result.startswith("Error: embedder") and "model server unreachable" in result
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder=lambda text: [0.0, 0.0]) as zeros:
+        with pytest.raises(InvalidInput, match="no usable vector"):
+            zeros.recall("anything")
+    with pytest.raises(InvalidInput, match="expected a callable"):
+        MemoryStore(store.root, agent="planner", embedder="all-MiniLM-L6-v2")  # type: ignore[arg-type]
+
+
+def test_another_model_under_the_same_name_is_caught(hybrid: MemoryStore, clock: Clock, tmp_path: Path) -> None:
+    hybrid.recall("car")
+    hybrid.close()
+
+    def wider(text: str) -> list[float]:
+        return [1.0, 0.5, 0.25, 0.125]
+
+    wider.model = ConceptEmbedder.model  # type: ignore[attr-defined]
+    with MemoryStore(hybrid.root, agent="planner", clock=clock, embedder=wider) as confused:
+        with pytest.raises(InvalidInput, match="4 dimensions, the memories 3"):
+            confused.recall("car")
