@@ -11,7 +11,9 @@ For each size:
   * a full index rebuild (catalog and full-text index from the files);
   * the incremental update after one commit: by another memsite writer
     (which updates the shared catalog itself) and by plain git (the next read
-    catches up by diffing trees).
+    catches up by diffing trees);
+  * hybrid recall with an embedder (a stand-in hashing words into 384
+    dimensions: the cost of memsite's part, not of a model's).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -81,15 +84,7 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
 
     log(f"recall at {size:,}: {queries} queries ...")
     asked = [corpus.query() for _ in range(queries)]
-    for query in asked[:20]:  # warm the caches, as a running agent has them
-        store.recall(query)
-    plain, flushes = [], []
-    for query in asked:
-        waiting = store.activity.waiting()
-        start = time.perf_counter()
-        store.recall(query)
-        elapsed = (time.perf_counter() - start) * 1000
-        (flushes if store.activity.waiting() < waiting else plain).append(elapsed)
+    plain, flushes = timed_recalls(store, asked)
     results["recall_p50"], results["recall_p95"] = statistics.median(plain), percentile(plain, 95)
     results["flushes"] = len(flushes)
     results["flush_ms"] = statistics.median(flushes) if flushes else 0.0
@@ -125,8 +120,42 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
         after_git.append((time.perf_counter() - start) * 1000)
     results["after_memsite_ms"], results["after_git_ms"] = statistics.median(after_memsite), statistics.median(after_git)
     results["after_memsite_max"], results["after_git_max"] = max(after_memsite), max(after_git)
+    log(f"hybrid recall at {size:,} (a {HashingEmbedder.dimensions}-dimension stand-in embedder) ...")
+    with MemoryStore(root, agent="bench", embedder=HashingEmbedder()) as hybrid:
+        start = time.perf_counter()
+        hybrid.recall(asked[0])  # embeds every memory, once
+        results["embed_all_s"] = time.perf_counter() - start
+        plain, _ = timed_recalls(hybrid, asked[:100])
+        results["hybrid_p50"], results["hybrid_p95"] = statistics.median(plain), percentile(plain, 95)
     store.close()
     return results
+
+
+class HashingEmbedder:
+    """A stand-in for a real model: words hashed into a fixed number of dimensions."""
+
+    model = "bench-hashing"
+    dimensions = 384
+
+    def __call__(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimensions
+        for word in WORD.findall(text.lower()):
+            vector[zlib.crc32(word.encode()) % self.dimensions] += 1.0
+        return vector
+
+
+def timed_recalls(store: MemoryStore, queries: list[str]) -> tuple[list[float], list[float]]:
+    """Milliseconds per recall after a warm-up, those that flushed the activity journal apart."""
+    for query in queries[:20]:  # warm the caches, as a running agent has them
+        store.recall(query)
+    plain, flushes = [], []
+    for query in queries:
+        waiting = store.activity.waiting()
+        start = time.perf_counter()
+        store.recall(query)
+        elapsed = (time.perf_counter() - start) * 1000
+        (flushes if store.activity.waiting() < waiting else plain).append(elapsed)
+    return plain, flushes
 
 
 def main() -> None:
@@ -160,6 +189,9 @@ def main() -> None:
         for kind, key in (("a memsite commit", "after_memsite"), ("a plain git commit", "after_git")):
             print(f"| update after {kind} at {size:,} (median of 9; slowest) | {r[key + '_ms']:.2f} ms "
                   f"({r[key + '_max']:.1f} ms) | | | <= 5 ms | {'yes' if r[key + '_ms'] <= 5 else 'NO'} |")
+        print(f"| hybrid recall p50 at {size:,} (p95) | {r['hybrid_p50']:.2f} ms ({r['hybrid_p95']:.1f} ms) "
+              f"| | | | |")
+        print(f"| embedding every memory once at {size:,} (stand-in model) | {r['embed_all_s']:.1f} s | | | | |")
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
 
