@@ -116,7 +116,7 @@ def test_a_failing_embedder_is_a_clear_error_and_a_tool_result(store: MemoryStor
         raise RuntimeError("model server unreachable")
 
     with MemoryStore(store.root, agent="planner", clock=clock, embedder=broken) as failing:
-        with pytest.raises(InvalidInput, match="embedder .*broken failed on .*RuntimeError: model server unreachable"):
+        with pytest.raises(InvalidInput, match=r"embedder .*broken failed on memory \w+: RuntimeError: model server unreachable"):
             failing.recall("anything")
         result = failing.call_tool("retrieve_from_memory", {"keywords": ["anything"]})
         assert result.startswith("Error: embedder") and "model server unreachable" in result

@@ -230,10 +230,10 @@ class Catalog:
         best = min((b for _, b in rows), default=0.0)  # bm25 is negative: lower is better
         return {n: b / best if best else 1.0 for n, b in rows}
 
-    def texts(self) -> list[tuple[int, str]]:
-        """(row number, text) of every memory: what an embedder reads (the abstract, then the body)."""
+    def texts(self) -> list[tuple[int, str, str]]:
+        """(row number, id, text) of every memory: what an embedder reads (the abstract, then the body)."""
         return self.db.execute(
-            "SELECT n, CASE WHEN instr(content, abstract) THEN content ELSE abstract || char(10, 10) || content END "
+            "SELECT n, id, CASE WHEN instr(content, abstract) THEN content ELSE abstract || char(10, 10) || content END "
             "FROM memories ORDER BY n").fetchall()
 
     def matching(self, category: str | None, agent: str | None, tags: Iterable[str]) -> set[int] | None:

@@ -345,7 +345,6 @@ class MemoryStore:
                 keep = len(closeness) if limit is None else max(50, 10 * limit)
                 relevance = mix(words, closeness, self.config.embedding_weight, keep,
                                 self.catalog.matching(name, agent, tag_list))
-                fts_query = None
             rows = self.catalog.ranked(
                 fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
                 active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,

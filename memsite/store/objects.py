@@ -262,7 +262,7 @@ class ObjectStore:
         """Return (kind, data) of an object, loose or packed."""
         try:
             with open(self._path(binsha.hex()), "rb") as handle:
-                raw = _inflate(handle.read())
+                return _loose_object(handle.read())
         except FileNotFoundError:
             try:
                 stream = self._repo.odb.stream(binsha)
@@ -270,9 +270,6 @@ class ObjectStore:
                 raise RepositoryError(f"git object {binsha.hex()} is missing ({exc}); run 'git fsck'") from None
             kind = stream.type.decode() if isinstance(stream.type, bytes) else stream.type
             return kind, stream.read()
-        nul = raw.index(b"\x00")
-        kind = raw[: raw.index(b" ")].decode()
-        return kind, raw[nul + 1 :]
 
     def read_blobs(self, shas: list[bytes]) -> dict[bytes, bytes]:
         """Many files at once: loose ones read directly, packed ones through one pipelined cat-file."""
@@ -281,11 +278,9 @@ class ObjectStore:
         for binsha in shas:
             try:
                 with open(self._path(binsha.hex()), "rb") as handle:
-                    raw = _inflate(handle.read())
+                    found[binsha] = _loose_object(handle.read())[1]
             except FileNotFoundError:
                 packed.append(binsha)
-                continue
-            found[binsha] = raw[raw.index(b"\x00") + 1 :]
         if packed:
             found.update(_cat_file_batch(self.dir.parent, packed))  # objects/ is in the git dir
         return found
@@ -550,30 +545,34 @@ def _cat_file_batch(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:
     return found
 
 
-def _inflate(raw: bytes) -> bytes:
-    """``zlib.decompress`` of a loose object, three times faster for a stored (level 0) one.
+def _loose_object(raw: bytes) -> tuple[str, bytes]:
+    """(kind, data) of a loose object file: zlib's ``<kind> <size>\\0<data>``.
 
-    A stored stream is a list of length-prefixed blocks: they are joined
-    without zlib copying them through its window, and the checksum is still
-    verified. Anything else, or anything unexpected, goes to zlib.
+    A stored (level 0) stream is a list of length-prefixed blocks: they are
+    joined after the header, copied once rather than through zlib's window
+    and again to drop the header (a 1 MB folder: 0.4 ms, not 1.5), and the
+    checksum is still verified. Anything else, damage included, goes to zlib.
     """
     view, pos, end = memoryview(raw), 2, len(raw) - 4
-    if raw[:2] != b"\x78\x01":  # zlib header of levels 0 and 1
-        return zlib.decompress(raw)
-    blocks = []
-    while pos + 5 <= end:
-        head, length, check = raw[pos], int.from_bytes(view[pos + 1 : pos + 3], "little"), \
-            int.from_bytes(view[pos + 3 : pos + 5], "little")
-        if head & 0b110 or length ^ check != 0xFFFF:  # a compressed block (level 1), or damage
-            return zlib.decompress(raw)
+    blocks: list[memoryview] = []
+    while raw[:2] == b"\x78\x01" and pos + 5 <= end:  # the zlib header of levels 0 and 1
+        head, length = raw[pos], int.from_bytes(view[pos + 1 : pos + 3], "little")
+        if head & 0b110 or length ^ int.from_bytes(view[pos + 3 : pos + 5], "little") != 0xFFFF:
+            break  # a compressed block (level 1), or damage
         blocks.append(view[pos + 5 : pos + 5 + length])
         pos += 5 + length
         if head & 1:  # the final block
+            nul = bytes(blocks[0][:64]).find(b"\x00")
+            if pos != end or nul < 0:
+                break
+            header = bytes(blocks[0][: nul + 1])
+            data = b"".join([blocks[0][nul + 1 :], *blocks[1:]])
+            if zlib.adler32(data, zlib.adler32(header)) == int.from_bytes(view[end:], "big"):
+                return header[: header.index(b" ")].decode(), data
             break
-    data = b"".join(blocks)
-    if pos != end or zlib.adler32(data) != int.from_bytes(view[end:], "big"):
-        return zlib.decompress(raw)  # raises zlib's own error for a damaged object
-    return data
+    data = zlib.decompress(raw)  # raises zlib's own error for a damaged object
+    nul = data.index(b"\x00")
+    return data[: data.index(b" ")].decode(), data[nul + 1 :]
 
 
 def _level(kind: bytes, data: bytes) -> int:

@@ -69,12 +69,12 @@ class Vectors:
                                "(empty, all zeros, or not finite numbers)")
         return array("f", [x / norm for x in vector])
 
-    def similarities(self, commit: str | None, texts: Callable[[], list[tuple[int, str]]],
+    def similarities(self, commit: str | None, texts: Callable[[], list[tuple[int, str, str]]],
                      query: str) -> dict[int, float]:
         """Row number -> cosine similarity to ``query`` of every memory at ``commit``.
 
-        ``texts`` gives (row number, text) of the memories; it is called only
-        when the commit changed since the last call.
+        ``texts`` gives (row number, id, text) of the memories; it is called
+        only when the commit changed since the last call.
         """
         if self._loaded is None or self._loaded[0] != commit:
             self._load(commit, texts())
@@ -85,18 +85,17 @@ class Vectors:
                                f"the memories {dimension}; give each model its own 'model' name")
         return dict(zip(rows, _dots(block, dimension, wanted)))
 
-    def _load(self, commit: str | None, texts: list[tuple[int, str]]) -> None:
-        keys = [hashlib.sha1(text.encode("utf-8")).digest() for _, text in texts]
+    def _load(self, commit: str | None, texts: list[tuple[int, str, str]]) -> None:
+        keys = [hashlib.sha1(text.encode("utf-8")).digest() for _, _, text in texts]
         missing = [k for k in dict.fromkeys(keys) if k not in self._known]
         for start in range(0, len(missing), 500):  # from disk: vectors embedded before, by any process
             chunk = missing[start : start + 500]
             self._known.update(self.db.execute(
                 f"SELECT key, v FROM vectors WHERE model = ? AND key IN ({', '.join('?' * len(chunk))})",
                 (self.model, *chunk)).fetchall())
-        todo = [(key, text) for key, (_, text) in dict(zip(keys, texts)).items() if key not in self._known]
+        todo = [(key, mid, text) for key, (_, mid, text) in dict(zip(keys, texts)).items() if key not in self._known]
         for start in range(0, len(todo), BATCH):
-            batch = [(key, self.embed(text, f"memory text {key.hex()[:12]}").tobytes())
-                     for key, text in todo[start : start + BATCH]]
+            batch = [(key, self.embed(text, f"memory {mid}").tobytes()) for key, mid, text in todo[start : start + BATCH]]
             with transaction(self.db):
                 self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                     ((self.model, key, v) for key, v in batch))
@@ -108,7 +107,7 @@ class Vectors:
             raise InvalidInput(f"embedder {self.model} gave vectors of {len(sizes)} different sizes; "
                                "delete .memsite/vectors.sqlite3 if the model changed under the same name")
         dimension = sizes.pop() // 4 if sizes else 0
-        self._loaded = (commit, [n for n, _ in texts], b"".join(self._known[k] for k in keys), dimension)
+        self._loaded = (commit, [n for n, _, _ in texts], b"".join(self._known[k] for k in keys), dimension)
 
 
 def mix(words: dict[int, float], meaning: dict[int, float], weight: float, keep: int,
