@@ -1,0 +1,167 @@
+"""Commands that learn from conversations: ingest (resumable) and skill drafts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import MemsiteError
+from ..store import MemoryStore
+from .common import Context, errors_as_messages, main, pass_context
+
+
+class _IngestProgress:
+    """Shows extraction, then a bar over the candidates being stored."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage == "extracting":
+            click.echo("Extracting memories from the conversation...", err=True)
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(length=max(total, 1), label="Storing memories", file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+def _extractor(store: MemoryStore, required: bool) -> Any:
+    from ..extract import Extractor
+    from ..llm import OpenAICompatible
+
+    llm = OpenAICompatible.from_env()
+    if llm is None:
+        if required:
+            raise MemsiteError("no LLM configured to extract memories with: set MEMSITE_LLM_BASE_URL and "
+                               "MEMSITE_LLM_MODEL (and MEMSITE_LLM_API_KEY if the endpoint needs one)")
+        return None
+    return Extractor(llm, config=store.config)
+
+
+def _echo_stats(key: str, stats: dict[str, int]) -> None:
+    click.echo(f"{key}: {stats['created']} created, {stats['merged']} merged, {stats['skipped']} skipped"
+               + (f", {stats['refused']} refused" if stats.get("refused") else ""))
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--session-key", help="Names the checkpoint (default: derived from the conversation).")
+@pass_context
+@errors_as_messages
+def ingest(ctx: Context, file: str, session_key: str | None) -> None:
+    """Turn a conversation into memories through an LLM, resumably.
+
+    FILE is JSON: a list of {"role", "content"} messages, or an object with
+    them under "messages" ('-' reads stdin). The LLM is the OpenAI-compatible
+    endpoint in MEMSITE_LLM_BASE_URL / MEMSITE_LLM_MODEL / MEMSITE_LLM_API_KEY.
+    If interrupted, 'memsite resume' finishes the work without asking the
+    LLM again; running the same command again does the same.
+
+    \b
+    Example:
+        memsite ingest chat.json --session-key run-42
+    """
+    messages = _read_conversation(file)
+    with ctx.store() as store:
+        progress = _IngestProgress()
+        try:
+            stats = store.ingest(messages, _extractor(store, required=True), session_key, progress=progress)
+        except KeyboardInterrupt:
+            progress.close()
+            click.echo("Interrupted: nothing is lost; 'memsite resume --all' finishes the ingest.", err=True)
+            raise
+        finally:
+            progress.close()
+    _echo_stats(session_key or "ingest", stats)
+
+
+def _read_conversation(file: str) -> Any:
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemsiteError(f"{file}: cannot read it ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MemsiteError(f"{file}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if isinstance(data, dict):
+        data = data.get("messages")
+    if not isinstance(data, list):
+        raise MemsiteError(f"{file}: expected a list of messages or an object with a 'messages' list")
+    return data
+
+
+@main.command()
+@click.argument("key", required=False)
+@click.option("--all", "resume_all", is_flag=True, help="Resume every unfinished ingest.")
+@pass_context
+@errors_as_messages
+def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
+    """Finish interrupted ingests (without KEY or --all: list them).
+
+    \b
+    Examples:
+        memsite resume
+        memsite resume run-42
+        memsite resume --all
+    """
+    with ctx.store() as store:
+        keys = store.incomplete_ingests() if resume_all or key is None else [key]
+        if key is None and not resume_all:
+            for waiting in keys:
+                click.echo(waiting)
+            if not keys:
+                click.echo("No unfinished ingests.", err=True)
+            return
+        extractor = _extractor(store, required=False)
+        for waiting in keys:
+            progress = _IngestProgress()
+            try:
+                stats = store.resume(waiting, extractor, progress=progress)
+            finally:
+                progress.close()
+            _echo_stats(waiting, stats)
+
+
+@main.command()
+@click.option("--threshold", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Patterns recalled at least this many times.")
+@click.option("--write", "folder", type=click.Path(file_okay=False, path_type=Path),
+              help="Write each draft to FOLDER/<name>/SKILL.md (never over one a person edited).")
+@click.option("--llm/--no-llm", "use_llm", default=True, show_default=True,
+              help="Analyse patterns with the LLM in MEMSITE_LLM_* when one is configured.")
+@pass_context
+@errors_as_messages
+def skills(ctx: Context, threshold: int, folder: Path | None, use_llm: bool) -> None:
+    """List patterns used often enough to become agent skills, or draft them.
+
+    \b
+    Examples:
+        memsite skills
+        memsite skills --threshold 3 --write skills/
+    """
+    from ..llm import OpenAICompatible
+    from ..skills import write_drafts
+
+    llm = OpenAICompatible.from_env() if use_llm else None
+    with ctx.store() as store:
+        found = store.skill_candidates(threshold=threshold, llm=llm)
+    if folder is None:
+        for c in found:
+            click.echo(f"{c.name}  {c.confidence:.0%}  recalled {c.recalls}x  from {c.source_pattern_id}  "
+                       f"{c.description}")
+    else:
+        for _, path, status in write_drafts(found, folder):
+            click.echo(f"{status:<9} {path}" + ("  (edited by a person: left alone)" if status == "kept" else ""))
+    if not found:
+        click.echo(f"No pattern has been recalled {threshold} times yet.", err=True)

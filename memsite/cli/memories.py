@@ -1,0 +1,379 @@
+"""Commands on memories: write, read, recall and rank, review changes, and the search index."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..model import format_time
+from ..store import MemoryStore
+from .common import Context, as_dict, errors_as_messages, main, pass_context, repo_root
+
+
+@main.command()
+@click.argument("path", default=".", type=click.Path(file_okay=False))
+@pass_context
+@errors_as_messages
+def init(ctx: Context, path: str) -> None:
+    """Create a memory repository in PATH (runs git init if needed).
+
+    Writes mkdocs.yml (site and memsite settings, with the categories and how
+    to set capacity marks), content/ and .gitignore, and commits them.
+
+    \b
+    Example:
+        memsite init my-memory
+    """
+    with MemoryStore.init(path, agent=ctx.agent) as store:
+        click.echo(f"Initialised memory repository in {store.root}")
+
+
+@main.command()
+@click.argument("content", required=False)
+@click.option("-c", "--category", default="general", show_default=True,
+              help="Category or alias (e.g. preferences, user_pref, cases).")
+@click.option("--abstract", help="One-line summary (default: the first line).")
+@click.option("--overview", help="Short paragraph (default: the first paragraph).")
+@click.option("-t", "--tag", "tags", multiple=True, help="A tag; repeat for several.")
+@click.option("--source", help="The session or origin this came from.")
+@click.option("--pinned", is_flag=True, help="Exempt from decay and trimming.")
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@pass_context
+@errors_as_messages
+def remember(ctx: Context, content: str | None, category: str, abstract: str | None, overview: str | None,
+             tags: tuple[str, ...], source: str | None, pinned: bool, as_json: bool) -> None:
+    """Remember CONTENT (or standard input when CONTENT is '-' or absent).
+
+    Each memory is one commit authored by the agent. Credentials, empty or
+    oversized text and unknown categories are refused and nothing is written.
+
+    \b
+    Examples:
+        memsite remember "Deploys go through make release" -c patterns -t release
+        git log -1 --format=%B | memsite remember - --category events
+    """
+    if content is None or content == "-":
+        if sys.stdin.isatty() and content is None:
+            raise click.UsageError("give CONTENT, or '-' to read it from standard input")
+        content = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    with ctx.store() as store:
+        memory = store.remember(content, category=category, abstract=abstract, overview=overview,
+                                tags=tags, source=source, pinned=pinned)
+    if as_json:
+        click.echo(json.dumps(as_dict(memory), indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"Remembered {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
+
+
+@main.command()
+@click.argument("id")
+@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@pass_context
+@errors_as_messages
+def show(ctx: Context, id: str, as_json: bool) -> None:
+    """Show the memory with ID: its fields and full text.
+
+    \b
+    Example:
+        memsite show 01JD3X4K9Q2W8E5R7T6Y1U3I0P
+    """
+    with ctx.store() as store:
+        memory = store.get(id)
+        root = store.root
+    if as_json:
+        click.echo(json.dumps(as_dict(memory), indent=2, ensure_ascii=False))
+        return
+    rows = [
+        ("id", memory.id), ("category", memory.category), ("abstract", memory.abstract),
+        ("overview", memory.overview), ("agent", memory.agent), ("created", format_time(memory.created)),
+        ("updated", format_time(memory.updated)), ("source", memory.source or ""),
+        ("tags", ", ".join(memory.tags)), ("recalled", str(memory.active_count)),
+        ("pinned", "yes" if memory.pinned else "no"),
+        ("path", str(memory.path.relative_to(root)) if memory.path else ""), ("commit", memory.commit or ""),
+    ]
+    for name, value in rows:
+        if value:
+            click.echo(f"{name + ':':10} {value}")
+    click.echo()
+    click.echo(memory.content)
+
+
+@main.command("list")
+@click.option("-c", "--category", help="Only this category (or alias).")
+@click.option("--agent", "by_agent", help="Only memories written by this agent.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@pass_context
+@errors_as_messages
+def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: bool) -> None:
+    """List memories, oldest first: id, category, agent, date and abstract.
+
+    \b
+    Examples:
+        memsite list
+        memsite list --category cases --agent planner
+    """
+    with ctx.store() as store:
+        memories = store.list(category=category, agent=by_agent)
+    if as_json:
+        click.echo(json.dumps([as_dict(m) for m in memories], indent=2, ensure_ascii=False))
+        return
+    for memory in memories:
+        pin = "*" if memory.pinned else " "
+        click.echo(f"{memory.id} {pin}{memory.category:<12} {memory.agent:<12} "
+                   f"{memory.created:%Y-%m-%d}  {memory.abstract}")
+    if not memories:
+        click.echo("No memories yet.", err=True)
+
+
+@main.command()
+@click.argument("id")
+@click.option("-r", "--reason", default="", help="Why it is forgotten (kept in the commit).")
+@pass_context
+@errors_as_messages
+def forget(ctx: Context, id: str, reason: str) -> None:
+    """Forget the memory with ID (its file is deleted; git history keeps it).
+
+    \b
+    Example:
+        memsite forget 01JD3X4K9Q2W8E5R7T6Y1U3I0P --reason "superseded"
+    """
+    with ctx.store() as store:
+        commit = store.forget(id, reason=reason)
+    click.echo(f"Forgot {id} (commit {commit[:12]})")
+
+
+@main.command()
+@click.argument("category")
+@pass_context
+@errors_as_messages
+def trim(ctx: Context, category: str) -> None:
+    """Apply CATEGORY's capacity marks now, trimming the lowest-ranked memories.
+
+    Writes already trim when they overflow a category; this is for after the
+    marks in mkdocs.yml were lowered. Pinned memories are never trimmed.
+
+    \b
+    Example:
+        memsite trim cases
+    """
+    with ctx.store() as store:
+        trimmed = store.trim(category)
+    if trimmed:
+        click.echo(f"Trimmed {len(trimmed)} memories: {' '.join(trimmed)}")
+    else:
+        click.echo("Nothing to trim: the category is within its capacity.")
+
+
+@main.command()
+@click.option("--base", help="Also check the changes since this revision (e.g. origin/main in a PR).")
+@pass_context
+@errors_as_messages
+def check(ctx: Context, base: str | None) -> None:
+    """Check the memory repository; one line per problem.
+
+    Exits with status 1 when there is any problem: a file that breaks the
+    format (named with its field and the fix), a folder that is not a
+    category, an id used twice, a category over its capacity, a world state
+    that cannot be read or holds conflict markers. With --base, also any
+    session record changed or deleted since BASE (the event log is
+    append-only).
+
+    \b
+    Example:
+        memsite check --base origin/main && git push
+    """
+    from ..validate import check_working_tree
+
+    problems, count = check_working_tree(Path(ctx.repo), base=base)
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        raise click.exceptions.Exit(1)
+    click.echo(f"{count} memories checked, no problems.", err=True)
+
+
+@main.command()
+@click.argument("base")
+@click.argument("head", default="HEAD")
+@click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")
+@pass_context
+@errors_as_messages
+def diff(ctx: Context, base: str, head: str, as_json: bool) -> None:
+    """Report what changed in memory between BASE and HEAD, for a pull request.
+
+    Memories created, updated (with what changed in text and metadata),
+    merged, forgotten and trimmed (with the reason), world-state keys and
+    sessions added, per agent and per category; highlights first.
+
+    \b
+    Examples:
+        memsite diff origin/main
+        memsite diff v1.0 HEAD --json
+    """
+    from ..review import compare, markdown
+
+    report = compare(repo_root(ctx), base, head)
+    click.echo(report.to_json() if as_json else markdown(report))
+
+
+@main.command()
+@click.option("--date", "day", type=click.DateTime(["%Y-%m-%d"]), help="The report of this day (YYYY-MM-DD).")
+@click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="One report per day from this day on.")
+@click.option("--rev", default="HEAD", show_default=True, help="Report the history up to this revision.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@pass_context
+@errors_as_messages
+def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
+    """Daily reports from the history: sessions, created / merged / skipped / trimmed, highlights, per agent.
+
+    Without --date or --since: the latest day with activity. Computed from the
+    commits, so the same at every clone and at any revision (--rev).
+
+    \b
+    Examples:
+        memsite report --date 2026-11-20
+        memsite report --since 2026-11-01 --json
+    """
+    from .. import history
+
+    if day and since:
+        raise click.UsageError("give --date or --since, not both")
+    with ctx.store() as store:
+        abstracts = {m.id: m.abstract for m in store.list()}
+        reports = history.daily(history.read(store.root, rev, store.config.content_dir),
+                                store.config.sessions_dir)
+    if day:
+        reports = [r for r in reports if r.day == day.date()]
+    elif since:
+        reports = [r for r in reports if r.day >= since.date()]
+    else:
+        reports = reports[:1]
+    if as_json:
+        click.echo(json.dumps([{"day": r.day.isoformat(), "commits": r.commits, "sessions": r.sessions,
+                                "counts": dict(r.counts), "created": r.highlights,
+                                "agents": {a: dict(c) for a, c in r.agents.items()}} for r in reports], indent=2))
+        return
+    for r in reports[::-1]:
+        click.echo(history.render_day(r, lambda mid: abstracts.get(mid, f"{mid} (no longer in memory)"), str))
+    if not reports:
+        click.echo("No activity on that day." if day else "No activity yet.", err=True)
+
+
+@main.command()
+@click.argument("query")
+@click.option("-n", "--limit", default=5, show_default=True, type=click.IntRange(min=1), help="At most this many.")
+@click.option("-c", "--category", help="Only this category (or alias).")
+@click.option("-t", "--tag", "tags", multiple=True, help="Only memories with this tag; repeat for several.")
+@click.option("--by", "by_agent", help="Only memories written by this agent.")
+@click.option("--min-score", default=0.0, show_default=True, type=float, help="Drop hits scoring below this.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
+@pass_context
+@errors_as_messages
+def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tuple[str, ...],
+           by_agent: str | None, min_score: float, as_json: bool) -> None:
+    """Recall the memories that best match QUERY (relevance x decay x boost).
+
+    Each memory recalled counts as used: its recall count goes up (journaled,
+    committed in batches).
+
+    \b
+    Examples:
+        memsite recall "how do we deploy to staging"
+        memsite recall tabs --category preferences --json
+    """
+    with ctx.store() as store:
+        hits = store.recall(query, limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score)
+    _print_hits(hits, as_json)
+
+
+@main.command()
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Only the best this many.")
+@click.option("-c", "--category", help="Only this category (or alias).")
+@click.option("--json", "as_json", is_flag=True, help="Print the ranking with score parts as JSON.")
+@pass_context
+@errors_as_messages
+def rank(ctx: Context, limit: int | None, category: str | None, as_json: bool) -> None:
+    """Rank memories by decay x boost, the order the site shows (nothing is recalled).
+
+    \b
+    Example:
+        memsite rank --limit 20
+    """
+    with ctx.store() as store:
+        hits = store.rank(limit=limit, category=category)
+    _print_hits(hits, as_json)
+
+
+def _print_hits(hits: list[Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([{**as_dict(h.memory), "relevance": h.relevance, "decay": h.decay,
+                                "boost": h.boost, "score": h.score} for h in hits], indent=2, ensure_ascii=False))
+        return
+    for h in hits:
+        click.echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {h.memory.abstract}")
+    if not hits:
+        click.echo("No memories match.", err=True)
+
+
+@main.command()
+@pass_context
+@errors_as_messages
+def flush(ctx: Context) -> None:
+    """Commit the recall counts waiting in the activity journal, in one commit.
+
+    \b
+    Example:
+        memsite flush
+    """
+    with ctx.store() as store:
+        commit = store.flush_activity()
+    click.echo(f"Committed recall counts (commit {commit[:12]})" if commit else "No recalls waiting.")
+
+
+@main.group()
+def index() -> None:
+    """The search index in .memsite/ (derived from the files; safe to delete).
+
+    \b
+    Example:
+        memsite index rebuild
+    """
+
+
+@index.command("rebuild")
+@pass_context
+@errors_as_messages
+def index_rebuild(ctx: Context) -> None:
+    """Rebuild the catalog and full-text index from the memory files.
+
+    \b
+    Example:
+        memsite index rebuild
+    """
+    import time
+
+    started = time.perf_counter()
+    with ctx.store() as store:
+        count = store.rebuild_index()
+    seconds = time.perf_counter() - started
+    click.echo(f"Indexed {count} memories in {seconds:.1f} s")
+
+
+@main.command()
+@click.option("--lines", type=click.IntRange(min=0), help="At most this many lines (default: auto_load_lines).")
+@pass_context
+@errors_as_messages
+def core(ctx: Context, lines: int | None) -> None:
+    """Print the core memory an agent loads at start: world state, pinned
+    memories and this agent's recent memories.
+
+    \b
+    Example:
+        memsite --agent planner core --lines 50
+    """
+    with ctx.store() as store:
+        click.echo(store.load_core(lines=lines))

@@ -1,0 +1,273 @@
+"""Commands of the task protocol and the shared world state."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .common import Context, errors_as_messages, main, pass_context
+
+
+@main.group()
+def world() -> None:
+    """The shared world state: keyed facts every agent sees.
+
+    \b
+    Examples:
+        memsite world show
+        memsite world set deploy.target staging
+        memsite world unset old.key
+    """
+
+
+@world.command("show")
+@click.argument("key", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the keys and values as JSON.")
+@pass_context
+@errors_as_messages
+def world_show(ctx: Context, key: str | None, as_json: bool) -> None:
+    """Show the world state, or the value of KEY.
+
+    \b
+    Example:
+        memsite world show ci.status
+    """
+    with ctx.store() as store:
+        values = store.world.read()
+    if key is not None:
+        if key not in values:
+            raise click.ClickException(f"no world key {key!r}; 'memsite world show' lists them")
+        click.echo(values[key])
+    elif as_json:
+        click.echo(json.dumps(values, indent=2, ensure_ascii=False))
+    else:
+        for name, value in values.items():
+            click.echo(f"{name}: {value}" if "\n" not in value else f"{name}:\n  " + value.replace("\n", "\n  "))
+
+
+@world.command("set")
+@click.argument("key")
+@click.argument("value")
+@pass_context
+@errors_as_messages
+def world_set(ctx: Context, key: str, value: str) -> None:
+    """Set KEY to VALUE ('-' reads it from standard input); every other key is kept.
+
+    \b
+    Example:
+        memsite world set ci.status green
+    """
+    if value == "-":
+        value = sys.stdin.read()
+    with ctx.store() as store:
+        commit = store.world.merge({key: value})
+    click.echo(f"Set {key} (commit {commit[:12]})" if commit else f"{key} already had that value")
+
+
+@world.command("unset")
+@click.argument("keys", nargs=-1, required=True)
+@pass_context
+@errors_as_messages
+def world_unset(ctx: Context, keys: tuple[str, ...]) -> None:
+    """Remove KEYS from the world state (keys that do not exist are ignored).
+
+    \b
+    Example:
+        memsite world unset old.key deploy.previous
+    """
+    with ctx.store() as store:
+        commit = store.world.merge(remove=keys)
+    click.echo(f"Removed {', '.join(keys)} (commit {commit[:12]})" if commit else "Nothing to remove")
+
+
+@main.group()
+def task() -> None:
+    """The task protocol for agents that drive memsite from a shell.
+
+    Each command picks up the agent's task from its task_process.md, so they
+    can run as separate processes. 'finish' writes the session record, the
+    agent's knowledge, the world state and clears the working memory in one
+    commit, or commits nothing and lists what is missing.
+
+    \b
+    Example:
+        memsite --agent fixer task start debug "undefined var" add --plan "find the cause" --plan fix
+        memsite --agent fixer task check "find the cause" --note "NameError in add()"
+        memsite --agent fixer task finish --problem "add() failed" --solution "defined x" --learn "pattern: ..."
+    """
+
+
+def _show_task(t: Any) -> None:
+    click.echo(f"{t.type}: {', '.join(t.keywords) or '(no keywords)'} (round {t.rounds})"
+               + (" [resumed]" if t.resumed else ""))
+    for text, done, note in t.todo:
+        click.echo(f"- [{'x' if done else ' '}] {text}" + (f" ({note})" if note else ""))
+    for pattern in t.known_patterns:
+        click.echo(f"known pattern: {pattern}")
+
+
+@task.command("start")
+@click.argument("type")
+@click.argument("keywords", nargs=-1)
+@click.option("--plan", "plan", multiple=True, help="A TODO item; repeat for several.")
+@pass_context
+@errors_as_messages
+def task_start(ctx: Context, type: str, keywords: tuple[str, ...], plan: tuple[str, ...]) -> None:
+    """Start a task of TYPE about KEYWORDS (or resume the same unfinished one).
+
+    \b
+    Example:
+        memsite --agent fixer task start debug "undefined var" add --plan "find the cause"
+    """
+    with ctx.store() as store:
+        t = store.task(type, keywords, plan=plan or None)
+        try:
+            _show_task(t)
+        finally:
+            t.release()
+
+
+def _open_task(ctx: Context, action: Callable[[Any], None]) -> None:
+    with ctx.store() as store:
+        t = store.task()
+        try:
+            action(t)
+        finally:
+            t.release()
+
+
+@task.command("show")
+@pass_context
+@errors_as_messages
+def task_show(ctx: Context) -> None:
+    """Show the task in progress: its TODO and the patterns it matched.
+
+    \b
+    Example:
+        memsite --agent fixer task show
+    """
+    _open_task(ctx, _show_task)
+
+
+@task.command("check")
+@click.argument("item")
+@click.option("--note", help="What was found.")
+@pass_context
+@errors_as_messages
+def task_check(ctx: Context, item: str, note: str | None) -> None:
+    """Mark the TODO ITEM done.
+
+    \b
+    Example:
+        memsite --agent fixer task check "find the cause" --note "NameError in add()"
+    """
+    _open_task(ctx, lambda t: t.check(item, note=note))
+
+
+@task.command("add")
+@click.argument("item")
+@pass_context
+@errors_as_messages
+def task_add(ctx: Context, item: str) -> None:
+    """Add ITEM to the TODO.
+
+    \b
+    Example:
+        memsite --agent fixer task add "write a regression test"
+    """
+    _open_task(ctx, lambda t: t.add(item))
+
+
+@task.command("drop")
+@click.argument("item")
+@pass_context
+@errors_as_messages
+def task_drop(ctx: Context, item: str) -> None:
+    """Remove ITEM from the TODO (it turned out not to be needed).
+
+    \b
+    Example:
+        memsite --agent fixer task drop "bisect the history"
+    """
+    _open_task(ctx, lambda t: t.drop(item))
+
+
+@task.command("round")
+@pass_context
+@errors_as_messages
+def task_round(ctx: Context) -> None:
+    """Count one more round of work on the task.
+
+    \b
+    Example:
+        memsite --agent fixer task round
+    """
+
+    def bump(t: Any) -> None:
+        t.rounds += 1
+
+    _open_task(ctx, bump)
+
+
+def _world_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise click.BadParameter(f"{text!r}: expected KEY=VALUE")
+    return key, value
+
+
+@task.command("finish")
+@click.option("--problem", help="The problem the task addressed.")
+@click.option("--solution", help="How it was solved.")
+@click.option("--learn", "learnings", multiple=True, help="A learning ('pattern: ...' goes to knowledge); repeat.")
+@click.option("--world", "world_pairs", multiple=True, help="KEY=VALUE to merge into the world state; repeat.")
+@click.option("--unset", "unset", multiple=True, help="A world key to remove; repeat.")
+@pass_context
+@errors_as_messages
+def task_finish(ctx: Context, problem: str | None, solution: str | None, learnings: tuple[str, ...],
+                world_pairs: tuple[str, ...], unset: tuple[str, ...]) -> None:
+    """Close the task: session record, knowledge, world state, cleared TODO, one commit.
+
+    \b
+    Example:
+        memsite --agent fixer task finish --problem "add() failed" --solution "defined x" --world ci.status=green
+    """
+    with ctx.store() as store:
+        t = store.task()
+        try:
+            if problem is not None:
+                t.problem(problem)
+            if solution is not None:
+                t.solution(solution)
+            for learning in learnings:
+                t.learn(learning)
+            if world_pairs or unset:
+                t.world(dict(_world_pair(p) for p in world_pairs), remove=unset)
+            commit = t.finish()
+        finally:
+            t.release()
+    click.echo(f"Closed {t.session} (commit {commit[:12]})")
+
+
+@task.command("abandon")
+@click.argument("reason")
+@pass_context
+@errors_as_messages
+def task_abandon(ctx: Context, reason: str) -> None:
+    """Close the task without finishing it; the session records REASON.
+
+    \b
+    Example:
+        memsite --agent fixer task abandon "superseded by the new parser"
+    """
+    with ctx.store() as store:
+        t = store.task()
+        try:
+            commit = t.abandon(reason)
+        finally:
+            t.release()
+    click.echo(f"Abandoned {t.session} (commit {commit[:12]})")

@@ -1,0 +1,161 @@
+"""Commands for the website, the demo, and sharing memory through git remotes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..merge import DRIVERS
+from ..merge import run as run_merge
+from .common import Context, errors_as_messages, main, pass_context, repo_root
+
+
+@main.command()
+@click.option("-d", "--site-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the site (default: site/ beside mkdocs.yml).")
+@click.option("--strict", is_flag=True, help="Fail on MkDocs warnings too.")
+@pass_context
+@errors_as_messages
+def build(ctx: Context, site_dir: Path | None, strict: bool) -> None:
+    """Build the memory website (MkDocs + Material) from the repository.
+
+    \b
+    Example:
+        memsite build --site-dir public/
+    """
+    from ..site.build import build as build_site
+
+    out = build_site(repo_root(ctx), site_dir, strict=strict)
+    click.echo(f"Built the site into {out}; open {out / 'index.html'}")
+
+
+@main.command()
+@click.option("-a", "--dev-addr", metavar="IP:PORT", help="Address to serve on (default: 127.0.0.1:8000).")
+@click.option("--open", "open_in_browser", is_flag=True, help="Open the site in a browser.")
+@pass_context
+@errors_as_messages
+def serve(ctx: Context, dev_addr: str | None, open_in_browser: bool) -> None:
+    """Serve the memory website locally, rebuilding it as memories change.
+
+    \b
+    Example:
+        memsite serve --dev-addr 127.0.0.1:8001
+    """
+    from ..site.build import serve as serve_site
+
+    serve_site(repo_root(ctx), dev_addr, open_in_browser=open_in_browser)
+
+
+@main.command()
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write the Markdown files into.")
+@click.option("--no-l1", is_flag=True, help="Leave out the overviews (L1): abstracts only.")
+@click.option("--by-category", is_flag=True, help="Also write by-category/<category>.md.")
+@pass_context
+@errors_as_messages
+def project(ctx: Context, out: Path, no_l1: bool, by_category: bool) -> None:
+    """Write daily summaries (and category views) as Markdown for external indexers.
+
+    \b
+    Example:
+        memsite project --out qmd/ --by-category
+    """
+    from ..site.build import project as write_projection
+
+    files = write_projection(repo_root(ctx), out, include_l1=not no_l1, by_category=by_category)
+    click.echo(f"Wrote {len(files)} files into {out}")
+
+
+@main.command()
+@click.argument("folder", default="memsite-demo", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--serve", "and_serve", is_flag=True, help="Serve the site afterwards (127.0.0.1:8000).")
+@click.option("--weeks", default=6, show_default=True, type=click.IntRange(1, 52), help="Weeks to simulate.")
+@errors_as_messages
+def demo(folder: Path, and_serve: bool, weeks: int) -> None:
+    """Create a demo memory repository and build its website.
+
+    Three agents work through the Python API over several simulated weeks
+    (memories in every category, tasks and sessions, world-state merges,
+    recalls, trims, a pattern hot enough to become a skill draft); the site
+    is built into FOLDER/site.
+
+    \b
+    Example:
+        memsite demo /tmp/memsite-demo --serve
+    """
+    from ..demo import create
+    from ..site.build import build as build_site
+    from ..site.build import serve as serve_site
+
+    def report(message: str) -> None:
+        click.echo(message, err=True)
+
+    create(folder, weeks=weeks, progress=report)
+    out = build_site(folder)
+    click.echo(f"Demo repository: {folder.resolve()}\nSite: {(out / 'index.html').resolve()}")
+    if and_serve:
+        click.echo("Serving on http://127.0.0.1:8000/ (Ctrl-C stops)", err=True)
+        serve_site(folder)
+
+
+@main.command()
+@click.option("--remote", default="origin", show_default=True, help="The git remote to share memory through.")
+@click.option("--branch", help="The remote branch (default: the checked-out branch's name).")
+@pass_context
+@errors_as_messages
+def sync(ctx: Context, remote: str, branch: str | None) -> None:
+    """Merge the remote's memory into this clone's with memsite's merge drivers, and push.
+
+    A push rejected because someone pushed first is retried; nothing is ever
+    force-pushed and no local commit is dropped.
+
+    \b
+    Example:
+        memsite sync --remote origin
+    """
+    from ..sync import sync as sync_memory
+
+    with ctx.store() as store:
+        result = sync_memory(store, remote, branch)
+    click.echo(f"Synced with {result.remote}/{result.branch}: {result.fetched} commits fetched, "
+               f"{result.pushed} pushed")
+
+
+@main.command()
+@click.option("--remote", default="origin", show_default=True, help="The git remote to push the branch to.")
+@click.option("--base", default="main", show_default=True, help="The branch the pull request goes into.")
+@pass_context
+@errors_as_messages
+def propose(ctx: Context, remote: str, base: str) -> None:
+    """Push this agent's branch (agent/<name>) and print the pull request body.
+
+    \b
+    Example:
+        memsite --agent coder propose | gh pr create --base main --head agent/coder --body-file -
+    """
+    from ..sync import propose as propose_branch
+
+    with ctx.store() as store:
+        branch, body = propose_branch(store, remote, base)
+    click.echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
+    click.echo(body)
+
+
+@main.command("merge-driver")
+@click.argument("kind", type=click.Choice([d.kind for d in DRIVERS]))
+@click.argument("base", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("ours", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("theirs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("path", required=False, default="")
+def merge_driver(kind: str, base: Path, ours: Path, theirs: Path, path: str) -> None:
+    """Git merge driver (git runs it; memsite registers it in each clone).
+
+    Merges THEIRS into OURS given BASE, key by key; exits 1 with conflict
+    markers only where both sides changed the same key differently.
+
+    \b
+    Example (what git runs for world_state.md):
+        memsite merge-driver world %O %A %B %P
+    """
+    raise click.exceptions.Exit(run_merge(kind, base, ours, theirs, path))
