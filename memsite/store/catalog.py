@@ -212,29 +212,39 @@ class Catalog:
                f"{boost} AS boost FROM {source}{' WHERE ' + ' AND '.join(conditions) if conditions else ''}) "
                "WHERE relevance * decay * boost >= :min_score "
                "ORDER BY relevance * decay * boost DESC, created DESC LIMIT :limit")
+        rows = self._search(fts_query, sql, params)
+        return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
+
+    def _search(self, fts_query: str | None, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        """Run a query; a full-text query SQLite refuses is a ValueError naming it."""
         try:
-            rows = self.db.execute(sql, params).fetchall()
+            return self.db.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
             if "fts5" in str(exc) or "syntax" in str(exc):
                 raise ValueError(f"full-text query {fts_query!r} was refused ({exc})") from None
             raise
-        return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
 
     def lexical(self, fts_query: str) -> dict[int, float]:
         """Row number -> bm25 relevance of every match of ``fts_query``, the best match 1.0."""
-        try:
-            rows = self.db.execute(f"SELECT rowid, bm25(memories_fts, {_BM25_WEIGHTS}) FROM memories_fts "
-                                   "WHERE memories_fts MATCH ?", (fts_query,)).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise ValueError(f"full-text query {fts_query!r} was refused ({exc})") from None
+        rows = self._search(fts_query, f"SELECT rowid, bm25(memories_fts, {_BM25_WEIGHTS}) FROM memories_fts "
+                            "WHERE memories_fts MATCH ?", (fts_query,))
         best = min((b for _, b in rows), default=0.0)  # bm25 is negative: lower is better
         return {n: b / best if best else 1.0 for n, b in rows}
 
-    def texts(self) -> list[tuple[int, str, str]]:
-        """(row number, id, text) of every memory: what an embedder reads (the abstract, then the body)."""
-        return self.db.execute(
-            "SELECT n, id, CASE WHEN instr(content, abstract) THEN content ELSE abstract || char(10, 10) || content END "
-            "FROM memories ORDER BY n").fetchall()
+    def blobs(self) -> list[tuple[int, str]]:
+        """(row number, blob id) of every memory: a row's text is fixed by its file's content."""
+        return self.db.execute("SELECT n, blob FROM memories ORDER BY n").fetchall()
+
+    def texts(self, rows: list[int]) -> list[tuple[int, str, str, str]]:
+        """(row number, id, blob id, text) of these rows: what an embedder reads (the abstract, then the body)."""
+        found = []
+        for start in range(0, len(rows), 500):
+            chunk = rows[start : start + 500]
+            found += self.db.execute(
+                "SELECT n, id, blob, CASE WHEN instr(content, abstract) THEN content "
+                f"ELSE abstract || char(10, 10) || content END FROM memories WHERE n IN ({', '.join('?' * len(chunk))})",
+                chunk).fetchall()
+        return found
 
     def matching(self, category: str | None, agent: str | None, tags: Iterable[str]) -> set[int] | None:
         """Row numbers of the memories passing the filters; None when there are none to apply."""

@@ -341,7 +341,7 @@ class MemoryStore:
             relevance = None
             if meaning is not None and self._vectors is not None:
                 words = self.catalog.lexical(fts_query) if fts_query else {}
-                closeness = self._vectors.similarities(self.catalog.commit, self.catalog.texts, meaning)
+                closeness = self._vectors.similarities(self.catalog, meaning)
                 keep = len(closeness) if limit is None else max(50, 10 * limit)
                 relevance = mix(words, closeness, self.config.embedding_weight, keep,
                                 self.catalog.matching(name, agent, tag_list))

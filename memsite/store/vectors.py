@@ -17,9 +17,13 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from operator import mul
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
 from .sqlite import connect, transaction
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
 
 Embedder = Callable[[str], Sequence[float]]
 BATCH = 100  # vectors stored per transaction while many are embedded (Ctrl-C keeps what is done)
@@ -51,6 +55,7 @@ class Vectors:
         self.db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
                         "v BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID")
         self._known: dict[bytes, bytes] = {}  # text key -> normalised float32 vector
+        self._key_of_blob: dict[str, bytes] = {}  # memory file (blob id) -> text key
         self._loaded: tuple[str | None, list[int], bytes, int] | None = None  # commit, rows, vectors, dimension
 
     def close(self) -> None:
@@ -69,15 +74,10 @@ class Vectors:
                                "(empty, all zeros, or not finite numbers)")
         return array("f", [x / norm for x in vector])
 
-    def similarities(self, commit: str | None, texts: Callable[[], list[tuple[int, str, str]]],
-                     query: str) -> dict[int, float]:
-        """Row number -> cosine similarity to ``query`` of every memory at ``commit``.
-
-        ``texts`` gives (row number, id, text) of the memories; it is called
-        only when the commit changed since the last call.
-        """
-        if self._loaded is None or self._loaded[0] != commit:
-            self._load(commit, texts())
+    def similarities(self, catalog: Catalog, query: str) -> dict[int, float]:
+        """Row number -> cosine similarity to ``query`` of every memory in ``catalog``."""
+        if self._loaded is None or self._loaded[0] != catalog.commit:
+            self._load(catalog)
         _, rows, block, dimension = self._loaded  # type: ignore[misc]
         wanted = self.embed(query, "the query")
         if rows and len(wanted) != dimension:
@@ -85,15 +85,23 @@ class Vectors:
                                f"the memories {dimension}; give each model its own 'model' name")
         return dict(zip(rows, _dots(block, dimension, wanted)))
 
-    def _load(self, commit: str | None, texts: list[tuple[int, str, str]]) -> None:
-        keys = [hashlib.sha1(text.encode("utf-8")).digest() for _, _, text in texts]
-        missing = [k for k in dict.fromkeys(keys) if k not in self._known]
+    def _load(self, catalog: Catalog) -> None:
+        """Line up the vectors of the catalog's rows; only files not seen before have their text read."""
+        rows = catalog.blobs()
+        unseen = [n for n, blob in rows if blob not in self._key_of_blob]
+        texts = {}  # text key -> (memory id, text), for the files not seen before
+        blob_keys = []
+        for _, mid, blob, text in catalog.texts(unseen):
+            key = hashlib.sha1(text.encode("utf-8")).digest()
+            texts[key] = (mid, text)
+            blob_keys.append((blob, key))
+        missing = [key for key in texts if key not in self._known]
         for start in range(0, len(missing), 500):  # from disk: vectors embedded before, by any process
             chunk = missing[start : start + 500]
             self._known.update(self.db.execute(
                 f"SELECT key, v FROM vectors WHERE model = ? AND key IN ({', '.join('?' * len(chunk))})",
                 (self.model, *chunk)).fetchall())
-        todo = [(key, mid, text) for key, (_, mid, text) in dict(zip(keys, texts)).items() if key not in self._known]
+        todo = [(key, *texts[key]) for key in missing if key not in self._known]
         for start in range(0, len(todo), BATCH):
             batch = [(key, self.embed(text, f"memory {mid}").tobytes()) for key, mid, text in todo[start : start + BATCH]]
             with transaction(self.db):
@@ -102,12 +110,14 @@ class Vectors:
             self._known.update(batch)
             if self._progress is not None:
                 self._progress(min(start + BATCH, len(todo)), len(todo))
-        sizes = {len(self._known[k]) for k in keys}
+        self._key_of_blob.update(blob_keys)  # only once their vectors are known
+        vectors = [self._known[self._key_of_blob[blob]] for _, blob in rows]
+        sizes = {len(v) for v in vectors}
         if len(sizes) > 1:
             raise InvalidInput(f"embedder {self.model} gave vectors of {len(sizes)} different sizes; "
                                "delete .memsite/vectors.sqlite3 if the model changed under the same name")
         dimension = sizes.pop() // 4 if sizes else 0
-        self._loaded = (commit, [n for n, _, _ in texts], b"".join(self._known[k] for k in keys), dimension)
+        self._loaded = (catalog.commit, [n for n, _ in rows], b"".join(vectors), dimension)
 
 
 def mix(words: dict[int, float], meaning: dict[int, float], weight: float, keep: int,
