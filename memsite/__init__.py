@@ -1,5 +1,6 @@
 """memsite: agent memory in a git repository, read as a website, reviewed as pull requests."""
 
+from .api import MemoryStore, from_env
 from .config import Config
 from .errors import (
     ConfigError,
@@ -13,13 +14,12 @@ from .errors import (
     RepositoryError,
     SecretFound,
 )
-from .core import from_env
 from .extract import Candidate, Extractor
 from .model import Memory
 from .protocol import Task
 from .ranking import decay_score
 from .skills import SkillCandidate, render_skill
-from .store import MemoryStore, Transaction
+from .store import Transaction
 
 __version__ = "0.1.0"
 

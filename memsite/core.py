@@ -4,21 +4,14 @@
 agent's most recent memories, cut to a number of lines; ``load_topic`` is the
 full text of one category; ``recent`` the bounded list of recent memory texts
 (the original spec's list of the 10 latest, oldest first, empty ones skipped).
-``from_env`` opens the store the environment points at.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 from .model import Memory, one_line, truncate
-
-if TYPE_CHECKING:
-    from .store import MemoryStore
 
 DEFAULT_DIR = "~/.memsite/memory"
 TRUE = ("1", "true", "yes", "on")
@@ -77,32 +70,3 @@ def auto_load_lines(environ: Mapping[str, str], default: int) -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"MEMSITE_AUTO_LOAD_LINES: expected a whole number >= 1, got {raw!r}")
     return int(raw)
-
-
-def from_env(environ: Mapping[str, str] | None = None) -> MemoryStore | None:
-    """The memory store the environment asks for, or None when memory is disabled.
-
-    ``MEMSITE_ENABLED`` (default true) switches memory off with false/0/no/off;
-    ``MEMSITE_DIR`` is the repository (default ``~/.memsite/memory``, created
-    with ``memsite init`` if it is not one yet); ``MEMSITE_AUTO_LOAD_LINES``
-    caps ``load_core``; ``MEMSITE_AGENT`` names the agent.
-
-    Raises:
-        ConfigError: a variable holds something it cannot mean.
-    """
-    from .store import MemoryStore
-
-    environ = os.environ if environ is None else environ
-    enabled = environ.get("MEMSITE_ENABLED", "").strip().lower()
-    if enabled in FALSE:
-        return None
-    if enabled and enabled not in TRUE:
-        raise ConfigError(f"MEMSITE_ENABLED: expected true or false, got {enabled!r}")
-    path = Path(environ.get("MEMSITE_DIR") or DEFAULT_DIR).expanduser()
-    agent = environ.get("MEMSITE_AGENT") or None
-    if not (path / "mkdocs.yml").exists():
-        store = MemoryStore.init(path, agent=agent)
-    else:
-        store = MemoryStore(path, agent=agent)
-    store.auto_load_lines = auto_load_lines(environ, store.auto_load_lines)
-    return store

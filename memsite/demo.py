@@ -16,9 +16,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from .api import MemoryStore
 from .errors import MemsiteError
 from .model import utcnow
-from .store import MemoryStore
 
 AGENTS = ("planner", "coder", "reviewer")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,3 +336,23 @@ def _tags(raw: Any, number: int, log: logging.Logger) -> tuple[str, ...]:
         except InvalidInput:
             log.info("memory extraction: entry %d: tag %r dropped, not a short word", number, tag)
     return checks.tags(kept)
+
+
+def message_texts(messages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(role, text) of chat messages: content as a string or a list of text parts."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+        raise InvalidInput("messages: expected a list of {'role': ..., 'content': ...} mappings")
+    result = []
+    for number, message in enumerate(messages, start=1):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise InvalidInput(f"message {number}: expected a mapping with 'role' and 'content'")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "\n".join(part.get("text", "") for part in content
+                                if isinstance(part, Mapping) and isinstance(part.get("text"), str))
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise InvalidInput(f"message {number}: 'content' must be text or a list of text parts")
+        result.append((message["role"], content))
+    return result

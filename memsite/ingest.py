@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInput, MemsiteError, NotFound
-from .extract import Candidate
+from .extract import Candidate, message_texts
+from .git.worktree import atomic_write
 from .model import format_time
-from .store.worktree import atomic_write
 
 if TYPE_CHECKING:
     from .extract import Extractor
-    from .store import MemoryStore
+    from .store import Store
 
 log = logging.getLogger("memsite.ingest")
 
@@ -95,14 +95,13 @@ class Checkpoints:
         return sorted(p.stem for p in self.folder.glob("*.json") if KEY_RE.match(p.stem))
 
 
-def ingest(store: MemoryStore, messages: Iterable[Mapping[str, Any]], extractor: Extractor | None,
+def ingest(store: Store, messages: Iterable[Mapping[str, Any]], extractor: Extractor | None,
            key: str | None, *, batch_size: int = BATCH_SIZE, progress: Progress | None = None) -> dict[str, int]:
     """See :meth:`MemoryStore.ingest`."""
-    from .store.memories import _message_texts
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInput(f"batch_size: expected a positive whole number, got {batch_size!r}")
-    conversation = [{"role": role, "content": text} for role, text in _message_texts(messages)]
+    conversation = [{"role": role, "content": text} for role, text in message_texts(messages)]
     key = session_key(key, conversation)
     checkpoints = Checkpoints(store.repo.state_dir / "checkpoints")
     state = checkpoints.load(key)
@@ -116,7 +115,7 @@ def ingest(store: MemoryStore, messages: Iterable[Mapping[str, Any]], extractor:
     return _run(store, checkpoints, state, extractor, progress)
 
 
-def resume(store: MemoryStore, key: str, extractor: Extractor | None, *,
+def resume(store: Store, key: str, extractor: Extractor | None, *,
            progress: Progress | None = None) -> dict[str, int]:
     """See :meth:`MemoryStore.resume`."""
     checkpoints = Checkpoints(store.repo.state_dir / "checkpoints")
@@ -126,7 +125,7 @@ def resume(store: MemoryStore, key: str, extractor: Extractor | None, *,
     return _run(store, checkpoints, state, extractor, progress)
 
 
-def _run(store: MemoryStore, checkpoints: Checkpoints, state: dict[str, Any], extractor: Extractor | None,
+def _run(store: Store, checkpoints: Checkpoints, state: dict[str, Any], extractor: Extractor | None,
          progress: Progress | None) -> dict[str, int]:
     key = state["session_key"]
     batch_size = state["batch_size"]  # a resumed ingest keeps its batches: their trailers name them
@@ -161,7 +160,7 @@ def _run(store: MemoryStore, checkpoints: Checkpoints, state: dict[str, Any], ex
     return dict(state["stats"])
 
 
-def _store_batch(store: MemoryStore, key: str, batch: str, candidates: list[Candidate],
+def _store_batch(store: Store, key: str, batch: str, candidates: list[Candidate],
                  total: int) -> dict[str, int]:
     def body(tx: Any) -> dict[str, int]:  # run again if the branch moved under the transaction
         refused = 0
@@ -184,7 +183,7 @@ def _store_batch(store: MemoryStore, key: str, batch: str, candidates: list[Cand
     return stats
 
 
-def _committed_batch(store: MemoryStore, batch: str, base: str | None) -> dict[str, int] | None:
+def _committed_batch(store: Store, batch: str, base: str | None) -> dict[str, int] | None:
     """The stats of a batch already committed (by a process that died before saying so), or None."""
     message = store.repo.message_with_trailer("Ingest-Batch", batch, since=base)
     if message is None:
@@ -193,10 +192,10 @@ def _committed_batch(store: MemoryStore, batch: str, base: str | None) -> dict[s
     return {name: int(found.get(name.title(), 0)) for name in STATS}
 
 
-def _tip(store: MemoryStore) -> str | None:
+def _tip(store: Store) -> str | None:
     return store.repo.refs.read(store.repo.branch())
 
 
-def incomplete(store: MemoryStore) -> list[str]:
+def incomplete(store: Store) -> list[str]:
     """See :meth:`MemoryStore.incomplete_ingests`."""
     return Checkpoints(store.repo.state_dir / "checkpoints").keys()

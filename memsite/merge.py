@@ -16,11 +16,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import world
 from .errors import FormatError
 from .fileformat import format_memory, parse_memory
+
+if TYPE_CHECKING:
+    from .git import Repository
 
 
 @dataclass(frozen=True)
@@ -140,3 +143,21 @@ def _merge_text(base: str, ours: str, theirs: str) -> tuple[str, bool]:
         result = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", *paths],
                                 capture_output=True)
     return result.stdout.decode("utf-8", "surrogateescape").rstrip("\n"), result.returncode != 0
+
+
+def clone_settings(repo: Repository) -> dict[tuple[str, str | None, str], str]:
+    """The git config every clone of a memory repository needs (git never shares it).
+
+    Besides the merge drivers and a split index: loose objects stored
+    uncompressed, unless the user chose a compression at any level. A hand
+    commit rewrites a whole category folder; reading it back to update the
+    index cost 4 ms at git's default level at 100,000 memories, 0.3 ms stored.
+    ``git gc`` still packs them compressed.
+    """
+    settings: dict[tuple[str, str | None, str], str] = {("core", None, "splitIndex"): "true"}
+    if not repo.configured("core", "compression") and not repo.configured("core", "looseCompression"):
+        settings[("core", None, "looseCompression")] = "0"
+    for driver in DRIVERS:
+        settings[("merge", driver.name, "name")] = driver.description
+        settings[("merge", driver.name, "driver")] = command(driver)
+    return settings

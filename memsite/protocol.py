@@ -28,10 +28,19 @@ from filelock import FileLock, Timeout
 from . import checks, sessions, world
 from .errors import FormatError, InvalidInput, MemsiteError, ProtocolError, SecretFound
 from .model import format_time, one_line
-from .notes import CLOSING_STEPS, Knowledge, TaskState, TodoItem, parse_knowledge, parse_process, render_knowledge, render_process
+from .notes import (
+    CLOSING_STEPS,
+    Knowledge,
+    TaskState,
+    TodoItem,
+    parse_knowledge,
+    parse_process,
+    render_knowledge,
+    render_process,
+)
 
 if TYPE_CHECKING:
-    from .store import MemoryStore, Transaction
+    from .store import Store, Transaction
 
 log = logging.getLogger("memsite")
 
@@ -39,7 +48,7 @@ STEP_SESSION, STEP_KNOWLEDGE, STEP_WORLD, STEP_CLEAR = CLOSING_STEPS
 MAX_TEXT = 32 * 1024
 
 
-def start(store: MemoryStore, type: str | None, keywords: Iterable[str], plan: Iterable[str] | None) -> Task:
+def start(store: Store, type: str | None, keywords: Iterable[str], plan: Iterable[str] | None) -> Task:
     """Start a task for ``store.agent``, or resume the one left unfinished. See MemoryStore.task."""
     words = [_keyword(k) for k in ([keywords] if isinstance(keywords, str) else keywords)]
     type = _task_type(type) if type is not None else None
@@ -82,7 +91,7 @@ def start(store: MemoryStore, type: str | None, keywords: Iterable[str], plan: I
         raise
 
 
-def read_knowledge(store: MemoryStore, agent: str | None = None) -> Knowledge:
+def read_knowledge(store: Store, agent: str | None = None) -> Knowledge:
     """The agent's knowledge at the branch tip (empty if it has none yet)."""
     agent = agent or store.agent
     path = store.config.notes_path(agent, "agent_knowledge.md")
@@ -94,7 +103,7 @@ def read_knowledge(store: MemoryStore, agent: str | None = None) -> Knowledge:
 class Task:
     """A task in progress; see the module documentation and MemoryStore.task."""
 
-    def __init__(self, store: MemoryStore, state: TaskState, knowledge: Knowledge, lock: FileLock, *,
+    def __init__(self, store: Store, state: TaskState, knowledge: Knowledge, lock: FileLock, *,
                  resumed: bool) -> None:
         self._store = store
         self._state = state
@@ -105,7 +114,7 @@ class Task:
         self.knowledge = knowledge
         self.known_patterns: list[str] = knowledge.matching(state.type, state.keywords)
         """Patterns from the agent's knowledge that share words with this task, best first."""
-        self.world_state: dict[str, str] = store.world.read()
+        self.world_state: dict[str, str] = world.World(store).read()
         """The world state as it was when the task started."""
         self.session: str | None = None
         """The session record's name, once the task is closed."""

@@ -9,7 +9,7 @@ The tools follow the original spec's long-term memory interface:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from .errors import MemsiteError
 from .model import Memory, one_line, truncate
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .store import Store
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,8 @@ def _strings(arguments: Mapping[str, Any], name: str) -> list[str]:
     return value
 
 
-def call_tool(store: MemoryStore, name: str, arguments: Mapping[str, Any] | str) -> str:
-    """Run one of :data:`TOOLS`; the result (or the error) is text for the LLM, never an exception."""
+def call_tool(store: Store, recall: Callable[[str], list[Hit]], name: str, arguments: Mapping[str, Any] | str) -> str:
+    """Run one of :data:`TOOLS` (``recall`` answers a query); the result, or the error, is text for the LLM."""
     try:
         try:
             args = json.loads(arguments) if isinstance(arguments, str) else arguments
@@ -121,14 +121,14 @@ def call_tool(store: MemoryStore, name: str, arguments: Mapping[str, Any] | str)
             if not isinstance(thinking, str):
                 raise ValueError("'thinking' must be a string")
             return _record(store, thinking, _strings(args, "content"))
-        hits = store.recall(" ".join(_strings(args, "keywords")))
+        hits = recall(" ".join(_strings(args, "keywords")))
         return f"Memories matching {', '.join(args['keywords'])}:\n{format_hits(hits)}" if hits else \
             f"No memory matches {', '.join(args['keywords'])}."
     except (ValueError, MemsiteError) as exc:
         return f"Error: {exc}"
 
 
-def _record(store: MemoryStore, thinking: str, items: list[str]) -> str:
+def _record(store: Store, thinking: str, items: list[str]) -> str:
     subject = truncate("Record to memory: " + (one_line(thinking) or "from the agent"), 72)
     with store.transaction(subject) as tx:
         results = [tx.remember(item, source=f"tool:{store.agent}") for item in items]

@@ -20,8 +20,8 @@ from . import history, world
 from .config import Config, load_config
 from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
+from .git import Repository
 from .model import Memory
-from .store.repo import Repository
 
 SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
 from . import workflows, world
+from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
 from .errors import MemsiteError, RepositoryError
 from .merge import gitattributes
 
@@ -101,8 +101,8 @@ def create_repository(path: Path, *, when: datetime) -> None:
     Raises:
         MemsiteError: ``path`` already has an ``mkdocs.yml``.
     """
-    from .store.memories import clone_settings
-    from .store.repo import Author, Repository
+    from .git import Author, Repository
+    from .merge import clone_settings
 
     path.mkdir(parents=True, exist_ok=True)
     settings = path / "mkdocs.yml"

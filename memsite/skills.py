@@ -26,7 +26,7 @@ from .errors import InvalidInput, MemsiteError
 from .model import Memory, slugify
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .store import Store
 
 log = logging.getLogger("memsite.skills")
 
@@ -69,7 +69,7 @@ class SkillCandidate:
     source_abstract: str = ""
 
 
-def candidates(store: MemoryStore, threshold: int, llm: Callable[[str], str] | None) -> list[SkillCandidate]:
+def candidates(store: Store, threshold: int, llm: Callable[[str], str] | None) -> list[SkillCandidate]:
     """See :meth:`MemoryStore.skill_candidates`."""
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
         raise InvalidInput(f"threshold: expected a whole number >= 1, got {threshold!r}")

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from .errors import ConflictError, RepositoryError
-from .store import MemoryStore
+from .store import Store
 
 ATTEMPTS = 8
 
@@ -32,7 +32,7 @@ class SyncResult:
     attempts: int
 
 
-def sync(store: MemoryStore, remote: str = "origin", branch: str | None = None) -> SyncResult:
+def sync(store: Store, remote: str = "origin", branch: str | None = None) -> SyncResult:
     """Merge the remote's memory into this clone's and push the result.
 
     Raises:
@@ -68,7 +68,7 @@ def sync(store: MemoryStore, remote: str = "origin", branch: str | None = None) 
                               "run 'memsite sync' again")
 
 
-def _merge(store: MemoryStore, theirs: str, remote: str, target: str) -> None:
+def _merge(store: Store, theirs: str, remote: str, target: str) -> None:
     merge = _git(store, "-c", f"user.name={store.agent}", "-c", f"user.email={store.agent}@memsite.invalid",
                  "merge", "--no-edit", "--quiet", "-m", f"Sync memory with {remote}/{target}", theirs, check=False)
     if merge.returncode == 0:
@@ -86,7 +86,7 @@ def agent_branch(agent: str) -> str:
     return f"agent/{agent}"
 
 
-def use_agent_branch(store: MemoryStore) -> str:
+def use_agent_branch(store: Store) -> str:
     """Check out ``agent/<name>`` (created from the current branch) so this agent's writes go there."""
     name = agent_branch(store.agent)
     with store.repo.locked():
@@ -96,7 +96,7 @@ def use_agent_branch(store: MemoryStore) -> str:
     return name
 
 
-def propose(store: MemoryStore, remote: str = "origin", base: str = "main") -> tuple[str, str]:
+def propose(store: Store, remote: str = "origin", base: str = "main") -> tuple[str, str]:
     """Push this agent's branch and return (branch, the pull request's body: the change report).
 
     Raises:
@@ -113,7 +113,7 @@ def propose(store: MemoryStore, remote: str = "origin", base: str = "main") -> t
     return name, markdown(compare(store.root, start, name))
 
 
-def _git(store: MemoryStore, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _git(store: Store, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(["git", *args], cwd=store.root, capture_output=True, text=True)
     if check and result.returncode != 0:
         raise RepositoryError(f"git {' '.join(args[:2])} failed in {store.root}: {result.stderr.strip()}")

@@ -102,7 +102,7 @@ def _records(root: Path, config: Config) -> list[str]:
 
 def _sessions_since(root: Path, config: Config, base: str) -> list[str]:
     """Session records are append-only: each one at ``base`` is still here, byte for byte."""
-    from .store.repo import Repository
+    from .git import Repository
 
     repo = Repository(root)
     try:

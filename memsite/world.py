@@ -30,7 +30,7 @@ from . import checks
 from .errors import FormatError, InvalidInput
 
 if TYPE_CHECKING:
-    from .store import MemoryStore, Transaction
+    from .store import Store, Transaction
 
 KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/@+-]{0,99}$")
 MAX_VALUE_BYTES = 16 * 1024
@@ -199,7 +199,7 @@ def merge_in(tx: Transaction, updates: Mapping[str, str], remove: Iterable[str] 
 class World:
     """``store.world``: the shared world state of a memory repository."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     def read(self) -> dict[str, str]:

@@ -143,7 +143,7 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_write(store: Memo
 
 def test_recovery_waits_for_an_index_update_the_killed_writer_left_running(store: MemoryStore) -> None:
     """Regression: a dead writer's 'git update-index' finishing after recovery left 'AD' entries."""
-    from memsite.store.objects import blob_id
+    from memsite.git.objects import blob_id
 
     rel = "content/memories/events/half-written-abcdef.md"
     data = b"---\nid: 01JD3X4K9Q2W8E5R7T6Y1V3A0P\n---\n\nnever committed\n"

@@ -216,7 +216,7 @@ _ID = st.binary(max_size=8).map(lambda data: hashlib.sha1(data).digest())
        edits=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["drop", "change", "add"]), _NAME, _ID),
                       min_size=1, max_size=5))
 def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edits) -> None:  # type: ignore[no-untyped-def]
-    from memsite.store.objects import Tree, _changed_window, _decode_entry
+    from memsite.git.objects import Tree, _changed_window, _decode_entry
 
     def serialize(items: dict[bytes, tuple[bytes, bytes]]) -> bytes:
         key = lambda name: name + b"/" if items[name][0] == b"40000" else name  # noqa: E731 - git's order
@@ -246,7 +246,7 @@ def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edi
 def test_reading_a_loose_object_gives_what_zlib_gives(data: bytes, level: int, chunks: int) -> None:
     import zlib
 
-    from memsite.store.objects import _loose_object
+    from memsite.git.objects import _loose_object
 
     # git deflates the header and the body in separate calls: streams of several stored runs.
     packer = zlib.compressobj(level)
@@ -400,7 +400,7 @@ def test_memory_objects_compare_by_content_not_location() -> None:
 
 
 def test_git_gets_to_pack_objects_now_and_then(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memsite.store import repo as repo_module
+    from memsite.git import repo as repo_module
 
     for batch in range(2):  # two large transactions: two packs
         with store.transaction(f"batch {batch}") as tx:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from memsite import MemoryStore
-from memsite.store import repo, worktree
-from memsite.store.refs import Refs
+from memsite.git import repo, worktree
+from memsite.git.refs import Refs
 
 KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     # point: (owner, attribute, "before" | "after")

@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import click
 
+from ..api import MemoryStore
 from ..errors import MemsiteError
 from ..model import Memory
-from ..store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,7 +85,7 @@ def main(ctx: click.Context, repo: str, agent: str | None) -> None:
 
 def repo_root(ctx: Context) -> Path:
     """The working tree's top folder (for commands that need no store)."""
-    from ..store.repo import Repository
+    from ..git import Repository
 
     repo = Repository(ctx.repo)
     try:

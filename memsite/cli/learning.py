@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
+from ..api import MemoryStore
 from ..errors import MemsiteError
-from ..store import MemoryStore
 from .common import Context, errors_as_messages, main, pass_context
 
 

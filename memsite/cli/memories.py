@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
+from ..api import MemoryStore
 from ..model import format_time
-from ..store import MemoryStore
 from .common import Context, as_dict, errors_as_messages, main, pass_context, repo_root
 
 

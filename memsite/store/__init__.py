@@ -1,5 +1,6 @@
-"""The memory store: the only part of memsite that talks to git."""
+"""The memory store: memory files, catalog, transactions, activity and vectors over memsite.git."""
 
-from .memories import MemoryStore, Transaction
+from .memories import Store
+from .transaction import Transaction
 
-__all__ = ["MemoryStore", "Transaction"]
+__all__ = ["Store", "Transaction"]

@@ -20,10 +20,10 @@ from typing import Any
 from ..config import Config
 from ..errors import FormatError, RepositoryError
 from ..fileformat import decode, parse_memory
+from ..git import Repository
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
 from ..text import fingerprint, sketch, sketch_key
-from .repo import Repository
 from .sqlite import connect, transaction
 
 SCHEMA_VERSION = "7"

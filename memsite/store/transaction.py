@@ -12,20 +12,23 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import checks
 from ..config import Category
 from ..errors import InvalidInput, MemsiteError, NotFound
 from ..fileformat import decode, format_memory
+from ..git import Author, Repository, blob_id
 from ..model import ID_RE, Memory, format_time, one_line, parse_time, slugify, truncate
 from ..ranking import TrimCandidate, plan_trim
 from ..text import fingerprint, shared_needed, similarity, sketch
-from .objects import blob_id
-from .repo import Author
 
 if TYPE_CHECKING:
-    from .memories import MemoryStore
+    import threading
+    from datetime import datetime
+
+    from ..config import Config
+    from .catalog import Catalog
 
 log = logging.getLogger("memsite")
 
@@ -39,10 +42,28 @@ class _Op:
     reason: str | None = None
 
 
+class Owner(Protocol):
+    """What a transaction needs of the store that opens it (:class:`memsite.store.Store`)."""
+
+    root: Path
+    repo: Repository
+    config: Config
+    catalog: Catalog
+    agent: str
+    _local: threading.local
+
+    def now(self) -> datetime: ...
+    def transaction(self, message: str | None = None) -> Transaction: ...
+    def _new_memory(self, content: Any, category: Any, abstract: Any, overview: Any, tags: Any, source: Any,
+                    pinned: Any) -> Memory: ...
+    def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]: ...
+    def _reason(self, reason: Any) -> str: ...
+
+
 class Transaction:
     """Writes collected into one commit; see :meth:`MemoryStore.transaction`."""
 
-    def __init__(self, store: MemoryStore, message: str | None) -> None:
+    def __init__(self, store: Owner, message: str | None) -> None:
         self.store = store
         self.message = None if message is None else one_line(checks.text(message, "message", max_bytes=1024))
         self.commit: str | None = None

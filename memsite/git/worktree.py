@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from ..errors import RepositoryError
-from . import gitindex
+from . import index as gitindex
 from .refs import wait_until_unlocked
 
 TMP_SUFFIX = ".memsite-tmp"

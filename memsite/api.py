@@ -1,0 +1,352 @@
+"""MemoryStore: the Python API agents write and recall memories through.
+
+The facade over the layers: :class:`memsite.store.Store` reads and writes
+memories under memsite's policy; the features (recall, world state, the task
+protocol, core memory, ingest, skills, sync) build on it, and this class puts
+them behind one object. It holds no logic of its own beyond wiring.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import checks
+from .core import DEFAULT_DIR, FALSE, TRUE, auto_load_lines
+from .errors import ConfigError, InvalidInput
+from .extract import message_texts
+from .merge import clone_settings
+from .model import format_time, utcnow
+from .recall import Hit
+from .store import Store
+from .store.vectors import Embedder, mix
+
+if TYPE_CHECKING:
+    from .extract import Extractor
+    from .protocol import Task
+    from .skills import SkillCandidate
+    from .world import World
+
+
+class MemoryStore(Store):
+    """Memories in a git repository, written by one agent.
+
+    Args:
+        path: the repository (or any folder inside its working tree).
+        agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
+            then git's ``user.name``, then ``human``.
+        clock: returns the current time (UTC); for simulations and tests.
+        progress: called as (files read, files to read) while the index is rebuilt.
+        agent_branch: commit on the branch ``agent/<agent>`` (checked out, created
+            from the current branch if new), for review as a pull request.
+        embedder: a callable text -> vector (a sequence of floats) that makes
+            recall hybrid: relevance mixes word match and cosine similarity
+            (``embedding.weight`` in the configuration). Off by default; memsite
+            downloads no model. Name the model in a ``model`` attribute.
+
+    Raises:
+        RepositoryError: ``path`` is not a git working tree.
+        ConfigError: ``mkdocs.yml`` has no valid ``extra.memsite`` section.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ".",
+        agent: str | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        agent_branch: bool = False,
+        embedder: Embedder | None = None,
+    ) -> None:
+        super().__init__(path, agent, clock=clock, progress=progress, embedder=embedder)
+        try:
+            self.repo.ensure_config(clone_settings(self.repo))
+        except BaseException:
+            self.close()
+            raise
+        if agent_branch:
+            from .sync import use_agent_branch
+
+            use_agent_branch(self)
+
+    @classmethod
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        agent: str | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> MemoryStore:
+        """Create a memory repository at ``path`` (``git init`` if needed) and open it.
+
+        Writes ``mkdocs.yml`` (site and memsite settings), ``content/`` and
+        ``.gitignore``, and commits them.
+
+        Raises:
+            MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``.
+        """
+        from .scaffold import create_repository
+
+        create_repository(Path(path), when=(clock or utcnow)())
+        return cls(path, agent=agent, clock=clock)
+
+    # --- recall -------------------------------------------------------------
+
+    def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
+               agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
+        """The memories that best match ``query``, ranked by relevance x decay x boost.
+
+        Args:
+            query: any text; its words are searched (no query syntax to get wrong).
+            limit: at most this many hits.
+            category: only this category (or alias).
+            tags: only memories with every one of these tags.
+            agent: only memories written by this agent.
+            min_score: drop hits scoring below this, after decay.
+
+        Returns:
+            Hits, best first; each recalled memory's ``active_count`` is raised
+            (journaled at once, committed in batches; see flush_activity).
+        """
+        from .text import match_any, search_terms
+
+        if not isinstance(query, str):
+            raise InvalidInput(f"query: expected text, got {type(query).__name__}")
+        terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
+        if not terms and (self._vectors is None or not query.strip()):
+            return []
+        hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
+                            meaning=None if self._vectors is None else query)
+        if hits:
+            now = format_time(self.now())
+            waiting = self.activity.record([h.memory.id for h in hits], now)
+            hits = [h.recalled(self.now()) for h in hits]
+            if waiting >= self.config.flush_every:
+                self.flush_activity()
+        return hits
+
+    # --- the long-term memory interface for agents --------------------------
+
+    def record(self, messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        """Remember the user and assistant messages of a conversation, one memory each, one commit.
+
+        Returns:
+            How many were ``created``, ``merged`` into existing memories, or ``skipped``.
+        """
+        items = [text for role, text in message_texts(messages) if role in ("user", "assistant") and text.strip()]
+        if not items:
+            return {"created": 0, "merged": 0, "skipped": 0}
+        with self.transaction(f"Record {len(items)} messages") as tx:
+            for text in items:
+                tx.remember(text, source="conversation")
+        return tx.stats
+
+    def ingest(self, messages: Iterable[Mapping[str, Any]], extractor: Extractor, session_key: str | None = None,
+               *, batch_size: int = 200, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """Extract memories from a conversation and store them, resumably.
+
+        Survives being killed at any point: :meth:`resume` (or calling this
+        again with the same key) finishes the work, storing each candidate
+        exactly once and never asking the extractor twice for candidates it
+        already gave. Candidates go through dedup; each batch of
+        ``batch_size`` is one commit, its counts in ``Ingest-*`` trailers.
+
+        Args:
+            messages: the conversation, ``{"role", "content"}`` mappings.
+            extractor: turns it into candidates (:class:`memsite.Extractor`).
+            session_key: names the checkpoint; derived from the conversation if omitted.
+            progress: called as (stage, candidates stored, candidates in all).
+
+        Returns:
+            How many memories were ``created``, ``merged`` into existing ones,
+            ``skipped`` as exact duplicates, ``refused`` (secrets, invalid text).
+
+        Raises:
+            InvalidInput: ``messages`` or ``session_key`` is malformed.
+        """
+        from .ingest import ingest
+
+        return ingest(self, messages, extractor, session_key, batch_size=batch_size, progress=progress)
+
+    def incomplete_ingests(self) -> list[str]:
+        """Session keys of ingests that were interrupted and left a checkpoint."""
+        from .ingest import incomplete
+
+        return incomplete(self)
+
+    def resume(self, session_key: str, extractor: Extractor | None = None, *,
+               progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """Finish an interrupted :meth:`ingest`; returns its totals.
+
+        ``extractor`` is needed only when the ingest stopped before its
+        extractor answered.
+
+        Raises:
+            NotFound: no checkpoint for ``session_key``.
+        """
+        from .ingest import resume
+
+        return resume(self, session_key, extractor, progress=progress)
+
+    def skill_candidates(self, threshold: int = 5, llm: Callable[[str], str] | None = None) -> list[SkillCandidate]:
+        """Patterns recalled at least ``threshold`` times that could become agent skills, best first.
+
+        With ``llm`` the pattern is analysed by it (confidence below 0.7: no
+        candidate); without, steps come from the pattern's lists and triggers
+        from its abstract and tags. :func:`memsite.render_skill` drafts the SKILL.md.
+        """
+        from .skills import candidates
+
+        return candidates(self, threshold, llm)
+
+    def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
+        """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""
+        from .recall import format_hits
+
+        if isinstance(query_or_messages, str):
+            query = query_or_messages
+        else:
+            texts = message_texts(query_or_messages)
+            users = [text for role, text in texts if role == "user"]
+            query = users[-1] if users else (texts[-1][1] if texts else "")
+        hits = self.recall(query, limit=limit)
+        return f"Relevant memories (best first):\n{format_hits(hits)}" if hits else ""
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The memory tools an LLM may call: name, description, JSON-Schema parameters each.
+
+        For OpenAI-style APIs wrap each as ``{"type": "function", "function": tool}``.
+        """
+        from .recall import TOOLS
+
+        return [dict(tool) for tool in TOOLS]
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
+        """Run a tool from :meth:`tools`; returns text for the LLM (an error too, never an exception)."""
+        from .recall import call_tool
+
+        return call_tool(self, self.recall, name, arguments)
+
+    def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
+        """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""
+        return self._ranked(None, limit, category, (), None, 0.0)
+
+    def _ranked(self, fts_query: str | None, limit: int | None, category: str | None, tags: Iterable[str],
+                agent: str | None, min_score: float, *, meaning: str | None = None) -> list[Hit]:
+        """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInput(f"limit: expected a whole number >= 0, got {limit!r}")
+        name = self.config.route(category).name if category is not None else None
+        tag_list = checks.tags(tags)
+        with self.repo._thread_lock:
+            self._fresh()
+            relevance = None
+            if meaning is not None and self._vectors is not None:
+                words = self.catalog.lexical(fts_query) if fts_query else {}
+                closeness = self._vectors.similarities(self.catalog, meaning)
+                keep = len(closeness) if limit is None else max(50, 10 * limit)
+                relevance = mix(words, closeness, self.config.embedding_weight, keep,
+                                self.catalog.matching(name, agent, tag_list))
+            rows = self.catalog.ranked(
+                fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
+                active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,
+                tags=tag_list, min_score=float(min_score), relevance=relevance,
+            )
+        return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score in rows]
+
+    # --- core memory ----------------------------------------------------------
+
+    def load_core(self, lines: int | None = None) -> str:
+        """Prompt-ready core memory: world state, pinned memories, this agent's recent memories.
+
+        Args:
+            lines: the most lines to return (default: ``auto_load_lines`` from
+                settings or ``MEMSITE_AUTO_LOAD_LINES``, 200).
+
+        Returns:
+            At most ``lines`` lines; '' for an empty repository. The recent
+            memories section is left out when this agent has none.
+        """
+        from .core import core_text, first_lines
+
+        limit = self.auto_load_lines if lines is None else lines
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidInput(f"lines: expected a whole number >= 0, got {limit!r}")
+        memories = self.list()
+        pinned = [m for m in memories if m.pinned]
+        text = core_text(self.world.read(), pinned, self.recent(), self.agent)
+        return first_lines(text, limit)
+
+    def load_topic(self, category: str) -> str:
+        """The full text of one category (name or alias), oldest first; '' if it has none."""
+        from .core import topic_text
+
+        return topic_text(self.list(category=category))
+
+    def recent(self, n: int = 10) -> list[str]:
+        """The texts of this agent's ``n`` most recent memories, oldest first (never empty ones)."""
+        from .core import recent_texts
+
+        return recent_texts(self.list(agent=self.agent), n)
+
+    @property
+    def world(self) -> World:
+        """The shared world state: ``store.world.read()``, ``store.world.merge({...})``."""
+        from .world import World
+
+        return World(self)
+
+    def task(self, type: str | None = None, keywords: Iterable[str] = (), *,
+             plan: Iterable[str] | None = None) -> Task:
+        """Start a task, or resume this agent's unfinished one; use it as a context manager.
+
+        Args:
+            type: what kind of task (debug, fix, feature...). None resumes the
+                open task.
+            keywords: what it is about; with the type and date they name the
+                session record.
+            plan: the first TODO items (``task.plan`` replaces them later).
+
+        Returns:
+            A Task. Leaving the ``with`` block closes it: one commit of the
+            session record, agent knowledge, world state and cleared working
+            memory. If the block raises, the session is recorded as failed and
+            the exception propagates.
+
+        Raises:
+            ProtocolError: another task of this agent is open or unfinished.
+        """
+        from .protocol import start
+
+        return start(self, type, keywords, plan)
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> MemoryStore | None:
+    """The memory store the environment asks for, or None when memory is disabled.
+
+    ``MEMSITE_ENABLED`` (default true) switches memory off with false/0/no/off;
+    ``MEMSITE_DIR`` is the repository (default ``~/.memsite/memory``, created
+    with ``memsite init`` if it is not one yet); ``MEMSITE_AUTO_LOAD_LINES``
+    caps ``load_core``; ``MEMSITE_AGENT`` names the agent.
+
+    Raises:
+        ConfigError: a variable holds something it cannot mean.
+    """
+    environ = os.environ if environ is None else environ
+    enabled = environ.get("MEMSITE_ENABLED", "").strip().lower()
+    if enabled in FALSE:
+        return None
+    if enabled and enabled not in TRUE:
+        raise ConfigError(f"MEMSITE_ENABLED: expected true or false, got {enabled!r}")
+    path = Path(environ.get("MEMSITE_DIR") or DEFAULT_DIR).expanduser()
+    agent = environ.get("MEMSITE_AGENT") or None
+    if not (path / "mkdocs.yml").exists():
+        store = MemoryStore.init(path, agent=agent)
+    else:
+        store = MemoryStore(path, agent=agent)
+    store.auto_load_lines = auto_load_lines(environ, store.auto_load_lines)
+    return store

@@ -1,0 +1,11 @@
+"""Git plumbing: objects, refs, the index and the working tree.
+
+Knows nothing about memories. Everything it writes is read back by git itself
+in the tests (``git fsck --strict``, ``git cat-file``, ``git status``).
+"""
+
+from .objects import Entry, ObjectStore, blob_id
+from .refs import RefMoved, Refs
+from .repo import Author, Repository
+
+__all__ = ["Author", "Entry", "ObjectStore", "RefMoved", "Refs", "Repository", "blob_id"]
