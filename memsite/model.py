@@ -5,6 +5,7 @@ Pure data: nothing here touches the disk or git.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import os
 import re
@@ -77,7 +78,8 @@ class Memory:
 
 # --- ids -------------------------------------------------------------------
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# base64's RFC 4648 alphabet mapped to Crockford's, which ULIDs use.
+_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 _ulid_lock = threading.Lock()
 _ulid_last = (0, 0)
 
@@ -98,8 +100,8 @@ def new_id() -> str:
         else:
             rand = int.from_bytes(os.urandom(10), "big")
         _ulid_last = (ms, rand)
-    value = (ms << 80) | rand
-    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+    value = (ms << 80) | rand  # 128 bits, written as 26 characters of 5 bits (the top 2 bits are 0)
+    return base64.b32encode((value << 30).to_bytes(20, "big")).decode("ascii")[:26].translate(_CROCKFORD)
 
 
 # New ids are ULIDs; files written by hand or imported may use any safe token.
