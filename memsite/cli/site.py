@@ -118,8 +118,11 @@ def sync(ctx: Context, remote: str, branch: str | None) -> None:
 
     with ctx.store() as store:
         result = sync_memory(store, remote, branch)
-    echo(f"Synced with {result.remote}/{result.branch}: {result.fetched} commits fetched, "
-         f"{result.pushed} pushed")
+    if result.created:
+        echo(f"Branch {result.branch} was not on {result.remote}: created it with {result.pushed} commits")
+    else:
+        echo(f"Synced with {result.remote}/{result.branch}: {result.fetched} commits fetched, "
+             f"{result.pushed} pushed")
 
 
 @main.command()
