@@ -190,16 +190,22 @@ def check(ctx: Context, base: str | None) -> None:
     Exits with status 1 when there is any problem: a file that breaks the
     format (named with its field and the fix), a folder that is not a
     category, an id used twice, a category over its capacity, a world state
-    that cannot be read or holds conflict markers. With --base, also any
-    session record changed or deleted since BASE (the event log is
-    append-only).
+    that cannot be read or holds conflict markers, a Python tag in
+    mkdocs.yml (it would run code at build), a symlink under content/ that
+    leads out of the repository (it would publish the host's files). With
+    --base, also any session record changed or deleted since BASE (the event
+    log is append-only). Hooks and plugins that mkdocs.yml adds to the build
+    are named as warnings.
 
     \b
     Example:
         memsite check --base origin/main && git push
     """
+    from ..site.guard import config_warnings
     from ..validate import check_working_tree
 
+    for warning in config_warnings(Path(ctx.repo)):
+        echo(f"warning: {warning}", err=True)
     problems, count = check_working_tree(Path(ctx.repo), base=base)
     for problem in problems:
         echo(problem)
