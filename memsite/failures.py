@@ -74,8 +74,7 @@ def translate(exc: BaseException, root: Path | None) -> BaseException:
     if isinstance(exc, MemsiteError):
         return exc
     if isinstance(exc, sqlite3.Error):
-        return CacheError(f"{where / '.memsite'}: the search index failed ({exc}); run 'memsite index rebuild' "
-                          "(or delete .memsite/catalog.sqlite3: it is rebuilt from git)")
+        return CacheError(_sqlite_message(exc, where / ".memsite"))
     assert isinstance(exc, OSError)
     sweep_temp_files(where)
     return RepositoryError(f"{exc.filename or where}: {exc.strerror or exc}; nothing was written")
@@ -113,6 +112,24 @@ def sweep_temp_files(root: Path) -> None:
             path.unlink()
         except OSError:
             continue
+
+
+def _sqlite_message(exc: sqlite3.Error, state_dir: Path) -> str:
+    """Which of memsite's SQLite files failed, and what deleting it costs."""
+    for path in sorted(state_dir.glob("*.sqlite3")):
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                healthy = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            finally:
+                db.close()
+        except sqlite3.Error:
+            healthy = False
+        if not healthy:
+            cost = ("the recall counts not yet committed are lost" if path.name.startswith("activity")
+                    else "it is rebuilt from git")
+            return f"{path}: damaged ({exc}); delete it and retry ({cost})"
+    return f"{state_dir}: SQLite failed ({exc}); run 'memsite index rebuild', or delete catalog.sqlite3 (rebuilt from git)"
 
 
 def _is_full(exc: BaseException, where: Path) -> bool:
