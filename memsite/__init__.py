@@ -3,8 +3,10 @@
 from .api import MemoryStore, from_env
 from .config import Config
 from .errors import (
+    CacheError,
     ConfigError,
     ConflictError,
+    DiskFull,
     FormatError,
     InvalidInput,
     LLMError,
@@ -24,10 +26,12 @@ from .store import Transaction
 __version__ = "0.1.0"
 
 __all__ = [
+    "CacheError",
     "Candidate",
     "Config",
     "ConfigError",
     "ConflictError",
+    "DiskFull",
     "Extractor",
     "FormatError",
     "InvalidInput",

@@ -18,6 +18,7 @@ from . import checks
 from .core import DEFAULT_DIR, FALSE, TRUE, auto_load_lines
 from .errors import ConfigError, InvalidInput
 from .extract import message_texts
+from .failures import translate_methods
 from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .world import World
 
 
+@translate_methods  # a full disk, an I/O or SQLite failure reach the caller as MemsiteError
 class MemoryStore(Store):
     """Memories in a git repository, written by one agent.
 
@@ -240,6 +242,10 @@ class MemoryStore(Store):
         """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInput(f"limit: expected a whole number >= 0, got {limit!r}")
+        if limit is not None:
+            limit = min(limit, 2**62)  # more than there can be memories: all of them (SQLite's LIMIT is 64-bit)
+        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or min_score != min_score:
+            raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
         name = self.config.route(category).name if category is not None else None
         tag_list = checks.tags(tags)
         with self.repo._thread_lock:

@@ -18,8 +18,13 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _TAG_RE = re.compile(r"^[^\W_][\w.+#-]{0,49}$")
 
 
-def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty: bool = False) -> str:
-    """Return ``value`` as checked text: UTF-8, no NUL bytes, within ``max_bytes``."""
+def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty: bool = False,
+         setting: str | None = None, fix: str = "shorten it") -> str:
+    """Return ``value`` as checked text: UTF-8, no NUL bytes, within ``max_bytes``.
+
+    ``setting`` names the ``extra.memsite`` setting that sets ``max_bytes``
+    (None: a fixed limit), so the message says which cap was hit.
+    """
     if isinstance(value, bytes):
         try:
             value = value.decode("utf-8")
@@ -37,9 +42,8 @@ def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty:
     if not allow_empty and not value.strip():
         raise InvalidInput(f"{what}: is empty; write what should be remembered")
     if max_bytes is not None and size > max_bytes:
-        raise InvalidInput(
-            f"{what}: is {size} bytes, over the {max_bytes}-byte cap (max_memory_bytes); split it into smaller memories"
-        )
+        cap = f"the {max_bytes}-byte cap (extra.memsite.{setting})" if setting else f"the {max_bytes}-byte limit"
+        raise InvalidInput(f"{what}: is {size} bytes, over {cap}; {fix}")
     return value
 
 

@@ -83,6 +83,8 @@ class Config:
     """Category for unknown names; with none, an unknown category is an error."""
     max_memory_bytes: int = 64 * 1024
     """Largest memory text accepted."""
+    max_world_bytes: int = 128 * 1024
+    """Largest world_state.md a merge (store.world.merge or a task's world changes) may leave."""
     trim: str = "archive"
     """What trimming does with a memory: ``archive`` (moved to archive/) or ``delete`` (kept in history)."""
     half_life_days: float = 30.0
@@ -206,7 +208,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
 
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
-    known = {"categories", "fallback_category", "max_memory_bytes", "trim", "decay", "auto_load_lines",
+    known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
              "dedupe", "activity", "embedding"}
     for key in settings:
         if key not in known:
@@ -278,6 +280,8 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         fallback_category=fallback,
         max_memory_bytes=number("max_memory_bytes", settings.get("max_memory_bytes"),
                                 defaults.max_memory_bytes, kind=int, minimum=1),
+        max_world_bytes=number("max_world_bytes", settings.get("max_world_bytes"),
+                               defaults.max_world_bytes, kind=int, minimum=1),
         trim=trim,
         half_life_days=number("decay.half_life_days", decay.get("half_life_days"),
                               defaults.half_life_days, kind=float, minimum=0, exclusive=True),

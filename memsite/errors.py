@@ -53,3 +53,11 @@ class ConflictError(RepositoryError):
 
 class LLMError(MemsiteError):
     """A language-model endpoint failed, timed out, or answered with something unusable."""
+
+
+class DiskFull(RepositoryError):
+    """The disk (or quota) ran out during a write; nothing was written."""
+
+
+class CacheError(RepositoryError):
+    """The derived SQLite files in ``.memsite/`` failed; they can be deleted and rebuilt."""

@@ -27,6 +27,7 @@ from filelock import FileLock, Timeout
 
 from . import checks, sessions, world
 from .errors import FormatError, InvalidInput, MemsiteError, ProtocolError, SecretFound
+from .failures import translate_methods
 from .model import format_time, one_line
 from .notes import (
     CLOSING_STEPS,
@@ -100,6 +101,7 @@ def read_knowledge(store: Store, agent: str | None = None) -> Knowledge:
     return parse_knowledge(data.decode("utf-8"), path, agent) if data else Knowledge(agent)
 
 
+@translate_methods
 class Task:
     """A task in progress; see the module documentation and MemoryStore.task."""
 
@@ -199,17 +201,29 @@ class Task:
         self._save()
 
     def world(self, updates: Mapping[str, object] | None = None, remove: Iterable[str] = ()) -> None:
-        """World state changes to merge when the task closes (checked now)."""
-        for key, value in (updates or {}).items():
-            key, body = world.check_value(key, value)
-            self._state.world[key] = body
-            if key in self._state.world_remove:
-                self._state.world_remove.remove(key)
-        for key in remove:
-            key = world.check_value(key, "")[0]
-            self._state.world.pop(key, None)
-            if key not in self._state.world_remove:
-                self._state.world_remove.append(key)
+        """World state changes to merge when the task closes (checked now).
+
+        Raises:
+            InvalidInput: a bad key or value, or the world state would pass
+                its cap (``max_world_bytes``, as for ``store.world.merge``).
+        """
+        cap = self._store.config.max_world_bytes
+        sets = dict(self._state.world)
+        removes = list(self._state.world_remove)
+        for key, value in world.check_updates(updates, "task.world").items():
+            key, body = world.check_value(key, value, cap)
+            sets[key] = body
+            if key in removes:
+                removes.remove(key)
+        for key in world.check_remove(remove, "task.world"):
+            key = world.check_value(key, "", cap)[0]
+            sets.pop(key, None)
+            if key not in removes:
+                removes.append(key)
+        current = world.World(self._store).read()
+        world.render_checked("", world.merged(current, sets, [k for k in removes if k in current]), cap,
+                             len(world.render("", current).encode("utf-8")) if current else 0)
+        self._state.world, self._state.world_remove = sets, removes
         self._save()
 
     # --- closing ----------------------------------------------------------------
@@ -270,13 +284,16 @@ class Task:
 
     def _save(self) -> None:
         if self.closed:
-            raise MemsiteError("the task is closed; start a new one with store.task(...)")
+            raise ProtocolError("the task is closed; start a new one with store.task(...)", [])
         data = render_process(self._state, self.agent).encode("utf-8")
         with self._store.repo._thread_lock:
             self._store.repo.write_working_file(self._store.config.notes_path(self.agent, "task_process.md"), data)
         self._written = data
 
     def _close(self, outcome: str, error: str | None = None) -> str:
+        if self.closed:
+            raise ProtocolError(f"the task was already closed (session {self.session}, commit {self.commit}); "
+                                "a task closes once: start a new one with store.task(...)", [])
         store, config = self._store, self._store.config
         try:
             tx, missing = store._write(lambda tx: self._stage_close(tx, outcome, error), message=self._subject(outcome))

@@ -30,6 +30,7 @@ class SyncResult:
     fetched: int  # commits taken from the remote
     pushed: int  # local commits the remote did not have
     attempts: int
+    created: bool = False  # the branch was not on the remote: the push created it
 
 
 def sync(store: Store, remote: str = "origin", branch: str | None = None) -> SyncResult:
@@ -38,14 +39,16 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None) -> Syn
     Raises:
         ConflictError: the same world-state key or memory text was changed
             differently on both sides; the merge was aborted, nothing pushed.
-        RepositoryError: the remote cannot be reached or keeps rejecting the push.
+        RepositoryError: no such remote, the remote cannot be reached, or
+            it keeps rejecting the push.
     """
     repo = store.repo
     with repo.locked():
         local = repo.branch().removeprefix("refs/heads/")
         target = branch or local
+        _check_remote(store, remote)
         for attempt in range(1, ATTEMPTS + 1):
-            exists = _git(store, "ls-remote", "--exit-code", "--heads", remote, target, check=False).returncode == 0
+            exists = _on_remote(store, remote, target)
             fetched = 0
             if exists:
                 _git(store, "fetch", "--quiet", remote, f"+refs/heads/{target}:refs/remotes/{remote}/{target}")
@@ -60,12 +63,36 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None) -> Syn
                 return SyncResult(remote, target, fetched, 0, attempt)
             push = _git(store, "push", "--quiet", remote, f"HEAD:refs/heads/{target}", check=False)
             if push.returncode == 0:
-                return SyncResult(remote, target, fetched, pushed, attempt)
+                return SyncResult(remote, target, fetched, pushed, attempt, created=not exists)
             if "rejected" not in push.stderr and "fetch first" not in push.stderr and "non-fast-forward" not in push.stderr:
                 raise RepositoryError(f"git push {remote} {target} failed: {push.stderr.strip()}")
             time.sleep(0.05 * attempt)  # someone pushed first: fetch their work and try again
         raise RepositoryError(f"{remote}/{target} kept moving: the push was rejected {ATTEMPTS} times; "
                               "run 'memsite sync' again")
+
+
+def _check_remote(store: Store, remote: str) -> None:
+    """Refuse a remote this clone does not have, in one line."""
+    names = _git(store, "remote").stdout.split()
+    if not names:
+        raise RepositoryError(f"{store.root}: no git remote is configured to sync with; add one "
+                              "(git remote add origin URL) and run 'memsite sync' again")
+    if remote not in names:
+        raise RepositoryError(f"no git remote named {remote!r}; this clone has {', '.join(names)} "
+                              "(memsite sync --remote NAME)")
+
+
+def _on_remote(store: Store, remote: str, branch: str) -> bool:
+    """Whether ``branch`` is on ``remote``; an unreachable remote is an error, not a missing branch."""
+    result = _git(store, "ls-remote", "--exit-code", "--heads", remote, branch, check=False)
+    if result.returncode == 0:
+        return True
+    if result.returncode == 2:  # reached the remote: no such branch there (yet)
+        return False
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    reason = next((line for line in lines if line.startswith("fatal:")), lines[0] if lines else "no reason given")
+    raise RepositoryError(f"cannot reach the remote {remote} ({reason.removeprefix('fatal: ')}); "
+                          "nothing was fetched or pushed")
 
 
 def _merge(store: Store, theirs: str, remote: str, target: str) -> None:

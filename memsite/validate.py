@@ -21,11 +21,13 @@ def check_working_tree(root: Path, base: str | None = None) -> tuple[list[str], 
     Returns:
         (one line per problem, number of memory files read)
     """
+    from .site.guard import build_problems
+
     try:
         config = load_config(root)
     except ConfigError as exc:
-        return str(exc).splitlines(), 0
-    problems = _world(root, config) + _records(root, config)
+        return build_problems(root, None) + str(exc).splitlines(), 0
+    problems = build_problems(root, config.content_dir) + _world(root, config) + _records(root, config)
     if base is not None:
         problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
     memory_problems, count = _memories(root, config)

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 
 from . import checks
 from .errors import FormatError, InvalidInput
+from .failures import translate_methods
 
 if TYPE_CHECKING:
     from .store import Store, Transaction
 
 KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/@+-]{0,99}$")
-MAX_VALUE_BYTES = 16 * 1024
 DEFAULT_PREAMBLE = (
     "# World state\n\n"
     "Shared facts every agent sees: one section per key, kept sorted. Agents update it\n"
@@ -41,6 +41,9 @@ DEFAULT_PREAMBLE = (
 )
 _HEADING = re.compile(r"^## (.*)$")
 CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")  # '=======' alone is also a Markdown underline
+# A value may not hold a line git (or a person) would take for a conflict marker:
+# once committed, every later merge of the file would stop at it.
+_MARKER_LINE = re.compile(r"^(<{7}|={7}|>{7}|\|{7})")
 
 
 def parse(text: str, where: str = "world_state.md") -> tuple[str, dict[str, str]]:
@@ -76,19 +79,46 @@ def render(preamble: str, values: Mapping[str, str]) -> str:
     return "\n".join(parts)
 
 
-def check_value(key: object, value: object) -> tuple[str, str]:
-    """A checked (key, body) pair for a merge; numbers and booleans become text."""
+def check_updates(updates: object, where: str) -> Mapping[object, object]:
+    """``updates`` if it is a mapping (None counts as empty)."""
+    if updates is None:
+        return {}
+    if not isinstance(updates, Mapping):
+        raise InvalidInput(f"{where}: expected a mapping of key -> value, got {type(updates).__name__}")
+    return updates
+
+
+def check_remove(remove: object, where: str) -> list[object]:
+    """``remove`` as a list of keys; a single key given as text counts as one."""
+    if isinstance(remove, str):
+        return [remove]
+    if not isinstance(remove, Iterable) or isinstance(remove, (bytes, Mapping)):
+        raise InvalidInput(f"{where}: remove expects a list of keys, got {type(remove).__name__}")
+    return list(remove)
+
+
+def check_value(key: object, value: object, max_bytes: int) -> tuple[str, str]:
+    """A checked (key, body) pair for a merge; numbers and booleans become text.
+
+    Args:
+        max_bytes: the world cap (``max_world_bytes``): no value may pass it alone.
+    """
     if not isinstance(key, str) or not KEY_RE.match(key):
         raise InvalidInput(f"world key {key!r}: use 1-100 letters, digits and . _ - : / @ + (no spaces)")
     if isinstance(value, bool):
         value = "true" if value else "false"
     elif isinstance(value, (int, float)):
         value = str(value)
-    body = checks.text(value, f"world value for '{key}'", max_bytes=MAX_VALUE_BYTES, allow_empty=True).strip()
+    body = checks.text(value, f"world value for '{key}'", max_bytes=max_bytes, allow_empty=True,
+                       setting="max_world_bytes", fix="keep large text in a memory and refer to it").strip()
     for number, line in enumerate(body.split("\n"), start=1):
         if line.startswith("## "):
             raise InvalidInput(f"world value for '{key}' line {number}: starts with '## ', which begins a new "
                                "key; use '### ' for a heading inside a value")
+        if _MARKER_LINE.match(line):
+            raise InvalidInput(f"world value for '{key}' line {number}: starts with {line[:7]!r}, which git takes "
+                               "for a merge conflict marker and which would stop every later merge; "
+                               "indent the line or use fewer than 7 of these characters")
     checks.no_secrets({f"world value for '{key}'": body})
     return key, body
 
@@ -108,13 +138,24 @@ def merged(current: Mapping[str, str], updates: Mapping[str, str], remove: Itera
     return result
 
 
-def render_checked(preamble: str, values: Mapping[str, str]) -> str:
+def render_checked(preamble: str, values: Mapping[str, str], max_bytes: int | None = None,
+                   before: int = 0) -> str:
     """:func:`render`, refusing output that would not read back as exactly these keys.
 
     The file's one invariant is that no key disappears unless it was named;
     reading the rendered text back is the check that holds whatever the values.
+
+    Args:
+        max_bytes: the world cap (``max_world_bytes``); a file over it is
+            refused unless it is no larger than it was (``before`` bytes), so
+            a file already over a lowered cap can still shrink.
     """
     text = render(preamble, values)
+    size = len(text.encode("utf-8"))
+    if max_bytes is not None and size > max_bytes and size > before:
+        raise InvalidInput(f"world state: would be {size} bytes, over the {max_bytes}-byte cap "
+                           "(extra.memsite.max_world_bytes); remove keys, keep large text in memories, "
+                           "or raise the cap in mkdocs.yml")
     _, back = parse(text)
     if set(back) != set(values):
         missing = ", ".join(sorted(set(values) - set(back))) or "none"
@@ -190,12 +231,14 @@ def merge_in(tx: Transaction, updates: Mapping[str, str], remove: Iterable[str] 
     result = merged(current, updates, removing)
     if result == current and text is not None:
         return False
-    tx.write_text(path, render_checked(preamble, result))
+    tx.write_text(path, render_checked(preamble, result, tx.store.config.max_world_bytes,
+                                       len((text or "").encode("utf-8"))))
     tx.trailers += [("World-Set", key) for key in sorted(updates) if current.get(key) != updates[key]]
     tx.trailers += [("World-Unset", key) for key in sorted(removing)]
     return True
 
 
+@translate_methods
 class World:
     """``store.world``: the shared world state of a memory repository."""
 
@@ -224,8 +267,9 @@ class World:
         Raises:
             InvalidInput: a bad key or value (nothing is written); SecretFound.
         """
-        checked = dict(check_value(key, value) for key, value in (updates or {}).items())
-        removing = [check_value(key, "")[0] for key in remove]
+        cap = self._store.config.max_world_bytes
+        checked = dict(check_value(key, value, cap) for key, value in check_updates(updates, "world.merge").items())
+        removing = [check_value(key, "", cap)[0] for key in check_remove(remove, "world.merge")]
         parts = [f"set {', '.join(sorted(checked))}" if checked else "", f"unset {', '.join(sorted(removing))}" if removing else ""]
         message = "World: " + "; ".join(p for p in parts if p)
         tx, _ = self._store._write(lambda tx: merge_in(tx, checked, removing), message=message)

@@ -13,8 +13,12 @@ import click
 from ..api import MemoryStore
 from ..errors import MemsiteError
 from ..model import Memory
+from ..terminal import json_text, safe
 
 F = TypeVar("F", bound=Callable[..., Any])
+# Every number a command takes has bounds, so none reaches SQLite or git as an overflow.
+COUNT = click.IntRange(1, 1_000_000)
+LINES = click.IntRange(0, 1_000_000)
 
 
 def errors_as_messages(func: F) -> F:
@@ -24,11 +28,43 @@ def errors_as_messages(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except MemsiteError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(safe(str(exc))) from None
         except KeyboardInterrupt:
             raise click.Abort() from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """``click.echo`` for text that may hold memory text: control characters and bidi overrides escaped."""
+    click.echo(safe(message), err=err, nl=nl)
+
+
+def echo_json(data: Any) -> None:
+    """Print ``data`` as indented JSON that decodes to exactly it (no raw control or bidi character)."""
+    click.echo(json_text(data, indent=2))
+
+
+class MemsiteGroup(click.Group):
+    """The ``memsite`` group: no command shows a traceback unless ``--debug`` asks for it.
+
+    A ``MemsiteError`` is one line (as :func:`errors_as_messages` makes it); any
+    other exception is one line naming it, with the hint to rerun with ``--debug``.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except MemsiteError as exc:
+            raise click.ClickException(safe(str(exc))) from None
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            message = safe(" ".join(str(exc).split()), multiline=False)[:500]
+            raise click.ClickException(f"unexpected {type(exc).__name__}: {message or '(no message)'}; "
+                                       "rerun with --debug for the traceback") from None
 
 
 class Context:
@@ -62,14 +98,15 @@ class ProgressBar:
 pass_context = click.make_pass_decorator(Context)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=MemsiteGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-C", "--repo", default=".", envvar="MEMSITE_DIR", show_envvar=True,
               help="The memory repository (default: the current folder).")
 @click.option("--agent", envvar="MEMSITE_AGENT", show_envvar=True,
               help="Who writes: the commit author (default: git user.name, else 'human').")
+@click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 @click.version_option(package_name="memsite")
 @click.pass_context
-def main(ctx: click.Context, repo: str, agent: str | None) -> None:
+def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
     """Agent memory in a git repository: written through an API, read as a
     website, reviewed as pull requests.
 

@@ -11,7 +11,7 @@ import click
 
 from ..api import MemoryStore
 from ..errors import MemsiteError
-from .common import Context, errors_as_messages, main, pass_context
+from .common import COUNT, Context, echo, errors_as_messages, main, pass_context
 
 
 class _IngestProgress:
@@ -22,7 +22,7 @@ class _IngestProgress:
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if stage == "extracting":
-            click.echo("Extracting memories from the conversation...", err=True)
+            echo("Extracting memories from the conversation...", err=True)
             return
         if self._bar is None:
             self._bar = click.progressbar(length=max(total, 1), label="Storing memories", file=sys.stderr)
@@ -49,8 +49,8 @@ def _extractor(store: MemoryStore, required: bool) -> Any:
 
 
 def _echo_stats(key: str, stats: dict[str, int]) -> None:
-    click.echo(f"{key}: {stats['created']} created, {stats['merged']} merged, {stats['skipped']} skipped"
-               + (f", {stats['refused']} refused" if stats.get("refused") else ""))
+    echo(f"{key}: {stats['created']} created, {stats['merged']} merged, {stats['skipped']} skipped"
+         + (f", {stats['refused']} refused" if stats.get("refused") else ""))
 
 
 @main.command()
@@ -78,7 +78,7 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
             stats = store.ingest(messages, _extractor(store, required=True), session_key, progress=progress)
         except KeyboardInterrupt:
             progress.close()
-            click.echo("Interrupted: nothing is lost; 'memsite resume --all' finishes the ingest.", err=True)
+            echo("Interrupted: nothing is lost; 'memsite resume --all' finishes the ingest.", err=True)
             raise
         finally:
             progress.close()
@@ -119,9 +119,9 @@ def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
         keys = store.incomplete_ingests() if resume_all or key is None else [key]
         if key is None and not resume_all:
             for waiting in keys:
-                click.echo(waiting)
+                echo(waiting)
             if not keys:
-                click.echo("No unfinished ingests.", err=True)
+                echo("No unfinished ingests.", err=True)
             return
         extractor = _extractor(store, required=False)
         for waiting in keys:
@@ -134,7 +134,7 @@ def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
 
 
 @main.command()
-@click.option("--threshold", default=5, show_default=True, type=click.IntRange(min=1),
+@click.option("--threshold", default=5, show_default=True, type=COUNT,
               help="Patterns recalled at least this many times.")
 @click.option("--write", "folder", type=click.Path(file_okay=False, path_type=Path),
               help="Write each draft to FOLDER/<name>/SKILL.md (never over one a person edited).")
@@ -158,10 +158,10 @@ def skills(ctx: Context, threshold: int, folder: Path | None, use_llm: bool) -> 
         found = store.skill_candidates(threshold=threshold, llm=llm)
     if folder is None:
         for c in found:
-            click.echo(f"{c.name}  {c.confidence:.0%}  recalled {c.recalls}x  from {c.source_pattern_id}  "
-                       f"{c.description}")
+            echo(f"{c.name}  {c.confidence:.0%}  recalled {c.recalls}x  from {c.source_pattern_id}  "
+                 f"{c.description}")
     else:
         for _, path, status in write_drafts(found, folder):
-            click.echo(f"{status:<9} {path}" + ("  (edited by a person: left alone)" if status == "kept" else ""))
+            echo(f"{status:<9} {path}" + ("  (edited by a person: left alone)" if status == "kept" else ""))
     if not found:
-        click.echo(f"No pattern has been recalled {threshold} times yet.", err=True)
+        echo(f"No pattern has been recalled {threshold} times yet.", err=True)

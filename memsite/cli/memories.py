@@ -11,7 +11,19 @@ import click
 
 from ..api import MemoryStore
 from ..model import format_time
-from .common import Context, as_dict, errors_as_messages, main, pass_context, repo_root
+from ..terminal import safe
+from .common import (
+    COUNT,
+    LINES,
+    Context,
+    as_dict,
+    echo,
+    echo_json,
+    errors_as_messages,
+    main,
+    pass_context,
+    repo_root,
+)
 
 
 @main.command()
@@ -29,7 +41,7 @@ def init(ctx: Context, path: str) -> None:
         memsite init my-memory
     """
     with MemoryStore.init(path, agent=ctx.agent) as store:
-        click.echo(f"Initialised memory repository in {store.root}")
+        echo(f"Initialised memory repository in {store.root}")
 
 
 @main.command()
@@ -64,9 +76,9 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
         memory = store.remember(content, category=category, abstract=abstract, overview=overview,
                                 tags=tags, source=source, pinned=pinned)
     if as_json:
-        click.echo(json.dumps(as_dict(memory), indent=2, ensure_ascii=False))
+        echo_json(as_dict(memory))
     else:
-        click.echo(f"Remembered {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
+        echo(f"Remembered {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
 
 
 @main.command()
@@ -85,7 +97,7 @@ def show(ctx: Context, id: str, as_json: bool) -> None:
         memory = store.get(id)
         root = store.root
     if as_json:
-        click.echo(json.dumps(as_dict(memory), indent=2, ensure_ascii=False))
+        echo_json(as_dict(memory))
         return
     rows = [
         ("id", memory.id), ("category", memory.category), ("abstract", memory.abstract),
@@ -97,9 +109,9 @@ def show(ctx: Context, id: str, as_json: bool) -> None:
     ]
     for name, value in rows:
         if value:
-            click.echo(f"{name + ':':10} {value}")
-    click.echo()
-    click.echo(memory.content)
+            echo(f"{name + ':':10} {value}")
+    echo()
+    echo(memory.content)
 
 
 @main.command("list")
@@ -119,14 +131,14 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
     with ctx.store() as store:
         memories = store.list(category=category, agent=by_agent)
     if as_json:
-        click.echo(json.dumps([as_dict(m) for m in memories], indent=2, ensure_ascii=False))
+        echo_json([as_dict(m) for m in memories])
         return
     for memory in memories:
         pin = "*" if memory.pinned else " "
-        click.echo(f"{memory.id} {pin}{memory.category:<12} {memory.agent:<12} "
-                   f"{memory.created:%Y-%m-%d}  {memory.abstract}")
+        echo(f"{memory.id} {pin}{memory.category:<12} {memory.agent:<12} "
+             f"{memory.created:%Y-%m-%d}  {safe(memory.abstract, multiline=False)}")
     if not memories:
-        click.echo("No memories yet.", err=True)
+        echo("No memories yet.", err=True)
 
 
 @main.command()
@@ -143,7 +155,7 @@ def forget(ctx: Context, id: str, reason: str) -> None:
     """
     with ctx.store() as store:
         commit = store.forget(id, reason=reason)
-    click.echo(f"Forgot {id} (commit {commit[:12]})")
+    echo(f"Forgot {id} (commit {commit[:12]})")
 
 
 @main.command()
@@ -163,9 +175,9 @@ def trim(ctx: Context, category: str) -> None:
     with ctx.store() as store:
         trimmed = store.trim(category)
     if trimmed:
-        click.echo(f"Trimmed {len(trimmed)} memories: {' '.join(trimmed)}")
+        echo(f"Trimmed {len(trimmed)} memories: {' '.join(trimmed)}")
     else:
-        click.echo("Nothing to trim: the category is within its capacity.")
+        echo("Nothing to trim: the category is within its capacity.")
 
 
 @main.command()
@@ -178,22 +190,28 @@ def check(ctx: Context, base: str | None) -> None:
     Exits with status 1 when there is any problem: a file that breaks the
     format (named with its field and the fix), a folder that is not a
     category, an id used twice, a category over its capacity, a world state
-    that cannot be read or holds conflict markers. With --base, also any
-    session record changed or deleted since BASE (the event log is
-    append-only).
+    that cannot be read or holds conflict markers, a Python tag in
+    mkdocs.yml (it would run code at build), a symlink under content/ that
+    leads out of the repository (it would publish the host's files). With
+    --base, also any session record changed or deleted since BASE (the event
+    log is append-only). Hooks and plugins that mkdocs.yml adds to the build
+    are named as warnings.
 
     \b
     Example:
         memsite check --base origin/main && git push
     """
+    from ..site.guard import config_warnings
     from ..validate import check_working_tree
 
+    for warning in config_warnings(Path(ctx.repo)):
+        echo(f"warning: {warning}", err=True)
     problems, count = check_working_tree(Path(ctx.repo), base=base)
     for problem in problems:
-        click.echo(problem)
+        echo(problem)
     if problems:
         raise click.exceptions.Exit(1)
-    click.echo(f"{count} memories checked, no problems.", err=True)
+    echo(f"{count} memories checked, no problems.", err=True)
 
 
 @main.command()
@@ -215,9 +233,13 @@ def diff(ctx: Context, base: str, head: str, as_json: bool) -> None:
         memsite diff v1.0 HEAD --json
     """
     from ..review import compare, markdown
+    from ..terminal import json_safe
 
     report = compare(repo_root(ctx), base, head)
-    click.echo(report.to_json() if as_json else markdown(report))
+    if as_json:
+        click.echo(json_safe(report.to_json()))
+    else:
+        echo(markdown(report))
 
 
 @main.command()
@@ -253,23 +275,23 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
     else:
         reports = reports[:1]
     if as_json:
-        click.echo(json.dumps([{"day": r.day.isoformat(), "commits": r.commits, "sessions": r.sessions,
-                                "counts": dict(r.counts), "created": r.highlights,
-                                "agents": {a: dict(c) for a, c in r.agents.items()}} for r in reports], indent=2))
+        echo(json.dumps([{"day": r.day.isoformat(), "commits": r.commits, "sessions": r.sessions,
+                          "counts": dict(r.counts), "created": r.highlights,
+                          "agents": {a: dict(c) for a, c in r.agents.items()}} for r in reports], indent=2))
         return
     for r in reports[::-1]:
-        click.echo(history.render_day(r, lambda mid: abstracts.get(mid, f"{mid} (no longer in memory)"), str))
+        echo(history.render_day(r, lambda mid: abstracts.get(mid, f"{mid} (no longer in memory)"), str))
     if not reports:
-        click.echo("No activity on that day." if day else "No activity yet.", err=True)
+        echo("No activity on that day." if day else "No activity yet.", err=True)
 
 
 @main.command()
 @click.argument("query")
-@click.option("-n", "--limit", default=5, show_default=True, type=click.IntRange(min=1), help="At most this many.")
+@click.option("-n", "--limit", default=5, show_default=True, type=COUNT, help="At most this many.")
 @click.option("-c", "--category", help="Only this category (or alias).")
 @click.option("-t", "--tag", "tags", multiple=True, help="Only memories with this tag; repeat for several.")
 @click.option("--by", "by_agent", help="Only memories written by this agent.")
-@click.option("--min-score", default=0.0, show_default=True, type=float, help="Drop hits scoring below this.")
+@click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Drop hits scoring below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
 @pass_context
 @errors_as_messages
@@ -291,7 +313,7 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
 
 
 @main.command()
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Only the best this many.")
+@click.option("-n", "--limit", type=COUNT, help="Only the best this many.")
 @click.option("-c", "--category", help="Only this category (or alias).")
 @click.option("--json", "as_json", is_flag=True, help="Print the ranking with score parts as JSON.")
 @pass_context
@@ -310,13 +332,13 @@ def rank(ctx: Context, limit: int | None, category: str | None, as_json: bool) -
 
 def _print_hits(hits: list[Any], as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps([{**as_dict(h.memory), "relevance": h.relevance, "decay": h.decay,
-                                "boost": h.boost, "score": h.score} for h in hits], indent=2, ensure_ascii=False))
+        echo_json([{**as_dict(h.memory), "relevance": h.relevance, "decay": h.decay,
+                   "boost": h.boost, "score": h.score} for h in hits])
         return
     for h in hits:
-        click.echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {h.memory.abstract}")
+        echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {safe(h.memory.abstract, multiline=False)}")
     if not hits:
-        click.echo("No memories match.", err=True)
+        echo("No memories match.", err=True)
 
 
 @main.command()
@@ -331,7 +353,7 @@ def flush(ctx: Context) -> None:
     """
     with ctx.store() as store:
         commit = store.flush_activity()
-    click.echo(f"Committed recall counts (commit {commit[:12]})" if commit else "No recalls waiting.")
+    echo(f"Committed recall counts (commit {commit[:12]})" if commit else "No recalls waiting.")
 
 
 @main.group()
@@ -360,11 +382,11 @@ def index_rebuild(ctx: Context) -> None:
     with ctx.store() as store:
         count = store.rebuild_index()
     seconds = time.perf_counter() - started
-    click.echo(f"Indexed {count} memories in {seconds:.1f} s")
+    echo(f"Indexed {count} memories in {seconds:.1f} s")
 
 
 @main.command()
-@click.option("--lines", type=click.IntRange(min=0), help="At most this many lines (default: auto_load_lines).")
+@click.option("--lines", type=LINES, help="At most this many lines (default: auto_load_lines).")
 @pass_context
 @errors_as_messages
 def core(ctx: Context, lines: int | None) -> None:
@@ -376,4 +398,4 @@ def core(ctx: Context, lines: int | None) -> None:
         memsite --agent planner core --lines 50
     """
     with ctx.store() as store:
-        click.echo(store.load_core(lines=lines))
+        echo(store.load_core(lines=lines))

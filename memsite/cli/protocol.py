@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from .common import Context, errors_as_messages, main, pass_context
+from .common import Context, echo, echo_json, errors_as_messages, main, pass_context
 
 
 @main.group()
@@ -41,12 +40,12 @@ def world_show(ctx: Context, key: str | None, as_json: bool) -> None:
     if key is not None:
         if key not in values:
             raise click.ClickException(f"no world key {key!r}; 'memsite world show' lists them")
-        click.echo(values[key])
+        echo(values[key])
     elif as_json:
-        click.echo(json.dumps(values, indent=2, ensure_ascii=False))
+        echo_json(values)
     else:
         for name, value in values.items():
-            click.echo(f"{name}: {value}" if "\n" not in value else f"{name}:\n  " + value.replace("\n", "\n  "))
+            echo(f"{name}: {value}" if "\n" not in value else f"{name}:\n  " + value.replace("\n", "\n  "))
 
 
 @world.command("set")
@@ -65,7 +64,7 @@ def world_set(ctx: Context, key: str, value: str) -> None:
         value = sys.stdin.read()
     with ctx.store() as store:
         commit = store.world.merge({key: value})
-    click.echo(f"Set {key} (commit {commit[:12]})" if commit else f"{key} already had that value")
+    echo(f"Set {key} (commit {commit[:12]})" if commit else f"{key} already had that value")
 
 
 @world.command("unset")
@@ -81,7 +80,7 @@ def world_unset(ctx: Context, keys: tuple[str, ...]) -> None:
     """
     with ctx.store() as store:
         commit = store.world.merge(remove=keys)
-    click.echo(f"Removed {', '.join(keys)} (commit {commit[:12]})" if commit else "Nothing to remove")
+    echo(f"Removed {', '.join(keys)} (commit {commit[:12]})" if commit else "Nothing to remove")
 
 
 @main.group()
@@ -102,12 +101,12 @@ def task() -> None:
 
 
 def _show_task(t: Any) -> None:
-    click.echo(f"{t.type}: {', '.join(t.keywords) or '(no keywords)'} (round {t.rounds})"
-               + (" [resumed]" if t.resumed else ""))
+    echo(f"{t.type}: {', '.join(t.keywords) or '(no keywords)'} (round {t.rounds})"
+         + (" [resumed]" if t.resumed else ""))
     for text, done, note in t.todo:
-        click.echo(f"- [{'x' if done else ' '}] {text}" + (f" ({note})" if note else ""))
+        echo(f"- [{'x' if done else ' '}] {text}" + (f" ({note})" if note else ""))
     for pattern in t.known_patterns:
-        click.echo(f"known pattern: {pattern}")
+        echo(f"known pattern: {pattern}")
 
 
 @task.command("start")
@@ -250,7 +249,7 @@ def task_finish(ctx: Context, problem: str | None, solution: str | None, learnin
             commit = t.finish()
         finally:
             t.release()
-    click.echo(f"Closed {t.session} (commit {commit[:12]})")
+    echo(f"Closed {t.session} (commit {commit[:12]})")
 
 
 @task.command("abandon")
@@ -270,4 +269,4 @@ def task_abandon(ctx: Context, reason: str) -> None:
             commit = t.abandon(reason)
         finally:
             t.release()
-    click.echo(f"Abandoned {t.session} (commit {commit[:12]})")
+    echo(f"Abandoned {t.session} (commit {commit[:12]})")

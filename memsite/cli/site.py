@@ -8,7 +8,7 @@ import click
 
 from ..merge import DRIVERS
 from ..merge import run as run_merge
-from .common import Context, errors_as_messages, main, pass_context, repo_root
+from .common import Context, echo, errors_as_messages, main, pass_context, repo_root
 
 
 @main.command()
@@ -27,7 +27,7 @@ def build(ctx: Context, site_dir: Path | None, strict: bool) -> None:
     from ..site.build import build as build_site
 
     out = build_site(repo_root(ctx), site_dir, strict=strict)
-    click.echo(f"Built the site into {out}; open {out / 'index.html'}")
+    echo(f"Built the site into {out}; open {out / 'index.html'}")
 
 
 @main.command()
@@ -64,7 +64,7 @@ def project(ctx: Context, out: Path, no_l1: bool, by_category: bool) -> None:
     from ..site.build import project as write_projection
 
     files = write_projection(repo_root(ctx), out, include_l1=not no_l1, by_category=by_category)
-    click.echo(f"Wrote {len(files)} files into {out}")
+    echo(f"Wrote {len(files)} files into {out}")
 
 
 @main.command()
@@ -89,13 +89,13 @@ def demo(folder: Path, and_serve: bool, weeks: int) -> None:
     from ..site.build import serve as serve_site
 
     def report(message: str) -> None:
-        click.echo(message, err=True)
+        echo(message, err=True)
 
     create(folder, weeks=weeks, progress=report)
     out = build_site(folder)
-    click.echo(f"Demo repository: {folder.resolve()}\nSite: {(out / 'index.html').resolve()}")
+    echo(f"Demo repository: {folder.resolve()}\nSite: {(out / 'index.html').resolve()}")
     if and_serve:
-        click.echo("Serving on http://127.0.0.1:8000/ (Ctrl-C stops)", err=True)
+        echo("Serving on http://127.0.0.1:8000/ (Ctrl-C stops)", err=True)
         serve_site(folder)
 
 
@@ -118,8 +118,11 @@ def sync(ctx: Context, remote: str, branch: str | None) -> None:
 
     with ctx.store() as store:
         result = sync_memory(store, remote, branch)
-    click.echo(f"Synced with {result.remote}/{result.branch}: {result.fetched} commits fetched, "
-               f"{result.pushed} pushed")
+    if result.created:
+        echo(f"Branch {result.branch} was not on {result.remote}: created it with {result.pushed} commits")
+    else:
+        echo(f"Synced with {result.remote}/{result.branch}: {result.fetched} commits fetched, "
+             f"{result.pushed} pushed")
 
 
 @main.command()
@@ -138,8 +141,8 @@ def propose(ctx: Context, remote: str, base: str) -> None:
 
     with ctx.store() as store:
         branch, body = propose_branch(store, remote, base)
-    click.echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
-    click.echo(body)
+    echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
+    echo(body)
 
 
 @main.command("merge-driver")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..config import load_config
 from ..errors import MemsiteError
+from .guard import refuse_unsafe_config
 from .hooks import build_time
 from .pages import projection
 from .snapshot import load
@@ -24,6 +25,7 @@ def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
     from mkdocs.exceptions import ConfigurationError
 
     path = _settings(root)
+    refuse_unsafe_config(path)  # MkDocs' YAML loader would run a !!python/object tag
     try:
         return load_mkdocs(config_file=str(path), **{k: v for k, v in overrides.items() if v is not None})
     except ConfigurationError as exc:
@@ -55,7 +57,9 @@ def serve(root: Path, dev_addr: str | None = None, *, open_in_browser: bool = Fa
     """Serve the site of ``root`` with live reload until interrupted."""
     from mkdocs.commands.serve import serve as mkdocs_serve
 
-    mkdocs_serve(config_file=str(_settings(root)), dev_addr=dev_addr, open_in_browser=open_in_browser)
+    path = _settings(root)
+    refuse_unsafe_config(path)
+    mkdocs_serve(config_file=str(path), dev_addr=dev_addr, open_in_browser=open_in_browser)
 
 
 def project(root: Path, out: Path, *, include_l1: bool = True, by_category: bool = False) -> list[Path]:

@@ -9,19 +9,22 @@ through the escaped, sanitized pages rendered from them.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import mkdocs.commands.build
 from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, set_exclusions
 
 from .. import history
 from ..config import parse_config
 from ..errors import MemsiteError
 from ..model import utcnow
+from . import guard
 from .pages import Site
 from .snapshot import load
 
@@ -47,12 +50,14 @@ CSS = """\
 """
 
 _state: dict[str, Any] = {}
+log = logging.getLogger("mkdocs.plugins.memsite")
 _PLACEHOLDER = re.compile(r"<!--memsite-html (\d+)-->")
 
 
 def on_config(config: Any) -> Any:
     """Reset per-build state (MkDocs imports a hook once per process) and set the site's defaults."""
     _state.clear()
+    mkdocs.commands.build.get_files = guarded_files  # the walk of docs_dir comes after on_config
     root = Path(config.config_file_path).parent
     docs_dir = Path(config.docs_dir)
     try:
@@ -91,6 +96,12 @@ def on_files(files: Files, config: Any) -> Files:
         uri = file.src_uri
         if uri.startswith(SOURCES) or uri == "world_state.md" or uri in pages or uri == CSS_URI:
             files.remove(file)
+    root, docs_dir = Path(config.config_file_path).parent, os.path.abspath(config.docs_dir) + os.sep
+    for file in list(files):  # should the walk not have been guarded_files: nothing from outside is copied
+        source = file.abs_src_path
+        if source and os.path.abspath(source).startswith(docs_dir) and guard.escapes(source, root):
+            log.warning(f"{os.path.relpath(source, root)}: skipped: it leads out of the repository")
+            files.remove(file)
     for uri, text in pages.items():
         files.append(File.generated(config, uri, content=text))
     files.append(File.generated(config, CSS_URI, content=CSS))
@@ -103,6 +114,40 @@ def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
     if not chunks or "<!--memsite-html " not in html:
         return html
     return _PLACEHOLDER.sub(lambda m: chunks[int(m.group(1))], html)
+
+
+def guarded_files(config: Any) -> Files:
+    """MkDocs' ``get_files`` (1.6.1) walking docs_dir with :func:`guard.safe_walk`.
+
+    MkDocs follows every symlink under docs_dir and copies what it finds; this
+    walk never enters or lists a link leading out of the repository, and
+    warns once for each one it leaves out. The rest is MkDocs' own logic:
+    files in sorted order, index before README, README dropped beside an index.
+    """
+    docs_dir, root = config.docs_dir, Path(config.config_file_path).parent
+    refused: list[str] = []
+    files: list[File] = []
+    conflicts: list[tuple[File, File]] = []
+    for folder, dirnames, filenames in guard.safe_walk(Path(docs_dir), root, refused):
+        relative = os.path.relpath(folder, docs_dir)
+        dirnames.sort()
+        filenames.sort(key=lambda name: (os.path.splitext(name)[0] not in ("index", "README"), name))
+        by_dest: dict[str, File] = {}
+        for name in filenames:
+            file = File(os.path.join(relative, name), docs_dir, config.site_dir, config.use_directory_urls)
+            first = by_dest.setdefault(file.dest_uri, file)
+            if first is not file:
+                conflicts.append((first, file))
+            files.append(file)
+    for rel in refused:
+        log.warning(f"{rel}: skipped: a symlink to {os.readlink(root / rel)}, outside the repository "
+                    "(it would publish that file or folder)")
+    set_exclusions(files, config)
+    for a, b in conflicts:
+        loser = a if b.inclusion.is_included() else b
+        if loser in files:
+            files.remove(loser)
+    return Files(files)
 
 
 def build_time() -> datetime:

@@ -278,7 +278,8 @@ class Store:
         if "category" in given:
             out["category"] = self.config.route(given["category"]).name
         if "content" in given:
-            text = checks.text(given["content"], "content", max_bytes=self.config.max_memory_bytes)
+            text = checks.text(given["content"], "content", max_bytes=self.config.max_memory_bytes,
+                               setting="max_memory_bytes", fix="split it into smaller memories")
             out["content"] = normalize_content(text)
             if not out["content"]:
                 fix = "write what should be remembered" if current is None else "use forget() to remove a memory"

@@ -1,0 +1,160 @@
+"""Failures of the machine under memsite, as memsite errors.
+
+The layers below the API raise what the operating system and SQLite report
+(``OSError``, ``sqlite3.Error``) and git's own complaints; an API caller gets
+one exception tree instead. :func:`translated` wraps a public entry point: a
+full disk becomes :class:`DiskFull` ("disk full at <path>; nothing was
+written") and the temporary files this process left on the way are removed;
+another I/O error becomes a :class:`RepositoryError` naming the file; a SQLite
+failure a :class:`CacheError` naming the rebuildable cache.
+
+Disk space is checked as well as ``errno``: SQLite reports a full disk as
+"disk I/O error" and git as "could not write config.lock".
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .errors import CacheError, DiskFull, MemsiteError, RepositoryError
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T", bound=type)
+
+LOW_SPACE = 256 * 1024  # bytes free below which a failed write is blamed on the disk
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def translated(func: F) -> F:
+    """``func`` raising only ``MemsiteError`` for OS and SQLite failures (see the module)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except DiskFull:
+            raise
+        except (OSError, sqlite3.Error, RepositoryError) as exc:
+            error = translate(exc, _root_of(args, kwargs))
+            if error is exc:
+                raise
+            raise error from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def translate_methods(cls: T) -> T:
+    """Wrap every public method of ``cls`` (and its bases) and its constructor with :func:`translated`."""
+    names = {"__init__"} | {name for klass in cls.__mro__[:-1] for name in vars(klass) if not name.startswith("_")}
+    for name in names:
+        member = _lookup(cls, name)
+        if isinstance(member, classmethod):
+            setattr(cls, name, classmethod(translated(member.__func__)))
+        elif isinstance(member, staticmethod):
+            setattr(cls, name, staticmethod(translated(member.__func__)))
+        elif callable(member) and not isinstance(member, type):
+            setattr(cls, name, translated(member))
+    return cls
+
+
+def translate(exc: BaseException, root: Path | None) -> BaseException:
+    """The memsite error ``exc`` stands for (``exc`` itself when it already is the right one)."""
+    where = root or Path.cwd()
+    if _is_full(exc, where):
+        filename = getattr(exc, "filename", None)
+        sweep_temp_files(where)
+        return DiskFull(f"disk full at {filename or where}; nothing was written (free some space and retry)")
+    if isinstance(exc, MemsiteError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        return CacheError(_sqlite_message(exc, where / ".memsite"))
+    assert isinstance(exc, OSError)
+    sweep_temp_files(where)
+    return RepositoryError(f"{exc.filename or where}: {exc.strerror or exc}; nothing was written")
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes free on the file system holding ``path`` (its nearest existing parent), if known."""
+    for folder in (path, *path.parents):
+        try:
+            return shutil.disk_usage(folder).free
+        except OSError:
+            continue
+    return None
+
+
+def sweep_temp_files(root: Path) -> None:
+    """Remove the temporary files this process's writes left in ``root`` (named with its pid).
+
+    Git object files (``tmp_obj_<pid>_*``), pack files (``tmp_pack-*_<pid>``)
+    and working-tree files (``.<name>.<pid>.memsite-tmp``): memsite's own,
+    named so no other program's file can match.
+    """
+    pid = str(os.getpid())
+    git_dir = root / ".git"
+    objects = git_dir / "objects" if git_dir.is_dir() else None
+    candidates: list[Path] = []
+    if objects is not None:
+        candidates += objects.glob(f"??/tmp_obj_{pid}_*")
+        candidates += [p for p in objects.glob("pack/tmp_pack-*") if p.name.endswith(f"_{pid}")]
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        candidates += [Path(folder) / f for f in files if f.startswith(".") and f.endswith(f".{pid}.memsite-tmp")]
+    for path in candidates:
+        try:
+            path.unlink()
+        except OSError:
+            continue
+
+
+def _sqlite_message(exc: sqlite3.Error, state_dir: Path) -> str:
+    """Which of memsite's SQLite files failed, and what deleting it costs."""
+    for path in sorted(state_dir.glob("*.sqlite3")):
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                healthy = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            finally:
+                db.close()
+        except sqlite3.Error:
+            healthy = False
+        if not healthy:
+            cost = ("the recall counts not yet committed are lost" if path.name.startswith("activity")
+                    else "it is rebuilt from git")
+            return f"{path}: damaged ({exc}); delete it and retry ({cost})"
+    return f"{state_dir}: SQLite failed ({exc}); run 'memsite index rebuild', or delete catalog.sqlite3 (rebuilt from git)"
+
+
+def _is_full(exc: BaseException, where: Path) -> bool:
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        return True
+    free = free_bytes(where)
+    return free is not None and free < LOW_SPACE
+
+
+def _root_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Path | None:
+    """The repository a call works on: ``self.root``, ``self._store.root``, or the path it was given."""
+    if args:
+        owner = args[0]
+        store = getattr(owner, "_store", owner)
+        root = getattr(store, "root", None)
+        if isinstance(root, Path):
+            return root
+    path = kwargs.get("path", args[1] if len(args) > 1 else None)
+    if isinstance(path, (str, os.PathLike)):
+        return Path(path).absolute()
+    return None
+
+
+def _lookup(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return None
