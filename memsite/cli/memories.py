@@ -177,10 +177,13 @@ def check(ctx: Context, base: str | None) -> None:
 
     Exits with status 1 when there is any problem: a file that breaks the
     format (named with its field and the fix), a folder that is not a
-    category, an id used twice, a category over its capacity, a world state
-    that cannot be read or holds conflict markers. With --base, also any
-    session record changed or deleted since BASE (the event log is
-    append-only).
+    category, a memory in another category's folder, an id used twice, a
+    category over its capacity, a world state that cannot be read or holds
+    conflict markers. With --base, also any session record changed or
+    deleted since BASE (the event log is append-only).
+
+    Memory files in the flat layout or the wrong month folder are warnings
+    ('memsite migrate' moves them); they do not fail the check.
 
     \b
     Example:
@@ -188,12 +191,15 @@ def check(ctx: Context, base: str | None) -> None:
     """
     from ..validate import check_working_tree
 
-    problems, count = check_working_tree(Path(ctx.repo), base=base)
-    for problem in problems:
+    checked = check_working_tree(Path(ctx.repo), base=base)
+    for warning in checked.warnings:
+        click.echo(f"warning: {warning}")
+    for problem in checked.problems:
         click.echo(problem)
-    if problems:
+    if checked.problems:
         raise click.exceptions.Exit(1)
-    click.echo(f"{count} memories checked, no problems.", err=True)
+    warned = " (see the warnings above)" if checked.warnings else ""
+    click.echo(f"{checked.count} memories checked, no problems{warned}.", err=True)
 
 
 @main.command()

@@ -37,7 +37,7 @@ AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
 
 @dataclass(frozen=True)
 class _Op:
-    action: str  # created | updated | forgotten | trimmed
+    action: str  # created | merged | updated | forgotten | trimmed | recalled | migrated
     memory: Memory
     reason: str | None = None
 
@@ -163,6 +163,25 @@ class Transaction:
         self._pending[current.id] = None
         self.ops.append(_Op("forgotten", current, self.store._reason(reason) or None))
         return current
+
+    def relocate(self, path: str, to: str, data: bytes, memory: Memory, *, archived: bool = False) -> None:
+        """Move the memory file ``path`` (holding ``data``, read as ``memory``) to ``to``, bytes unchanged.
+
+        For ``memsite migrate``: the commit names it with ``Action: migrated``.
+
+        Raises:
+            MemsiteError: a file is at ``to`` already; nothing is staged.
+        """
+        self._check_open()
+        if not self._free(to):
+            raise MemsiteError(f"{to}: already exists, so {path} cannot move there; "
+                               "ids are unique, so one of them was copied by hand")
+        self._files[path] = None
+        self._files[to] = data
+        if not archived:
+            self._pending[memory.id] = memory.replace(path=self.store.root / to)
+            self._paths[memory.id] = to
+        self.ops.append(_Op("migrated", memory))
 
     # --- other files (world state, sessions, notes) --------------------------
 
@@ -319,17 +338,23 @@ class Transaction:
         return path
 
     def _allocate(self, memory: Memory) -> str:
-        """A new file path: ``<folder>/<slug>-<id tail>.md``, longer tail on a clash."""
-        folder = self._folder(self.store.config.category(memory.category))
+        """A new file path: ``memories/<category>/<YYYY-MM>/<slug>-<id tail>.md``, longer tail on a clash.
+
+        The month is the one it was created in, so a memory that changes
+        category keeps its month and no write ever moves a file between months.
+        """
+        config = self.store.config
+        folder = config.memory_folder(config.category(memory.category), memory.created)
         slug = slugify(memory.abstract)
         for tail in (memory.id[-6:], memory.id):
             path = f"{folder}/{slug}-{tail.lower()}.md"
-            if path not in self._files and self.store.repo.objects.lookup(self._base_tree, path) is None:
+            if self._free(path):
                 return path
         raise MemsiteError(f"{path}: already exists; ids are unique, so this file was copied by hand")
 
-    def _folder(self, category: Category) -> str:
-        return f"{self.store.config.content_dir}/memories/{category.folder}"
+    def _free(self, path: str) -> bool:
+        """Nothing is at ``path``: neither staged in this transaction nor at the base commit."""
+        return path not in self._files and self.store.repo.objects.lookup(self._base_tree, path) is None
 
     def _trim(self) -> None:
         store = self.store
@@ -356,7 +381,8 @@ class Transaction:
                 self._pending[mid] = None
                 if store.config.trim == "archive":
                     archived = memory.replace(extra={**memory.extra, "archived": format_time(now), "archive_reason": reason})
-                    archive_path = f"{store.config.content_dir}/archive/{category.folder}/{Path(path).name}"
+                    folder = store.config.memory_folder(category, memory.created, archived=True)
+                    archive_path = f"{folder}/{Path(path).name}"
                     self._files[archive_path] = format_memory(archived).encode("utf-8")
                 self.ops.append(_Op("trimmed", memory, reason))
 
