@@ -11,7 +11,7 @@ import click
 
 from ..api import MemoryStore
 from ..model import format_time
-from .common import Context, as_dict, errors_as_messages, main, pass_context, repo_root
+from .common import Context, ProgressBar, as_dict, errors_as_messages, main, pass_context, repo_root
 
 
 @main.command()
@@ -200,6 +200,33 @@ def check(ctx: Context, base: str | None) -> None:
         raise click.exceptions.Exit(1)
     warned = " (see the warnings above)" if checked.warnings else ""
     click.echo(f"{checked.count} memories checked, no problems{warned}.", err=True)
+
+
+@main.command()
+@pass_context
+@errors_as_messages
+def migrate(ctx: Context) -> None:
+    """Move memory files to the month folders, all in one commit.
+
+    memsite keeps each memory in content/memories/<category>/<YYYY-MM>/, the
+    month it was created. Repositories written before that have one flat
+    folder per category (still read, and 'memsite check' warns about them):
+    this moves those files, and archived ones, without changing their text,
+    names or ids; the site's links stay the same. The commit names every
+    memory moved (Action: migrated). Run again, it finds nothing to do.
+    Interrupted, it leaves the repository as it was.
+
+    \b
+    Example:
+        memsite migrate && memsite check
+    """
+    with ctx.store() as store:
+        done = store.migrate(progress=ProgressBar("Reading memories to move"))
+    if done.commit is None:
+        click.echo("Nothing to migrate: every memory is in its month folder.")
+    else:
+        archived = f" and {done.archived} archived memories" if done.archived else ""
+        click.echo(f"Migrated {done.memories} memories{archived} to the month folders (commit {done.commit[:12]})")
 
 
 @main.command()
