@@ -79,6 +79,7 @@ def seed(path: Path, count: int) -> None:
 
 
 def git_write(repo: Path, rel: str, data: str) -> None:
+    (repo / rel).parent.mkdir(parents=True, exist_ok=True)
     (repo / rel).write_text(data)
     subprocess.run(["git", "add", "--", rel], cwd=repo, check=True, env=GIT_ENV)
     subprocess.run(["git", "commit", "-q", "-m", f"Add {rel}"], cwd=repo, check=True, env=GIT_ENV)
@@ -98,7 +99,7 @@ def bench_latency(mem: Path, base: Path, writes: int) -> tuple[list[float], list
             start = time.perf_counter()
             memory = store.remember(body, category=CATEGORIES[i % 7])
             ours.append((time.perf_counter() - start) * 1000)
-            rel = f"content/memories/{memory.category}/baseline-{i + WARM_UP:05d}.md"
+            rel = memory.path.relative_to(store.root).as_posix()  # the same file in the same (month) folder
             data = format_memory(memory)
             start = time.perf_counter()
             git_write(base, rel, data)
@@ -110,7 +111,7 @@ def bench_transaction(mem: Path, base: Path, size: int, rounds: int) -> tuple[fl
     """Median rates of ``rounds`` transactions of ``size`` memories, each side starting from a synced disk."""
     log(f"{rounds} transactions of {size:,} memories vs git add + one commit ...")
     ours, theirs = [], []
-    for round_ in range(rounds):
+    for _ in range(rounds):
         texts = [text(i) for i in range(size)]  # made before the clock starts
         os.sync()  # no write-back of the last round left to slow this one
         with MemoryStore(mem, agent="bench") as store:
@@ -122,7 +123,8 @@ def bench_transaction(mem: Path, base: Path, size: int, rounds: int) -> tuple[fl
         start = time.perf_counter()
         rels = []
         for i, memory in enumerate(made):
-            rel = f"content/memories/{memory.category}/bulk-{round_}-{i:05d}.md"
+            rel = memory.path.relative_to(store.root).as_posix()
+            (base / rel).parent.mkdir(parents=True, exist_ok=True)
             (base / rel).write_text(format_memory(memory))
             rels.append(rel)
         subprocess.run(["git", "add", "--pathspec-from-file=-"], cwd=base, check=True, env=GIT_ENV,

@@ -249,8 +249,10 @@ def test_a_memorys_address_on_the_site_survives_the_migration(store: MemoryStore
     store.migrate()
     after = articles()
     assert after.keys() == before.keys()
-    for memory in flat:  # the same URL and anchor hold the memory, with its text
+    for memory in flat:  # the same URL and anchor hold the memory, with its text and its whole history
         assert memory.content in after[memory.id]
+        assert "Memories written before sharding" in after[memory.id]  # followed back to the flat file
+        assert "Migrate memories to the month folders" in after[memory.id]
     assert not list((store.root / "site" / "memories").glob("*/*/*/index.html"))  # no raw page per memory file
 
 
