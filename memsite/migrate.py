@@ -43,6 +43,7 @@ class _Move:
     category_folder: str  # the folder it is in
     to_folder: str | None  # None: an archived file of the flat layout, placed once its creation month is read
     archived: bool
+    memory: Memory | None = None  # as the catalog has it; archived ones are read from the file
 
 
 def migrate(store: Store, progress: Callable[[int, int], None] | None = None) -> Migration:
@@ -82,7 +83,7 @@ def _stage(store: Store, tx: Transaction, progress: Callable[[int, int], None] |
         for move, entry in zip(chunk, entries):
             assert entry is not None  # the catalog and the walk read this same commit
             data = blobs[entry.sha]
-            memory = _read(config, move, data)
+            memory = move.memory or _read(config, move, data)  # the catalog read the memories at this commit
             folder = move.to_folder or config.memory_folder(config.category(memory.category), memory.created,
                                                             archived=True)
             tx.relocate(move.path, f"{folder}/{move.path.rsplit('/', 1)[1]}", data, memory, archived=move.archived)
@@ -100,7 +101,7 @@ def _misplaced(store: Store, tx: Transaction) -> list[_Move]:
         path = memory.path.relative_to(store.root).as_posix()
         folder = config.memory_folder(config.category(memory.category), memory.created)
         if path.rsplit("/", 1)[0] != folder:
-            moves.append(_Move(path, config.category(memory.category).folder, folder, archived=False))
+            moves.append(_Move(path, config.category(memory.category).folder, folder, False, memory))
     return moves
 
 

@@ -258,9 +258,16 @@ class Catalog:
 
     # --- writes ------------------------------------------------------------
 
-    def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str]) -> None:
-        """Record ``commit``: upsert (memory, path, blob id) rows, delete ids, in one transaction."""
+    def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
+              moves: Iterable[tuple[str, str]] = ()) -> None:
+        """Record ``commit``: upsert (memory, path, blob id) rows, delete ids, move (id, path), in one transaction.
+
+        A move changes the row's file and nothing else: its text is the same,
+        so the full-text index and the sketches stay as they are.
+        """
         with transaction(self.db):
+            self.db.executemany("UPDATE memories SET path = ?, commit_id = ? WHERE id = ?",
+                                ((path, commit, mid) for mid, path in moves))
             # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
             rows = list(upserts)
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))

@@ -75,6 +75,7 @@ class Transaction:
         self._files: dict[str, bytes | None] = {}
         self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
         self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
+        self._moved: set[str] = set()  # ids of memories only moved to another file, bytes unchanged
         self._categories: set[str] = set()
         self._owned: dict[str, bytes] = {}
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
@@ -181,6 +182,7 @@ class Transaction:
         if not archived:
             self._pending[memory.id] = memory.replace(path=self.store.root / to)
             self._paths[memory.id] = to
+            self._moved.add(memory.id)
         self.ops.append(_Op("migrated", memory))
 
     # --- other files (world state, sessions, notes) --------------------------
@@ -219,6 +221,7 @@ class Transaction:
         self._files.clear()
         self._pending.clear()
         self._paths.clear()
+        self._moved.clear()
         self._owned.clear()
         self._categories.clear()
         self.ops.clear()
@@ -326,6 +329,7 @@ class Transaction:
         memory = memory.replace(path=self.store.root / path)
         self._pending[memory.id] = memory
         self._paths[memory.id] = path
+        self._moved.discard(memory.id)
         self._files[path] = format_memory(memory).encode("utf-8")
         return memory
 
@@ -402,14 +406,17 @@ class Transaction:
     def _landed(self, sha: str) -> None:
         """The branch points at ``sha``: record it in the catalog (while the working tree is written)."""
         self.commit = sha
-        upserts = []
+        upserts, moves = [], []
         for mid, memory in self._pending.items():
             if memory is not None:
                 memory = self._pending[mid] = memory.replace(commit=sha)
                 path = self._path_of(memory)
-                upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
+                if mid in self._moved:  # same text, so the catalog changes its path and nothing else
+                    moves.append((mid, path))
+                else:
+                    upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        self.store.catalog.apply(sha, upserts, deletes)
+        self.store.catalog.apply(sha, upserts, deletes, moves)
 
     def _message(self) -> str:
         main = [op for op in self.ops if op.action != "trimmed"]
