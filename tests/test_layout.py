@@ -278,3 +278,23 @@ def test_git_merge_adds_up_recall_counts_of_a_memory_in_a_month_folder(store: Me
     assert merged.active_count == 5
     assert store.get(memory.id).active_count == 5
     assert_clean(store.root)
+
+
+def test_a_branch_still_in_the_flat_layout_merges_into_the_migrated_files(store: MemoryStore, clock: Clock) -> None:
+    flat = write_flat(store, OLD)
+    git(store.root, "branch", "agent/coder")  # an agent's branch from before the migration
+    store.migrate()
+    git(store.root, "checkout", "-q", "agent/coder")
+    with MemoryStore(store.root, agent="coder", clock=clock) as coder:
+        coder.recall("billing cold cache")
+        coder.flush_activity()
+        coder.update(flat[1].id, content="Webhook retries arrived twice after a deploy; dedupe by event id")
+        assert coder.get(flat[1].id).path == flat[1].path  # written in place, in the flat layout
+    git(store.root, "checkout", "-q", "main")
+    git(store.root, "merge", "-q", "--no-edit", "agent/coder")  # git follows the moves (same bytes)
+    assert git(store.root, "ls-files", "content/memories/cases").split() == [
+        f"{MEMORIES}/cases/2026-09/{flat[0].path.name}", f"{MEMORIES}/cases/2026-10/{flat[1].path.name}"]  # type: ignore[union-attr]
+    assert store.get(flat[0].id).active_count == 1
+    assert store.get(flat[1].id).content.endswith("dedupe by event id")
+    assert check_working_tree(store.root).warnings == []
+    assert_clean(store.root)
