@@ -74,7 +74,7 @@ def migrate(store: Store, progress: Callable[[int, int], None] | None = None) ->
 def _stage(store: Store, tx: Transaction, progress: Callable[[int, int], None] | None) -> tuple[int, int]:
     config, objects = store.config, store.repo.objects
     root = store.repo.root_tree(tx.parent)
-    moves = _misplaced(store, tx) + _flat_archive(config, objects, root)
+    moves = _misplaced(store) + _flat_archive(config, objects, root)
     counts = [0, 0]
     for start in range(0, len(moves), CHUNK):
         chunk = moves[start : start + CHUNK]
@@ -93,7 +93,7 @@ def _stage(store: Store, tx: Transaction, progress: Callable[[int, int], None] |
     return counts[0], counts[1]
 
 
-def _misplaced(store: Store, tx: Transaction) -> list[_Move]:
+def _misplaced(store: Store) -> list[_Move]:
     """Memories whose file is not in their category's folder for the month they were created."""
     config, moves = store.config, []
     for memory in store.catalog.list():  # synced to the transaction's base when it opened

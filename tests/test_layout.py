@@ -292,8 +292,9 @@ def test_a_branch_still_in_the_flat_layout_merges_into_the_migrated_files(store:
         assert coder.get(flat[1].id).path == flat[1].path  # written in place, in the flat layout
     git(store.root, "checkout", "-q", "main")
     git(store.root, "merge", "-q", "--no-edit", "agent/coder")  # git follows the moves (same bytes)
+    names = [m.path.name for m in flat[:2]]  # type: ignore[union-attr]
     assert git(store.root, "ls-files", "content/memories/cases").split() == [
-        f"{MEMORIES}/cases/2026-09/{flat[0].path.name}", f"{MEMORIES}/cases/2026-10/{flat[1].path.name}"]  # type: ignore[union-attr]
+        f"{MEMORIES}/cases/2026-09/{names[0]}", f"{MEMORIES}/cases/2026-10/{names[1]}"]
     assert store.get(flat[0].id).active_count == 1
     assert store.get(flat[1].id).content.endswith("dedupe by event id")
     assert check_working_tree(store.root).warnings == []
