@@ -105,7 +105,7 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
 
     log("incremental update after one commit (median of 9 of each kind) ...")
     after_memsite, after_git = [], []
-    general = sorted((root / "content" / "memories" / "general").glob("*.md"))
+    general = sorted((root / "content" / "memories" / "general").rglob("*.md"))
     for target in general[:: len(general) // 9][:9]:  # spread over the folder
         with MemoryStore(root, agent="other") as other:  # another writer, sharing the catalog
             other.remember(corpus.text(), category="general")

@@ -27,6 +27,7 @@ from .store.vectors import Embedder, mix
 
 if TYPE_CHECKING:
     from .extract import Extractor
+    from .migrate import Migration
     from .protocol import Task
     from .skills import SkillCandidate
     from .world import World
@@ -232,6 +233,15 @@ class MemoryStore(Store):
         from .recall import call_tool
 
         return call_tool(self, self.recall, name, arguments)
+
+    def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
+        """Move memory files of the flat layout (or a wrong month folder) to their month folders, in one commit.
+
+        See :func:`memsite.migrate.migrate`; ``.commit`` is None when nothing had to move.
+        """
+        from .migrate import migrate
+
+        return migrate(self, progress)
 
     def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
         """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,19 @@ class Config:
         return f"{self.content_dir}/memories"
 
     @property
+    def archive_dir(self) -> str:
+        return f"{self.content_dir}/archive"
+
+    def memory_folder(self, category: Category, created: datetime, *, archived: bool = False) -> str:
+        """Where a memory lives: ``memories/<category folder>/<YYYY-MM>``, the month it was created (UTC).
+
+        Sharding by month keeps every folder small, so a write rewrites a few
+        small trees instead of one tree listing the whole category.
+        """
+        top = self.archive_dir if archived else self.memories_dir
+        return f"{top}/{category.folder}/{created.astimezone(timezone.utc):%Y-%m}"
+
+    @property
     def world_path(self) -> str:
         return f"{self.content_dir}/world_state.md"
 
@@ -149,6 +163,33 @@ class Config:
             if category.folder == folder:
                 return category
         return None
+
+
+MONTH_FOLDER = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a memory file sits under ``memories/`` (or ``archive/``)."""
+
+    folder: str  # the category folder
+    month: str | None  # YYYY-MM; None in the flat layout (memsite before sharding; 'memsite migrate' moves it)
+
+
+def place_of(rel: str) -> Place | None:
+    """The place of ``rel`` (a path under ``memories/`` or ``archive/``) if it is a memory file there.
+
+    ``<folder>/<YYYY-MM>/<name>.md`` is the layout; ``<folder>/<name>.md``,
+    the flat layout, is still read. None for any other path.
+    """
+    parts = rel.split("/")
+    if not parts[-1].endswith(".md"):
+        return None
+    if len(parts) == 2:
+        return Place(parts[0], None)
+    if len(parts) == 3 and MONTH_FOLDER.fullmatch(parts[1]):
+        return Place(parts[0], parts[1])
+    return None
 
 
 def _normalize(name: str) -> str:

@@ -102,7 +102,19 @@ def daily(commits: list[Commit], sessions_dir: str = "content/sessions") -> list
 
 
 def by_memory(commits: list[Commit], ids_by_path: dict[str, str]) -> dict[str, list[tuple[Commit, str]]]:
-    """Memory id -> [(commit, action)], newest first: trailers name the memory; a hand edit, its file."""
+    """Memory id -> [(commit, action)], newest first: trailers name the memory; a hand edit, its file.
+
+    ``ids_by_path`` names the files memories are in now; a file that moved
+    (``memsite migrate``, a category change) keeps its name, so its earlier
+    path is followed back through the commits that moved it.
+    """
+    ids_by_path = dict(ids_by_path)
+    for commit in reversed(commits):  # newest first: a chain of moves leads back to the first path
+        added = {Path(path).name: path for status, path in commit.files if status == "A"}
+        for status, path in commit.files:
+            mid = ids_by_path.get(added.get(Path(path).name, "")) if status == "D" else None
+            if mid is not None:
+                ids_by_path.setdefault(path, mid)
     found: dict[str, list[tuple[Commit, str]]] = {}
     for commit in commits:
         named = {mid for mid, _, _ in commit.actions}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import history, world
-from .config import Config, load_config
+from .config import Config, Place, load_config, place_of
 from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
 from .git import Repository
@@ -30,7 +30,7 @@ SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", 
 class Change:
     """One memory's change in the range."""
 
-    action: str  # created | updated | merged | recalled | forgotten | trimmed | deleted
+    action: str  # created | updated | merged | recalled | moved | forgotten | trimmed | deleted
     id: str
     category: str
     abstract: str
@@ -39,6 +39,7 @@ class Change:
     reason: str = ""
     fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (before, after)
     diff: str = ""  # unified diff of the text
+    moved_from: str = ""  # the file it was in at the base, when it moved (memsite migrate, a category change)
 
 
 @dataclass
@@ -83,12 +84,12 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
     before: dict[str, tuple[str, Memory]] = {}
     after: dict[str, tuple[str, Memory]] = {}
     for path, old, new in entries:
-        if _is_memory(config, path):
+        if (place := _place(config, path)) is not None:
             for entry, side in ((old, before), (new, after)):
                 if entry is None:
                     continue
                 try:
-                    memory = _memory(config, path, blobs[entry.sha])
+                    memory = _memory(config, place, path, blobs[entry.sha])
                 except FormatError:
                     if strict:
                         raise
@@ -103,23 +104,24 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
                 report.sessions_touched.append((path, "deleted" if new is None else "modified"))
     for mid in sorted(set(before) | set(after)):
         report.changes.append(_change(config, mid, before.get(mid), after.get(mid), trailers.get(mid, [])))
-    order = {"created": 0, "merged": 1, "updated": 2, "forgotten": 3, "trimmed": 4, "deleted": 5, "recalled": 6}
+    order = {"created": 0, "merged": 1, "updated": 2, "forgotten": 3, "trimmed": 4, "deleted": 5, "recalled": 6,
+             "moved": 7}
     report.changes.sort(key=lambda c: (order[c.action], c.category, c.abstract))
     return report
 
 
-def _is_memory(config: Config, path: str) -> bool:
-    for folder in (config.memories_dir, f"{config.content_dir}/archive"):
-        rest = path[len(folder) + 1:] if path.startswith(folder + "/") else ""
-        if rest.count("/") == 1 and rest.endswith(".md"):
-            return True
-    return False
+def _place(config: Config, path: str) -> Place | None:
+    """Where the memory file ``path`` is under memories/ or archive/ (either layout); None if it is none."""
+    for folder in (config.memories_dir, config.archive_dir):
+        if path.startswith(folder + "/"):
+            return place_of(path[len(folder) + 1:])
+    return None
 
 
-def _memory(config: Config, path: str, data: bytes) -> Memory:
-    folder = path.rsplit("/", 2)[-2]
-    category = config.by_folder(folder)
-    return parse_memory(decode(data, path), path, category=category.name if category else folder).replace(path=Path(path))
+def _memory(config: Config, place: Place, path: str, data: bytes) -> Memory:
+    category = config.by_folder(place.folder)
+    name = category.name if category else place.folder
+    return parse_memory(decode(data, path), path, category=name).replace(path=Path(path))
 
 
 def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple[str, Memory] | None,
@@ -136,18 +138,22 @@ def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple
                   "forgotten" if "forgotten" in actions else "deleted")
         return Change(action, mid, memory.category, memory.abstract, records[-1][2] if records else "", path,
                       reason="; ".join(reasons))
-    (_, was), (path, now) = old, new
+    (old_path, was), (path, now) = old, new
     fields = {name: (memory_fields(was).get(name), memory_fields(now).get(name)) for name in SHOWN_FIELDS}
     fields = {name: pair for name, pair in fields.items() if pair[0] != pair[1]}
+    moved_from = old_path if old_path != path else ""
+    if "migrated" in actions and not reasons:
+        reasons = ["memsite migrate"]
+    actions = [action for action in actions if action != "migrated"]  # a move says nothing of the content
     action = "merged" if "merged" in actions else "updated"
     if not actions and set(fields) <= {"active_count"} and was.content == now.content:
-        action = "recalled"
+        action = "moved" if moved_from and not fields else "recalled"
     if set(actions) == {"recalled"}:
         action = "recalled"
     diff = "" if was.content == now.content else "\n".join(difflib.unified_diff(
         was.content.splitlines(), now.content.splitlines(), "before", "after", n=1, lineterm=""))
     return Change(action, mid, now.category, now.abstract, records[-1][2] if records else now.agent, path,
-                  reason="; ".join(reasons), fields=fields, diff=diff)
+                  reason="; ".join(reasons), fields=fields, diff=diff, moved_from=moved_from)
 
 
 def _world_changes(old: bytes | None, new: bytes | None) -> list[tuple[str, str, str]]:
@@ -190,10 +196,10 @@ def _value(value: Any) -> str:
 
 def markdown(report: Report, limit: int = 200) -> str:
     """The report for a pull request: totals and highlights first, then each kind of change."""
-    agents = Counter(c.agent for c in report.changes if c.action != "recalled")
-    categories = Counter(c.category for c in report.changes if c.action != "recalled")
-    totals = [f"{report.count(a)} {a}" for a in ("created", "updated", "merged", "forgotten", "trimmed", "deleted")
-              if report.count(a)]
+    agents = Counter(c.agent for c in report.changes if c.action not in ("recalled", "moved"))
+    categories = Counter(c.category for c in report.changes if c.action not in ("recalled", "moved"))
+    totals = [f"{report.count(a)} {a}" for a in ("created", "updated", "merged", "forgotten", "trimmed", "deleted",
+                                                  "moved") if report.count(a)]
     lines = [f"# Memory changes {_md(report.base)}..{_md(report.head)}", "",
              f"**{', '.join(totals) or 'no memory changed'}**; {len(report.world)} world-state keys changed, "
              f"{len(report.sessions_added)} sessions added, {report.commits} commits.", ""]
@@ -210,7 +216,8 @@ def markdown(report: Report, limit: int = 200) -> str:
         lines += [f"- **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_" for c in created[:10]]
         lines.append("")
     sections = (("created", "Created"), ("merged", "Merged"), ("updated", "Updated"), ("forgotten", "Forgotten"),
-                ("trimmed", "Trimmed"), ("deleted", "Deleted without a record"))
+                ("trimmed", "Trimmed"), ("deleted", "Deleted without a record"),
+                ("moved", "Moved to another file, unchanged"))
     for action, title in sections:
         members = [c for c in report.changes if c.action == action]
         if not members:
@@ -221,6 +228,8 @@ def markdown(report: Report, limit: int = 200) -> str:
                          + (f" — {_md(c.reason)}" if c.reason else ""))
             for name, (was, now) in c.fields.items():
                 lines.append(f"  - {name}: {_md(_value(was))} → {_md(_value(now))}")
+            if c.moved_from:
+                lines.append(f"  - file: {_md(c.moved_from)} → {_md(c.path)}")
             if c.diff:
                 lines += ["", "  ```diff", *[f"  {line.rstrip()}" for line in c.diff.splitlines()], "  ```", ""]
         if len(members) > limit:

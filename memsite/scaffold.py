@@ -48,7 +48,7 @@ def mkdocs_yml(site_name: str = "Agent memory") -> str:
         "    dedupe: {enabled: true, threshold: 0.8}",
         "    # Recalls are journaled in .memsite/ and their counts committed in batches of this size.",
         "    activity: {flush_every: 500}",
-        "    # Categories: the folder under content/memories/, the names that route to it,",
+        "    # Categories: the folder under content/memories/ (a folder per month in it), the names routed to it,",
         "    # and optional capacity marks. A category without marks is unbounded. Marks trim",
         "    # the lowest-ranked (oldest, least recalled) unpinned memories, in the same commit",
         "    # as the write that overflowed, once a measure passes 'high', down to 'low':",
@@ -83,8 +83,9 @@ INDEX_MD = """\
 # Agent memory
 
 What the agents working in this repository have learned. Each memory is a
-Markdown file under `memories/<category>/`, written through memsite's API;
-every change is a git commit by the agent that made it.
+Markdown file under `memories/<category>/<YYYY-MM>/` (the month it was
+created), written through memsite's API; every change is a git commit by the
+agent that made it.
 """
 
 GITIGNORE = """\

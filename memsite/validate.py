@@ -3,65 +3,127 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks, notes, sessions, world
-from .config import Config, load_config
+from .config import Category, Config, load_config, place_of
 from .errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
 from .fileformat import decode, parse_memory
 from .model import Memory
 
 
-def check_working_tree(root: Path, base: str | None = None) -> tuple[list[str], int]:
+WARNINGS_SHOWN = 10  # misplaced files named one by one; the rest are counted
+
+
+@dataclass
+class Checked:
+    """What ``memsite check`` found: problems fail it, warnings do not."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    count: int = 0  # memory files read
+
+
+def check_working_tree(root: Path, base: str | None = None) -> Checked:
     """Check the memory repository's files on disk under ``root``.
 
     Args:
         base: a revision; session records that existed there must be unchanged.
 
     Returns:
-        (one line per problem, number of memory files read)
+        One line per problem and per warning, and the number of memory files read.
     """
     from .site.guard import build_problems
 
     try:
         config = load_config(root)
     except ConfigError as exc:
-        return build_problems(root, None) + str(exc).splitlines(), 0
+        return Checked(build_problems(root, None) + str(exc).splitlines())
     problems = build_problems(root, config.content_dir) + _world(root, config) + _records(root, config)
     if base is not None:
         problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
-    memory_problems, count = _memories(root, config)
-    return problems + memory_problems, count
+    memory_problems, misplaced, count = _memories(root, config)
+    return Checked(problems + memory_problems, _misplaced_warnings(misplaced + _flat_archive(root, config)), count)
 
 
-def _memories(root: Path, config: Config) -> tuple[list[str], int]:
-    folder = root / config.content_dir / "memories"
+def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
+    """(problems, files in the wrong place, memory files read)."""
+    folder = root / config.memories_dir
     problems: list[str] = []
+    misplaced: list[str] = []
     memories: list[tuple[str, Memory]] = []
     for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
         rel = path.relative_to(root).as_posix()
-        parts = path.relative_to(folder).parts
-        if len(parts) != 2:
-            problems.append(f"{rel}: not in a category folder; move it to {config.content_dir}/memories/<category>/")
+        place = place_of(path.relative_to(folder).as_posix())
+        if place is None:
+            problems.append(f"{rel}: not in a category and month folder; "
+                            f"move it to {config.memories_dir}/<category>/<YYYY-MM>/")
             continue
-        category = config.by_folder(parts[0])
+        category = config.by_folder(place.folder)
         if category is None:
             problems.append(
-                f"{rel}: folder '{parts[0]}' is not a configured category; "
+                f"{rel}: folder '{place.folder}' is not a configured category; "
                 "add it under extra.memsite.categories in mkdocs.yml or move the file"
             )
             continue
+        text = None
         try:
-            memory = parse_memory(decode(path.read_bytes(), rel), rel, category=category.name)
+            text = decode(path.read_bytes(), rel)
+            memory = parse_memory(text, rel, category=category.name)
             memories.append((rel, memory))
             checks.no_secrets({"content": memory.content, "abstract": memory.abstract, "overview": memory.overview})
         except SecretFound as exc:
             problems.append(f"{rel}: {str(exc).replace('; nothing was written', '')}")
+            continue
         except FormatError as exc:
-            problems.append(str(exc))
+            moved = text is not None and "field 'category'" in str(exc)
+            problems.append((_other_category(config, rel, text, category) if moved else None) or str(exc))
+            continue
+        home = config.memory_folder(category, memory.created)
+        if place.month is None:
+            misplaced.append(f"{rel}: in the flat layout; 'memsite migrate' moves it to {home}/")
+        elif place.month != home.rsplit("/", 1)[1]:
+            misplaced.append(f"{rel}: in the month folder {place.month}, but created in {home.rsplit('/', 1)[1]}; "
+                             f"'memsite migrate' moves it to {home}/")
     problems += _duplicate_ids(memories)
     problems += _capacities(config, [m for _, m in memories])
-    return problems, len(memories)
+    return problems, misplaced, len(memories)
+
+
+def _other_category(config: Config, rel: str, text: str | None, folder: Category) -> str | None:
+    """For a memory in another category's folder: the error, naming both ways to fix it.
+
+    Which one is right, the folder or the field, only the person who moved or
+    edited the file knows, so this is a problem rather than something
+    'memsite migrate' decides; every read refuses the file until it is fixed.
+    """
+    try:
+        memory = parse_memory(text, rel)
+    except FormatError:
+        return None  # broken in some other way: its own message says how
+    try:
+        home = config.memory_folder(config.category(memory.category), memory.created)
+    except KeyError:
+        home = f"{config.memories_dir}/<category>/{memory.created:%Y-%m}"
+    return (f"{rel}: field 'category': '{memory.category}', but the file is in the folder of '{folder.name}'; "
+            f"move it to {home}/ (git mv) or set 'category: {folder.name}'")
+
+
+def _flat_archive(root: Path, config: Config) -> list[str]:
+    folder = root / config.archive_dir
+    return [f"{path.relative_to(root).as_posix()}: archived in the flat layout; 'memsite migrate' moves it to "
+            f"{config.archive_dir}/{path.parent.name}/<YYYY-MM>/"
+            for path in (sorted(folder.glob("*/*.md")) if folder.is_dir() else [])]
+
+
+def _misplaced_warnings(misplaced: list[str]) -> list[str]:
+    """The first few files in the wrong place by name, then how many more (a large store has thousands)."""
+    warnings = misplaced[:WARNINGS_SHOWN]
+    if len(misplaced) > WARNINGS_SHOWN:
+        warnings.append(f"... and {len(misplaced) - WARNINGS_SHOWN} more memory files in the wrong place; "
+                        "run 'memsite migrate' to move them all in one commit")
+    return warnings
 
 
 def _world(root: Path, config: Config) -> list[str]:

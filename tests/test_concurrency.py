@@ -47,8 +47,9 @@ def assert_no_partial_files(repo: Path) -> None:
     # os.walk, not rglob: a detached 'git gc' may be removing empty object folders meanwhile.
     leftovers = [name for folder, dirs, names in os.walk(repo) for name in names if name.endswith(".memsite-tmp")]
     assert not leftovers
-    for path in (repo / "content" / "memories").rglob("*.md"):
-        parse_memory(path.read_text(), str(path), category=path.parent.name)
+    memories = repo / "content" / "memories"
+    for path in memories.rglob("*.md"):
+        parse_memory(path.read_text(), str(path), category=path.relative_to(memories).parts[0])
 
 
 def run_together(store: MemoryStore, writers: list[tuple[str, int]], *options: str) -> dict[str, str]:

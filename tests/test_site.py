@@ -109,8 +109,11 @@ def test_the_demo_has_a_real_history_with_trims_merges_and_sessions(demo: Path) 
 def test_source_files_are_not_published_raw(demo: Path) -> None:
     site = demo / "site"
     assert not (site / "notes").exists() and not (site / "world_state").exists()
-    for source in (demo / "content" / "memories").glob("*/*.md"):  # no raw page per memory file
-        assert not (site / "memories" / source.parent.name / source.stem).exists()
+    memories = demo / "content" / "memories"
+    sources = list(memories.glob("*/*/*.md"))
+    assert sources and not list(memories.glob("*/*.md"))  # the demo writes the month folders only
+    for source in sources:  # no raw page per memory file
+        assert not (site / "memories" / source.relative_to(memories).with_suffix("")).exists()
     assert (site / "assets" / "memsite.css").is_file()
 
 

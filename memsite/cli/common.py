@@ -79,14 +79,15 @@ class Context:
 
 
 class ProgressBar:
-    """Shows a bar on stderr while the index is rebuilt, when that is long enough to wait for."""
+    """Shows a bar on stderr while the index is rebuilt (or other long work), when that is long enough to wait for."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "Indexing memories") -> None:
         self._bar: Any = None
+        self.label = label
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None and total >= 1000:
-            self._bar = click.progressbar(length=total, label="Indexing memories", file=sys.stderr)
+            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
             self._bar.__enter__()
         if self._bar is not None:
             self._bar.update(done - self._bar.pos)

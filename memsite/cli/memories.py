@@ -16,6 +16,7 @@ from .common import (
     COUNT,
     LINES,
     Context,
+    ProgressBar,
     as_dict,
     echo,
     echo_json,
@@ -189,13 +190,16 @@ def check(ctx: Context, base: str | None) -> None:
 
     Exits with status 1 when there is any problem: a file that breaks the
     format (named with its field and the fix), a folder that is not a
-    category, an id used twice, a category over its capacity, a world state
-    that cannot be read or holds conflict markers, a Python tag in
-    mkdocs.yml (it would run code at build), a symlink under content/ that
-    leads out of the repository (it would publish the host's files). With
-    --base, also any session record changed or deleted since BASE (the event
-    log is append-only). Hooks and plugins that mkdocs.yml adds to the build
-    are named as warnings.
+    category, a memory in another category's folder, an id used twice, a
+    category over its capacity, a world state that cannot be read or holds
+    conflict markers, a Python tag in mkdocs.yml (it would run code at
+    build), a symlink under content/ that leads out of the repository (it
+    would publish the host's files). With --base, also any session record
+    changed or deleted since BASE (the event log is append-only).
+
+    Warnings do not fail the check: memory files in the flat layout or the
+    wrong month folder ('memsite migrate' moves them), and hooks or plugins
+    that mkdocs.yml adds to the build.
 
     \b
     Example:
@@ -206,12 +210,42 @@ def check(ctx: Context, base: str | None) -> None:
 
     for warning in config_warnings(Path(ctx.repo)):
         echo(f"warning: {warning}", err=True)
-    problems, count = check_working_tree(Path(ctx.repo), base=base)
-    for problem in problems:
+    checked = check_working_tree(Path(ctx.repo), base=base)
+    for warning in checked.warnings:
+        echo(f"warning: {warning}")
+    for problem in checked.problems:
         echo(problem)
-    if problems:
+    if checked.problems:
         raise click.exceptions.Exit(1)
-    echo(f"{count} memories checked, no problems.", err=True)
+    warned = " (see the warnings above)" if checked.warnings else ""
+    echo(f"{checked.count} memories checked, no problems{warned}.", err=True)
+
+
+@main.command()
+@pass_context
+@errors_as_messages
+def migrate(ctx: Context) -> None:
+    """Move memory files to the month folders, all in one commit.
+
+    memsite keeps each memory in content/memories/<category>/<YYYY-MM>/, the
+    month it was created. Repositories written before that have one flat
+    folder per category (still read, and 'memsite check' warns about them):
+    this moves those files, and archived ones, without changing their text,
+    names or ids; the site's links stay the same. The commit names every
+    memory moved (Action: migrated). Run again, it finds nothing to do.
+    Interrupted, it leaves the repository as it was.
+
+    \b
+    Example:
+        memsite migrate && memsite check
+    """
+    with ctx.store() as store:
+        done = store.migrate(progress=ProgressBar("Reading memories to move"))
+    if done.commit is None:
+        click.echo("Nothing to migrate: every memory is in its month folder.")
+    else:
+        archived = f" and {done.archived} archived memories" if done.archived else ""
+        click.echo(f"Migrated {done.memories} memories{archived} to the month folders (commit {done.commit[:12]})")
 
 
 @main.command()

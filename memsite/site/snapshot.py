@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .. import notes, sessions, world
-from ..config import Config
+from ..config import Config, place_of
 from ..errors import FormatError
 from ..fileformat import decode, parse_memory
 from ..model import Memory
@@ -63,11 +63,11 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
     root = docs_dir.parent
     folder = docs_dir / "memories"
     for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
-        parts = path.relative_to(folder).parts
-        category = config.by_folder(parts[0]) if len(parts) == 2 else None
+        place = place_of(path.relative_to(folder).as_posix())  # either layout: <category>/[<YYYY-MM>/]<name>.md
+        category = config.by_folder(place.folder) if place is not None else None
         if category is None:
             raise FormatError(f"{_rel(path, root)}: not in a configured category folder; move it to "
-                              f"{config.content_dir}/memories/<category>/ or add the category to mkdocs.yml")
+                              f"{config.content_dir}/memories/<category>/<YYYY-MM>/ or add the category to mkdocs.yml")
         memory = parse_memory(_read(path, root), _rel(path, root), category=category.name)
         snap.paths[_rel(path, root)] = memory.id
         snap.memories.append(Scored(

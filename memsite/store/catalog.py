@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ..config import Config, place_of
 from ..errors import FormatError, RepositoryError
 from ..fileformat import decode, parse_memory
 from ..git import Repository
@@ -258,9 +258,16 @@ class Catalog:
 
     # --- writes ------------------------------------------------------------
 
-    def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str]) -> None:
-        """Record ``commit``: upsert (memory, path, blob id) rows, delete ids, in one transaction."""
+    def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
+              moves: Iterable[tuple[str, str]] = ()) -> None:
+        """Record ``commit``: upsert (memory, path, blob id) rows, delete ids, move (id, path), in one transaction.
+
+        A move changes the row's file and nothing else: its text is the same,
+        so the full-text index and the sketches stay as they are.
+        """
         with transaction(self.db):
+            self.db.executemany("UPDATE memories SET path = ?, commit_id = ? WHERE id = ?",
+                                ((path, commit, mid) for mid, path in moves))
             # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
             rows = list(upserts)
             self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
@@ -286,7 +293,7 @@ class Catalog:
         indexed = self.commit
         if indexed == commit:
             return
-        memories_dir = f"{config.content_dir}/memories"
+        memories_dir = config.memories_dir
         new = _folder(repo, commit, memories_dir)
         try:
             old = _folder(repo, indexed, memories_dir) if indexed else None
@@ -333,14 +340,18 @@ class Catalog:
 
 
 def memory_from_blob(config: Config, path: str, rel: str, data: bytes | None) -> Memory | None:
-    """Parse the memory file ``path`` (``rel`` under memories/); None for non-memory files."""
-    folder, _, name = rel.partition("/")
-    if not name.endswith(".md") or "/" in name:
+    """Parse the memory file ``path`` (``rel`` under memories/); None for non-memory files.
+
+    Both layouts are read: ``<category>/<YYYY-MM>/<name>.md`` and the flat
+    ``<category>/<name>.md`` of repositories not migrated yet.
+    """
+    place = place_of(rel)
+    if place is None:
         return None
-    category = config.by_folder(folder)
+    category = config.by_folder(place.folder)
     if category is None:
         raise FormatError(
-            f"{path}: folder '{folder}' is not a configured category; "
+            f"{path}: folder '{place.folder}' is not a configured category; "
             "add it under extra.memsite.categories in mkdocs.yml or move the file"
         )
     assert data is not None
@@ -447,6 +458,6 @@ def _duplicate_ids_message(upserts: list[tuple[Memory, str, str]], db: sqlite3.C
 
 def iter_memory_paths(repo: Repository, config: Config, commit: str | None) -> Iterator[tuple[str, bytes]]:
     """(path, blob id) of every file under the memories folder at ``commit``."""
-    memories_dir = f"{config.content_dir}/memories"
+    memories_dir = config.memories_dir
     for rel, entry in repo.objects.walk(_folder(repo, commit, memories_dir)):
         yield f"{memories_dir}/{rel}", entry.sha

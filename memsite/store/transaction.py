@@ -37,7 +37,7 @@ AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
 
 @dataclass(frozen=True)
 class _Op:
-    action: str  # created | updated | forgotten | trimmed
+    action: str  # created | merged | updated | forgotten | trimmed | recalled | migrated
     memory: Memory
     reason: str | None = None
 
@@ -75,6 +75,7 @@ class Transaction:
         self._files: dict[str, bytes | None] = {}
         self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
         self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
+        self._moved: set[str] = set()  # ids of memories only moved to another file, bytes unchanged
         self._categories: set[str] = set()
         self._owned: dict[str, bytes] = {}
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
@@ -164,6 +165,26 @@ class Transaction:
         self.ops.append(_Op("forgotten", current, self.store._reason(reason) or None))
         return current
 
+    def relocate(self, path: str, to: str, data: bytes, memory: Memory, *, archived: bool = False) -> None:
+        """Move the memory file ``path`` (holding ``data``, read as ``memory``) to ``to``, bytes unchanged.
+
+        For ``memsite migrate``: the commit names it with ``Action: migrated``.
+
+        Raises:
+            MemsiteError: a file is at ``to`` already; nothing is staged.
+        """
+        self._check_open()
+        if not self._free(to):
+            raise MemsiteError(f"{to}: already exists, so {path} cannot move there; "
+                               "ids are unique, so one of them was copied by hand")
+        self._files[path] = None
+        self._files[to] = data
+        if not archived:
+            self._pending[memory.id] = memory.replace(path=self.store.root / to)
+            self._paths[memory.id] = to
+            self._moved.add(memory.id)
+        self.ops.append(_Op("migrated", memory))
+
     # --- other files (world state, sessions, notes) --------------------------
 
     def read_text(self, path: str) -> str | None:
@@ -200,6 +221,7 @@ class Transaction:
         self._files.clear()
         self._pending.clear()
         self._paths.clear()
+        self._moved.clear()
         self._owned.clear()
         self._categories.clear()
         self.ops.clear()
@@ -307,6 +329,7 @@ class Transaction:
         memory = memory.replace(path=self.store.root / path)
         self._pending[memory.id] = memory
         self._paths[memory.id] = path
+        self._moved.discard(memory.id)
         self._files[path] = format_memory(memory).encode("utf-8")
         return memory
 
@@ -319,17 +342,23 @@ class Transaction:
         return path
 
     def _allocate(self, memory: Memory) -> str:
-        """A new file path: ``<folder>/<slug>-<id tail>.md``, longer tail on a clash."""
-        folder = self._folder(self.store.config.category(memory.category))
+        """A new file path: ``memories/<category>/<YYYY-MM>/<slug>-<id tail>.md``, longer tail on a clash.
+
+        The month is the one it was created in, so a memory that changes
+        category keeps its month and no write ever moves a file between months.
+        """
+        config = self.store.config
+        folder = config.memory_folder(config.category(memory.category), memory.created)
         slug = slugify(memory.abstract)
         for tail in (memory.id[-6:], memory.id):
             path = f"{folder}/{slug}-{tail.lower()}.md"
-            if path not in self._files and self.store.repo.objects.lookup(self._base_tree, path) is None:
+            if self._free(path):
                 return path
         raise MemsiteError(f"{path}: already exists; ids are unique, so this file was copied by hand")
 
-    def _folder(self, category: Category) -> str:
-        return f"{self.store.config.content_dir}/memories/{category.folder}"
+    def _free(self, path: str) -> bool:
+        """Nothing is at ``path``: neither staged in this transaction nor at the base commit."""
+        return path not in self._files and self.store.repo.objects.lookup(self._base_tree, path) is None
 
     def _trim(self) -> None:
         store = self.store
@@ -356,7 +385,8 @@ class Transaction:
                 self._pending[mid] = None
                 if store.config.trim == "archive":
                     archived = memory.replace(extra={**memory.extra, "archived": format_time(now), "archive_reason": reason})
-                    archive_path = f"{store.config.content_dir}/archive/{category.folder}/{Path(path).name}"
+                    folder = store.config.memory_folder(category, memory.created, archived=True)
+                    archive_path = f"{folder}/{Path(path).name}"
                     self._files[archive_path] = format_memory(archived).encode("utf-8")
                 self.ops.append(_Op("trimmed", memory, reason))
 
@@ -376,14 +406,17 @@ class Transaction:
     def _landed(self, sha: str) -> None:
         """The branch points at ``sha``: record it in the catalog (while the working tree is written)."""
         self.commit = sha
-        upserts = []
+        upserts, moves = [], []
         for mid, memory in self._pending.items():
             if memory is not None:
                 memory = self._pending[mid] = memory.replace(commit=sha)
                 path = self._path_of(memory)
-                upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
+                if mid in self._moved:  # same text, so the catalog changes its path and nothing else
+                    moves.append((mid, path))
+                else:
+                    upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        self.store.catalog.apply(sha, upserts, deletes)
+        self.store.catalog.apply(sha, upserts, deletes, moves)
 
     def _message(self) -> str:
         main = [op for op in self.ops if op.action != "trimmed"]

@@ -1,0 +1,123 @@
+"""``memsite migrate``: memory files moved to the month folders, all in one commit.
+
+memsite used to keep a category's memories in one flat folder
+(``memories/<category>/<file>.md``); at 100,000 memories every write then
+rewrote a tree listing the whole category. Memories now live in
+``memories/<category>/<YYYY-MM>/<file>.md`` by the month they were created,
+and both layouts are read, so a repository keeps working until it migrates.
+A migration moves files without changing a byte, a name or an id; the site
+addresses a memory by category and month of creation, so its links hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .config import Config, place_of
+from .errors import FormatError
+from .fileformat import decode, parse_memory
+from .model import Memory
+
+if TYPE_CHECKING:
+    from .git import ObjectStore
+    from .store import Store
+    from .store.transaction import Transaction
+
+CHUNK = 1000  # files read per batch: how often progress is reported
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What a migration moved, and the commit that did (None when nothing had to move)."""
+
+    memories: int
+    archived: int
+    commit: str | None
+
+
+@dataclass(frozen=True)
+class _Move:
+    path: str
+    category_folder: str  # the folder it is in
+    to_folder: str | None  # None: an archived file of the flat layout, placed once its creation month is read
+    archived: bool
+    memory: Memory | None = None  # as the catalog has it; archived ones are read from the file
+
+
+def migrate(store: Store, progress: Callable[[int, int], None] | None = None) -> Migration:
+    """Move every memory (and archived memory) not in its month folder there, in one commit.
+
+    Files of the flat layout, and any in the wrong month folder, move to
+    ``<category folder>/<YYYY-MM>/`` of ``memories/`` (or ``archive/``), the
+    month being when the memory was created (UTC). The commit names each
+    memory (``Memory-Id``, ``Category``, ``Action: migrated``). Running it
+    again finds nothing to move and commits nothing. Interrupted, it leaves
+    the repository as it was: the commit lands whole or not at all.
+
+    Args:
+        progress: called as (files read, files to read) while the files to move are read.
+
+    Returns:
+        How many memories and archived memories moved, and the commit.
+
+    Raises:
+        FormatError: a memory file cannot be read (the message names file and field).
+        MemsiteError: a file is already where one would move; nothing is written.
+    """
+    message = "Migrate memories to the month folders"
+    tx, counts = store._write(lambda tx: _stage(store, tx, progress), message=message)
+    return Migration(counts[0], counts[1], tx.commit)
+
+
+def _stage(store: Store, tx: Transaction, progress: Callable[[int, int], None] | None) -> tuple[int, int]:
+    config, objects = store.config, store.repo.objects
+    root = store.repo.root_tree(tx.parent)
+    moves = _misplaced(store) + _flat_archive(config, objects, root)
+    counts = [0, 0]
+    for start in range(0, len(moves), CHUNK):
+        chunk = moves[start : start + CHUNK]
+        entries = [objects.lookup(root, move.path) for move in chunk]
+        blobs = objects.read_blobs([entry.sha for entry in entries if entry is not None])
+        for move, entry in zip(chunk, entries):
+            assert entry is not None  # the catalog and the walk read this same commit
+            data = blobs[entry.sha]
+            memory = move.memory or _read(config, move, data)  # the catalog read the memories at this commit
+            folder = move.to_folder or config.memory_folder(config.category(memory.category), memory.created,
+                                                            archived=True)
+            tx.relocate(move.path, f"{folder}/{move.path.rsplit('/', 1)[1]}", data, memory, archived=move.archived)
+            counts[move.archived] += 1
+        if progress is not None:
+            progress(start + len(chunk), len(moves))
+    return counts[0], counts[1]
+
+
+def _misplaced(store: Store) -> list[_Move]:
+    """Memories whose file is not in their category's folder for the month they were created."""
+    config, moves = store.config, []
+    for memory in store.catalog.list():  # synced to the transaction's base when it opened
+        assert memory.path is not None
+        path = memory.path.relative_to(store.root).as_posix()
+        folder = config.memory_folder(config.category(memory.category), memory.created)
+        if path.rsplit("/", 1)[0] != folder:
+            moves.append(_Move(path, config.category(memory.category).folder, folder, False, memory))
+    return moves
+
+
+def _flat_archive(config: Config, objects: ObjectStore, root: bytes | None) -> list[_Move]:
+    """Archived memories of the flat layout: ``archive/<category>/<file>.md``."""
+    archive = objects.lookup(root, config.archive_dir)
+    if archive is None or not archive.is_tree:
+        return []
+    return [_Move(f"{config.archive_dir}/{rel}", place.folder, None, archived=True)
+            for rel, _ in objects.walk(archive.sha) if (place := place_of(rel)) is not None and place.month is None]
+
+
+def _read(config: Config, move: _Move, data: bytes) -> Memory:
+    """The memory in ``data``; its folder must be a configured category, as everywhere."""
+    category = config.by_folder(move.category_folder)
+    if category is None:
+        raise FormatError(f"{move.path}: folder '{move.category_folder}' is not a configured category; "
+                          "add it under extra.memsite.categories in mkdocs.yml or move the file")
+    return parse_memory(decode(data, move.path), move.path, category=category.name)
