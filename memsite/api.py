@@ -8,9 +8,11 @@ them behind one object. It holds no logic of its own beyond wiring.
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -272,10 +274,14 @@ class MemoryStore(Store):
             self._fresh()
             relevance = None
             if meaning is not None and self._vectors is not None:
+                allowed = self.catalog.matching(name, agent, tag_list)
                 words = self.catalog.lexical(fts_query) if fts_query else {}
+                if allowed is not None:
+                    words = {n: r for n, r in words.items() if n in allowed}
                 keep = None if limit is None else max(50, 10 * limit)
-                closeness = self._vectors.closest(self.catalog, meaning, keep,
-                                                  self.catalog.matching(name, agent, tag_list), words)
+                if keep is not None and len(words) > keep:  # past these, a word match adds next to nothing
+                    words = dict(heapq.nlargest(keep, words.items(), key=itemgetter(1)))
+                closeness = self._vectors.closest(self.catalog, meaning, keep, allowed, words)
                 relevance = mix(words, closeness, self.config.embedding_weight)
             rows = self.catalog.ranked(
                 fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,

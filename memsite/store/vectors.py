@@ -223,11 +223,34 @@ def _closest_plain(block: _Block, wanted: array, keep: int | None, allowed: set[
     return {n: scores[n] for n in (*close, *also) if n in scores}
 
 
-def mix(words: dict[int, float], meaning: dict[int, float], weight: float) -> dict[int, float]:
-    """Row number -> hybrid relevance: (1 - weight) x word match + weight x cosine, the best 1.0.
+RANK_CONSTANT = 10  # k in 1 / (k + rank): how much more the first ranks count than the next ones
 
-    The candidates are every row in either mapping; negative cosines count as 0.
+
+def mix(words: dict[int, float], meaning: dict[int, float], weight: float) -> dict[int, float]:
+    """Row number -> hybrid relevance, the best 1.0: reciprocal rank fusion of word match and meaning.
+
+    A row scores (1 - weight) / (k + its rank by word match) + weight / (k +
+    its rank by cosine), summed over the lists it is in (rows with equal
+    scores share a rank; negative cosines are left out). Ranks, not scores,
+    are mixed: bm25 relative to the best match says nothing about how good
+    that match is (one shared common word makes a 1.0), so adding it to a
+    cosine let weak word matches bury memories that only mean the same thing.
     """
-    mixed = {n: (1 - weight) * words.get(n, 0.0) + weight * max(0.0, meaning.get(n, 0.0)) for n in {*words, *meaning}}
-    best = max(mixed.values(), default=0.0)
-    return {n: r / best for n, r in mixed.items() if r > 0}
+    fused: dict[int, float] = {}
+    for share, scores in ((1 - weight, words), (weight, {n: c for n, c in meaning.items() if c > 0})):
+        if share <= 0:
+            continue
+        for n, rank in _ranks(scores).items():
+            fused[n] = fused.get(n, 0.0) + share / (RANK_CONSTANT + rank)
+    best = max(fused.values(), default=0.0)
+    return {n: r / best for n, r in fused.items() if r > 0}
+
+
+def _ranks(scores: dict[int, float]) -> dict[int, int]:
+    """Row -> 1 + the number of rows scoring strictly higher (ties share a rank)."""
+    ranks, previous, rank = {}, None, 0
+    for i, n in enumerate(sorted(scores, key=scores.__getitem__, reverse=True), 1):
+        if scores[n] != previous:
+            rank, previous = i, scores[n]
+        ranks[n] = rank
+    return ranks
