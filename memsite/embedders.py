@@ -1,7 +1,10 @@
 """Embedders memsite knows by name, for hybrid recall without writing one.
 
 ``wordllama`` (the ``memsite[embed]`` extra) ships its weights and tokenizer
-inside its wheel: 256 dimensions, about 0.1 ms a text on a CPU, no network.
+inside its wheel: about 0.1 ms a text on a CPU, no network. Its vectors are
+cut to their first 128 of 256 dimensions (the model is trained so that a
+prefix is a smaller embedding): on bench/data it found as many paraphrases
+(65% against 66% at 256; 54% at 64), and recall compares half the bytes.
 Its default ``WordLlama.load()`` still tries to download the tokenizer (it
 looks for ``tokenizer/`` while the wheel has ``tokenizers/``), so it is loaded
 with its own package folder as the cache and downloads disabled.
@@ -29,10 +32,10 @@ _models: dict[str, Any] = {}  # one loaded model per process, shared by every st
 
 
 class WordLlamaEmbedder:
-    """WordLlama's l2_supercat model (256 dimensions), loaded offline on first use."""
+    """WordLlama's l2_supercat model (cut to 128 dimensions), loaded offline on first use."""
 
     config = "l2_supercat"
-    dimensions = 256
+    dimensions = 128
 
     def __init__(self) -> None:
         from importlib.metadata import version
@@ -47,7 +50,7 @@ class WordLlamaEmbedder:
 
                 folder = os.path.dirname(wordllama.__file__)
                 _models[self.model] = wordllama.WordLlama.load(
-                    self.config, cache_dir=folder, dim=self.dimensions, disable_download=True)
+                    self.config, cache_dir=folder, dim=256, trunc_dim=self.dimensions, disable_download=True)
             return _models[self.model]
 
     def __call__(self, text: str) -> Sequence[float]:

@@ -49,7 +49,7 @@ def test_installed_wordllama_is_the_default_and_finds_a_paraphrase(memories: Pat
     db = sqlite3.connect(memories / ".memsite" / "vectors.sqlite3")
     models = db.execute("SELECT model, count(*) FROM vectors GROUP BY model").fetchall()
     db.close()
-    assert len(models) == 1 and models[0][0].startswith("wordllama-") and models[0][0].endswith("l2_supercat-256")
+    assert len(models) == 1 and models[0][0].startswith("wordllama-") and models[0][0].endswith("l2_supercat-128")
     assert models[0][1] == 3
 
 

@@ -107,6 +107,15 @@ class Vectors:
         except Exception as exc:
             raise InvalidInput(f"embedder {self.model} failed on memory {todo[0][1]} and {len(todo) - 1} more: "
                                f"{type(exc).__name__}: {exc}") from exc
+        numpy = _numpy()
+        if numpy is not None:  # the whole batch at once; a row that is not a usable vector is checked alone
+            try:
+                matrix = numpy.asarray(raws, dtype=numpy.float32)
+            except (TypeError, ValueError):  # ragged or not numbers
+                matrix = numpy.empty(0)
+            norms = numpy.linalg.norm(matrix, axis=1, keepdims=True) if matrix.ndim == 2 else None
+            if norms is not None and len(matrix) == len(todo) and numpy.isfinite(norms).all() and norms.all():
+                return [(key, row.tobytes()) for (key, _, _), row in zip(todo, matrix / norms)]
         return [(key, self._normalised(raw, f"memory {mid}").tobytes()) for (key, mid, _), raw in zip(todo, raws)]
 
     def closest(self, catalog: Catalog, query: str, keep: int | None, allowed: set[int] | None = None,
