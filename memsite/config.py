@@ -98,7 +98,7 @@ class Config:
     flush_every: int = 500
     """Recalls recorded before their counts are committed in one batch."""
     embedding_weight: float = 0.5
-    """With an embedder: the share of meaning (cosine similarity) in relevance; the rest is word match (bm25)."""
+    """With an embedder: the weight of the rank by meaning in hybrid relevance; the rest is the rank by words."""
     embedding_model: str = "auto"
     """The embedder recall uses: ``wordllama``, ``none`` (words only), or ``auto`` (wordllama when installed)."""
 

@@ -79,7 +79,9 @@ def by_name(name: str, where: str = "embedder") -> WordLlamaEmbedder | None:
     """The embedder called ``name``; None for words only (``none``, or ``auto`` without wordllama).
 
     Raises:
-        InvalidInput: an unknown name, or ``wordllama`` asked for but not installed.
+        InvalidInput: an unknown name given as the ``embedder`` argument.
+        ConfigError: an unknown name in the configuration or the environment;
+            ``wordllama`` asked for but not installed.
     """
     if name == "none" or (name == "auto" and not installed("wordllama")):
         return None
@@ -88,4 +90,7 @@ def by_name(name: str, where: str = "embedder") -> WordLlamaEmbedder | None:
             raise ConfigError(f"{where}: wordllama is not installed; pip install 'memsite[embed]', "
                               "or set the model to none")
         return WordLlamaEmbedder()
-    raise InvalidInput(f"{where}: expected a callable (text -> vector) or one of {', '.join(NAMES)}, got {name!r}")
+    if where == "embedder":  # an argument of MemoryStore
+        raise InvalidInput(f"embedder: expected a callable (text -> vector) or one of {', '.join(NAMES)}, "
+                           f"got {name!r}")
+    raise ConfigError(f"{where}: expected one of {', '.join(NAMES)}, got {name!r}")
