@@ -8,9 +8,11 @@ them behind one object. It holds no logic of its own beyond wiring.
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +25,7 @@ from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
 from .store import Store
-from .store.vectors import Embedder, mix
+from .store.vectors import Embedder, Vectors, mix
 
 if TYPE_CHECKING:
     from .extract import Extractor
@@ -45,10 +47,14 @@ class MemoryStore(Store):
         progress: called as (files read, files to read) while the index is rebuilt.
         agent_branch: commit on the branch ``agent/<agent>`` (checked out, created
             from the current branch if new), for review as a pull request.
-        embedder: a callable text -> vector (a sequence of floats) that makes
-            recall hybrid: relevance mixes word match and cosine similarity
-            (``embedding.weight`` in the configuration). Off by default; memsite
-            downloads no model. Name the model in a ``model`` attribute.
+        embedder: makes recall hybrid: relevance mixes word match and cosine
+            similarity (``embedding.weight`` in the configuration). A callable
+            text -> vector (a sequence of floats; name the model in a ``model``
+            attribute), or a model memsite knows: ``"wordllama"`` (offline, the
+            ``memsite[embed]`` extra), ``"none"`` (words only). None (the
+            default) takes ``$MEMSITE_EMBEDDING``, else ``embedding.model`` in
+            the configuration, whose default ``auto`` is wordllama when it is
+            installed and words only when not. memsite downloads no model.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree.
@@ -63,10 +69,13 @@ class MemoryStore(Store):
         clock: Callable[[], datetime] | None = None,
         progress: Callable[[int, int], None] | None = None,
         agent_branch: bool = False,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
     ) -> None:
-        super().__init__(path, agent, clock=clock, progress=progress, embedder=embedder)
+        super().__init__(path, agent, clock=clock, progress=progress,
+                         embedder=embedder if callable(embedder) else None)
         try:
+            if not callable(embedder):
+                self._use_named_embedder(embedder, progress)
             self.repo.ensure_config(clone_settings(self.repo))
         except BaseException:
             self.close()
@@ -75,6 +84,25 @@ class MemoryStore(Store):
             from .sync import use_agent_branch
 
             use_agent_branch(self)
+
+    def _use_named_embedder(self, name: object, progress: Callable[[int, int], None] | None) -> None:
+        from .embedders import by_name, chosen_name
+
+        if name is None:
+            where = "MEMSITE_EMBEDDING" if os.environ.get("MEMSITE_EMBEDDING") else "embedding.model"
+            resolved = by_name(chosen_name(self.config.embedding_model), where)
+        elif isinstance(name, str):
+            resolved = by_name(name.strip().lower())
+        else:
+            raise InvalidInput(f"embedder: expected a callable (text -> vector) or a model name, "
+                               f"got {type(name).__name__}")
+        if resolved is not None:
+            self._vectors = Vectors(self.repo.state_dir / "vectors.sqlite3", resolved, progress)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder recall uses (its ``model`` names it); None when recall is by words only."""
+        return None if self._vectors is None else self._vectors.embedder
 
     @classmethod
     def init(
@@ -262,11 +290,15 @@ class MemoryStore(Store):
             self._fresh()
             relevance = None
             if meaning is not None and self._vectors is not None:
+                allowed = self.catalog.matching(name, agent, tag_list)
                 words = self.catalog.lexical(fts_query) if fts_query else {}
-                closeness = self._vectors.similarities(self.catalog, meaning)
-                keep = len(closeness) if limit is None else max(50, 10 * limit)
-                relevance = mix(words, closeness, self.config.embedding_weight, keep,
-                                self.catalog.matching(name, agent, tag_list))
+                if allowed is not None:
+                    words = {n: r for n, r in words.items() if n in allowed}
+                keep = None if limit is None else max(50, 10 * limit)
+                if keep is not None and len(words) > keep:  # past these, a word match adds next to nothing
+                    words = dict(heapq.nlargest(keep, words.items(), key=itemgetter(1)))
+                closeness = self._vectors.closest(self.catalog, meaning, keep, allowed, words)
+                relevance = mix(words, closeness, self.config.embedding_weight)
             rows = self.catalog.ranked(
                 fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
                 active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,

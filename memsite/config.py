@@ -101,7 +101,9 @@ class Config:
     flush_every: int = 500
     """Recalls recorded before their counts are committed in one batch."""
     embedding_weight: float = 0.5
-    """With an embedder: the share of meaning (cosine similarity) in relevance; the rest is word match (bm25)."""
+    """With an embedder: the weight of the rank by meaning in hybrid relevance; the rest is the rank by words."""
+    embedding_model: str = "auto"
+    """The embedder recall uses: ``wordllama``, ``none`` (words only), or ``auto`` (wordllama when installed)."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -309,10 +311,16 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if threshold > 1:
         err("dedupe.threshold", "a number in (0, 1]", threshold)
     activity = _section(settings, "activity", ("flush_every",), err)
-    weight = number("embedding.weight", _section(settings, "embedding", ("weight",), err).get("weight"),
-                    defaults.embedding_weight, kind=float, minimum=0)
+    embedding = _section(settings, "embedding", ("model", "weight"), err)
+    weight = number("embedding.weight", embedding.get("weight"), defaults.embedding_weight, kind=float, minimum=0)
     if weight > 1:
         err("embedding.weight", "a number in [0, 1]", weight)
+    model = embedding.get("model", defaults.embedding_model)
+    if model is False or model is None:  # YAML's `none`/`off` read as null/false: words only all the same
+        model = "none"
+    if not isinstance(model, str) or not re.match(r"^[\w.:/-]{1,100}$", model):
+        err("embedding.model", "a model name: auto, wordllama or none", model)
+        model = defaults.embedding_model
 
     config = replace(
         defaults,
@@ -335,6 +343,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         flush_every=number("activity.flush_every", activity.get("flush_every"), defaults.flush_every,
                            kind=int, minimum=1),
         embedding_weight=weight,
+        embedding_model=model,
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

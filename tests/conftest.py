@@ -27,6 +27,9 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "person@example.com")
     for name in ("MEMSITE_AGENT", "MEMSITE_DIR", "MEMSITE_ENABLED", "MEMSITE_AUTO_LOAD_LINES"):
         monkeypatch.delenv(name, raising=False)
+    # Recall by words only, as on a base install, whether or not wordllama is
+    # installed here; tests of recall by meaning choose their embedder.
+    monkeypatch.setenv("MEMSITE_EMBEDDING", "none")
 
 
 class Clock:

@@ -1,11 +1,16 @@
 """Meaning for hybrid recall: vectors of memory texts from an embedder the caller plugs in.
 
 An embedder is any callable turning a text into a vector (a sequence of
-floats); memsite downloads no model and has none by default. Vectors are
-derived data, like the catalog: kept in ``.memsite/vectors.sqlite3`` by model
-and text, so an unchanged memory is embedded once, even across catalog
-rebuilds, and a changed one again. They are normalised when stored, so a dot
-product is the cosine similarity. numpy is used when it is installed.
+floats); one with an ``embed_many(texts)`` method is given many texts at once.
+Vectors are derived data, like the catalog: kept in ``.memsite/vectors.sqlite3``
+by model and text, so an unchanged memory is embedded once, even across
+catalog rebuilds, and a changed one again. They are normalised when stored, so
+a dot product is the cosine similarity.
+
+For the current commit they are also held in memory as one float32 matrix
+(with numpy; a list of arrays without), one row a memory. After a commit only
+the rows of new texts are fetched; the others are copied from the previous
+matrix, so a write does not make the next recall read every vector again.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
+from dataclasses import dataclass
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from operator import mul
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from .sqlite import connect, transaction
@@ -42,6 +48,18 @@ def model_name(embedder: Embedder) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+@dataclass
+class _Block:
+    """The vectors of one commit's memories: row numbers ascending, one vector each."""
+
+    commit: str | None
+    rows: list[int]
+    keys: list[bytes]  # the text key of each row
+    matrix: Any  # numpy float32 (rows x dimension), or a list of array('f') without numpy
+    dimension: int
+    numbers: Any  # ``rows`` as a numpy array (None without numpy)
+
+
 class Vectors:
     """The vectors of one model, cached on disk and, for the current commit, in one block of memory."""
 
@@ -54,9 +72,8 @@ class Vectors:
         self.db = connect(path)
         self.db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
                         "v BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID")
-        self._known: dict[bytes, bytes] = {}  # text key -> normalised float32 vector
         self._key_of_blob: dict[str, bytes] = {}  # memory file (blob id) -> text key
-        self._loaded: tuple[str | None, list[int], bytes, int] | None = None  # commit, rows, vectors, dimension
+        self._loaded: _Block | None = None
 
     def close(self) -> None:
         self.db.close()
@@ -65,83 +82,184 @@ class Vectors:
         """The normalised vector of ``text``; ``what`` names it in errors."""
         try:
             raw = self.embedder(text)
-            vector = array("f", [float(x) for x in raw])
         except Exception as exc:  # the embedder is the caller's code: say whose failure it was
             raise InvalidInput(f"embedder {self.model} failed on {what}: {type(exc).__name__}: {exc}") from exc
+        return self._normalised(raw, what)
+
+    def _normalised(self, raw: Any, what: str) -> array:
+        try:
+            vector = array("f", [float(x) for x in raw])
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"embedder {self.model} returned no usable vector for {what}: {exc}") from exc
         norm = math.sqrt(sum(x * x for x in vector))
         if not vector or not math.isfinite(norm) or norm == 0:
             raise InvalidInput(f"embedder {self.model} returned no usable vector for {what} "
                                "(empty, all zeros, or not finite numbers)")
         return array("f", [x / norm for x in vector])
 
-    def similarities(self, catalog: Catalog, query: str) -> dict[int, float]:
-        """Row number -> cosine similarity to ``query`` of every memory in ``catalog``."""
-        if self._loaded is None or self._loaded[0] != catalog.commit:
+    def _embed_batch(self, todo: list[tuple[bytes, str, str]]) -> list[tuple[bytes, bytes]]:
+        """(text key, vector bytes) of (key, memory id, text) items, many at once when the embedder can."""
+        many = getattr(self.embedder, "embed_many", None)
+        if many is None:
+            return [(key, self.embed(text, f"memory {mid}").tobytes()) for key, mid, text in todo]
+        try:
+            raws = list(many([text for _, _, text in todo]))
+        except Exception as exc:
+            raise InvalidInput(f"embedder {self.model} failed on memory {todo[0][1]} and {len(todo) - 1} more: "
+                               f"{type(exc).__name__}: {exc}") from exc
+        numpy = _numpy()
+        if numpy is not None:  # the whole batch at once; a row that is not a usable vector is checked alone
+            try:
+                matrix = numpy.asarray(raws, dtype=numpy.float32)
+            except (TypeError, ValueError):  # ragged or not numbers
+                matrix = numpy.empty(0)
+            norms = numpy.linalg.norm(matrix, axis=1, keepdims=True) if matrix.ndim == 2 else None
+            if norms is not None and len(matrix) == len(todo) and numpy.isfinite(norms).all() and norms.all():
+                return [(key, row.tobytes()) for (key, _, _), row in zip(todo, matrix / norms)]
+        return [(key, self._normalised(raw, f"memory {mid}").tobytes()) for (key, mid, _), raw in zip(todo, raws)]
+
+    def closest(self, catalog: Catalog, query: str, keep: int | None, allowed: set[int] | None = None,
+                also: Iterable[int] = ()) -> dict[int, float]:
+        """Row number -> cosine similarity to ``query``: the ``keep`` closest rows (all when None),
+        among ``allowed`` when given, and the rows in ``also`` (the word matches, to mix with)."""
+        if self._loaded is None or self._loaded.commit != catalog.commit:
             self._load(catalog)
-        _, rows, block, dimension = self._loaded  # type: ignore[misc]
+        block = self._loaded
+        assert block is not None
         wanted = self.embed(query, "the query")
-        if rows and len(wanted) != dimension:
+        if block.rows and len(wanted) != block.dimension:
             raise InvalidInput(f"embedder {self.model} gave the query {len(wanted)} dimensions, "
-                               f"the memories {dimension}; give each model its own 'model' name")
-        return dict(zip(rows, _dots(block, dimension, wanted)))
+                               f"the memories {block.dimension}; give each model its own 'model' name")
+        if not block.rows:
+            return {}
+        numpy = _numpy()
+        if numpy is None or block.numbers is None or isinstance(block.matrix, list):
+            return _closest_plain(block, wanted, keep, allowed, also)
+        rows = block.numbers
+        scores = block.matrix @ numpy.frombuffer(wanted.tobytes(), dtype=numpy.float32)
+        positions = (numpy.flatnonzero(numpy.isin(rows, numpy.fromiter(allowed, numpy.int64, len(allowed))))
+                     if allowed is not None else None)
+        candidates = scores if positions is None else scores[positions]
+        if keep is not None and keep < len(candidates):
+            top = numpy.argpartition(-candidates, keep - 1)[:keep] if keep > 0 else numpy.empty(0, numpy.int64)
+            picked = top if positions is None else positions[top]
+        else:
+            picked = numpy.arange(len(scores)) if positions is None else positions
+        found = dict(zip(rows[picked].tolist(), scores[picked].tolist()))
+        extra = numpy.fromiter((n for n in also if n not in found), numpy.int64)
+        if len(extra):
+            at = numpy.minimum(numpy.searchsorted(rows, extra), len(rows) - 1)
+            hit = rows[at] == extra
+            found.update(zip(extra[hit].tolist(), scores[at[hit]].tolist()))
+        return found
 
     def _load(self, catalog: Catalog) -> None:
-        """Line up the vectors of the catalog's rows; only files not seen before have their text read."""
+        """Line up the vectors of the catalog's rows; only texts not in the previous block are looked up."""
         rows = catalog.blobs()
-        unseen = [n for n, blob in rows if blob not in self._key_of_blob]
-        texts = {}  # text key -> (memory id, text), for the files not seen before
-        blob_keys = []
+        previous = self._loaded
+        held = {} if previous is None else {key: i for i, key in enumerate(previous.keys)}
+        unseen = [n for n, blob in rows if self._key_of_blob.get(blob) not in held]
+        texts = {}  # text key -> (memory id, text), for the texts the previous block did not have
         for _, mid, blob, text in catalog.texts(unseen):
             key = hashlib.sha1(text.encode("utf-8")).digest()
-            texts[key] = (mid, text)
-            blob_keys.append((blob, key))
-        missing = [key for key in texts if key not in self._known]
+            self._key_of_blob[blob] = key
+            if key not in held:
+                texts[key] = (mid, text)
+        missing = list(texts)
+        fetched: dict[bytes, bytes] = {}
         for start in range(0, len(missing), 500):  # from disk: vectors embedded before, by any process
             chunk = missing[start : start + 500]
-            self._known.update(self.db.execute(
+            fetched.update(self.db.execute(
                 f"SELECT key, v FROM vectors WHERE model = ? AND key IN ({', '.join('?' * len(chunk))})",
                 (self.model, *chunk)).fetchall())
-        todo = [(key, *texts[key]) for key in missing if key not in self._known]
+        todo = [(key, *texts[key]) for key in missing if key not in fetched]
         for start in range(0, len(todo), BATCH):
-            batch = [(key, self.embed(text, f"memory {mid}").tobytes()) for key, mid, text in todo[start : start + BATCH]]
+            batch = self._embed_batch(todo[start : start + BATCH])
             with transaction(self.db):
                 self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                     ((self.model, key, v) for key, v in batch))
-            self._known.update(batch)
+            fetched.update(batch)
             if self._progress is not None:
                 self._progress(min(start + BATCH, len(todo)), len(todo))
-        self._key_of_blob.update(blob_keys)  # only once their vectors are known
-        vectors = [self._known[self._key_of_blob[blob]] for _, blob in rows]
-        sizes = {len(v) for v in vectors}
+        self._key_of_blob = {blob: self._key_of_blob[blob] for _, blob in rows}  # forget files gone
+        keys = [self._key_of_blob[blob] for _, blob in rows]
+        sizes = {len(v) for v in fetched.values()} | ({previous.dimension * 4} if previous and held else set())
         if len(sizes) > 1:
             raise InvalidInput(f"embedder {self.model} gave vectors of {len(sizes)} different sizes; "
                                "delete .memsite/vectors.sqlite3 if the model changed under the same name")
         dimension = sizes.pop() // 4 if sizes else 0
-        self._loaded = (catalog.commit, [n for n, _ in rows], b"".join(vectors), dimension)
+        numbers = [n for n, _ in rows]
+        numpy = _numpy()
+        self._loaded = _Block(catalog.commit, numbers, keys,
+                              _assemble(keys, held, None if previous is None else previous.matrix, fetched, dimension),
+                              dimension, None if numpy is None else numpy.asarray(numbers, dtype=numpy.int64))
 
 
-def mix(words: dict[int, float], meaning: dict[int, float], weight: float, keep: int,
-        allowed: Iterable[int] | None = None) -> dict[int, float]:
-    """Row number -> hybrid relevance: (1 - weight) x word match + weight x cosine, the best 1.0.
-
-    The candidates are every word match and the ``keep`` rows closest in
-    meaning (among ``allowed`` when given); negative cosines count as 0.
-    """
-    rows = meaning.keys() if allowed is None else (n for n in allowed if n in meaning)
-    close = heapq.nlargest(keep, rows, key=meaning.__getitem__)
-    mixed = {n: (1 - weight) * words.get(n, 0.0) + weight * max(0.0, meaning.get(n, 0.0)) for n in {*words, *close}}
-    best = max(mixed.values(), default=0.0)
-    return {n: r / best for n, r in mixed.items() if r > 0}
-
-
-def _dots(block: bytes, dimension: int, query: array) -> list[float]:
-    """The dot product of ``query`` with each float32 vector in ``block``."""
-    if not block:
-        return []
+def _numpy() -> Any:
     try:
         import numpy
     except ImportError:
-        view = memoryview(block).cast("f")
-        return [sum(map(mul, view[i : i + dimension], query)) for i in range(0, len(view), dimension)]
-    matrix = numpy.frombuffer(block, dtype=numpy.float32).reshape(-1, dimension)
-    return (matrix @ numpy.frombuffer(query.tobytes(), dtype=numpy.float32)).tolist()  # type: ignore[no-any-return]
+        return None
+    return numpy
+
+
+def _assemble(keys: list[bytes], held: dict[bytes, int], old: Any, fetched: dict[bytes, bytes], dimension: int) -> Any:
+    """The matrix of ``keys``' vectors: rows of the previous matrix where it had them, else ``fetched``."""
+    numpy = _numpy()
+    if numpy is None or isinstance(old, list):
+        return [old[held[key]] if key in held else array("f", fetched[key]) for key in keys]
+    matrix = numpy.empty((len(keys), dimension), dtype=numpy.float32)
+    if not keys:
+        return matrix
+    source = numpy.fromiter((held.get(key, -1) for key in keys), numpy.int64, len(keys))
+    kept = source >= 0
+    if old is not None and kept.any():
+        matrix[kept] = old[source[kept]]
+    new = numpy.flatnonzero(~kept)
+    if len(new):
+        matrix[new] = numpy.frombuffer(b"".join(fetched[keys[i]] for i in new.tolist()),
+                                       dtype=numpy.float32).reshape(len(new), dimension)
+    return matrix
+
+
+def _closest_plain(block: _Block, wanted: array, keep: int | None, allowed: set[int] | None,
+                   also: Iterable[int]) -> dict[int, float]:
+    """What :meth:`Vectors.closest` computes, in plain Python (numpy not installed)."""
+    matrix = block.matrix if isinstance(block.matrix, list) else [array("f", row.tobytes()) for row in block.matrix]
+    scores = dict(zip(block.rows, (sum(map(mul, vector, wanted)) for vector in matrix)))
+    rows = scores.keys() if allowed is None else (n for n in allowed if n in scores)
+    close = list(rows) if keep is None else heapq.nlargest(keep, rows, key=scores.__getitem__)
+    return {n: scores[n] for n in (*close, *also) if n in scores}
+
+
+RANK_CONSTANT = 10  # k in 1 / (k + rank): how much more the first ranks count than the next ones
+
+
+def mix(words: dict[int, float], meaning: dict[int, float], weight: float) -> dict[int, float]:
+    """Row number -> hybrid relevance, the best 1.0: reciprocal rank fusion of word match and meaning.
+
+    A row scores (1 - weight) / (k + its rank by word match) + weight / (k +
+    its rank by cosine), summed over the lists it is in (rows with equal
+    scores share a rank; negative cosines are left out). Ranks, not scores,
+    are mixed: bm25 relative to the best match says nothing about how good
+    that match is (one shared common word makes a 1.0), so adding it to a
+    cosine let weak word matches bury memories that only mean the same thing.
+    """
+    fused: dict[int, float] = {}
+    for share, scores in ((1 - weight, words), (weight, {n: c for n, c in meaning.items() if c > 0})):
+        if share <= 0:
+            continue
+        for n, rank in _ranks(scores).items():
+            fused[n] = fused.get(n, 0.0) + share / (RANK_CONSTANT + rank)
+    best = max(fused.values(), default=0.0)
+    return {n: r / best for n, r in fused.items() if r > 0}
+
+
+def _ranks(scores: dict[int, float]) -> dict[int, int]:
+    """Row -> 1 + the number of rows scoring strictly higher (ties share a rank)."""
+    ranks, previous, rank = {}, None, 0
+    for i, n in enumerate(sorted(scores, key=scores.__getitem__, reverse=True), 1):
+        if scores[n] != previous:
+            rank, previous = i, scores[n]
+        ranks[n] = rank
+    return ranks

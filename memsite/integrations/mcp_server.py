@@ -1,0 +1,265 @@
+"""The memory repository as an MCP server: ``memsite mcp`` serves these tools over stdio.
+
+Built on the official MCP SDK's FastMCP (the ``memsite[mcp]`` extra): each
+tool is a thin call into :class:`memsite.MemoryStore`, its typed parameters
+and docstring are what the model reads. Every write is a git commit authored
+by the server's agent. Bad input comes back as a tool error carrying the same
+one-line message the CLI prints; nothing is written and the server goes on.
+
+The task protocol works across calls as it does across CLI processes: each
+task tool picks the agent's task up from its ``task_process.md`` and lets go
+of it before returning, so ``task_start`` in one call and ``task_close`` in a
+later one (or after a restart of the server) close the same task.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from ..api import MemoryStore
+from ..errors import MemsiteError, NotFound
+from ..fileformat import memory_fields
+from ..model import Memory, format_time
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+INSTRUCTIONS = """\
+Long-term memory kept in a git repository; every write is a commit a person can review.
+Call `core` at the start of a conversation for the shared world state and pinned memories.
+`recall` before answering questions about past work; `remember` facts, preferences and
+solutions worth keeping (one self-contained statement each). For a piece of work, use
+`task_start`, `task_note` as you go and `task_close` (problem and solution are required),
+or `log_session` to record work already done in one call."""
+
+MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
+
+
+def errors_as_tool_errors(func: F) -> F:
+    """A ``MemsiteError`` becomes a tool error with the CLI's one-line message; the server keeps serving."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MemsiteError as exc:
+            return CallToolResult(content=[TextContent(type="text", text=str(exc))], isError=True)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def summary(memory: Memory) -> dict[str, Any]:
+    return {"id": memory.id, "category": memory.category, "abstract": memory.abstract, "agent": memory.agent,
+            "created": format_time(memory.created)}
+
+
+def build_server(store: MemoryStore) -> FastMCP:
+    """A FastMCP server whose tools read and write ``store`` (as ``store.agent``)."""
+    server = FastMCP("memsite", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def tool(func: F) -> F:
+        server.tool(structured_output=False)(errors_as_tool_errors(func))
+        return func
+
+    @tool
+    def remember(
+        content: Annotated[str, Field(description="What to remember: one self-contained statement "
+                                                  "(Markdown; the first line is its summary).")],
+        category: Annotated[str, Field(description="profile, preferences, entities, events, cases, patterns "
+                                                   "or general (aliases like user_pref or bug work too).")] = "general",
+        tags: Annotated[list[str], Field(description="Words to file it under.")] = [],
+        abstract: Annotated[str | None, Field(description="A one-line summary; default: the first line.")] = None,
+        pinned: Annotated[bool, Field(description="Keep it forever: exempt from decay and trimming.")] = False,
+    ) -> dict[str, Any]:
+        """Store a memory in its own git commit.
+
+        Returns its id, the action (created; merged into a near-duplicate, which keeps
+        its id; or skipped as an exact duplicate) and the commit. Credentials, empty
+        text and unknown categories are refused and nothing is written.
+        """
+        memory = store.remember(content, category=category, tags=tags, abstract=abstract, pinned=pinned,
+                                source=f"mcp:{store.agent}")
+        return {"id": memory.id, "action": memory.action, "commit": memory.commit, "category": memory.category}
+
+    @tool
+    def recall(
+        query: Annotated[str, Field(description="What you want to know, in your own words.")],
+        category: Annotated[str | None, Field(description="Only this category.")] = None,
+        limit: Annotated[int, Field(description="At most this many results.", ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
+        """Find the memories that best answer a query, best first (relevance x recency x use).
+
+        Each result has the memory's id (give it to `read` for the full text), its
+        abstract and its score.
+        """
+        hits = store.recall(query, limit=limit, category=category)
+        return {"results": [{**summary(h.memory), "score": round(h.score, 4), "relevance": round(h.relevance, 4)}
+                            for h in hits]}
+
+    @tool
+    def read(id: MemoryId) -> dict[str, Any]:
+        """The full memory with this id: its text and every field."""
+        memory = store.get(id)
+        return {**memory_fields(memory), "content": memory.content, "commit": memory.commit}
+
+    @tool
+    def recent(
+        limit: Annotated[int, Field(description="How many.", ge=1, le=100)] = 10,
+        agent: Annotated[str | None, Field(description="Only memories written by this agent.")] = None,
+    ) -> dict[str, Any]:
+        """The newest memories, newest first."""
+        memories = store.list(agent=agent)[-limit:]
+        return {"memories": [summary(m) for m in reversed(memories)]}
+
+    @tool
+    def update(
+        id: MemoryId,
+        content: Annotated[str | None, Field(description="The new full text.")] = None,
+        abstract: Annotated[str | None, Field(description="A new one-line summary.")] = None,
+        category: Annotated[str | None, Field(description="Move it to this category.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Replace its tags.")] = None,
+        pinned: Annotated[bool | None, Field(description="Pin or unpin it.")] = None,
+    ) -> dict[str, Any]:
+        """Change a memory in one commit; it keeps its id. Only the fields given change."""
+        changes = {name: value for name, value in (("content", content), ("abstract", abstract), ("category", category),
+                                                   ("tags", tags), ("pinned", pinned)) if value is not None}
+        memory = store.update(id, **changes)
+        return {"id": memory.id, "commit": memory.commit, "category": memory.category, "abstract": memory.abstract}
+
+    @tool
+    def forget(id: MemoryId, reason: Annotated[str, Field(description="Why it is forgotten (kept in the commit).")]
+               ) -> dict[str, Any]:
+        """Delete a memory in one commit; git history keeps it."""
+        return {"id": id, "commit": store.forget(id, reason=reason)}
+
+    @tool
+    def core(lines: Annotated[int | None, Field(description="At most this many lines.", ge=0)] = None) -> str:
+        """The core memory to load at the start of work: world state, pinned memories, your recent memories."""
+        return store.load_core(lines=lines)
+
+    @tool
+    def world_get(key: Annotated[str | None, Field(description="One key; all keys when omitted.")] = None
+                  ) -> dict[str, Any]:
+        """The shared world state every agent sees: keyed facts like deploy.target or ci.status."""
+        values = store.world.read()
+        if key is None:
+            return values
+        if key not in values:
+            raise NotFound(f"no world key {key!r}; world_get without a key lists them")
+        return {key: values[key]}
+
+    @tool
+    def world_set(
+        values: Annotated[dict[str, str], Field(description="Keys to set and their new values.")] = {},
+        remove: Annotated[list[str], Field(description="Keys to remove.")] = [],
+    ) -> dict[str, Any]:
+        """Merge keys into the shared world state in one commit; keys not named are kept."""
+        return {"commit": store.world.merge(values, remove=remove)}
+
+    @tool
+    def task_start(
+        type: Annotated[str, Field(description="The kind of work: debug, fix, feature, refactor...")],
+        keywords: Annotated[list[str], Field(description="What it is about, a few short phrases.")] = [],
+        plan: Annotated[list[str] | None, Field(description="The TODO items.")] = None,
+    ) -> dict[str, Any]:
+        """Start a task (or resume your unfinished one of the same type and keywords).
+
+        Returns its TODO and the known patterns from earlier tasks that match it.
+        Only one task per agent is open at a time; close it with `task_close`.
+        """
+        return _with_task(store, lambda t: None, type, keywords, plan)
+
+    @tool
+    def task_note(
+        done: Annotated[str | None, Field(description="A TODO item now done (its exact text).")] = None,
+        note: Annotated[str | None, Field(description="What was found, noted on that item.")] = None,
+        add: Annotated[list[str], Field(description="TODO items to add.")] = [],
+        problem: Annotated[str | None, Field(description="The problem the task addresses.")] = None,
+        solution: Annotated[str | None, Field(description="How it was solved.")] = None,
+        learn: Annotated[list[str], Field(description="Learnings; one starting 'pattern:' "
+                                                       "joins your knowledge.")] = [],
+    ) -> dict[str, Any]:
+        """Record progress on your open task; it is saved at once and survives a restart."""
+        def note_progress(t: Any) -> None:
+            for item in add:
+                t.add(item)
+            if done is not None:
+                t.check(done, note=note)
+            _record(t, problem, solution, learn)
+
+        return _with_task(store, note_progress)
+
+    @tool
+    def task_close(
+        problem: Annotated[str | None, Field(description="The problem the task addressed.")] = None,
+        solution: Annotated[str | None, Field(description="How it was solved.")] = None,
+        learn: Annotated[list[str], Field(description="Learnings; 'pattern: ...' joins your knowledge.")] = [],
+        world: Annotated[dict[str, str], Field(description="World state keys to set.")] = {},
+        abandon: Annotated[str | None, Field(description="Close without finishing, for this reason.")] = None,
+    ) -> dict[str, Any]:
+        """Close your open task in one commit: session record, knowledge, world state, cleared TODO.
+
+        Problem and solution are required (given here or in `task_note`); if a step
+        cannot be done nothing is committed and the error lists what is missing.
+        """
+        return _with_task(store, lambda t: _close(t, problem, solution, learn, world, abandon), closing=True)
+
+    @tool
+    def log_session(
+        type: Annotated[str, Field(description="The kind of work: debug, fix, feature...")],
+        keywords: Annotated[list[str], Field(description="What it was about, a few short phrases.")],
+        problem: Annotated[str, Field(description="The problem addressed.")],
+        solution: Annotated[str, Field(description="How it was solved.")],
+        learn: Annotated[list[str], Field(description="Learnings; 'pattern: ...' joins your knowledge.")] = [],
+        world: Annotated[dict[str, str], Field(description="World state keys to set.")] = {},
+    ) -> dict[str, Any]:
+        """Record work already done as a closed task, in one commit (start and close at once)."""
+        return _with_task(store, lambda t: _close(t, problem, solution, learn, world, None), type, keywords,
+                          closing=True)
+
+    return server
+
+
+def _with_task(store: MemoryStore, action: Callable[[Any], Any], type: str | None = None,
+               keywords: list[str] | None = None, plan: list[str] | None = None, *, closing: bool = False
+               ) -> dict[str, Any]:
+    """Open (or resume) the agent's task, run ``action`` on it, let go of it: the CLI's way across processes."""
+    task = store.task(type, keywords or [], plan=plan)
+    try:
+        action(task)
+    finally:
+        task.release()
+    if closing:
+        return {"session": task.session, "commit": task.commit}
+    return {"type": task.type, "keywords": task.keywords, "resumed": task.resumed, "rounds": task.rounds,
+            "todo": [{"item": text, "done": done, "note": note} for text, done, note in task.todo],
+            "known_patterns": task.known_patterns}
+
+
+def _record(task: Any, problem: str | None, solution: str | None, learn: list[str]) -> None:
+    if problem is not None:
+        task.problem(problem)
+    if solution is not None:
+        task.solution(solution)
+    for learning in learn:
+        task.learn(learning)
+
+
+def _close(task: Any, problem: str | None, solution: str | None, learn: list[str], world: dict[str, str],
+           abandon: str | None) -> None:
+    if abandon is not None:
+        task.abandon(abandon)
+        return
+    _record(task, problem, solution, learn)
+    if world:
+        task.world(world)
+    task.finish()
+
+
+def serve(store: MemoryStore) -> None:
+    """Serve ``store`` over stdio until the client closes the connection."""
+    build_server(store).run("stdio")

@@ -1,0 +1,188 @@
+"""The MCP server as a client sees it: a real `memsite mcp` subprocess driven by the SDK's stdio client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from memsite import MemoryStore
+from memsite.cli import main
+
+from .conftest import git, head
+
+pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = {"remember", "recall", "read", "recent", "update", "forget", "core", "world_get", "world_set",
+         "task_start", "task_note", "task_close", "log_session"}
+
+
+@asynccontextmanager
+async def server(repo: Path, agent: str = "claude") -> AsyncIterator[ClientSession]:
+    """A `memsite mcp` process serving ``repo``, and a client session talking to it over stdio."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memsite", "mcp", "--repo", str(repo),
+                                                                 "--agent", agent],
+                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
+    """The tool's answer as data; a tool error fails the test with its message."""
+    result = await session.call_tool(tool, arguments)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert not result.isError, f"{tool}: {text}"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.isError, f"{tool} did not fail: {result.content}"
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+def last_commit(repo: Path) -> tuple[str, str, str]:
+    return tuple(git(repo, "log", "-1", "--format=%H%n%an%n%s").splitlines())  # type: ignore[return-value]
+
+
+def commit(repo: Path, sha: str) -> tuple[str, str]:
+    """The author and subject of commit ``sha``."""
+    return tuple(git(repo, "show", "-s", "--format=%an%n%s", sha).splitlines())  # type: ignore[return-value]
+
+
+def test_every_tool_works_and_each_write_is_a_commit_by_the_servers_agent(store: MemoryStore) -> None:
+    repo = store.root
+
+    async def session_one() -> str:
+        async with server(repo) as s:
+            assert {t.name for t in (await s.list_tools()).tools} == TOOLS
+            made = await call(s, "remember", content="Webhook retries duplicated refunds: use idempotency keys",
+                              category="error_solution", tags=["payments"])
+            assert made["action"] == "created" and made["category"] == "cases"
+            assert last_commit(repo)[:2] == (made["commit"], "claude")
+            again = await call(s, "remember", content="webhook retries duplicated refunds - use idempotency keys!",
+                               category="cases")
+            assert (again["action"], again["id"]) == ("skipped", made["id"])
+
+            hits = (await call(s, "recall", query="duplicated refunds", limit=3))["results"]
+            assert hits[0]["id"] == made["id"] and hits[0]["abstract"].startswith("Webhook retries")
+            assert hits[0]["score"] > 0
+            full = await call(s, "read", id=made["id"])
+            assert full["content"] == "Webhook retries duplicated refunds: use idempotency keys"
+            assert full["tags"] == ["payments"] and full["agent"] == "claude"
+            other = await call(s, "remember", content="The user prefers short answers", category="preferences")
+            assert [m["id"] for m in (await call(s, "recent", limit=2))["memories"]] == [other["id"], made["id"]]
+            changed = await call(s, "update", id=other["id"], content="The user prefers short answers, in English")
+            assert last_commit(repo)[:2] == (changed["commit"], "claude")
+
+            world = await call(s, "world_set", values={"deploy.target": "staging", "ci.status": "green"})
+            assert last_commit(repo)[0] == world["commit"]
+            await call(s, "world_set", values={"ci.status": "red"})
+            assert await call(s, "world_get") == {"ci.status": "red", "deploy.target": "staging"}
+            assert await call(s, "world_get", key="ci.status") == {"ci.status": "red"}
+            assert "deploy.target" in await call(s, "core", lines=40)
+
+            gone = await call(s, "forget", id=other["id"], reason="superseded")
+            assert last_commit(repo)[0] == gone["commit"]
+            assert "Forget preferences: The user prefers short answers" in last_commit(repo)[2]
+
+            started = await call(s, "task_start", type="debug", keywords=["refund webhook"], plan=["find the cause"])
+            assert started["todo"] == [{"item": "find the cause", "done": False, "note": ""}]
+            noted = await call(s, "task_note", done="find the cause", note="retries resend the refund",
+                               problem="Refunds were paid twice")
+            assert noted["todo"][0]["done"] is True
+            return head(repo)
+
+    before_close = asyncio.run(session_one())
+    assert before_close == head(repo)  # the open task is working memory, not a commit
+
+    async def session_two() -> None:  # a new server process closes the task the first one started
+        async with server(repo) as s:
+            closed = await call(s, "task_close", solution="Idempotency keys on refund requests",
+                                learn=["pattern: duplicated webhook effects -> idempotency keys"],
+                                world={"payments.refunds": "idempotent"})
+            assert closed["session"].endswith("_debug_refund_webhook")
+            assert commit(repo, closed["commit"]) == ("claude", "Task debug: refund webhook (succeeded)")
+            logged = await call(s, "log_session", type="fix", keywords=["flaky test"], problem="A test timed out",
+                                solution="Raised its timeout")
+            assert commit(repo, logged["commit"]) == ("claude", "Task fix: flaky test (succeeded)")
+
+    asyncio.run(session_two())
+    with MemoryStore(repo, agent="planner") as reader:
+        assert reader.world.read()["payments.refunds"] == "idempotent"
+    sessions = sorted(p.name for p in (repo / "content" / "sessions").glob("*.md"))
+    assert [name.split("_", 1)[1] for name in sessions] == ["debug_refund_webhook.md", "fix_flaky_test.md"]
+    assert "duplicated webhook effects" in (repo / "content" / "notes" / "claude" / "agent_knowledge.md").read_text()
+
+
+def cli_error(repo: Path, *args: str) -> str:
+    result = CliRunner().invoke(main, ["-C", str(repo), "--agent", "claude", *args])
+    assert result.exit_code == 1
+    return result.output.strip().removeprefix("Error: ")
+
+
+def test_bad_input_is_a_tool_error_with_the_clis_message_and_nothing_is_written(store: MemoryStore) -> None:
+    repo = store.root
+    kept = store.remember("Something worth keeping", category="general")
+    unknown = "01JD3X4K9Q2W8E5R7T6Y1U3I0P"
+    before = head(repo)
+
+    async def run() -> None:
+        async with server(repo) as s:
+            cases = [
+                (("remember", {"content": "x", "category": "nope"}), ("remember", "x", "-c", "nope")),
+                (("remember", {"content": "key AKIAQWERTYUIOPASDF23"}), ("remember", "key AKIAQWERTYUIOPASDF23")),
+                (("remember", {"content": "   "}), ("remember", "   ")),
+                (("read", {"id": unknown}), ("show", unknown)),
+                (("forget", {"id": unknown, "reason": "gone"}), ("forget", unknown, "-r", "gone")),
+            ]
+            for (tool, arguments), command in cases:
+                assert await error(s, tool, **arguments) == cli_error(repo, *command)
+            await call(s, "task_start", type="debug", keywords=["x"])
+            message = await error(s, "task_close")
+            assert message == cli_error(repo, "task", "finish")
+            assert message.startswith("the task was not closed; nothing was committed")
+            assert await error(s, "task_start", type="feature", keywords=["y"]) == \
+                cli_error(repo, "task", "start", "feature", "y")
+            assert head(repo) == before
+            # The server keeps serving after every refusal.
+            assert (await call(s, "read", id=kept.id))["content"] == "Something worth keeping"
+            await call(s, "task_close", abandon="only a test")
+
+    asyncio.run(run())
+
+
+def test_two_servers_writing_to_one_repository_lose_nothing(store: MemoryStore) -> None:
+    repo = store.root
+    per_server = 15
+
+    async def writer(agent: str) -> list[str]:
+        async with server(repo, agent) as s:
+            return [(await call(s, "remember", content=f"Observation {i} by {agent}: build {i * 7} passed",
+                                category="events"))["commit"] for i in range(per_server)]
+
+    async def both() -> list[list[str]]:
+        return await asyncio.gather(writer("alpha"), writer("beta"))
+
+    commits = [c for batch in asyncio.run(both()) for c in batch]
+    history = set(git(repo, "log", "--format=%H").split())
+    assert len(set(commits)) == 2 * per_server and set(commits) <= history
+    with MemoryStore(repo, agent="reader") as reader:
+        authors = sorted(m.agent for m in reader.list(category="events"))
+    assert authors == ["alpha"] * per_server + ["beta"] * per_server
+    assert git(repo, "status", "--porcelain") == ""
