@@ -92,7 +92,11 @@ def test_merges_never_lose_a_key_they_were_not_told_to_drop(store: MemoryStore, 
     expected = store.world.read()
     for updates, remove in merges:
         remove = [k for k in remove if k not in updates]
-        store.world.merge(updates, remove=remove)
+        try:
+            store.world.merge(updates, remove=remove)
+        except InvalidInput:  # a value that would wedge the file ('## ', conflict markers): refused whole
+            assert store.world.read() == expected
+            continue
         expected = {k: v for k, v in expected.items() if k not in remove}
         expected.update(updates)
         assert store.world.read() == expected
