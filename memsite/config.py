@@ -99,6 +99,8 @@ class Config:
     """Recalls recorded before their counts are committed in one batch."""
     embedding_weight: float = 0.5
     """With an embedder: the share of meaning (cosine similarity) in relevance; the rest is word match (bm25)."""
+    lock_timeout: float = 10.0
+    """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -207,7 +209,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding"}
+             "dedupe", "activity", "embedding", "lock_timeout"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -290,6 +292,8 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         flush_every=number("activity.flush_every", activity.get("flush_every"), defaults.flush_every,
                            kind=int, minimum=1),
         embedding_weight=weight,
+        lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
+                            minimum=0, exclusive=True),
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))
