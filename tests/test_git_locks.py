@@ -192,3 +192,15 @@ def test_a_lock_held_by_a_live_memsite_process_is_waited_for_not_taken(quick_sto
         held.rollback()
     quick_store.remember("written once it is released", category="events")
     assert_clean(quick_store.root)
+
+
+def test_on_a_file_system_without_hard_links_writes_still_take_git_locks(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(*args: object, **kwargs: object) -> None:
+        raise PermissionError("hard links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    memory = store.remember("written where hard links are refused", category="events")
+    assert memory.path is not None and memory.path.relative_to(store.root).as_posix() in committed_paths(store.root)
+    assert_clean(store.root)

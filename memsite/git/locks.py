@@ -124,6 +124,7 @@ class LockFile:
         self.target = target
         self._record = record
         self.fd = fd
+        self._file = os.fstat(fd)
         self.done = False
 
     def write(self, data: bytes) -> None:
@@ -140,9 +141,10 @@ class LockFile:
         """
         if flush is not None:
             flush(self.fd)
-        os.close(self.fd)
-        self.done = True
+        fd, self.fd = self.fd, -1
+        os.close(fd)
         os.replace(self.path, self.target)
+        self.done = True
         self._drop_record()
 
     def rollback(self) -> None:
@@ -150,15 +152,15 @@ class LockFile:
         if self.done:
             return
         self.done = True
-        try:
-            mine = os.fstat(self.fd)
-            try:
-                if _same_file(os.stat(self.path), mine):  # still ours: never remove one someone put there
-                    os.unlink(self.path)
-            except FileNotFoundError:
-                pass
-        finally:
+        if self.fd != -1:
             os.close(self.fd)
+            self.fd = -1
+        try:
+            if _same_file(os.stat(self.path), self._file):  # still ours: never remove one someone put there
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        finally:
             self._drop_record()
 
     def _drop_record(self) -> None:
@@ -213,7 +215,7 @@ class Locks:
                     lock.parent.mkdir(parents=True, exist_ok=True)  # a new ref folder (refs/heads/agent/)
                     continue
                 except OSError:  # no hard links on this file system: a plain lock, without a record
-                    return self._acquire_plain(lock, target, record, fd)
+                    break
                 if self.take_back(lock):
                     continue
                 now = time.monotonic()
@@ -226,6 +228,9 @@ class Locks:
             os.close(fd)
             record.unlink(missing_ok=True)
             raise
+        os.close(fd)
+        record.unlink(missing_ok=True)
+        return self._acquire_plain(lock, target)
 
     def _create(self, record: Path) -> int:
         try:
@@ -234,9 +239,7 @@ class Locks:
             self.records.mkdir(exist_ok=True)
             return os.open(record, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
 
-    def _acquire_plain(self, lock: Path, target: Path, record: Path, fd: int) -> LockFile:
-        os.close(fd)
-        record.unlink(missing_ok=True)
+    def _acquire_plain(self, lock: Path, target: Path) -> LockFile:
         deadline = time.monotonic() + self.timeout
         while True:
             try:

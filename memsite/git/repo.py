@@ -375,12 +375,13 @@ class Repository:
             if self.refs.head_target() != ref or self.refs.read(ref) != parent:
                 raise RefMoved(f"{ref} or HEAD moved while the write waited for {self.locks.show(lock.path)}")
             self._refuse_unsaved_edits(base, files, owned or {})
-            return self._commit_checked_out(files, base, build, move, lock)
+            return self._commit_checked_out(ref, files, base, build, move, lock)
         finally:
             lock.rollback()  # nothing once committed
 
     def _commit_checked_out(
         self,
+        ref: str,
         files: Mapping[str, bytes | None],
         base: bytes | None,
         build: Callable[[], str | None],
@@ -414,7 +415,7 @@ class Repository:
                     move(sha)
             updating.result().wait()
         except BaseException as exc:
-            moved = sha is not None and self.refs.read(self.refs.head_target() or "") == sha
+            moved = sha is not None and self.refs.read(ref) == sha
             if updating.value is not None:  # let a 'git update-index' still running finish first
                 with contextlib.suppress(Exception):
                     updating.value.wait()
@@ -426,10 +427,9 @@ class Repository:
                 self.journal.end()
             except Exception:
                 log.warning("could not repair %s now; the next write will", ", ".join(files))
-            if not moved:
+            if not moved or sha is None:
                 raise
-            log.warning("commit %s landed, then the work after it failed (%s); working tree repaired",
-                        sha[:12], exc)  # type: ignore[index]
+            log.warning("commit %s landed, then the work after it failed (%s); working tree repaired", sha[:12], exc)
             return sha
         lock.commit(self.settings.flush("index"))
         self.journal.end()

@@ -148,7 +148,7 @@ class IndexUpdate:
         self.lock = lock
         self.paths = sorted(set(paths))
         self._proc: subprocess.Popen[bytes] | None = None
-        self._copy = git_dir / f"{INDEX_COPY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}"
+        self._copy: Path | None = None  # the private copy of the index git works on, if it has to run
         resplit = len(self.paths) >= gitindex.MAX_DELTA_ENTRIES
         if new_files and len(new_files) == len(self.paths):
             outcome = gitindex.add_new_files(root, git_dir, new_files, lock)
@@ -158,8 +158,9 @@ class IndexUpdate:
         self._proc = self._start(resplit)
 
     def _start(self, resplit: bool) -> subprocess.Popen[bytes]:
+        self._copy = copy = self.git_dir / f"{INDEX_COPY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}"
         try:
-            shutil.copyfile(self.git_dir / "index", self._copy)
+            shutil.copyfile(self.git_dir / "index", copy)
         except FileNotFoundError:
             pass  # no index yet: git creates one
         command = ["git", "update-index", "--add", "--remove"]
@@ -170,7 +171,7 @@ class IndexUpdate:
         proc = subprocess.Popen(
             [*command, "-z", "--stdin"],
             cwd=self.root,
-            env={**os.environ, "GIT_INDEX_FILE": str(self._copy)},
+            env={**os.environ, "GIT_INDEX_FILE": str(copy)},
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -185,6 +186,7 @@ class IndexUpdate:
         if self._proc is None:
             return
         proc, self._proc = self._proc, None  # waited for once: waiting again returns at once
+        assert self._copy is not None
         try:
             assert proc.stderr is not None
             err = proc.stderr.read().decode("utf-8", "replace").strip()
