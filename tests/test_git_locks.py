@@ -126,18 +126,23 @@ from pathlib import Path
 from memsite.git.locks import Locks
 git_dir = Path(sys.argv[1])
 lock = Locks(git_dir, git_dir.parent).acquire(git_dir / sys.argv[2])
-lock.write(b"half written")
+if sys.argv[3] == "renamed":  # killed after the rename, before its record was removed
+    target = git_dir / sys.argv[2]
+    lock.write(target.read_bytes())
+    os.replace(lock.path, target)
+else:
+    lock.write(b"half written")
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def kill_while_holding(root: Path, target: str) -> Path:
-    """Run a memsite process that takes ``.git/<target>.lock`` and is killed holding it."""
-    proc = subprocess.run([sys.executable, "-c", LOCK_AND_DIE, str(root / ".git"), target],
+def kill_while_holding(root: Path, target: str, when: str = "holding") -> Path:
+    """Run a memsite process that takes ``.git/<target>.lock`` and is killed holding it (or just after)."""
+    proc = subprocess.run([sys.executable, "-c", LOCK_AND_DIE, str(root / ".git"), target, when],
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     lock = root / ".git" / f"{target}.lock"
-    assert lock.exists()
+    assert lock.exists() == (when == "holding")
     return lock
 
 
@@ -150,6 +155,15 @@ def test_a_lock_left_by_a_killed_memsite_writer_is_taken_back_by_the_next_write(
     assert not lock.exists()
     assert memory.path is not None and memory.path.relative_to(store.root).as_posix() in committed_paths(store.root)
     assert_clean(store.root)  # the index is sound and no owner record is left
+
+
+def test_the_record_of_a_writer_killed_just_after_renaming_its_lock_is_dropped(store: MemoryStore) -> None:
+    kill_while_holding(store.root, "refs/heads/main", "renamed")
+    records = store.root / ".git" / "memsite-locks"
+    assert len(list(records.iterdir())) == 1
+    store.remember("written after the writer died", category="events")
+    assert not list(records.iterdir())
+    assert_clean(store.root)
 
 
 def test_a_reused_pid_does_not_make_a_dead_writers_lock_look_alive(store: MemoryStore) -> None:

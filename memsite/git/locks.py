@@ -107,7 +107,7 @@ def is_dead(owner: Owner) -> bool:
 def _parse(name: str) -> tuple[str, Owner] | None:
     """(lock key, owner) from a record's file name, or None for a name memsite did not write."""
     parts = name.split("+")
-    if len(parts) != 5 or not parts[1].isdigit():
+    if len(parts) != 5 or not parts[1].isdigit() or not parts[4].isdigit():
         return None
     return parts[0], Owner(int(parts[1]), parts[2], unquote(parts[3]))
 
@@ -310,7 +310,7 @@ class Locks:
                 continue
             if self._remove_if_same(lock, record):
                 log.warning("%s was left by memsite process %d, which has ended; removed it", self.show(lock), owner.pid)
-                os.unlink(record)
+                record.unlink(missing_ok=True)
                 return True
         return False
 
@@ -325,12 +325,12 @@ class Locks:
             os.unlink(lock)
             return True
         if _same_file(os.stat(aside), os.stat(record)):
-            os.unlink(aside)
+            aside.unlink(missing_ok=True)
             return True
         try:  # replaced between the check and the move: it is someone else's
             os.link(aside, lock)
         finally:
-            os.unlink(aside)
+            aside.unlink(missing_ok=True)
         return False
 
     def sweep(self) -> None:
