@@ -161,3 +161,13 @@ def test_two_stores_written_in_turn_keep_their_shared_index_caches(
             store.close()
     for store in stores:
         assert_clean(store.root)
+
+
+@pytest.mark.parametrize("value", [0, -1, "ten", True])
+def test_a_bad_lock_timeout_is_reported_by_name(value: object) -> None:
+    from memsite.config import parse_config
+    from memsite.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"Config value 'extra\.memsite\.lock_timeout': expected a number > 0"):
+        parse_config({"lock_timeout": value})
+    assert parse_config({"lock_timeout": 2.5}).lock_timeout == 2.5
