@@ -104,6 +104,8 @@ class Config:
     """With an embedder: the weight of the rank by meaning in hybrid relevance; the rest is the rank by words."""
     embedding_model: str = "auto"
     """The embedder recall uses: ``wordllama``, ``none`` (words only), or ``auto`` (wordllama when installed)."""
+    lock_timeout: float = 10.0
+    """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -252,7 +254,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding"}
+             "dedupe", "activity", "embedding", "lock_timeout"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -344,6 +346,8 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
                            kind=int, minimum=1),
         embedding_weight=weight,
         embedding_model=model,
+        lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
+                            minimum=0, exclusive=True),
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

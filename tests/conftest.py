@@ -80,6 +80,13 @@ def assert_clean(repo: Path) -> None:
         time.sleep(0.05)
     fsck = subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=repo, capture_output=True, text=True)
     assert fsck.returncode == 0 and "error" not in fsck.stderr, fsck.stderr
+    assert git(repo, "cat-file", "-t", "HEAD^{tree}").strip() == "tree"
+    # No git lock file or owner record left behind once writers are done.
+    git_dir = repo / ".git"
+    assert not (git_dir / "index.lock").exists()
+    assert not [p for p in (git_dir / "refs").rglob("*.lock")]
+    records = git_dir / "memsite-locks"
+    assert not records.exists() or not any(records.iterdir())
 
 
 def head(repo: Path) -> str:

@@ -142,25 +142,41 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_write(store: Memo
     assert len(acks) > 8
 
 
-def test_recovery_waits_for_an_index_update_the_killed_writer_left_running(store: MemoryStore) -> None:
-    """Regression: a dead writer's 'git update-index' finishing after recovery left 'AD' entries."""
+def test_an_index_update_the_killed_writer_left_running_cannot_touch_the_live_index(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a dead writer's 'git update-index' finishing after recovery left 'AD' entries.
+
+    memsite now runs it on a private copy of the index, so an orphan of it
+    changes only that copy, whenever it finishes.
+    """
+    from memsite.git import worktree
     from memsite.git.objects import blob_id
 
+    memory = store.remember("a memory to change", category="events")
+    environments: list[dict[str, str] | None] = []
+    popen = subprocess.Popen
+
+    def spy(args: list[str], **options: object) -> subprocess.Popen[bytes]:
+        if "update-index" in args:
+            environments.append(options.get("env"))  # type: ignore[arg-type]
+        return popen(args, **options)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(worktree.subprocess, "Popen", spy)
+    store.update(memory.id, content="a changed memory")  # an existing file: 'git update-index' runs
+    monkeypatch.undo()
+    assert len(environments) == 1
     rel = "content/memories/events/half-written-abcdef.md"
     data = b"---\nid: 01JD3X4K9Q2W8E5R7T6Y1V3A0P\n---\n\nnever committed\n"
-    (store.root / rel).parent.mkdir(parents=True)
     (store.root / rel).write_bytes(data)
     subprocess.run(["git", "hash-object", "-w", rel], cwd=store.root, check=True, capture_output=True)
     store.repo.journal.begin([rel])  # what the killed writer had journaled
-    # Its orphaned 'git update-index', which had hashed the file before dying slowly:
+    # Its orphaned 'git update-index' (which had hashed the file), run as memsite runs it, finishing late:
     orphan = subprocess.Popen(
         ["sh", "-c", f"sleep 0.5; git update-index --add --cacheinfo 100644,{blob_id(data).hex()},{rel}"],
-        cwd=store.root,
+        cwd=store.root, env=environments[0],
     )
-    cmdline = Path(f"/proc/{orphan.pid}/cmdline")
-    while b"update-index" not in cmdline.read_bytes():  # running, as a real orphan would be
-        time.sleep(0.001)
     store.remember("the next write recovers", category="events")
-    orphan.wait()
+    assert orphan.wait() == 0
     assert not (store.root / rel).exists()
     assert_clean(store.root)

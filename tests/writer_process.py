@@ -19,15 +19,17 @@ from typing import Any
 
 from memsite import MemoryStore
 from memsite.git import repo, worktree
+from memsite.git.locks import Locks
 from memsite.git.refs import Refs
 
 KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     # point: (owner, attribute, "before" | "after")
+    "git-lock-taken": (Locks, "acquire", "after"),
     "journal-begun": (worktree.Journal, "begin", "after"),
     "file-written": (repo, "atomic_write", "after"),
     "index-started": (repo, "IndexUpdate", "after"),
-    "index-lock-held": (os, "rename", "before-index"),
-    "ref-lock-held": (os, "rename", "before-ref"),
+    "index-lock-held": (os, "replace", "before-index"),
+    "ref-lock-held": (os, "replace", "before-ref"),
     "ref-moved": (Refs, "update", "after"),
     "index-done": (worktree.IndexUpdate, "wait", "after"),
     "object-written": (os, "rename", "before-object"),

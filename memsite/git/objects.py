@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RepositoryError
+from .settings import GitSettings
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -147,10 +148,12 @@ class Tree:
 class ObjectStore:
     """Reads and writes objects of one repository; caches parsed trees by id."""
 
-    def __init__(self, objects_dir: Path, gitpython_repo: Any, *, fsync: bool = False) -> None:
+    def __init__(self, objects_dir: Path, gitpython_repo: Any, settings: GitSettings | None = None) -> None:
         self.dir = objects_dir
         self._repo = gitpython_repo
-        self._fsync = fsync
+        settings = settings or GitSettings()
+        self._flush_loose = settings.flush("loose-object")
+        self._flush_pack = {".pack": settings.flush("pack"), ".idx": settings.flush("pack-metadata")}
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._folders: dict[tuple[bytes | None, str], bytes | None] = {}
         self._tree_cache_size = 256
@@ -167,8 +170,14 @@ class ObjectStore:
         """Store an object (blob, tree, commit) and return its binary id."""
         binsha = _object_id(kind, data)
         path = self._path(binsha.hex())
-        if path.exists():
+        try:
+            # Already there: refresh its time as git does ('freshen'), or a
+            # 'git gc' running meanwhile may prune it as an old unreachable
+            # object while the new commit points at it.
+            os.utime(path)
             return binsha
+        except OSError:
+            pass  # not loose here (or not ours to touch): write it loose
         header = b"%s %d\x00" % (kind, len(data))
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
@@ -181,8 +190,8 @@ class ObjectStore:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         try:
             os.write(fd, compressed)
-            if self._fsync:
-                os.fsync(fd)
+            if self._flush_loose is not None:
+                self._flush_loose(fd)
         finally:
             os.close(fd)
         os.rename(tmp, path)
@@ -253,8 +262,10 @@ class ObjectStore:
             tmp = folder / f"tmp_{name}{suffix}_{os.getpid()}"
             with open(tmp, "wb") as handle:
                 handle.write(data)
-                if self._fsync:
-                    os.fsync(handle.fileno())
+                flush = self._flush_pack[suffix]
+                if flush is not None:
+                    handle.flush()
+                    flush(handle.fileno())
             os.chmod(tmp, 0o444)
             os.rename(tmp, folder / f"{name}{suffix}")
 

@@ -5,10 +5,14 @@ and SIGKILL:
 
 1. take the repository-wide lock (``filelock``; the kernel frees it when a
    holder dies), then repair whatever a killed writer left (see ``recover``);
-2. build the commit from the parent commit's trees, never from the index;
-3. move the branch with compare-and-swap; the returned commit id is the
+2. when the branch is checked out, take git's ``index.lock`` (as ``git
+   commit`` does, waiting for one a person's git command holds) and check
+   that HEAD and the branch are still where the write started;
+3. build the commit from the parent commit's trees, never from the index;
+4. move the branch with compare-and-swap; the returned commit id is the
    acknowledgement;
-4. bring the working tree and the index up to date for the touched paths.
+5. bring the working tree and the index up to date for the touched paths,
+   the new index going into place by renaming ``index.lock``.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ import git
 from filelock import FileLock, Timeout
 
 from ..errors import InvalidInput, RepositoryError
+from .locks import DEFAULT_TIMEOUT, LockFile, Locks
 from .objects import MODE_FILE, Entry, ObjectStore, blob_id
-from .refs import RefMoved, Refs, wait_until_unlocked
+from .refs import RefMoved, Refs
+from .settings import GitSettings
 from .worktree import (
     Background,
     IndexUpdate,
@@ -36,7 +42,7 @@ from .worktree import (
     atomic_write,
     remove_file,
     restore,
-    wait_for_orphaned_index_updates,
+    sweep_index_copies,
 )
 
 log = logging.getLogger("memsite")
@@ -62,19 +68,25 @@ class Author:
 class Repository:
     """A non-bare git repository with memsite's lock, object writer and refs."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = DEFAULT_TIMEOUT) -> None:
         try:
             self.git = git.Repo(path, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise RepositoryError(f"{path}: not a git repository; run 'memsite init {path}' first") from None
-        if self.git.bare or self.git.working_tree_dir is None:
-            raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
+        try:
+            if self.git.bare or self.git.working_tree_dir is None:
+                raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
+            self.settings = GitSettings.read(self.git.config_reader())
+            self.settings.check_supported(path)  # before anything is written
+        except BaseException:
+            self.git.close()
+            raise
         self.root = Path(self.git.working_tree_dir)
         self.git_dir = Path(self.git.git_dir)
         self.common_dir = Path(self.git.common_dir)
-        fsync_objects, fsync_refs = self._fsync_settings()
-        self.objects = ObjectStore(self.common_dir / "objects", self.git, fsync=fsync_objects)
-        self.refs = Refs(self.git_dir, self.common_dir, fsync=fsync_refs)
+        self.locks = Locks(self.common_dir, self.root, lock_timeout)
+        self.objects = ObjectStore(self.common_dir / "objects", self.git, self.settings)
+        self.refs = Refs(self.git_dir, self.common_dir, self.locks, self.settings)
         self.state_dir = self.root / STATE_DIR
         self.state_dir.mkdir(exist_ok=True)
         self._file_lock = FileLock(self.state_dir / "lock")
@@ -82,15 +94,14 @@ class Repository:
         self._depth = 0
         self.journal = Journal(self.state_dir / "journal.json")
 
-    def _fsync_settings(self) -> tuple[bool, bool]:
-        # As durable as git itself is configured to be: git 2.39 does not fsync
-        # loose objects or refs by default; core.fsync turns it on.
-        reader = self.git.config_reader()
-        parts = {p.strip() for p in str(reader.get_value("core", "fsync", "")).split(",")}
-        legacy = str(reader.get_value("core", "fsyncObjectFiles", "false")).lower() == "true"
-        objects = legacy or bool(parts & {"all", "committed", "added", "objects", "loose-object"})
-        refs = bool(parts & {"all", "committed", "added", "reference"})
-        return objects, refs
+    @property
+    def lock_timeout(self) -> float:
+        """Seconds a write waits for a git lock file someone else holds before failing."""
+        return self.locks.timeout
+
+    @lock_timeout.setter
+    def lock_timeout(self, seconds: float) -> None:
+        self.locks.timeout = seconds
 
     def configured(self, section: str, option: str) -> bool:
         """Whether ``section.option`` is set at any level (system, global or this clone)."""
@@ -117,7 +128,7 @@ class Repository:
                     break
                 if "config.lock" not in result.stderr:
                     raise RepositoryError(f"git config {key} failed: {result.stderr.strip()}")
-                wait_until_unlocked(self.common_dir / "config.lock")  # another process is writing it
+                self.locks.wait_for(self.common_dir / "config.lock")  # git's own: another process is writing it
             else:
                 raise RepositoryError(f"git config {key} failed: {result.stderr.strip()}")
 
@@ -142,6 +153,7 @@ class Repository:
             self._depth += 1
             try:
                 if self._depth == 1:
+                    self.locks.sweep()
                     self.recover()
                 yield
             finally:
@@ -153,22 +165,33 @@ class Repository:
         """Finish or undo the working-tree part of a write whose writer died.
 
         The branch is the truth: each path the journal lists is made to match
-        the checked-out commit, in the working tree and in the index.
+        the checked-out commit, in the working tree and in the index. The
+        dead writer's ``index.lock`` was taken back by ``locks.sweep`` first;
+        the live index was never touched (the new one was still in that lock).
         """
         paths = self.journal.pending()
         if paths:
-            wait_for_orphaned_index_updates(self.root)
+            sweep_index_copies(self.git_dir)
             self._match_head(paths)
             self.journal.end()
 
-    def _match_head(self, paths: list[str]) -> None:
-        ref = self.refs.head_target()
-        tree = self.root_tree(self.refs.read(ref) if ref else None)
-        files: dict[str, bytes | None] = {}
-        for rel in paths:
-            entry = self.objects.lookup(tree, rel)
-            files[rel] = self.objects.read_blob(entry.sha) if entry is not None and not entry.is_tree else None
-        restore(self.root, self.git_dir, files)
+    def _match_head(self, paths: list[str], lock: LockFile | None = None) -> None:
+        """Put ``paths`` back to the checked-out commit; the index through ``lock`` (taken here if None)."""
+        own = lock is None
+        held = self.locks.acquire(self.git_dir / "index") if lock is None else lock
+        try:
+            ref = self.refs.head_target()
+            tree = self.root_tree(self.refs.read(ref) if ref else None)
+            files: dict[str, bytes | None] = {}
+            for rel in paths:
+                entry = self.objects.lookup(tree, rel)
+                files[rel] = self.objects.read_blob(entry.sha) if entry is not None and not entry.is_tree else None
+            restore(self.root, self.git_dir, held, files)
+            if own:
+                held.commit(self.settings.flush("index"))
+        finally:
+            if own:
+                held.rollback()
 
     # --- reading -----------------------------------------------------------
 
@@ -307,25 +330,25 @@ class Repository:
     ) -> str | None:
         """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
 
-        Must be called under :meth:`locked`. When ``ref`` is checked out, the
-        working tree and the index are updated for the same paths; a path with
-        uncommitted edits of its own is refused rather than overwritten,
-        unless it holds exactly the bytes ``owned`` gives for it (working
-        files the writer itself left uncommitted). ``landed`` is called with
-        the commit id once the branch points at it, while the working tree
-        may still be being written.
+        Must be called under :meth:`locked`. When ``ref`` is checked out, it
+        is done under git's ``index.lock`` and the working tree and the index
+        are updated for the same paths; a path with uncommitted edits of its
+        own is refused rather than overwritten, unless it holds exactly the
+        bytes ``owned`` gives for it (working files the writer itself left
+        uncommitted). ``landed`` is called with the commit id once the branch
+        points at it, while the working tree may still be being written.
 
         Returns:
             The new commit id, or None when the files already had that content.
 
         Raises:
-            RefMoved: ``ref`` no longer pointed at ``parent``; nothing changed.
+            RefMoved: ``ref`` no longer pointed at ``parent``, or HEAD moved to
+                another branch; nothing changed.
             InvalidInput: a path has uncommitted edits in the working tree.
+            RepositoryError: a git command held ``index.lock`` or the ref's
+                lock longer than ``lock_timeout``; nothing changed.
         """
         base = self.root_tree(parent)
-        checked_out = self.refs.head_target() == ref
-        if checked_out:
-            self._refuse_unsaved_edits(base, files, owned or {})
 
         def build() -> str | None:
             written = [path for path, data in files.items() if data is not None]
@@ -334,13 +357,37 @@ class Repository:
             entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
             return self._commit_object(base, entries, parent, message, author, when)
 
-        if not checked_out:
+        def move(sha: str) -> None:
+            self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
+            if landed is not None:
+                landed(sha)
+
+        if self.refs.head_target() != ref:  # not checked out: the ref's compare-and-swap is all it takes
             sha = build()
             if sha is not None:
-                self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
-                if landed is not None:
-                    landed(sha)
+                move(sha)
             return sha
+        # As 'git commit' does: HEAD, the branch and the index stay as they
+        # are read here until the new index is renamed into place, so a
+        # person's git command never sees the branch move under it.
+        lock = self.locks.acquire(self.git_dir / "index")
+        try:
+            if self.refs.head_target() != ref or self.refs.read(ref) != parent:
+                raise RefMoved(f"{ref} or HEAD moved while the write waited for {self.locks.show(lock.path)}")
+            self._refuse_unsaved_edits(base, files, owned or {})
+            return self._commit_checked_out(ref, files, base, build, move, lock)
+        finally:
+            lock.rollback()  # nothing once committed
+
+    def _commit_checked_out(
+        self,
+        ref: str,
+        files: Mapping[str, bytes | None],
+        base: bytes | None,
+        build: Callable[[], str | None],
+        move: Callable[[str], None],
+        lock: LockFile,
+    ) -> str | None:
         new_paths = [path for path, data in files.items()
                      if data is not None and self.objects.lookup(base, path) is None]
 
@@ -351,7 +398,7 @@ class Repository:
                 else:
                     atomic_write(self.root / path, data)
             new_files = {path: blob_id(files[path]) for path in new_paths}  # type: ignore[arg-type]
-            return IndexUpdate(self.root, self.git_dir, files, new_files)
+            return IndexUpdate(self.root, self.git_dir, lock, files, new_files)
 
         # The working tree and the index are updated while the objects are
         # built and the branch moves: creating files is kernel time and 'git
@@ -359,32 +406,32 @@ class Repository:
         # (on a second thread when there are many files). The journal covers
         # a crash at any point; the branch is the truth it repairs to.
         self.journal.begin(files)
-        moved = False
+        sha: str | None = None
         updating = Background(update_working_tree, run_here=len(files) < BACKGROUND_FILES)
         try:
             with updating:
                 sha = build()
                 if sha is not None:
-                    self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
-                    moved = True
-                    if landed is not None:
-                        landed(sha)
+                    move(sha)
             updating.result().wait()
         except BaseException as exc:
+            moved = sha is not None and self.refs.read(ref) == sha
             if updating.value is not None:  # let a 'git update-index' still running finish first
                 with contextlib.suppress(Exception):
                     updating.value.wait()
             if moved and not isinstance(exc, Exception):
                 raise  # committed, then interrupted: the journal repairs the tree at the next lock
             try:
-                self._match_head(list(files))
+                self._match_head(list(files), lock)
+                lock.commit(self.settings.flush("index"))
                 self.journal.end()
             except Exception:
                 log.warning("could not repair %s now; the next write will", ", ".join(files))
-            if not moved:
+            if not moved or sha is None:
                 raise
             log.warning("commit %s landed, then the work after it failed (%s); working tree repaired", sha[:12], exc)
             return sha
+        lock.commit(self.settings.flush("index"))
         self.journal.end()
         return sha
 

@@ -2,8 +2,11 @@
 
 After a write the file is on disk and ``git status`` shows nothing for it. The
 commit itself never reads the shared index (that lost writes under
-concurrency); the index is only told about the touched paths afterwards, by
-one ``git update-index`` that runs while the commit objects are being built.
+concurrency); the index is only told about the touched paths, while the
+commit objects are being built, and the new index is written into the
+``index.lock`` the writer holds, which is renamed into place once the branch
+has moved (as ``git commit`` does). ``git update-index``, when it is needed,
+runs on a private copy of the index (``GIT_INDEX_FILE``), never on the live one.
 
 A journal listing the touched paths is written first and removed last. If a
 writer is killed in between, the next writer puts those paths back to what
@@ -14,18 +17,20 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from ..errors import RepositoryError
 from . import index as gitindex
-from .refs import wait_until_unlocked
+from .locks import LockFile
 
 TMP_SUFFIX = ".memsite-tmp"
+INDEX_COPY_PREFIX = "memsite-index."  # in the git dir: private copies 'git update-index' works on
 T = TypeVar("T")
 
 
@@ -125,36 +130,48 @@ def sweep_temp_files(root: Path, paths: Iterable[str]) -> None:
 
 
 class IndexUpdate:
-    """Tell git's index about changed paths: started now, awaited with :meth:`wait`.
+    """Write into the held ``index.lock`` the index with ``paths`` updated: started now, finished by :meth:`wait`.
 
     New files usually go straight into the split index's delta (see
-    ``gitindex``); otherwise one ``git update-index`` runs in the background.
+    ``gitindex``); otherwise one ``git update-index`` runs in the background
+    on a copy of the index (in split mode the copy's ``link`` extension still
+    names the shared index in the git dir), whose bytes then go into the lock.
+    A writer killed meanwhile leaves that process changing only its copy.
     """
 
     def __init__(
-        self, root: Path, git_dir: Path, paths: Iterable[str], new_files: Mapping[str, bytes] | None = None
+        self, root: Path, git_dir: Path, lock: LockFile, paths: Iterable[str],
+        new_files: Mapping[str, bytes] | None = None,
     ) -> None:
         self.root = root
         self.git_dir = git_dir
+        self.lock = lock
         self.paths = sorted(set(paths))
         self._proc: subprocess.Popen[bytes] | None = None
-        self._resplit = len(self.paths) >= gitindex.MAX_DELTA_ENTRIES
+        self._copy: Path | None = None  # the private copy of the index git works on, if it has to run
+        resplit = len(self.paths) >= gitindex.MAX_DELTA_ENTRIES
         if new_files and len(new_files) == len(self.paths):
-            outcome = gitindex.add_new_files(root, git_dir, new_files)
+            outcome = gitindex.add_new_files(root, git_dir, new_files, lock)
             if outcome == gitindex.ADDED:
                 return
-            self._resplit = self._resplit or outcome == gitindex.RESPLIT
-        self._proc = self._start()
+            resplit = resplit or outcome == gitindex.RESPLIT
+        self._proc = self._start(resplit)
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def _start(self, resplit: bool) -> subprocess.Popen[bytes]:
+        self._copy = copy = self.git_dir / f"{INDEX_COPY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            shutil.copyfile(self.git_dir / "index", copy)
+        except FileNotFoundError:
+            pass  # no index yet: git creates one
         command = ["git", "update-index", "--add", "--remove"]
-        if self._resplit:
+        if resplit:
             # With split index on (as init sets), fold a large delta into a
             # new shared base so later updates stay small.
             command.append("--split-index")
         proc = subprocess.Popen(
             [*command, "-z", "--stdin"],
             cwd=self.root,
+            env={**os.environ, "GIT_INDEX_FILE": str(copy)},
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -165,21 +182,27 @@ class IndexUpdate:
         return proc
 
     def wait(self) -> None:
-        """Wait for git; retry once after clearing an index.lock a dead process left."""
+        """Wait for git, then put the index it wrote into the lock."""
         if self._proc is None:
             return
-        for attempt in range(2):
-            proc, self._proc = self._proc, None  # waited for once: waiting again returns at once
+        proc, self._proc = self._proc, None  # waited for once: waiting again returns at once
+        assert self._copy is not None
+        try:
             assert proc.stderr is not None
-            err = proc.stderr.read().decode("utf-8", "replace")
+            err = proc.stderr.read().decode("utf-8", "replace").strip()
             proc.stderr.close()
-            if proc.wait() == 0:
-                return
-            if attempt == 0 and "index.lock" in err:
-                wait_until_unlocked(self.git_dir / "index.lock")
-                self._proc = self._start()
-                continue
-            raise RepositoryError(f"git update-index failed: {err.strip().splitlines()[-1] if err.strip() else 'no message'}")
+            if proc.wait() != 0:
+                raise RepositoryError(f"git update-index failed: {err.splitlines()[-1] if err else 'no message'}")
+            self.lock.write(self._copy.read_bytes())
+        finally:
+            self._copy.unlink(missing_ok=True)
+
+
+def sweep_index_copies(git_dir: Path) -> None:
+    """Remove index copies a killed writer left (never a ``.lock`` its orphaned git may hold)."""
+    for name in os.listdir(git_dir):
+        if name.startswith(INDEX_COPY_PREFIX) and not name.endswith(".lock"):
+            (git_dir / name).unlink(missing_ok=True)
 
 
 class Journal:
@@ -223,42 +246,12 @@ class Journal:
             self._fd = -1
 
 
-def wait_for_orphaned_index_updates(root: Path, timeout: float = 30.0) -> None:
-    """Wait for any ``git update-index`` still running in this working tree.
-
-    A writer killed while its ``git update-index`` ran leaves that process
-    running; if it finished after recovery it would put back index entries
-    recovery had just removed. Callers hold the repository lock, so no live
-    memsite writer has one running. Needs /proc (Linux); elsewhere it
-    returns at once.
-    """
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return
-    target = str(root.resolve())
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        running = False
-        for pid in os.listdir(proc):
-            if not pid.isdigit() or int(pid) == os.getpid():
-                continue
-            try:
-                if b"update-index" in (proc / pid / "cmdline").read_bytes() and os.readlink(proc / pid / "cwd") == target:
-                    running = True
-                    break
-            except OSError:
-                continue
-        if not running:
-            return
-        time.sleep(0.01)
-
-
-def restore(root: Path, git_dir: Path, files: Mapping[str, bytes | None]) -> None:
-    """Make the working tree and index hold exactly ``files`` (None: absent)."""
+def restore(root: Path, git_dir: Path, lock: LockFile, files: Mapping[str, bytes | None]) -> None:
+    """Make the working tree hold exactly ``files`` (None: absent), and the held index lock the index for them."""
     for rel, data in files.items():
         if data is None:
             remove_file(root, rel)
         else:
             atomic_write(root / rel, data)
     sweep_temp_files(root, files)
-    IndexUpdate(root, git_dir, files).wait()
+    IndexUpdate(root, git_dir, lock, files).wait()

@@ -68,6 +68,7 @@ class Store:
         try:
             self.root: Path = self.repo.root
             self.config: Config = load_config(self.root)
+            self.repo.lock_timeout = self.config.lock_timeout
             self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
             self.activity = ActivityJournal(self.repo.state_dir / "activity.sqlite3")
             self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root, self.activity.path)

@@ -1,0 +1,359 @@
+"""git's lock files (``index.lock``, ``<ref>.lock``), taken by memsite beside people using plain git.
+
+A git lock file carries no owner: it may belong to a ``git commit`` running a
+slow hook or waiting in its editor, and deleting it breaks that commit. So
+memsite never deletes a lock it did not create, and recognises its own by an
+owner record:
+
+- to take ``X.lock`` memsite first creates a record in ``.git/memsite-locks/``
+  whose name says which lock and which process (pid, process start time,
+  host), then makes ``X.lock`` a hard link to it (``link`` fails if the lock
+  exists, as ``O_EXCL`` does). Lock and record are one file, so there is no
+  moment in which memsite's lock exists without its record, and a record can
+  never vouch for somebody else's lock: "this lock is memsite's" is checked
+  by comparing inodes.
+- a lock whose record names a memsite process that has died (or whose pid now
+  belongs to another process: the start time differs) is that writer's stale
+  lock. It is taken back: moved aside, checked to still be the record's file,
+  removed.
+- any other lock (no record: git's own; or a live owner) is waited for, up to
+  a timeout, and then reported with what to do. It is never removed.
+
+Liveness uses ``/proc/<pid>/stat`` on Linux (a zombie counts as dead), else
+``os.kill(pid, 0)`` on other POSIX systems; where neither exists, or the
+owner ran on another host, memsite cannot tell and treats the lock as live.
+On a file system without hard links the lock is created directly with
+``O_EXCL`` and no record: safe, but a killed writer's lock is then reported
+rather than taken back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from ..errors import RepositoryError
+
+log = logging.getLogger("memsite")
+
+RECORDS_DIR = "memsite-locks"
+DEFAULT_TIMEOUT = 10.0
+_TAKEN = ".taken"  # a stale lock moved aside while it is checked and removed
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process that created a lock: pid, its start time ("-" if unknown) and host."""
+
+    pid: int
+    started: str
+    host: str
+
+    def tag(self) -> str:
+        return f"{self.pid}+{self.started}+{quote(self.host, safe='')}"
+
+
+def _proc_start(pid: int) -> str | None:
+    """The start time of a running process from /proc (clock ticks after boot); None if none runs."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = data[data.rindex(b")") + 2 :].split()  # the command name, in parentheses, may hold spaces
+    if fields[0] in (b"Z", b"X"):  # a zombie has exited; only its exit status is left
+        return None
+    return fields[19].decode()
+
+
+_HAS_PROC = os.path.exists("/proc/self/stat")
+_me: Owner | None = None
+
+
+def current_owner() -> Owner:
+    """This process (computed again after a fork)."""
+    global _me
+    if _me is None or _me.pid != os.getpid():
+        pid = os.getpid()
+        _me = Owner(pid, (_proc_start(pid) if _HAS_PROC else None) or "-", socket.gethostname())
+    return _me
+
+
+def is_dead(owner: Owner) -> bool:
+    """Whether the process ``owner`` names has certainly ended (a reused pid counts as ended)."""
+    if owner.host != socket.gethostname():
+        return False  # another machine sharing the repository: no way to tell
+    if _HAS_PROC:
+        started = _proc_start(owner.pid)
+        return started is None or (owner.started != "-" and started != owner.started)
+    if os.name == "posix":
+        try:
+            os.kill(owner.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False  # it exists, run by another user
+        return False
+    return False  # (Windows: os.kill would terminate it) never take a lock back without knowing
+
+
+def _parse(name: str) -> tuple[str, Owner] | None:
+    """(lock key, owner) from a record's file name, or None for a name memsite did not write."""
+    parts = name.split("+")
+    if len(parts) != 5 or not parts[1].isdigit() or not parts[4].isdigit():
+        return None
+    return parts[0], Owner(int(parts[1]), parts[2], unquote(parts[3]))
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_ino, a.st_dev) == (b.st_ino, b.st_dev)
+
+
+class LockFile:
+    """A git lock memsite holds: write the new content into it, then :meth:`commit` or :meth:`rollback`."""
+
+    def __init__(self, path: Path, target: Path, record: Path | None, fd: int) -> None:
+        self.path = path
+        self.target = target
+        self._record = record
+        self.fd = fd
+        self._file = os.fstat(fd)
+        self.done = False
+
+    def write(self, data: bytes) -> None:
+        """Make ``data`` the whole content of the lock (replacing what was written before)."""
+        os.ftruncate(self.fd, 0)
+        view, offset = memoryview(data), 0
+        while offset < len(data):
+            offset += os.pwrite(self.fd, view[offset:], offset)
+
+    def commit(self, flush: Callable[[int], None] | None = None) -> None:
+        """Put the content in place: rename the lock over its target, as git does.
+
+        ``flush`` (a function of the descriptor) makes it durable first.
+        """
+        if flush is not None:
+            flush(self.fd)
+        fd, self.fd = self.fd, -1
+        os.close(fd)
+        os.replace(self.path, self.target)
+        self.done = True
+        self._drop_record()
+
+    def rollback(self) -> None:
+        """Remove the lock, leaving the target as it was (nothing once committed)."""
+        if self.done:
+            return
+        self.done = True
+        if self.fd != -1:
+            os.close(self.fd)
+            self.fd = -1
+        try:
+            if _same_file(os.stat(self.path), self._file):  # still ours: never remove one someone put there
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        finally:
+            self._drop_record()
+
+    def _drop_record(self) -> None:
+        if self._record is not None:
+            try:
+                os.unlink(self._record)
+            except FileNotFoundError:
+                pass
+
+
+class Locks:
+    """Takes git lock files for one repository, with owner records in ``<common dir>/memsite-locks``."""
+
+    def __init__(self, common_dir: Path, root: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.common_dir = common_dir
+        self.root = root
+        self.records = common_dir / RECORDS_DIR
+        self.timeout = timeout
+        self._keys: dict[Path, str] = {}
+
+    def _key(self, lock: Path) -> str:
+        key = self._keys.get(lock)
+        if key is None:
+            key = self._keys[lock] = quote(os.path.relpath(lock, self.common_dir).replace(os.sep, "/"), safe="")
+        return key
+
+    def show(self, lock: Path) -> str:
+        """The lock as a person would name it (``.git/index.lock``)."""
+        try:
+            return os.path.relpath(lock, self.root) if lock.is_relative_to(self.root) else str(lock)
+        except ValueError:
+            return str(lock)
+
+    def acquire(self, target: Path) -> LockFile:
+        """Take ``<target>.lock``: at once, after a dead memsite writer's lock is taken back, or after waiting.
+
+        Raises:
+            RepositoryError: someone else still held it after ``timeout`` seconds.
+        """
+        lock = target.with_name(target.name + ".lock")
+        record = self.records / f"{self._key(lock)}+{current_owner().tag()}+{next(_counter)}"
+        fd = self._create(record)
+        deadline, pause = 0.0, 0.001
+        try:
+            while True:
+                try:
+                    os.link(record, lock)
+                    return LockFile(lock, target, record, fd)
+                except FileExistsError:
+                    pass
+                except FileNotFoundError:
+                    lock.parent.mkdir(parents=True, exist_ok=True)  # a new ref folder (refs/heads/agent/)
+                    continue
+                except OSError:  # no hard links on this file system: a plain lock, without a record
+                    break
+                if self.take_back(lock):
+                    continue
+                now = time.monotonic()
+                deadline = deadline or now + self.timeout
+                if now >= deadline:
+                    raise RepositoryError(self.held_message(lock))
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+        except BaseException:
+            os.close(fd)
+            record.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        record.unlink(missing_ok=True)
+        return self._acquire_plain(lock, target)
+
+    def _create(self, record: Path) -> int:
+        try:
+            return os.open(record, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileNotFoundError:
+            self.records.mkdir(exist_ok=True)
+            return os.open(record, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+
+    def _acquire_plain(self, lock: Path, target: Path) -> LockFile:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return LockFile(lock, target, None, os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise RepositoryError(self.held_message(lock)) from None
+                time.sleep(0.01)
+
+    def wait_for(self, lock: Path) -> None:
+        """Wait until a lock memsite does not take itself (``config.lock``) is gone.
+
+        Raises:
+            RepositoryError: it was still there after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + self.timeout
+        while os.path.lexists(lock):
+            if time.monotonic() >= deadline:
+                raise RepositoryError(self.held_message(lock))
+            time.sleep(0.005)
+
+    def held_message(self, lock: Path) -> str:
+        shown = self.show(lock)
+        owner = self._owner_of(lock)
+        holder = (f"memsite process {owner.pid} on {owner.host}" if owner is not None
+                  else "another git process (a commit waiting for its editor?)" if lock.name == "index.lock"
+                  else "another git process")
+        return (f"{shown} is held by {holder}; memsite waited {self.timeout:g} s. Finish or stop that command "
+                "and retry; remove the file only if no git command is running")
+
+    def _owner_of(self, lock: Path) -> Owner | None:
+        """The memsite process whose record is ``lock`` itself, if any."""
+        try:
+            held = os.stat(lock)
+        except FileNotFoundError:
+            return None
+        for record, owner in self._records(self._key(lock)):
+            try:
+                if _same_file(os.stat(record), held):
+                    return owner
+            except FileNotFoundError:
+                continue
+        return None
+
+    def _records(self, key: str | None = None) -> list[tuple[Path, Owner]]:
+        try:
+            names = os.listdir(self.records)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            parsed = _parse(name)
+            if parsed is not None and (key is None or parsed[0] == key):
+                found.append((self.records / name, parsed[1]))
+        return found
+
+    def take_back(self, lock: Path) -> bool:
+        """Remove ``lock`` if a memsite writer that has died left it. True if the lock is gone."""
+        try:
+            held = os.stat(lock)
+        except FileNotFoundError:
+            return True
+        for record, owner in self._records(self._key(lock)):
+            try:
+                if not _same_file(os.stat(record), held) or not is_dead(owner):
+                    continue
+            except FileNotFoundError:
+                continue
+            if self._remove_if_same(lock, record):
+                log.warning("%s was left by memsite process %d, which has ended; removed it", self.show(lock), owner.pid)
+                record.unlink(missing_ok=True)
+                return True
+        return False
+
+    def _remove_if_same(self, lock: Path, record: Path) -> bool:
+        """Move ``lock`` aside, and remove it only if it is still ``record``'s file (else put it back)."""
+        aside = record.with_name(record.name + _TAKEN)
+        try:
+            os.rename(lock, aside)
+        except FileNotFoundError:
+            return True
+        except OSError:  # another file system (a linked worktree elsewhere): remove it where it is
+            os.unlink(lock)
+            return True
+        if _same_file(os.stat(aside), os.stat(record)):
+            aside.unlink(missing_ok=True)
+            return True
+        try:  # replaced between the check and the move: it is someone else's
+            os.link(aside, lock)
+        finally:
+            aside.unlink(missing_ok=True)
+        return False
+
+    def sweep(self) -> None:
+        """Take back the locks of memsite writers that died, and drop their leftover records."""
+        try:
+            names = os.listdir(self.records)
+        except FileNotFoundError:
+            return
+        for name in names:
+            path = self.records / name
+            parsed = _parse(name)
+            if parsed is None:
+                if name.endswith(_TAKEN):
+                    path.unlink(missing_ok=True)  # a stale lock already moved out of git's way
+                continue
+            key, owner = parsed
+            if not is_dead(owner):
+                continue
+            lock = self.common_dir / unquote(key)
+            try:
+                if _same_file(os.stat(lock), os.stat(path)):
+                    self.take_back(lock)
+                    continue
+            except FileNotFoundError:
+                pass
+            path.unlink(missing_ok=True)  # its lock was committed or removed: nothing left to guard

@@ -1,0 +1,162 @@
+"""The git settings memsite's own writes must honour, read once when a repository is opened.
+
+memsite writes objects, refs, reflogs and the index itself instead of running
+git, so it does what git would do with the same configuration:
+
+- ``extensions.objectFormat`` / ``extensions.refStorage``: memsite writes
+  SHA-1 objects and loose ref files; a repository using anything else is
+  refused at open rather than silently corrupted;
+- ``core.logAllRefUpdates``: whether a missing reflog is created;
+- ``core.fsync``, ``core.fsyncObjectFiles`` and ``core.fsyncMethod``: which
+  files are flushed to disk, and how.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RepositoryError
+
+# core.fsync words and the components each names (git 2.39, environment.c).
+_COMPONENTS = {
+    "loose-object": {"loose-object"},
+    "pack": {"pack"},
+    "pack-metadata": {"pack-metadata"},
+    "commit-graph": {"commit-graph"},
+    "index": {"index"},
+    "reference": {"reference"},
+    "objects": {"loose-object", "pack"},
+    "derived-metadata": {"pack-metadata", "commit-graph"},
+    "committed": {"loose-object", "pack", "reference"},
+    "added": {"loose-object", "pack", "reference", "index"},
+    "all": {"loose-object", "pack", "pack-metadata", "commit-graph", "index", "reference"},
+}
+# What git flushes when core.fsync is not set: packs and their metadata, not loose objects, refs or the index.
+DEFAULT_FSYNC = frozenset({"pack", "pack-metadata", "commit-graph"})
+FSYNC_METHODS = ("fsync", "writeout-only", "batch")
+
+Flush = Callable[[int], None]
+
+
+def parse_fsync(value: str) -> frozenset[str]:
+    """The components a ``core.fsync`` value names, read as git 2.39 reads it.
+
+    Words are separated by commas; ``-word`` removes; a word may be a prefix
+    (git matches ``strncmp``); ``none`` as the last word drops the default.
+    """
+    current = set(DEFAULT_FSYNC)
+    positive: set[str] = set()
+    negative: set[str] = set()
+    words = value.split(",")
+    for i, raw in enumerate(words):
+        word = raw.lstrip(" \t\n\r")
+        if word == "none" and i == len(words) - 1:  # git compares the whole remainder with 'none'
+            current = set()
+            continue
+        negated = word.startswith("-")
+        word = word[1:] if negated else word
+        if not word:
+            if negated:
+                break  # git stops reading at a lone '-'
+            continue
+        for name, components in _COMPONENTS.items():
+            if name.startswith(word):
+                (negative if negated else positive).update(components)
+    return frozenset((current - negative) | positive)
+
+
+def _bool(value: Any, key: str) -> bool:
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on"):
+        return True
+    if text in ("false", "no", "off", ""):
+        return False
+    try:
+        return int(text) != 0
+    except ValueError:
+        raise RepositoryError(f"git config {key} = {value!r} is not a boolean; fix it with 'git config {key} true'") from None
+
+
+def _full_flush(fd: int) -> None:
+    if sys.platform == "darwin":  # fsync alone leaves the data in the drive's cache there; git asks for more
+        import fcntl
+
+        try:
+            fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+            return
+        except OSError:
+            pass
+    os.fsync(fd)
+
+
+def _writeout_flush(fd: int) -> None:
+    # git hands the data to the disk without waiting for a cache flush
+    # (sync_file_range); Python has no such call, and fsync is the safe side.
+    os.fsync(fd)
+
+
+@dataclass(frozen=True)
+class GitSettings:
+    """What memsite reads from git's configuration (every level: system, global, repository)."""
+
+    object_format: str = "sha1"
+    ref_storage: str = "files"
+    log_refs: str = "normal"  # core.logAllRefUpdates: "none", "normal" (true) or "always"
+    fsync: frozenset[str] = DEFAULT_FSYNC
+    fsync_method: str = "fsync"
+    fsync_object_files: bool = False
+
+    @classmethod
+    def read(cls, reader: Any) -> GitSettings:
+        """Read from a GitPython config reader (``repo.config_reader()``)."""
+        def get(section: str, option: str, default: Any) -> Any:
+            return reader.get_value(section, option, default)
+
+        log = get("core", "logallrefupdates", None)
+        if log is None:
+            log_refs = "normal"  # git's default in a repository with a working tree
+        elif str(log).strip().lower() == "always":
+            log_refs = "always"
+        else:
+            log_refs = "normal" if _bool(log, "core.logAllRefUpdates") else "none"
+        method = str(get("core", "fsyncmethod", "fsync")).strip().lower()
+        if method not in FSYNC_METHODS:
+            method = "fsync"  # git warns about an unknown method and keeps its default
+        return cls(
+            object_format=str(get("extensions", "objectformat", "sha1")).strip().lower(),
+            ref_storage=str(get("extensions", "refstorage", "files")).strip().lower(),
+            log_refs=log_refs,
+            fsync=parse_fsync(str(get("core", "fsync", ""))) if reader.has_option("core", "fsync") else DEFAULT_FSYNC,
+            fsync_method=method,
+            fsync_object_files=_bool(get("core", "fsyncobjectfiles", "false"), "core.fsyncObjectFiles"),
+        )
+
+    def check_supported(self, where: object) -> None:
+        """Refuse a repository memsite would write wrongly.
+
+        Raises:
+            RepositoryError: it uses another object format or ref storage.
+        """
+        if self.object_format != "sha1":
+            raise RepositoryError(f"memsite supports SHA-1 repositories; this one uses {self.object_format}")
+        if self.ref_storage != "files":
+            raise RepositoryError(f"memsite supports repositories with loose ref files; this one uses {self.ref_storage}")
+
+    def autocreate_reflog(self, ref: str) -> bool:
+        """Whether a ref update creates a missing reflog (as git's ``should_autocreate_reflog``)."""
+        if self.log_refs == "always":
+            return True
+        if self.log_refs == "normal":
+            return ref == "HEAD" or ref.startswith(("refs/heads/", "refs/remotes/", "refs/notes/"))
+        return False
+
+    def flush(self, component: str) -> Flush | None:
+        """How to flush a file of ``component`` (``loose-object``, ``pack``, ``index``, ...); None: not at all."""
+        wanted = component in self.fsync or (component == "loose-object" and self.fsync_object_files)
+        if not wanted or os.environ.get("GIT_TEST_FSYNC", "1").strip().lower() in ("0", "false", "no", "off"):
+            return None
+        return _writeout_flush if self.fsync_method == "writeout-only" else _full_flush

@@ -1,0 +1,220 @@
+"""memsite beside people who use plain git: it waits for their lock files and never deletes them.
+
+Every test runs real git commands in a real repository: a commit whose
+pre-commit hook is slow, a ``git commit -a`` waiting in its editor, lock files
+left by a memsite writer killed with SIGKILL, and lock files memsite knows
+nothing about.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memsite import MemoryStore
+from memsite.errors import RepositoryError
+
+from .conftest import Clock, assert_clean, git
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def set_lock_timeout(root: Path, seconds: float) -> None:
+    """Set extra.memsite.lock_timeout in mkdocs.yml and commit it."""
+    settings = root / "mkdocs.yml"
+    text = settings.read_text()
+    assert "  memsite:\n" in text
+    settings.write_text(text.replace("  memsite:\n", f"  memsite:\n    lock_timeout: {seconds}\n", 1))
+    git(root, "commit", "-q", "-am", "Shorter lock timeout")
+
+
+@pytest.fixture
+def quick_store(tmp_path: Path, clock: Clock) -> Iterator[MemoryStore]:
+    """A memory repository whose writes give up on someone else's git lock after one second."""
+    MemoryStore.init(tmp_path / "memory", agent="planner", clock=clock).close()
+    set_lock_timeout(tmp_path / "memory", 1)
+    with MemoryStore(tmp_path / "memory", agent="planner", clock=clock) as opened:
+        git(opened.root, "config", "gc.autoDetach", "false")
+        assert opened.repo.lock_timeout == 1
+        yield opened
+
+
+def wait_for(path: Path, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+def committed_paths(root: Path) -> set[str]:
+    return set(git(root, "ls-tree", "-r", "--name-only", "HEAD").splitlines())
+
+
+def test_a_commit_with_a_slow_pre_commit_hook_and_memsite_writes_both_land(store: MemoryStore) -> None:
+    """Regression: memsite moved the branch under the person's commit, which then failed
+    with "cannot lock ref 'HEAD': is at <memsite's commit> but expected <old>".
+
+    ``git commit -a`` (and ``git commit <paths>``) hold index.lock while the
+    hook runs. (A plain ``git commit`` of staged changes releases it before
+    its hooks, so nothing tells another writer that it is under way.)
+    """
+    root = store.root
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch .git/hook-running\nsleep 2\n")
+    hook.chmod(0o755)
+    (root / "by-hand.txt").write_text("written by a person\n")
+    git(root, "add", "by-hand.txt")
+    (root / "content" / "index.md").write_text("# Changed by a person\n")
+    person = subprocess.Popen(["git", "commit", "-a", "-q", "-m", "A file by hand"], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(root / ".git" / "hook-running")  # git holds index.lock while its hook runs
+    started = time.monotonic()
+    memories = [store.remember(f"observed while a person commits, number {i}", category="events", dedupe=False)
+                for i in range(3)]
+    waited = time.monotonic() - started
+    _, err = person.communicate(timeout=30)
+    assert person.returncode == 0, err
+    assert waited > 1.0  # the first write waited for the person's commit instead of moving the branch
+    paths = committed_paths(root)
+    assert "by-hand.txt" in paths
+    for memory in memories:
+        assert memory.path is not None and memory.path.relative_to(root).as_posix() in paths
+    log = git(root, "log", "--format=%an: %s").splitlines()
+    assert len(log) == 5 and log[3] == "Test Person: A file by hand", log  # before memsite's three writes
+    assert_clean(root)
+
+
+def test_a_commit_waiting_in_its_editor_makes_memsite_fail_clearly_and_is_left_alone(
+    quick_store: MemoryStore, tmp_path: Path
+) -> None:
+    root = quick_store.root
+    editor = tmp_path / "slow-editor"
+    editor.write_text(f"#!/bin/sh\ntouch {tmp_path}/editing\nsleep 3\necho 'Edited by hand' > \"$1\"\n")
+    editor.chmod(0o755)
+    (root / "content" / "index.md").write_text("# Changed by a person\n")
+    person = subprocess.Popen(["git", "commit", "-a"], cwd=root, env={**os.environ, "GIT_EDITOR": str(editor)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(tmp_path / "editing")
+    before = git(root, "rev-parse", "HEAD")
+    with pytest.raises(RepositoryError) as failure:
+        quick_store.remember("written while a person is in the editor", category="events")
+    message = str(failure.value)
+    assert message.startswith(".git/index.lock is held by another git process (a commit waiting for its editor?); "
+                              "memsite waited 1 s.")
+    assert "remove the file only if no git command is running" in message
+    assert (root / ".git" / "index.lock").exists()  # never deleted
+    assert git(root, "rev-parse", "HEAD") == before  # nothing committed
+    _, err = person.communicate(timeout=30)
+    assert person.returncode == 0, err
+    assert git(root, "log", "-1", "--format=%s").strip() == "Edited by hand"
+    assert not list((root / "content" / "memories").rglob("*.md"))  # the refused write left no file
+    later = quick_store.remember("written once the person is done", category="events")
+    assert later.commit is not None
+    assert_clean(root)
+
+
+LOCK_AND_DIE = """
+import os, signal, sys
+from pathlib import Path
+from memsite.git.locks import Locks
+git_dir = Path(sys.argv[1])
+lock = Locks(git_dir, git_dir.parent).acquire(git_dir / sys.argv[2])
+if sys.argv[3] == "renamed":  # killed after the rename, before its record was removed
+    target = git_dir / sys.argv[2]
+    lock.write(target.read_bytes())
+    os.replace(lock.path, target)
+else:
+    lock.write(b"half written")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def kill_while_holding(root: Path, target: str, when: str = "holding") -> Path:
+    """Run a memsite process that takes ``.git/<target>.lock`` and is killed holding it (or just after)."""
+    proc = subprocess.run([sys.executable, "-c", LOCK_AND_DIE, str(root / ".git"), target, when],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    lock = root / ".git" / f"{target}.lock"
+    assert lock.exists() == (when == "holding")
+    return lock
+
+
+@pytest.mark.parametrize("target", ["index", "refs/heads/main"])
+def test_a_lock_left_by_a_killed_memsite_writer_is_taken_back_by_the_next_write(
+    store: MemoryStore, target: str
+) -> None:
+    lock = kill_while_holding(store.root, target)
+    memory = store.remember("written after a writer was killed holding a lock", category="events")
+    assert not lock.exists()
+    assert memory.path is not None and memory.path.relative_to(store.root).as_posix() in committed_paths(store.root)
+    assert_clean(store.root)  # the index is sound and no owner record is left
+
+
+def test_the_record_of_a_writer_killed_just_after_renaming_its_lock_is_dropped(store: MemoryStore) -> None:
+    kill_while_holding(store.root, "refs/heads/main", "renamed")
+    records = store.root / ".git" / "memsite-locks"
+    assert len(list(records.iterdir())) == 1
+    store.remember("written after the writer died", category="events")
+    assert not list(records.iterdir())
+    assert_clean(store.root)
+
+
+def test_a_reused_pid_does_not_make_a_dead_writers_lock_look_alive(store: MemoryStore) -> None:
+    lock = kill_while_holding(store.root, "refs/heads/main")
+    records = store.root / ".git" / "memsite-locks"
+    [record] = list(records.iterdir())
+    key, _, started, host, n = record.name.split("+")
+    # The dead writer's pid now belongs to a live process (this one), started at another time.
+    record.rename(records / f"{key}+{os.getpid()}+{int(started) - 1 if started != '-' else 1}+{host}+{n}")
+    store.remember("written after the pid was reused", category="events")
+    assert not lock.exists()
+    assert_clean(store.root)
+
+
+@pytest.mark.parametrize("name", ["index.lock", "refs/heads/main.lock"])
+def test_a_lock_memsite_did_not_create_is_never_removed(quick_store: MemoryStore, name: str) -> None:
+    lock = quick_store.root / ".git" / name
+    lock.touch()  # a git command's lock: no owner record
+    before = git(quick_store.root, "rev-parse", "HEAD")
+    with pytest.raises(RepositoryError, match=rf"^\.git/{name} is held by another git process.*waited 1 s"):
+        quick_store.remember("written beside a foreign lock", category="events")
+    assert lock.exists()
+    assert git(quick_store.root, "rev-parse", "HEAD") == before
+    assert git(quick_store.root, "status", "--porcelain") == ""  # nothing of the refused write is left
+    lock.unlink()  # the person finds no git running and removes it
+    quick_store.remember("written once it is gone", category="events")
+    assert_clean(quick_store.root)
+
+
+def test_a_lock_held_by_a_live_memsite_process_is_waited_for_not_taken(quick_store: MemoryStore) -> None:
+    from memsite.git.locks import Locks
+
+    git_dir = quick_store.root / ".git"
+    held = Locks(git_dir, quick_store.root).acquire(git_dir / "index")  # this process: alive
+    try:
+        with pytest.raises(RepositoryError, match=rf"^\.git/index\.lock is held by memsite process {os.getpid()} "):
+            quick_store.remember("written while another memsite writer holds the index", category="events")
+        assert held.path.exists()
+    finally:
+        held.rollback()
+    quick_store.remember("written once it is released", category="events")
+    assert_clean(quick_store.root)
+
+
+def test_on_a_file_system_without_hard_links_writes_still_take_git_locks(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(*args: object, **kwargs: object) -> None:
+        raise PermissionError("hard links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    memory = store.remember("written where hard links are refused", category="events")
+    assert memory.path is not None and memory.path.relative_to(store.root).as_posix() in committed_paths(store.root)
+    assert_clean(store.root)
