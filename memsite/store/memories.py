@@ -37,7 +37,7 @@ from ..model import (
 )
 from .activity import ActivityJournal
 from .catalog import Catalog
-from .transaction import Transaction
+from .transaction import Transaction, refuse_unreadable
 from .vectors import Embedder, Vectors
 
 T = TypeVar("T")
@@ -126,6 +126,8 @@ class Store:
         with self.repo._thread_lock:
             self._fresh()
             memory = self.catalog.get(id)
+            if memory is None and isinstance(id, str):
+                refuse_unreadable(self.catalog, id, None)
         if memory is None:
             raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
         return memory
