@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import checks
 from ..config import Category
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .catalog import Catalog
 
 log = logging.getLogger("memsite")
+T = TypeVar("T")
 
 AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
 
@@ -58,6 +59,7 @@ class Owner(Protocol):
                     pinned: Any) -> Memory: ...
     def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]: ...
     def _reason(self, reason: Any) -> str: ...
+    def _healing(self, work: Callable[[], T]) -> T: ...
 
 
 class Transaction:
@@ -94,7 +96,7 @@ class Transaction:
             self.ref = store.repo.branch()
             self.parent = store.repo.refs.read(self.ref)
             self._base_tree = store.repo.root_tree(self.parent)
-            store.catalog.sync(store.repo, store.config, self.parent)
+            store._healing(lambda: store.catalog.sync(store.repo, store.config, self.parent))
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
