@@ -133,19 +133,31 @@ class Store:
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
-            with self.repo._thread_lock, self.repo.locked():  # another process may be healing it too
-                self._close_state()
-                state = self.repo.state_dir
-                found = False
+            if not self.heal(exc) and not isinstance(exc, sqlite3.OperationalError):
+                with self.repo._thread_lock, self.repo.locked():  # damaged only where it was read
+                    self._close_state()
+                    self._set_aside(self.repo.state_dir / "catalog.sqlite3", exc, REBUILT)
+                    self._open_state()
+            return work()
+
+    def heal(self, cause: object = "PRAGMA quick_check failed") -> list[str]:
+        """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names.
+
+        Runs under the repository lock and checks each file there, so a file
+        another process has already rebuilt is left alone.
+        """
+        healed = []
+        with self.repo._thread_lock, self.repo.locked():
+            self._close_state()
+            try:
                 for name, cost in (("activity.sqlite3", ACTIVITY_LOST), ("catalog.sqlite3", REBUILT),
                                    ("vectors.sqlite3", REBUILT)):
-                    if not intact(state / name):
-                        self._set_aside(state / name, exc, cost)
-                        found = True
-                if not found and not isinstance(exc, sqlite3.OperationalError):
-                    self._set_aside(state / "catalog.sqlite3", exc, REBUILT)  # damaged only where it was read
+                    if not intact(self.repo.state_dir / name):
+                        self._set_aside(self.repo.state_dir / name, cause, cost)
+                        healed.append(name)
+            finally:
                 self._open_state()
-            return work()
+        return healed
 
     def __enter__(self) -> Store:
         return self
