@@ -154,7 +154,7 @@ class MemoryStore(Store):
                             meaning=None if self._vectors is None else query)
         if hits:
             now = format_time(self.now())
-            waiting = self.activity.record([h.memory.id for h in hits], now)
+            waiting = self._healing(lambda: self.activity.record([h.memory.id for h in hits], now))
             hits = [h.recalled(self.now()) for h in hits]
             if waiting >= self.config.flush_every:
                 self.flush_activity()
@@ -286,6 +286,10 @@ class MemoryStore(Store):
             raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
         name = self.config.route(category).name if category is not None else None
         tag_list = checks.tags(tags)
+        return self._healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning))
+
+    def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
+                     agent: str | None, min_score: float, meaning: str | None) -> list[Hit]:
         with self.repo._thread_lock:
             self._fresh()
             relevance = None

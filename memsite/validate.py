@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks, notes, sessions, world
-from .config import Category, Config, load_config, place_of
+from .config import Config, load_config, place_of
 from .errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
-from .fileformat import decode, parse_memory
 from .model import Memory
+from .store.problems import duplicate_message, read_memory
 
 
 WARNINGS_SHOWN = 10  # misplaced files named one by one; the rest are counted
@@ -60,26 +60,18 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
             problems.append(f"{rel}: not in a category and month folder; "
                             f"move it to {config.memories_dir}/<category>/<YYYY-MM>/")
             continue
-        category = config.by_folder(place.folder)
-        if category is None:
-            problems.append(
-                f"{rel}: folder '{place.folder}' is not a configured category; "
-                "add it under extra.memsite.categories in mkdocs.yml or move the file"
-            )
-            continue
-        text = None
         try:
-            text = decode(path.read_bytes(), rel)
-            memory = parse_memory(text, rel, category=category.name)
+            memory = read_memory(config, rel, path.relative_to(folder).as_posix(), path.read_bytes())
+            assert memory is not None  # it is in a category folder
             memories.append((rel, memory))
             checks.no_secrets({"content": memory.content, "abstract": memory.abstract, "overview": memory.overview})
         except SecretFound as exc:
             problems.append(f"{rel}: {str(exc).replace('; nothing was written', '')}")
             continue
         except FormatError as exc:
-            moved = text is not None and "field 'category'" in str(exc)
-            problems.append((_other_category(config, rel, text, category) if moved else None) or str(exc))
+            problems.append(str(exc))
             continue
+        category = config.category(memory.category)
         home = config.memory_folder(category, memory.created)
         if place.month is None:
             misplaced.append(f"{rel}: in the flat layout; 'memsite migrate' moves it to {home}/")
@@ -89,25 +81,6 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
     problems += _duplicate_ids(memories)
     problems += _capacities(config, [m for _, m in memories])
     return problems, misplaced, len(memories)
-
-
-def _other_category(config: Config, rel: str, text: str | None, folder: Category) -> str | None:
-    """For a memory in another category's folder: the error, naming both ways to fix it.
-
-    Which one is right, the folder or the field, only the person who moved or
-    edited the file knows, so this is a problem rather than something
-    'memsite migrate' decides; every read refuses the file until it is fixed.
-    """
-    try:
-        memory = parse_memory(text, rel)
-    except FormatError:
-        return None  # broken in some other way: its own message says how
-    try:
-        home = config.memory_folder(config.category(memory.category), memory.created)
-    except KeyError:
-        home = f"{config.memories_dir}/<category>/{memory.created:%Y-%m}"
-    return (f"{rel}: field 'category': '{memory.category}', but the file is in the folder of '{folder.name}'; "
-            f"move it to {home}/ (git mv) or set 'category: {folder.name}'")
 
 
 def _flat_archive(root: Path, config: Config) -> list[str]:
@@ -210,8 +183,7 @@ def _duplicate_ids(memories: list[tuple[str, Memory]]) -> list[str]:
     problems = []
     for rel, memory in memories:
         if memory.id in first:
-            problems.append(f"{rel}: field 'id': {memory.id} is also the id of {first[memory.id]}; "
-                            "give one of them a new id")
+            problems.append(duplicate_message(rel, memory.id, first[memory.id]))
         else:
             first[memory.id] = rel
     return problems

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memsite import CacheError, DiskFull, InvalidInput, MemoryStore, MemsiteError, ProtocolError
+from memsite import DiskFull, InvalidInput, MemoryStore, MemsiteError, ProtocolError
 from memsite.cli import main
 
 from .conftest import assert_clean, git, head
@@ -162,21 +162,6 @@ def test_an_unexpected_error_is_one_line_unless_debug(tmp_path: Path, monkeypatc
     assert result.output == ("Error: unexpected KeyError: 'catalog row'; rerun with --debug for the traceback\n")
     debug = CliRunner().invoke(main, ["-C", str(repo), "--debug", "list"])
     assert isinstance(debug.exception, KeyError)  # the traceback is shown
-
-
-def test_a_damaged_sqlite_file_is_a_cache_error_naming_it(store: MemoryStore) -> None:
-    store.remember("The staging cluster is vega")
-    root = store.root
-    store.close()
-    for name in ("catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"):
-        (root / ".memsite" / name).unlink(missing_ok=True)
-    (root / ".memsite" / "catalog.sqlite3").write_bytes(b"not a database" * 400)
-    with pytest.raises(CacheError, match=r"catalog.sqlite3: damaged .*delete it and retry \(it is rebuilt from git\)"):
-        MemoryStore(root, agent="planner")
-    result = run(root, "list")
-    assert result.exit_code == 1 and "catalog.sqlite3: damaged" in result.output
-    (root / ".memsite" / "catalog.sqlite3").unlink()
-    assert run(root, "list").exit_code == 0
 
 
 @pytest.fixture

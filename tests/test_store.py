@@ -295,13 +295,14 @@ def test_the_catalog_is_rebuilt_when_deleted(store: MemoryStore) -> None:
         assert all(m.commit for m in reopened.list())
 
 
-def test_a_malformed_file_committed_by_hand_is_an_error_naming_it(store: MemoryStore) -> None:
+def test_a_malformed_file_committed_by_hand_is_skipped_and_named(store: MemoryStore) -> None:
     memory = store.remember("fine")
     assert memory.path is not None
     memory.path.write_text(memory.path.read_text().replace("active_count: 0", "active_count: many"))
     git(store.root, "commit", "-qam", "break it")
-    with pytest.raises(MemsiteError, match=r"content/memories/general/.*\.md: field 'active_count'"):
-        store.list()
+    assert store.list() == []
+    with pytest.raises(MemsiteError, match=r"content/memories/general/.*\.md cannot be read: field 'active_count'"):
+        store.get(memory.id)
 
 
 def test_opening_something_that_is_not_a_memory_repository(tmp_path: Path) -> None:

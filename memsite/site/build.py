@@ -43,13 +43,19 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
     from mkdocs.exceptions import Abort, PluginError
 
     config = _mkdocs_config(root, site_dir=str(site_dir) if site_dir else None, strict=strict)
-    logging.getLogger("mkdocs").setLevel(logging.WARNING)
+    logger = logging.getLogger("mkdocs")
+    logger.setLevel(logging.WARNING)
+    shown = logging.StreamHandler()  # every warning on stderr, --strict or not (which adds a counting handler)
+    shown.setFormatter(logging.Formatter("warning: %(message)s"))
+    logger.addHandler(shown)
     try:
         mkdocs_build(config)
     except PluginError as exc:
         raise MemsiteError(str(exc)) from None
     except Abort as exc:
         raise MemsiteError(f"the site build stopped: {exc}") from None
+    finally:
+        logger.removeHandler(shown)
     return Path(config.site_dir)
 
 

@@ -26,7 +26,8 @@ from ..errors import MemsiteError
 from ..model import utcnow
 from . import guard
 from .pages import Site
-from .snapshot import load
+from .problems import SRC, problem_pages
+from .snapshot import Snapshot, load
 
 __all__ = ["on_config", "on_files", "on_page_content"]
 
@@ -70,6 +71,7 @@ def on_config(config: Any) -> Any:
     if CSS_URI not in config.extra_css:
         config.extra_css.append(CSS_URI)
     if not config.nav:
+        _state["default_nav"] = True
         memsite = _state["config"]
         config.nav = [
             {"Dashboard": "index.md"},
@@ -91,6 +93,7 @@ def on_files(files: Files, config: Any) -> Files:
         pages = site.pages()
     except MemsiteError as exc:
         raise PluginError(str(exc)) from None
+    add_problems(snap, pages, config)
     _state["chunks"] = site.chunks
     for file in list(files):
         uri = file.src_uri
@@ -106,6 +109,16 @@ def on_files(files: Files, config: Any) -> Files:
         files.append(File.generated(config, uri, content=text))
     files.append(File.generated(config, CSS_URI, content=CSS))
     return files
+
+
+def add_problems(snap: Snapshot, pages: dict[str, str], config: Any) -> None:
+    """Warn about each file left out (``--strict`` fails on it) and list them on a problems page."""
+    for problem in snap.problems:
+        log.warning(f"skipped {problem}")
+    extra = problem_pages(snap)
+    pages.update(extra)
+    if extra and _state.get("default_nav"):
+        config.nav.append({"Problems": SRC})
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from .. import notes, sessions, world
 from ..config import Config, place_of
 from ..errors import FormatError
-from ..fileformat import decode, parse_memory
+from ..fileformat import decode
 from ..model import Memory
 from ..ranking import activity_boost, decay_factor
 from ..sessions import SessionRecord
+from ..store.problems import duplicate_message, read_memory
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Snapshot:
     world: dict[str, str] = field(default_factory=dict)
     knowledge: dict[str, notes.Knowledge] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)  # memory file (from the repository root) -> id
+    problems: list[str] = field(default_factory=list)  # one line per file left out: what is wrong, the fix
 
     def by_category(self) -> dict[str, list[Scored]]:
         """Every configured category (empty ones too), its memories best first."""
@@ -56,20 +62,31 @@ class Snapshot:
 def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
     """Read memories, sessions, world state and agent notes under ``docs_dir``.
 
-    Raises:
-        FormatError: a file breaks its format (the message names file, field and fix).
+    A file that breaks its format is left out and named in ``problems`` (the
+    message names file, field and fix), as is a copy of another memory's id:
+    one bad file is one problem, never a failed build.
     """
     snap = Snapshot(config, now)
     root = docs_dir.parent
     folder = docs_dir / "memories"
+    ids: dict[str, str] = {}
     for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
-        place = place_of(path.relative_to(folder).as_posix())  # either layout: <category>/[<YYYY-MM>/]<name>.md
-        category = config.by_folder(place.folder) if place is not None else None
-        if category is None:
-            raise FormatError(f"{_rel(path, root)}: not in a configured category folder; move it to "
-                              f"{config.content_dir}/memories/<category>/<YYYY-MM>/ or add the category to mkdocs.yml")
-        memory = parse_memory(_read(path, root), _rel(path, root), category=category.name)
-        snap.paths[_rel(path, root)] = memory.id
+        rel = _rel(path, root)
+        if place_of(path.relative_to(folder).as_posix()) is None:  # either layout: <category>/[<YYYY-MM>/]<name>.md
+            snap.problems.append(f"{rel}: not in a category and month folder; move it to "
+                                 f"{config.content_dir}/memories/<category>/<YYYY-MM>/")
+            continue
+        try:
+            memory = read_memory(config, rel, path.relative_to(folder).as_posix(), path.read_bytes())
+        except FormatError as exc:
+            snap.problems.append(str(exc))
+            continue
+        assert memory is not None
+        if memory.id in ids:
+            snap.problems.append(duplicate_message(rel, memory.id, ids[memory.id]))
+            continue
+        ids[memory.id] = rel
+        snap.paths[rel] = memory.id
         snap.memories.append(Scored(
             memory,
             decay_factor(memory.created, now, config.half_life_days, pinned=memory.pinned),
@@ -77,15 +94,28 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
         ))
     snap.memories.sort(key=lambda s: (-s.score, s.memory.id))
     for path in sorted((docs_dir / "sessions").glob("*.md")):
-        snap.sessions.append(sessions.parse(_read(path, root), _rel(path, root)))
+        record = _parsed(snap, path, root, sessions.parse)
+        if record is not None:
+            snap.sessions.append(record)
     snap.sessions.sort(key=lambda s: (s.finished, s.name), reverse=True)
     world_file = docs_dir / "world_state.md"
     if world_file.exists():
-        snap.world_preamble, snap.world = world.parse(_read(world_file, root), _rel(world_file, root))
+        snap.world_preamble, snap.world = _parsed(snap, world_file, root, world.parse) or ("", {})
     for path in sorted((docs_dir / "notes").glob("*/agent_knowledge.md")):
         agent = path.parent.name
-        snap.knowledge[agent] = notes.parse_knowledge(_read(path, root), _rel(path, root), agent)
+        knowledge = _parsed(snap, path, root, lambda text, where: notes.parse_knowledge(text, where, agent))
+        if knowledge is not None:
+            snap.knowledge[agent] = knowledge
     return snap
+
+
+def _parsed(snap: Snapshot, path: Path, root: Path, parse: Callable[[str, str], T]) -> T | None:
+    """``parse`` of the file; None, with the problem noted, when it breaks its format."""
+    try:
+        return parse(_read(path, root), _rel(path, root))
+    except FormatError as exc:
+        snap.problems.append(str(exc))
+        return None
 
 
 def _read(path: Path, root: Path) -> str:

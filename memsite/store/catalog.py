@@ -10,6 +10,7 @@ reads only the folders whose ids changed. Deleting the file rebuilds it.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sqlite3
 import subprocess
@@ -17,16 +18,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, place_of
+from ..config import Config
 from ..errors import FormatError, RepositoryError
-from ..fileformat import decode, parse_memory
 from ..git import Repository
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
 from ..text import fingerprint, sketch, sketch_key
+from .problems import claimed_id, duplicate_message, read_memory
 from .sqlite import connect, transaction
 
-SCHEMA_VERSION = "7"
+log = logging.getLogger("memsite")
+
+SCHEMA_VERSION = "8"
 
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
@@ -52,6 +55,10 @@ CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
 CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
 CREATE TABLE IF NOT EXISTS sketches (k INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sketches_id ON sketches (id);
+CREATE TABLE IF NOT EXISTS problems (
+    path TEXT PRIMARY KEY, blob TEXT NOT NULL, id TEXT, duplicate INTEGER NOT NULL, message TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS problems_id ON problems (id);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     abstract, overview, content, tags,
     content='memories', content_rowid='n', tokenize='porter unicode61 remove_diacritics 2'
@@ -69,6 +76,7 @@ _INSERT_SKETCH = "INSERT OR IGNORE INTO sketches (k, id) VALUES (?, ?)"
 _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
 DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS problems;
 DROP TABLE IF EXISTS meta;
 """
 # Every read shows recalls not committed yet (the activity journal) in the counts.
@@ -141,7 +149,7 @@ class Catalog:
     def trim_candidates(self, category: str) -> list[TrimCandidate]:
         rows = self.db.execute(
             f"SELECT m.id, m.created, m.active_count + coalesce(p.n, 0), m.pinned, m.lines FROM {_FROM} "
-            "WHERE m.category = ?", (category,)
+            "WHERE m.category = ? AND m.id NOT IN (SELECT id FROM problems WHERE duplicate)", (category,)
         )
         return [TrimCandidate(r[0], parse_time(r[1]), r[2], bool(r[3]), r[4]) for r in rows]
 
@@ -253,6 +261,16 @@ class Catalog:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
 
+    def problems(self) -> list[tuple[str, str | None, bool, str]]:
+        """(path, id it claims or None, whether it is a copy of another file's id, message) of each file not read."""
+        return [(path, mid, bool(dup), message) for path, mid, dup, message in
+                self.db.execute("SELECT path, id, duplicate, message FROM problems ORDER BY path")]
+
+    def problems_of(self, mid: str) -> list[tuple[str, bool, str]]:
+        """(path, whether a copy, message) of the files claiming ``mid`` that are not read."""
+        return [(path, bool(dup), message) for path, dup, message in self.db.execute(
+            "SELECT path, duplicate, message FROM problems WHERE id = ? ORDER BY path", (mid,))]
+
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
 
@@ -284,11 +302,13 @@ class Catalog:
              progress: Callable[[int, int], None] | None = None) -> None:
         """Catch up with ``commit`` by diffing its memories folder against the indexed one.
 
+        A file that cannot be read is recorded as a problem (see
+        ``problems.py``), with one warning, and every other file is read.
+        When two files claim one id, the one whose path sorts first is the
+        memory and the other a problem; removing either settles it.
+
         Args:
             progress: called as (files read, files to read) while it works.
-
-        Raises:
-            FormatError: a memory file at ``commit`` breaks the format (never skipped).
         """
         indexed = self.commit
         if indexed == commit:
@@ -300,62 +320,106 @@ class Catalog:
             rebuild = indexed is None
         except RepositoryError:  # the indexed commit is gone (history rewritten): start over
             old, rebuild = None, True
-        upserts: list[tuple[Memory, str, str]] = []
-        removed_paths: list[str] = []
+        touched: list[str] = []
         wanted: list[tuple[str, str, bytes]] = []
         for rel, before, after in repo.objects.diff(old, new):
             path = f"{memories_dir}/{rel}"
-            if after is not None:
+            touched.append(path)
+            if after is not None and not after.is_tree:
                 wanted.append((path, rel, after.sha))
-            elif before is not None and rel.endswith(".md"):
-                removed_paths.append(path)
         blobs = repo.objects.read_blobs([sha for _, rel, sha in wanted if rel.endswith(".md")])
+        read: list[tuple[Memory, str, str]] = []
+        bad: list[tuple[str, str, str | None, bool, str]] = []  # (path, blob, id, duplicate, message)
         for done, (path, rel, sha) in enumerate(wanted, start=1):
             if progress is not None and (done % 500 == 0 or done == len(wanted)):
                 progress(done, len(wanted))
-            memory = memory_from_blob(config, path, rel, blobs.get(sha))
+            data = blobs.get(sha, b"")
+            try:
+                memory = read_memory(config, path, rel, data)
+            except FormatError as exc:
+                bad.append((path, sha.hex(), claimed_id(data), False, str(exc)))
+                continue
             if memory is not None:
-                upserts.append((memory, path, sha.hex()))
-        commits = _last_commits(repo, None if rebuild else indexed, commit, [p for _, p, _ in upserts], memories_dir)
+                read.append((memory, path, sha.hex()))
+        gone = set(touched) if not rebuild else None
+        upserts, demoted, settled, promoted = self._settle_ids(repo, config, read, gone)
+        commits = _last_commits(repo, None if rebuild else indexed, commit,
+                                [p for _, p, _ in upserts if p not in promoted], memories_dir)
+        if promoted:  # a copy that now holds its id alone: its last commit may be older than the diff
+            commits.update(_last_commits(repo, None, commit, sorted(promoted), memories_dir))
+        bad += demoted
         with transaction(self.db):
             if rebuild:
                 # Everything goes: empty the index at once rather than row by row.
                 self.db.execute("DROP TRIGGER memories_fts_delete")
                 self.db.execute("DELETE FROM memories")
                 self.db.execute("DELETE FROM sketches")
+                self.db.execute("DELETE FROM problems")
                 self.db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
                 self.db.execute(_DELETE_TRIGGER)
-            self.db.executemany("DELETE FROM memories WHERE path = ?", ((p,) for p in removed_paths))
-            # A memory moved between files (renamed, recategorised) keeps its id.
-            self.db.executemany("DELETE FROM memories WHERE id = ?", ((m.id,) for m, _, _ in upserts))
-            try:
-                _insert(self.db, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
-            except sqlite3.IntegrityError:
-                raise FormatError(_duplicate_ids_message(upserts, self.db)) from None
+            gone_rows = [(p,) for p in [*touched, *(b[0] for b in demoted), *settled]]
+            self.db.executemany("DELETE FROM memories WHERE path = ?", gone_rows)
+            self.db.executemany("DELETE FROM problems WHERE path = ?", gone_rows)
+            _insert(self.db, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
             self.db.executemany(_INSERT_SKETCH, _sketch_rows(m for m, _, _ in upserts))
+            self.db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)", bad)
             if commit is None:
                 self.db.execute("DELETE FROM meta WHERE key = 'commit'")
             else:
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
+        for path, _, _, _, message in bad:  # once per file and content: the next sync does not read it again
+            if path not in settled:
+                log.warning("skipped %s: %s", path, message.removeprefix(f"{path}: "))
 
+    def _settle_ids(
+        self, repo: Repository, config: Config, read: list[tuple[Memory, str, str]], gone: set[str] | None,
+    ) -> tuple[list[tuple[Memory, str, str]], list[tuple[str, str, str | None, bool, str]], list[str], set[str]]:
+        """Which files read hold their id (the first path wins), and which are copies.
 
-def memory_from_blob(config: Config, path: str, rel: str, data: bytes | None) -> Memory | None:
-    """Parse the memory file ``path`` (``rel`` under memories/); None for non-memory files.
+        ``gone``: paths the diff removed or changed (None: everything is read
+        again). Rows elsewhere holding an id a read file claims, and copies
+        waiting for an id that is now free, take part.
 
-    Both layouts are read: ``<category>/<YYYY-MM>/<name>.md`` and the flat
-    ``<category>/<name>.md`` of repositories not migrated yet.
-    """
-    place = place_of(rel)
-    if place is None:
-        return None
-    category = config.by_folder(place.folder)
-    if category is None:
-        raise FormatError(
-            f"{path}: folder '{place.folder}' is not a configured category; "
-            "add it under extra.memsite.categories in mkdocs.yml or move the file"
-        )
-    assert data is not None
-    return parse_memory(decode(data, path), path, category=category.name)
+        Returns:
+            (memories to insert, rows that became copies as problems, paths of
+            copies now read again, paths of copies that now hold their id).
+        """
+        claims: dict[str, list[tuple[Memory | None, str, str]]] = {}
+        for memory, path, blob in read:
+            claims.setdefault(memory.id, []).append((memory, path, blob))
+        if gone is not None:
+            freed = {mid for path in gone for mid, in self.db.execute("SELECT id FROM memories WHERE path = ?", (path,))}
+            for mid in list(claims):
+                for path, blob in self.db.execute("SELECT path, blob FROM memories WHERE id = ?", (mid,)):
+                    if path not in gone:
+                        claims[mid].append((None, path, blob))  # indexed already; it stays unless it loses
+            waiting = [row for mid in sorted(freed | set(claims)) for row in self.db.execute(
+                "SELECT path, blob FROM problems WHERE duplicate AND id = ?", (mid,)) if row[0] not in gone]
+        else:
+            waiting = []
+        settled: list[str] = []
+        if waiting:
+            data = repo.objects.read_blobs([bytes.fromhex(blob) for _, blob in waiting])
+            prefix = config.memories_dir + "/"
+            for path, blob in waiting:
+                try:
+                    memory = read_memory(config, path, path.removeprefix(prefix), data.get(bytes.fromhex(blob), b""))
+                except FormatError:
+                    continue  # no longer readable (the settings changed): it stays a problem
+                if memory is not None:
+                    claims.setdefault(memory.id, []).append((memory, path, blob))
+                    settled.append(path)
+        upserts, demoted, promoted = [], [], set()
+        for mid, claimants in claims.items():
+            claimants.sort(key=lambda claim: claim[1])
+            memory, kept, blob = claimants[0]
+            if memory is not None:
+                upserts.append((memory, kept, blob))
+                if kept in settled:
+                    promoted.add(kept)
+            for _, path, copy_blob in claimants[1:]:
+                demoted.append((path, copy_blob, mid, True, duplicate_message(path, mid, kept)))
+        return upserts, demoted, settled, promoted
 
 
 def _folder(repo: Repository, commit: str | None, folder: str) -> bytes | None:
@@ -441,19 +505,6 @@ def _math_functions(db: sqlite3.Connection) -> None:
     except sqlite3.OperationalError:
         db.create_function("pow", 2, math.pow, deterministic=True)
         db.create_function("ln", 1, math.log, deterministic=True)
-
-
-def _duplicate_ids_message(upserts: list[tuple[Memory, str, str]], db: sqlite3.Connection) -> str:
-    paths: dict[str, list[str]] = {}
-    for memory, path, _ in upserts:
-        paths.setdefault(memory.id, []).append(path)
-    for mid, found in paths.items():
-        row = db.execute("SELECT path FROM memories WHERE id = ?", (mid,)).fetchone()
-        if row and row[0] not in found:
-            found.append(row[0])
-        if len(found) > 1:
-            return f"{found[1]}: field 'id': {mid} is also the id of {found[0]}; give one of them a new id"
-    return "two memory files share an id; run 'memsite check' to find them"
 
 
 def iter_memory_paths(repo: Repository, config: Config, commit: str | None) -> Iterator[tuple[str, bytes]]:

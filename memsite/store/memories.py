@@ -12,7 +12,9 @@ on it, and :class:`memsite.MemoryStore` puts them together.
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -37,10 +39,15 @@ from ..model import (
 )
 from .activity import ActivityJournal
 from .catalog import Catalog
-from .transaction import Transaction
+from .sqlite import intact, is_damage, set_aside
+from .transaction import Transaction, refuse_unreadable
 from .vectors import Embedder, Vectors
 
 T = TypeVar("T")
+log = logging.getLogger("memsite")
+REBUILT = "it is derived from git and was rebuilt"
+ACTIVITY_LOST = ("the recalls it held that were not yet committed to the memory files are lost "
+                 "(their active_count stays as last committed); a new journal was started")
 WRITE_ATTEMPTS = 3
 EDITABLE_FIELDS = frozenset({"content", "abstract", "overview", "tags", "source", "pinned", "category"})
 
@@ -63,6 +70,7 @@ class Store:
     ) -> None:
         self.repo = Repository(path)
         self._vectors: Vectors | None = None
+        self._embedder = embedder
         self._clock = clock or utcnow
         self._progress = progress
         try:
@@ -70,11 +78,8 @@ class Store:
             self.config: Config = load_config(self.root)
             self.repo.lock_timeout = self.config.lock_timeout
             self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
-            self.activity = ActivityJournal(self.repo.state_dir / "activity.sqlite3")
-            self.catalog = Catalog(self.repo.state_dir / "catalog.sqlite3", self.root, self.activity.path)
             self.auto_load_lines: int = self.config.auto_load_lines
-            if embedder is not None:
-                self._vectors = Vectors(self.repo.state_dir / "vectors.sqlite3", embedder, progress)
+            self._open_state()
         except BaseException:
             self.repo.close()
             raise
@@ -82,11 +87,78 @@ class Store:
 
     def close(self) -> None:
         """Release the catalog, the activity journal and git's helper processes."""
-        self.catalog.close()
-        self.activity.close()
-        if self._vectors is not None:
-            self._vectors.close()
+        self._close_state()
         self.repo.close()
+
+    # --- the files in .memsite/ ------------------------------------------------
+
+    def _open_state(self) -> None:
+        """Open the activity journal, the catalog and the vectors; a damaged one is set aside first."""
+        state = self.repo.state_dir
+        self.activity = self._opened(state / "activity.sqlite3", ActivityJournal, ACTIVITY_LOST)
+        self.catalog = self._opened(state / "catalog.sqlite3",
+                                    lambda path: Catalog(path, self.root, self.activity.path), REBUILT)
+        if self._embedder is not None:
+            embedder = self._embedder
+            self._vectors = self._opened(state / "vectors.sqlite3",
+                                         lambda path: Vectors(path, embedder, self._progress), REBUILT)
+
+    def _close_state(self) -> None:
+        for name in ("catalog", "activity", "_vectors"):
+            opened = getattr(self, name, None)
+            if opened is not None:
+                opened.close()
+
+    def _opened(self, path: Path, open_file: Callable[[Path], T], cost: str) -> T:
+        try:
+            return open_file(path)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._set_aside(path, exc, cost)
+            return open_file(path)
+
+    def _set_aside(self, path: Path, exc: BaseException, cost: str) -> None:
+        aside = set_aside(path, datetime.now(timezone.utc))
+        log.warning("%s could not be read (%s): moved aside to %s; %s", path, exc, aside.name, cost)
+
+    def _healing(self, work: Callable[[], T]) -> T:
+        """``work()``; if a file in .memsite/ turns out damaged, it is set aside and ``work`` runs again.
+
+        The catalog, the search index and the vectors are derived from git
+        and rebuilt; the activity journal is not derived, so the recalls it
+        held are lost (the warning says so) and a new one starts.
+        """
+        try:
+            return work()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            if not self.heal(exc) and not isinstance(exc, sqlite3.OperationalError):
+                with self.repo._thread_lock, self.repo.locked():  # damaged only where it was read
+                    self._close_state()
+                    self._set_aside(self.repo.state_dir / "catalog.sqlite3", exc, REBUILT)
+                    self._open_state()
+            return work()
+
+    def heal(self, cause: object = "PRAGMA quick_check failed") -> list[str]:
+        """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names.
+
+        Runs under the repository lock and checks each file there, so a file
+        another process has already rebuilt is left alone.
+        """
+        healed = []
+        with self.repo._thread_lock, self.repo.locked():
+            self._close_state()
+            try:
+                for name, cost in (("activity.sqlite3", ACTIVITY_LOST), ("catalog.sqlite3", REBUILT),
+                                   ("vectors.sqlite3", REBUILT)):
+                    if not intact(self.repo.state_dir / name):
+                        self._set_aside(self.repo.state_dir / name, cause, cost)
+                        healed.append(name)
+            finally:
+                self._open_state()
+        return healed
 
     def __enter__(self) -> Store:
         return self
@@ -112,49 +184,72 @@ class Store:
                     self.catalog.sync(self.repo, self.config, self.repo.refs.read(ref), self._progress)
 
     def rebuild_index(self) -> int:
-        """Rebuild the catalog and full-text index from the files at the branch tip; returns the count."""
-        with self.repo._thread_lock, self.repo.locked():
-            self.catalog.reset()
-            self.catalog.sync(self.repo, self.config, self.repo.refs.read(self.repo.branch()), self._progress)
-            return self.catalog.count()
+        """Rebuild the catalog and full-text index from the files at the branch tip; returns the count.
+
+        Works whatever state the catalog is in: a damaged one is set aside first.
+        """
+        def rebuild() -> int:
+            with self.repo._thread_lock, self.repo.locked():
+                self.catalog.reset()
+                self.catalog.sync(self.repo, self.config, self.repo.refs.read(self.repo.branch()), self._progress)
+                return self.catalog.count()
+
+        return self._healing(rebuild)
 
     def get(self, id: str) -> Memory:
         """The memory with ``id``.
 
         Raises:
             NotFound: no memory has that id.
+            FormatError: the file of that id cannot be read (naming it).
         """
-        with self.repo._thread_lock:
-            self._fresh()
-            memory = self.catalog.get(id)
+        def read() -> Memory | None:
+            with self.repo._thread_lock:
+                self._fresh()
+                memory = self.catalog.get(id)
+                if memory is None and isinstance(id, str):
+                    refuse_unreadable(self.catalog, id, None)
+                return memory
+
+        memory = self._healing(read)
         if memory is None:
             raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
         return memory
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
-        """Memories, oldest first, optionally of one category (or alias) and/or agent."""
+        """Memories, oldest first, optionally of one category (or alias) and/or agent.
+
+        A file that cannot be read is left out with a warning (once); 'memsite check' names it.
+        """
         name = self.config.route(category).name if category is not None else None
-        with self.repo._thread_lock:
-            self._fresh()
-            return self.catalog.list(category=name, agent=agent)
+
+        def read() -> list[Memory]:
+            with self.repo._thread_lock:
+                self._fresh()
+                return self.catalog.list(category=name, agent=agent)
+
+        return self._healing(read)
 
     def flush_activity(self) -> str | None:
         """Commit the recall counts the journal holds, in one commit; the commit id, or None.
 
         Also run when a task closes and when ``flush_every`` recalls wait.
         """
-        with self.repo._thread_lock, self.repo.locked():
-            self._settle_activity()
-            batch = self.activity.begin_batch(new_id(), self.repo.refs.read(self.repo.branch()))
-            if batch is None:
-                return None
-            try:
-                tx, _ = self._write(lambda tx: tx._record_activity(batch.batch, batch.counts))
-            except BaseException:
-                self.activity.end_batch(batch, committed=False)
-                raise
-            self.activity.end_batch(batch, committed=True)
-            return tx.commit
+        def flush() -> str | None:
+            with self.repo._thread_lock, self.repo.locked():
+                self._settle_activity()
+                batch = self.activity.begin_batch(new_id(), self.repo.refs.read(self.repo.branch()))
+                if batch is None:
+                    return None
+                try:
+                    tx, _ = self._write(lambda tx: tx._record_activity(batch.batch, batch.counts))
+                except BaseException:
+                    self.activity.end_batch(batch, committed=False)
+                    raise
+                self.activity.end_batch(batch, committed=True)
+                return tx.commit
+
+        return self._healing(flush)
 
     def _settle_activity(self) -> None:
         """Finish a flush that was killed: did its commit land? Then its recalls are counted."""
@@ -244,15 +339,19 @@ class Store:
         (a pull, a hand-made commit) ran meanwhile; the write is then redone
         on top of it.
         """
-        for attempt in range(WRITE_ATTEMPTS):
-            try:
-                with self.transaction(message) as tx:
-                    result = body(tx)
-                return tx, result
-            except RefMoved:
-                if attempt == WRITE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        def attempt() -> tuple[Transaction, T]:
+            for tries in range(WRITE_ATTEMPTS):
+                try:
+                    with self.transaction(message) as tx:
+                        result = body(tx)
+                    return tx, result
+                except RefMoved:
+                    if tries == WRITE_ATTEMPTS - 1:
+                        raise
+            raise AssertionError("unreachable")
+
+        # A damaged catalog fails a write before it commits (after, the commit stands and the catalog catches up).
+        return self._healing(attempt)
 
     # --- building records --------------------------------------------------
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 
@@ -26,3 +28,55 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+# SQLITE_CORRUPT and SQLITE_NOTADB: the file is damaged (a lock, a full disk or a read-only file is not).
+_DAMAGE_CODES = {11, 26}
+COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether ``exc`` says a SQLite file is damaged (garbage, truncated), rather than busy or out of space."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _DAMAGE_CODES
+    message = str(exc)
+    return "not a database" in message or "malformed" in message
+
+
+def intact(path: Path) -> bool:
+    """Whether the SQLite file at ``path`` (if any) passes ``PRAGMA quick_check``."""
+    if not path.exists():
+        return True
+    try:
+        db = sqlite3.connect(path, timeout=30)
+        try:
+            return bool(db.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        if is_damage(exc):
+            return False
+        raise
+
+
+def set_aside(path: Path, when: datetime) -> Path:
+    """Rename the damaged file ``path`` (and its -wal, -shm) to ``<name>.damaged-<UTC time>``; returns the new name.
+
+    Kept, not deleted: what it held may still be wanted by a person.
+    """
+    stamp = when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    for suffix in COMPANIONS:
+        companion = path.with_name(path.name + suffix)
+        if companion.exists():
+            os.replace(companion, aside.with_name(aside.name + suffix))
+    if path.exists():
+        os.replace(path, aside)
+    return aside

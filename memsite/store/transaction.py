@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import checks
 from ..config import Category
-from ..errors import InvalidInput, MemsiteError, NotFound
+from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
 from ..fileformat import decode, format_memory
 from ..git import Author, Repository, blob_id
 from ..model import ID_RE, Memory, format_time, one_line, parse_time, slugify, truncate
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .catalog import Catalog
 
 log = logging.getLogger("memsite")
+T = TypeVar("T")
 
 AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
 
@@ -58,6 +59,7 @@ class Owner(Protocol):
                     pinned: Any) -> Memory: ...
     def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]: ...
     def _reason(self, reason: Any) -> str: ...
+    def _healing(self, work: Callable[[], T]) -> T: ...
 
 
 class Transaction:
@@ -94,7 +96,7 @@ class Transaction:
             self.ref = store.repo.branch()
             self.parent = store.repo.refs.read(self.ref)
             self._base_tree = store.repo.root_tree(self.parent)
-            store.catalog.sync(store.repo, store.config, self.parent)
+            store._healing(lambda: store.catalog.sync(store.repo, store.config, self.parent))
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -135,6 +137,7 @@ class Transaction:
         if not isinstance(id, str) or not ID_RE.match(id):
             raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
         memory = self.store.catalog.get(id, live=False)  # a write starts from what is committed
+        refuse_unreadable(self.store.catalog, id, memory)
         if memory is None:
             raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
         return memory
@@ -246,6 +249,8 @@ class Transaction:
     def _add(self, memory: Memory, dedupe: bool) -> Memory:
         mark = fingerprint(memory.content)
         twin, exact = self._twin(memory, mark) if dedupe else (None, False)
+        if twin is not None and self.store.catalog.problems_of(twin.id):
+            twin, exact = None, False  # two files claim its id: it is changed by no one until that is fixed
         if twin is not None and exact:
             self.skipped.append(twin.id)
             return twin.replace(action="skipped")
@@ -450,6 +455,24 @@ class Transaction:
             lines.append(f"Skipped: {len(self.skipped)}")
         lines += [f"{key}: {value}" for key, value in self.trailers]
         return "\n".join(lines) + "\n"
+
+
+def refuse_unreadable(catalog: Catalog, mid: str, memory: Memory | None) -> None:
+    """Refuse to change a memory whose file cannot be read, or whose id another file claims too.
+
+    Raises:
+        FormatError: naming every file involved and the fix.
+    """
+    problems = catalog.problems_of(mid)
+    if not problems:
+        return
+    copies = [path for path, duplicate, _ in problems if duplicate]
+    if memory is not None and copies:
+        kept = str(memory.path)[len(str(catalog.root)) + 1 :]
+        raise FormatError(f"memory {mid} is in {len(copies) + 1} files: {kept} and {', '.join(copies)}; "
+                          "give one of them a new id (or git rm the copy), then retry")
+    path, _, message = problems[0]
+    raise FormatError(f"memory {mid}: its file {path} cannot be read: {message.removeprefix(path + ': ')}")
 
 
 def _last_action(ops: list[_Op], mid: str) -> str | None:

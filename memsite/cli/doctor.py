@@ -1,0 +1,45 @@
+"""``memsite doctor``: find (and with --fix, repair) what faults and hand edits left behind."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Context, echo, errors_as_messages, main, pass_context, repo_root
+
+
+@main.command()
+@click.option("--fix", is_flag=True, help="Repair what is safe to repair; lock files are never removed.")
+@pass_context
+@errors_as_messages
+def doctor(ctx: Context, fix: bool) -> None:
+    """Find what killed writers, hand edits and damaged caches left behind.
+
+    Reports git lock files (and whose they may be), temporary files of
+    writers that died, an interrupted write, a missing .git/index, damaged
+    or stale files in .memsite/, memory files that cannot be read, ids used
+    by two files, and memories in the wrong folder. Exits 1 while anything
+    is wrong. --fix removes dead writers' temporary files, finishes an
+    interrupted write, rebuilds a missing index and the derived files, and
+    runs 'memsite migrate'; what needs a person is left, with the fix.
+
+    \b
+    Examples:
+        memsite doctor
+        memsite doctor --fix
+    """
+    from ..doctor import diagnose, repair
+
+    root = repo_root(ctx)
+    findings = diagnose(root)
+    if fix and any(f.fixable for f in findings):
+        for line in repair(root, findings, agent=ctx.agent):
+            echo(f"repair: {line}", err=True)
+        findings = diagnose(root)
+    problems = [f for f in findings if f.problem]
+    for finding in findings:
+        echo(f"{'problem' if finding.problem else 'note'}: {finding.message}", err=True)
+    if problems:
+        fixable = sum(f.fixable for f in problems)
+        hint = f" ({fixable} repaired by 'memsite doctor --fix')" if fixable and not fix else ""
+        raise click.ClickException(f"{len(problems)} problem(s) found{hint}")
+    echo("no problems found", err=True)

@@ -1,0 +1,216 @@
+"""``memsite doctor``: what killed writers, hand edits and damaged caches can leave, and the safe repairs.
+
+It looks at git's lock files, memsite's temporary files, the write journal,
+git's index, the derived files in ``.memsite/`` and the memory files
+themselves (everything ``memsite check`` reports). Without ``--fix`` it
+changes nothing. With it, it repairs only what is safe: temporary files of
+memsite writers that are no longer running, an interrupted write (from the
+journal, as the next write would), a missing index (rebuilt from HEAD),
+damaged or stale derived files (set aside and rebuilt), and memories in the
+wrong month folder (``memsite migrate``). A lock file is never removed: git's
+own locks carry no owner, and one may belong to a ``git commit`` waiting in an
+editor; the report says how to tell and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import MemsiteError
+from .git import Repository
+from .migrate import migrate
+from .store import Store
+from .store.sqlite import intact
+from .validate import check_working_tree
+
+_MEMSITE_TMP = re.compile(r"^\..+\.(\d+)\.memsite-tmp$")
+_OBJECT_TMP = re.compile(r"^tmp_obj_(\d+)_\d+$")  # git's own are tmp_obj_XXXXXX: letters and digits, no '_'
+_PACK_TMP = re.compile(r"^tmp_pack-.*_(\d+)$")
+DERIVED = ("catalog.sqlite3", "vectors.sqlite3")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing found: a ``problem`` fails the doctor until it is gone; otherwise it is a note."""
+
+    kind: str  # lock | temp | journal | index | derived | files | misplaced | note
+    message: str
+    fixable: bool = False
+    problem: bool = True
+    path: Path | None = None
+
+
+def diagnose(root: Path) -> list[Finding]:
+    """Everything wrong (and worth knowing) in the memory repository at ``root``; changes nothing."""
+    try:
+        repo = Repository(root)
+    except MemsiteError as exc:
+        return [Finding("files", str(exc))]
+    try:
+        findings = [*_locks(repo), *_temp_files(repo), *_journal(repo), *_index(repo), *_derived(repo)]
+    finally:
+        repo.close()
+    checked = check_working_tree(repo.root)
+    findings += [Finding("files", line) for line in checked.problems]
+    for line in checked.warnings:
+        misplaced = "'memsite migrate'" in line
+        findings.append(Finding("misplaced" if misplaced else "note", line, fixable=misplaced, problem=misplaced))
+    return findings
+
+
+def repair(root: Path, findings: list[Finding], agent: str | None = None) -> list[str]:
+    """Repair the fixable findings; returns one line per repair made."""
+    done: list[str] = []
+    kinds = {f.kind for f in findings if f.fixable}
+    for finding in findings:
+        if finding.kind == "temp" and finding.fixable and finding.path is not None:
+            finding.path.unlink(missing_ok=True)
+            done.append(f"removed {finding.message.split(':', 1)[0]}")
+    repo = Repository(root)
+    try:
+        if "journal" in kinds:
+            with repo.locked():  # taking the lock finishes what the journal lists
+                pass
+            done.append("repaired the files an interrupted write left")
+        if "index" in kinds:
+            result = subprocess.run(["git", "read-tree", "HEAD"], cwd=repo.root, capture_output=True, text=True)
+            if result.returncode == 0:
+                subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo.root, capture_output=True)
+                done.append("rebuilt .git/index from HEAD (nothing was staged: it was missing)")
+            else:  # most likely index.lock is there: reported on its own
+                done.append(f"not done: could not rebuild .git/index: {result.stderr.strip().splitlines()[0]}")
+    finally:
+        repo.close()
+    if kinds & {"derived", "misplaced"}:
+        with Store(root, agent=agent) as store:  # opening sets aside a file that cannot be opened
+            if "derived" in kinds:
+                healed = store.heal()
+                store.rebuild_index()
+                aside = f"set aside {', '.join(healed)} and " if healed else ""
+                done.append(f"{aside}rebuilt the catalog and search index from git")
+            if "misplaced" in kinds:
+                moved = migrate(store)
+                done.append(f"moved {moved.memories + moved.archived} memory files to their month folders"
+                            + (f" in commit {moved.commit[:12]}" if moved.commit else ""))
+    return done
+
+
+def _locks(repo: Repository) -> Iterator[Finding]:
+    now = time.time()
+    for path in sorted(_walk(repo.common_dir)):
+        if path.name.endswith(".lock"):
+            rel = path.relative_to(repo.root) if path.is_relative_to(repo.root) else path
+            try:
+                age = _age(now - path.stat().st_mtime)
+            except FileNotFoundError:
+                continue  # released meanwhile
+            yield Finding("lock", f"{rel}: git lock file, {age} old: a git command (or memsite writer) holds it, "
+                                  "or one was killed holding it; while it is there git refuses to change what it "
+                                  f"guards. memsite never removes it: if no git process is running, rm {rel}",
+                          path=path)
+    if repo.git_dir != repo.common_dir and (repo.git_dir / "index.lock").exists():
+        yield Finding("lock", f"{repo.git_dir / 'index.lock'}: git lock file of this worktree; "
+                              "if no git process is running, remove it by hand", path=repo.git_dir / "index.lock")
+
+
+def _temp_files(repo: Repository) -> Iterator[Finding]:
+    objects = repo.common_dir / "objects"
+    candidates = [(p, _OBJECT_TMP) for p in objects.glob("??/tmp_obj_*")]
+    candidates += [(p, _PACK_TMP) for p in objects.glob("pack/tmp_pack-*")]
+    for folder, dirs, files in os.walk(repo.root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        candidates += [(Path(folder) / name, _MEMSITE_TMP) for name in files if name.endswith(".memsite-tmp")]
+    for path, pattern in sorted(candidates):
+        match = pattern.match(path.name)
+        if match is None:
+            continue  # git's own: git gc prunes them
+        rel = path.relative_to(repo.root)
+        pid = int(match.group(1))
+        if _running(pid):
+            yield Finding("note", f"{rel}: being written by memsite process {pid}", problem=False)
+        else:
+            yield Finding("temp", f"{rel}: temporary file of a memsite writer (process {pid}) that is no longer "
+                                  "running; --fix removes it", fixable=True, path=path)
+
+
+def _journal(repo: Repository) -> Iterator[Finding]:
+    pending = repo.journal.pending()
+    if pending:
+        yield Finding("journal", f"{repo.journal.path.relative_to(repo.root)}: a write was interrupted with "
+                                 f"{len(pending)} file(s) to put back in line with the branch; --fix does it "
+                                 "(so does the next write)", fixable=True)
+
+
+def _index(repo: Repository) -> Iterator[Finding]:
+    if repo.refs.head_target() is None or (repo.git_dir / "index").exists():
+        return
+    if repo.refs.read(repo.refs.head_target()) is not None:
+        yield Finding("index", ".git/index: missing, so git status shows every file as deleted and untracked; "
+                               "--fix rebuilds it from HEAD", fixable=True)
+
+
+def _derived(repo: Repository) -> Iterator[Finding]:
+    state = repo.state_dir
+    for name in (*DERIVED, "activity.sqlite3"):
+        path = state / name
+        if not intact(path):
+            cost = ("the recalls it holds that are not committed yet are lost" if name == "activity.sqlite3"
+                    else "it is rebuilt from git")
+            yield Finding("derived", f".memsite/{name}: damaged; --fix sets it aside and starts a new one ({cost})",
+                          fixable=True, path=path)
+    catalog = state / "catalog.sqlite3"
+    if catalog.exists() and intact(catalog):
+        indexed = _indexed_commit(catalog)
+        ref = repo.refs.head_target()
+        tip = repo.refs.read(ref) if ref else None
+        if tip is not None and indexed != tip:
+            yield Finding("derived", f".memsite/catalog.sqlite3: indexes {indexed[:12] if indexed else 'nothing'}, "
+                                     f"the branch is at {tip[:12]}; --fix brings it up to date (any read does too)",
+                          fixable=True)
+    for path in sorted(p for p in state.glob("*.damaged-*") if not p.name.endswith(("-wal", "-shm", "-journal"))):
+        yield Finding("note", f".memsite/{path.name}: set aside by an earlier repair; delete it once nothing in "
+                              "it is wanted", problem=False)
+
+
+def _indexed_commit(path: Path) -> str | None:
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in ("objects", "logs")]
+        for name in files:
+            yield Path(parent) / name
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.0f} h"
