@@ -136,7 +136,9 @@ class Vectors:
         if numpy is None or block.numbers is None or isinstance(block.matrix, list):
             return _closest_plain(block, wanted, keep, allowed, also)
         rows = block.numbers
-        scores = block.matrix @ numpy.frombuffer(wanted.tobytes(), dtype=numpy.float32)
+        # einsum, not '@': a matrix-vector product through BLAS spreads over threads that, on a busy
+        # machine, wait for each other (measured 2-7 ms at 100,000 rows, against 3 ms on one thread).
+        scores = numpy.einsum("ij,j->i", block.matrix, numpy.frombuffer(wanted.tobytes(), dtype=numpy.float32))
         positions = (numpy.flatnonzero(numpy.isin(rows, numpy.fromiter(allowed, numpy.int64, len(allowed))))
                      if allowed is not None else None)
         candidates = scores if positions is None else scores[positions]
