@@ -118,6 +118,25 @@ def test_core_fsync_object_files_flushes_loose_objects(store: MemoryStore) -> No
     assert settings.flush("loose-object") is not None and settings.flush("reference") is None
 
 
+@pytest.mark.parametrize("setting", [None, "9"])
+def test_objects_are_compressed_as_git_is_told(tmp_path: Path, clock: Clock, setting: str | None) -> None:
+    """A memory clone stores loose objects (core.looseCompression=0, set unless the user chose a level);
+    a level the user chose is the one memsite's own objects get too."""
+    root = tmp_path / "memory"
+    MemoryStore.init(root, agent="planner", clock=clock).close()
+    if setting is not None:
+        git(root, "config", "core.compression", setting)
+        git(root, "config", "--unset", "core.looseCompression")
+    text = "the same words again and again " * 80
+    with MemoryStore(root, agent="planner", clock=clock) as store:
+        memory = store.remember(text)
+    sha = git(root, "rev-parse", f"HEAD:{Path(memory.path).relative_to(root).as_posix()}").strip()
+    size = (root / ".git" / "objects" / sha[:2] / sha[2:]).stat().st_size
+    assert (size > len(text)) == (setting is None)
+    assert text.strip() in git(root, "cat-file", "-p", sha)
+    assert_clean(root)
+
+
 def test_a_reused_object_is_freshened_so_gc_does_not_prune_it(store: MemoryStore) -> None:
     """Regression: a loose object written again was left with its old time; 'git gc' running
     between that write and the branch move could prune it as old and unreachable."""

@@ -35,7 +35,7 @@ MODE_LINK = 0o120000
 MODE_GITLINK = 0o160000
 
 PACK_THRESHOLD = 64  # objects in one write from which a pack beats loose files
-LARGE_TREE_BYTES = 16 * 1024  # folders above this are stored uncompressed (see _level)
+LARGE_TREE_BYTES = 16 * 1024  # folders above this are stored uncompressed (see _large_tree)
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 
 _tmp_counter = itertools.count()
@@ -152,6 +152,7 @@ class ObjectStore:
         self.dir = objects_dir
         self._repo = gitpython_repo
         settings = settings or GitSettings()
+        self._level = settings.loose_compression
         self._flush_loose = settings.flush("loose-object")
         self._flush_pack = {".pack": settings.flush("pack"), ".idx": settings.flush("pack-metadata")}
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
@@ -181,7 +182,7 @@ class ObjectStore:
         header = b"%s %d\x00" % (kind, len(data))
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
-        compressed = zlib.compress(header + data, _level(kind, data))
+        compressed = zlib.compress(header + data, 0 if _large_tree(kind, data) else self._level)
         tmp = path.parent / f"tmp_obj_{os.getpid()}_{next(_tmp_counter)}"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
@@ -229,7 +230,7 @@ class ObjectStore:
                 header[-1] |= 0x80
                 header.append(size & 0x7F)
                 size >>= 7
-            entry = bytes(header) + zlib.compress(data, 1)
+            entry = bytes(header) + zlib.compress(data, self._level)
             index.append((binsha, zlib.crc32(entry), offset))
             parts.append(entry)
             offset += len(entry)
@@ -586,8 +587,8 @@ def _loose_object(raw: bytes) -> tuple[str, bytes]:
     return data[: data.index(b" ")].decode(), data[nul + 1 :]
 
 
-def _level(kind: bytes, data: bytes) -> int:
-    """The zlib level of a loose object: 1 (git's default), 0 for large folders.
+def _large_tree(kind: bytes, data: bytes) -> bool:
+    """Whether a loose object is a large folder, stored uncompressed (zlib level 0) whatever the level.
 
     A category folder's tree is rewritten by every write to it and replaced by
     the next one; at 10,000 memories it is about 120 KB, and compressing it
@@ -595,7 +596,7 @@ def _level(kind: bytes, data: bytes) -> int:
     git reads a stored (level 0) zlib stream like any other, and ``git gc``
     packs these objects with deltas anyway.
     """
-    return 0 if kind == b"tree" and len(data) > LARGE_TREE_BYTES else 1
+    return kind == b"tree" and len(data) > LARGE_TREE_BYTES
 
 
 def _object_id(kind: bytes, data: bytes) -> bytes:

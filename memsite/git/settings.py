@@ -8,7 +8,9 @@ git, so it does what git would do with the same configuration:
   refused at open rather than silently corrupted;
 - ``core.logAllRefUpdates``: whether a missing reflog is created;
 - ``core.fsync``, ``core.fsyncObjectFiles`` and ``core.fsyncMethod``: which
-  files are flushed to disk, and how.
+  files are flushed to disk, and how;
+- ``core.looseCompression`` / ``core.compression``: the zlib level of the
+  objects memsite writes (memory clones store them: level 0).
 """
 
 from __future__ import annotations
@@ -81,6 +83,15 @@ def _bool(value: Any, key: str) -> bool:
         raise RepositoryError(f"git config {key} = {value!r} is not a boolean; fix it with 'git config {key} true'") from None
 
 
+def _level(value: Any) -> int:
+    """A zlib level as git reads ``core.compression``: -1 is zlib's default (6); out of range, git's own 1."""
+    try:
+        level = int(str(value).strip())
+    except ValueError:
+        return 1
+    return 6 if level == -1 else level if 0 <= level <= 9 else 1
+
+
 def _full_flush(fd: int) -> None:
     if sys.platform == "darwin":  # fsync alone leaves the data in the drive's cache there; git asks for more
         import fcntl
@@ -109,6 +120,7 @@ class GitSettings:
     fsync: frozenset[str] = DEFAULT_FSYNC
     fsync_method: str = "fsync"
     fsync_object_files: bool = False
+    loose_compression: int = 1  # core.looseCompression, else core.compression, else 1 (git's default)
 
     @classmethod
     def read(cls, reader: Any) -> GitSettings:
@@ -133,6 +145,7 @@ class GitSettings:
             fsync=parse_fsync(str(get("core", "fsync", ""))) if reader.has_option("core", "fsync") else DEFAULT_FSYNC,
             fsync_method=method,
             fsync_object_files=_bool(get("core", "fsyncobjectfiles", "false"), "core.fsyncObjectFiles"),
+            loose_compression=_level(get("core", "loosecompression", get("core", "compression", 1))),
         )
 
     def check_supported(self, where: object) -> None:
