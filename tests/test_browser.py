@@ -89,7 +89,7 @@ def test_dashboard_memory_link_and_search(browser: Browser, demo_site: tuple[str
     abstract = top.inner_text()
     top.click()
     page.wait_for_load_state()
-    article = page.locator("article.memsite-memory:target")
+    article = page.locator("article.memsite-memory:has(h2:target)")
     assert article.locator("h2").inner_text() == abstract
     assert "decay" in article.inner_text() and "boost" in article.inner_text()
 

@@ -41,6 +41,19 @@ def body(markdown_text: str) -> str:
                      link_rel="noopener noreferrer nofollow", strip_comments=True)
 
 
+def plain(markdown_text: object) -> str:
+    """Memory text (Markdown) as one line of plain text: what a reader sees, without the markup."""
+    value = str(markdown_text or "")
+    if not _MARKUP.search(value):
+        return " ".join(value.split())
+    _markdown.reset()
+    stripped = nh3.clean(_markdown.convert(value).replace("</li>", " </li>"), tags=set(), strip_comments=True)
+    return " ".join(html.unescape(stripped).split())
+
+
+_MARKUP = re.compile(r"[\\`*_\[\]<>&#]|^\s*(?:\d+[.)]|[-+>])\s", re.MULTILINE)
+
+
 def url_of(src_uri: str) -> str:
     """The URL (directory style) MkDocs gives a page: ``a/b.md`` -> ``a/b/``, ``a/index.md`` -> ``a/``."""
     stem = src_uri.removesuffix(".md")

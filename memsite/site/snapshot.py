@@ -40,6 +40,7 @@ class Snapshot:
     world: dict[str, str] = field(default_factory=dict)
     knowledge: dict[str, notes.Knowledge] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)  # memory file (from the repository root) -> id
+    tasks: dict[str, notes.TaskState] = field(default_factory=dict)  # agent -> its task in progress
 
     def by_category(self) -> dict[str, list[Scored]]:
         """Every configured category (empty ones too), its memories best first."""
@@ -85,6 +86,10 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
     for path in sorted((docs_dir / "notes").glob("*/agent_knowledge.md")):
         agent = path.parent.name
         snap.knowledge[agent] = notes.parse_knowledge(_read(path, root), _rel(path, root), agent)
+    for path in sorted((docs_dir / "notes").glob("*/task_process.md")):
+        state = notes.parse_process(_read(path, root), _rel(path, root))
+        if state is not None:
+            snap.tasks[path.parent.name] = state
     return snap
 
 
