@@ -470,6 +470,10 @@ class Site:
                                ("Error", s.error)):
             if value:
                 lines += [f"## {heading}", "", f'<div class="memsite-body">{safe.body(value)}</div>', ""]
+        if s.plan:
+            lines += ["## Plan", "", "<ul>" + "".join(
+                f"<li>{'☑' if done else '☐'} {text(item)}" + (f" — {text(note)}" if note else "") + "</li>"
+                for item, done, note in s.plan) + "</ul>", ""]
         if s.learnings:
             lines += ["## Learnings", "", "<ul>" + "".join(f"<li>{text(x)}</li>" for x in s.learnings) + "</ul>", ""]
         memories = [x for x in self.snap.memories if x.memory.source == s.name]
