@@ -21,7 +21,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("home")
     folder = tmp_path_factory.mktemp("demo") / "memory"
     result = memsite("demo", str(folder), home=home)
-    assert f"Site: {folder / 'site' / 'index.html'}" in result.stdout
+    assert f"Site built into: {folder / 'site'}" in result.stdout and "serve --port 8000" in result.stdout
     return folder
 
 

@@ -13,7 +13,6 @@ agent goes into raw HTML blocks, escaped with :func:`safe.text` or rendered by
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from datetime import timedelta
@@ -28,6 +27,7 @@ from .. import history
 from ..history import Commit
 from . import charts, safe
 from .safe import link, text
+from .logs import LogPages
 from .snapshot import Scored, Snapshot
 from .summaries import category_projection, daily_summary, days
 
@@ -41,7 +41,7 @@ def memory_src(memory: Memory, folder: str) -> str:
     return f"memories/{folder}/{memory.created:%Y-%m}.md"
 
 
-class Site:
+class Site(LogPages):
     """Renders the pages of one snapshot."""
 
     def __init__(self, snap: Snapshot, site_name: str = "Agent memory", commits: list[Commit] | None = None,
@@ -158,7 +158,7 @@ class Site:
                  (len(snap.tasks), "open task", "open tasks", "index.md#open-tasks"),
                  (len(self.skills), "skill draft to review", "skill drafts to review", "skills.md")]
         lines = [
-            _front(None, search=False), f"# {safe.inline(self.site_name)}", "",
+            safe.front(None, search=False), f"# {safe.inline(self.site_name)}", "",
             f"What the agents have learned, ranked as of {snap.now:%Y-%m-%d %H:%M} UTC.", "",
             '<div class="memsite-cards">' + "".join(
                 f'<a class="memsite-card" href="{_card_href(here, target)}"><strong>{n}</strong> '
@@ -262,7 +262,7 @@ class Site:
 
     def categories(self) -> str:
         here = "memories/index.md"
-        lines = [_front("Memories"), "# Memories", "", "| Category | Memories | What it holds |", "|---|---:|---|"]
+        lines = [safe.front("Memories"), "# Memories", "", "| Category | Memories | What it holds |", "|---|---:|---|"]
         grouped = self.snap.by_category()
         for category in self.snap.config.categories:
             target = f"memories/{category.folder}/index.md"
@@ -282,7 +282,7 @@ class Site:
                 chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
                 title = category.name + (f" (page {number} of {count})" if count > 1 else "")
                 capacity = _capacity(category)
-                lines = [_front(title), f"# {safe.inline(title)}", "", f"> {safe.inline(category.description)}", "",
+                lines = [safe.front(title), f"# {safe.inline(title)}", "", f"> {safe.inline(category.description)}", "",
                          f"{len(members)} memories, best ranked first"
                          + (f"; capacity {capacity}" if capacity else "") + ".", ""]
                 lines.append(self.raw("\n".join(self.entry(here, s) for s in chunk)) if chunk else
@@ -302,7 +302,7 @@ class Site:
             members.sort(key=lambda s: (s.memory.created, s.memory.id))
             category = members[0].memory.category
             title = f"{category}, created {members[0].memory.created:%Y-%m}"
-            lines = [_front(title, boost=2), f"# {safe.inline(title)}", "",
+            lines = [safe.front(title, boost=2), f"# {safe.inline(title)}", "",
                      link(here, f"memories/{self.folders.get(category, category)}/index.md", f"All {category}"), ""]
             lines.append(self.raw("\n".join(self.article(here, s) for s in members)))
             pages[here] = "\n".join(lines) + "\n"
@@ -319,7 +319,7 @@ class Site:
         changes = self.history.get(m.id, [])
         facts = [("Agent", self.agent_link(here, m.agent)),
                  ("Created", f"{m.created:%Y-%m-%d %H:%M}"), ("Updated", f"{m.updated:%Y-%m-%d %H:%M}"),
-                 ("Recalled", _plural(m.active_count, "time")
+                 ("Recalled", safe.plural(m.active_count, "time")
                   + (f", last {m.last_recalled:%Y-%m-%d}" if m.last_recalled else "")),
                  ("Score", f"{scored.score:.3f} = decay {scored.decay:.3f} × boost {scored.boost:.3f}"
                   + (" (pinned: no decay)" if m.pinned else "")),
@@ -332,9 +332,9 @@ class Site:
         path = self.file_of.get(m.id)
         if self.repo_url and path:
             facts.append(("History", f'<a href="{text(self.repo_url)}/commits/HEAD/{text(path)}">'
-                          f"{_plural(len(changes), 'change')} to <code>{text(path)}</code></a>"))
+                          f"{safe.plural(len(changes), 'change')} to <code>{text(path)}</code></a>"))
         elif changes:
-            facts.append(("History", f'<a href="#history-{text(m.id)}">{_plural(len(changes), "change")}</a>'))
+            facts.append(("History", f'<a href="#history-{text(m.id)}">{safe.plural(len(changes), "change")}</a>'))
         dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
         items = "".join(
             f"<li>{c.when:%Y-%m-%d %H:%M} {text(action)} by {text(c.author)} in {self.commit_link(here, c)}: "
@@ -356,7 +356,7 @@ class Site:
         fading = sorted((s for s in snap.memories if not s.memory.pinned and s.memory.category not in capped),
                         key=lambda s: (s.score, s.memory.id))
         lines = [
-            _front("Rankings", search=False), "# Rankings", "",
+            safe.front("Rankings", search=False), "# Rankings", "",
             "Every memory fades unless it keeps being recalled:", "",
             '<pre class="memsite-formula"><code>score = decay × boost\n'
             f"decay = 2^(−age_days / {config.half_life_days:g})\n"
@@ -388,14 +388,14 @@ class Site:
 
     def summary_pages(self) -> dict[str, str]:
         pages = {}
-        index = [_front("Daily summaries", search=False), "# Daily summaries", "",
+        index = [safe.front("Daily summaries", search=False), "# Daily summaries", "",
                  "Each day as it stood at its last commit: recall counts too.", "",
                  "| Day | Memories | New | Sessions |",
                  "|---|---:|---:|---:|"]
         for day in self.days:
             here = f"summaries/{day.day.isoformat()}.md"
             markdown = daily_summary(self.snap, day, safe.inline, lambda s, h=here: self.memory_link(h, s.memory))
-            pages[here] = _front(f"Summary {day.day.isoformat()}", search=False) + markdown
+            pages[here] = safe.front(f"Summary {day.day.isoformat()}", search=False) + markdown
             index.append(f"| {link('summaries/index.md', here, day.day.isoformat())} | {day.total} | {len(day.new)} | "
                          f"{day.sessions} |")
         if not self.days:
@@ -405,7 +405,7 @@ class Site:
 
     def skills_page(self) -> str:
         here = "skills.md"
-        lines = [_front("Skill drafts", boost=1.5), "# Skill drafts", "",
+        lines = [safe.front("Skill drafts", boost=1.5), "# Skill drafts", "",
                  "Patterns recalled often enough to become agent skills, awaiting review. "
                  "`memsite skills --write DIR` writes each as a SKILL.md draft.", ""]
         by_id = {s.memory.id: s.memory for s in self.snap.memories}
@@ -424,7 +424,7 @@ class Site:
         return "\n".join(lines) + "\n"
 
     def world(self) -> str:
-        lines = [_front("World state"), "# World state", ""]
+        lines = [safe.front("World state"), "# World state", ""]
         preamble = self.snap.world_preamble.strip()
         if preamble.startswith("# "):  # the file's own title: the page has one
             preamble = preamble.partition("\n")[2].strip()
@@ -439,112 +439,6 @@ class Site:
         else:
             lines.append("No world state yet.")
         return "\n".join(lines) + "\n"
-
-    def session_pages(self) -> dict[str, str]:
-        pages = {}
-        index = [_front("Sessions", search=False), "# Sessions", "",
-                 "The append-only event log: one record per task, newest first.", ""]
-        month = None
-        for s in self.snap.sessions:
-            if f"{s.finished:%Y-%m}" != month:
-                month = f"{s.finished:%Y-%m}"
-                index += ["", f"## {month}", ""]
-            index.append(f"- {self.session_link('sessions/index.md', s)} — "
-                         f"{self.agent_link('sessions/index.md', s.agent)}, {text(s.outcome)}, "
-                         f"{_plural(s.rounds, 'round')}")
-            pages[f"sessions/{s.name}.md"] = self.session(s)
-        if not self.snap.sessions:
-            index.append("No sessions yet.")
-        pages["sessions/index.md"] = "\n".join(index) + "\n"
-        return pages
-
-    def session(self, s: SessionRecord) -> str:
-        here = f"sessions/{s.name}.md"
-        title = f"{s.type}: {', '.join(s.keywords) or s.name}"
-        facts = [("Agent", link(here, f"agents/{s.agent}.md", s.agent)), ("Outcome", text(s.outcome)),
-                 ("Started", f"{s.started:%Y-%m-%d %H:%M}"), ("Finished", f"{s.finished:%Y-%m-%d %H:%M}"),
-                 ("Rounds", str(s.rounds)), ("Keywords", text(", ".join(s.keywords)))]
-        lines = [_front(title, boost=1.5), f"# {safe.inline(title)}", "",
-                 '<dl class="memsite-facts" data-search-exclude>' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>", ""]
-        for heading, value in (("Problem", s.problem), ("Solution", s.solution), ("Pattern", s.pattern),
-                               ("Error", s.error)):
-            if value:
-                lines += [f"## {heading}", "", f'<div class="memsite-body">{safe.body(value)}</div>', ""]
-        if s.plan:
-            lines += ["## Plan", "", "<ul>" + "".join(
-                f"<li>{'☑' if done else '☐'} {text(item)}" + (f" — {text(note)}" if note else "") + "</li>"
-                for item, done, note in s.plan) + "</ul>", ""]
-        if s.learnings:
-            lines += ["## Learnings", "", "<ul>" + "".join(f"<li>{text(x)}</li>" for x in s.learnings) + "</ul>", ""]
-        memories = [x for x in self.snap.memories if x.memory.source == s.name]
-        if memories:
-            lines += ["## Memories from this session", "", self.raw("<ul data-search-exclude>" + "".join(
-                f"<li>{self.memory_link(here, x.memory)}</li>" for x in memories) + "</ul>")]
-        return "\n".join(lines) + "\n"
-
-    def agent_pages(self) -> dict[str, str]:
-        pages = {}
-        index = [_front("Agents", search=False), "# Agents", "", "| Agent | Memories | Sessions | Tasks | Last active |",
-                 "|---|---:|---:|---:|---|"]
-        for agent in self.snap.agents():
-            mine = [s for s in self.snap.memories if s.memory.agent == agent]
-            sessions = [s for s in self.snap.sessions if s.agent == agent]
-            knowledge = self.snap.knowledge.get(agent)
-            times = [s.memory.updated for s in mine] + [s.finished for s in sessions]
-            last = f"{max(times):%Y-%m-%d}" if times else ""
-            index.append(f"| {link('agents/index.md', f'agents/{agent}.md', agent)} | {len(mine)} | {len(sessions)} | "
-                         f"{knowledge.task_count if knowledge else 0} | {last} |")
-            pages[f"agents/{agent}.md"] = self.agent(agent, mine, sessions)
-        pages["agents/index.md"] = "\n".join(index) + "\n"
-        return pages
-
-    def agent(self, agent: str, mine: list[Scored], sessions: list[SessionRecord]) -> str:
-        here = f"agents/{agent}.md"
-        knowledge = self.snap.knowledge.get(agent)
-        lines = [_front(agent), f"# {safe.inline(agent)}", "", "## Knowledge", ""]
-        if knowledge:
-            lines.append(f"{_plural(knowledge.task_count, 'task')}, {_plural(knowledge.total_rounds, 'round')} in all.")
-            lines += ["", "<ul>" + "".join(f"<li>{text(p)}</li>" for p, _ in knowledge.patterns) + "</ul>"
-                      if knowledge.patterns else "No patterns recorded yet."]
-        else:
-            lines.append("No knowledge notes yet.")
-        recent = sorted(mine, key=lambda s: (s.memory.updated, s.memory.id), reverse=True)[:20]
-        lines += ["", "## Recent memories", "", self.raw("<ul data-search-exclude>" + "".join(
-            f"<li>{s.memory.updated:%Y-%m-%d} {self.memory_link(here, s.memory)}</li>" for s in recent) + "</ul>")
-            if recent else "None yet."]
-        lines += ["", "## Sessions", "", self.raw("<ul data-search-exclude>" + "".join(
-            f"<li>{self.session_link(here, s)} — {text(s.outcome)}</li>" for s in sessions[:50]) + "</ul>")
-            if sessions else "None yet."]
-        return "\n".join(lines) + "\n"
-
-
-    def report_pages(self) -> dict[str, str]:
-        """``/reports/``: what each day's commits did, from the trailers (reproducible at any revision)."""
-        by_id = {s.memory.id: s.memory for s in self.snap.memories}
-        pages = {}
-        index = [_front("Reports", search=False), "# Reports", "", "What happened each day, from the commits.", "",
-                 "| Day | Created | Merged | Skipped | Trimmed | Sessions | Commits |",
-                 "|---|---:|---:|---:|---:|---:|---:|"]
-        for report in history.daily(self.commits, f"{self.snap.config.content_dir}/sessions"):
-            here = f"reports/{report.day.isoformat()}.md"
-
-            def abstract(mid: str, here: str = here) -> str:
-                memory = by_id.get(mid)
-                return self.memory_link(here, memory) if memory else f"{text(mid)} (no longer in memory)"
-
-            def session(name: str, here: str = here) -> str:
-                return link(here, f"sessions/{name}.md", name) if name in self.session_names else safe.inline(name)
-
-            pages[here] = _front(f"Report {report.day.isoformat()}", search=False) + history.render_day(
-                report, abstract, safe.inline, session)
-            c = report.counts
-            index.append(f"| {link('reports/index.md', here, report.day.isoformat())} | {c['created']} | "
-                         f"{c['merged']} | {c['skipped']} | {c['trimmed']} | {len(report.sessions)} | "
-                         f"{report.commits} |")
-        if not self.commits:
-            index.append("\nNo history: the site was built outside a git repository.")
-        pages["reports/index.md"] = "\n".join(index) + "\n"
-        return pages
 
 
 def projection(snap: Snapshot, *, include_l1: bool = True) -> dict[str, str]:
@@ -564,25 +458,6 @@ def projection(snap: Snapshot, *, include_l1: bool = True) -> dict[str, str]:
 
 def placeholder(number: int) -> str:
     return f"<!--memsite-html {number}-->"
-
-
-def _front(title: str | None, *, search: bool = True, boost: float | None = None) -> str:
-    """Frontmatter of a generated page; the title escaped, as Material prints it unescaped.
-
-    No title for the home page: Material then titles it with the site's name alone.
-    ``search=False`` keeps a page of generated tables out of the search index;
-    ``boost`` ranks a page's hits above the rest.
-    """
-    lines = ["---"] + ([f"title: {json.dumps(text(title))}"] if title is not None else [])
-    if not search:
-        lines += ["search:", "  exclude: true"]
-    elif boost:
-        lines += ["search:", f"  boost: {boost:g}"]
-    return "\n".join(lines + ["---", ""])
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _overview(memory: Memory) -> str:
