@@ -49,6 +49,10 @@ MEMORIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("entities", "The ledger database is Postgres 15 with logical replication",
      "The ledger runs on Postgres 15; a logical replica feeds the analytics warehouse every 5 minutes.",
      ("postgres", "ledger")),
+    ("entities", "Checkout latency dashboard",
+     "The checkout latency dashboard (p99 by region and gateway): "
+     "https://grafana.orion.payments.internal/d/checkout-latency-p99-by-region-and-gateway-eu-central-1?orgId=1",
+     ("dashboards", "checkout")),
     ("entities", "Dana Okafor owns the events bus",
      "Dana Okafor owns the events bus (Kafka). Schema changes go through her review.", ("kafka", "people")),
     ("events", "Invoice numbering switched to per-country sequences",
