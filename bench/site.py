@@ -3,6 +3,7 @@
     python bench/site.py            # 1,000 and 10,000 memories
     python bench/site.py --large    # and 100,000
     python bench/site.py --quick    # 1,000 only, one run each
+    python bench/site.py --screenshots shots/   # only: the demo's home and a memory page at 1280 and 375 px
 
 For each size, a memory repository is seeded through the API (memories spread
 over a year, some recalled) and `memsite build` runs in a fresh process; its
@@ -122,7 +123,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,000 memories, one run each")
     parser.add_argument("--runs", type=int, default=3, help="builds per measurement (median)")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one)")
+    parser.add_argument("--screenshots", type=Path, metavar="DIR",
+                        help="build the demo and write screenshots of its pages into DIR instead")
     args = parser.parse_args()
+    if args.screenshots:
+        screenshots(args.screenshots, args.dir or Path(tempfile.mkdtemp(prefix="memsite-shots-")))
+        return
     runs = 1 if args.quick else args.runs
     sizes = [1_000] if args.quick else [1_000, 10_000] + ([100_000] if args.large else [])
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="memsite-site-bench-"))
@@ -146,6 +152,50 @@ def main() -> None:
             per = r["seconds"] / r["memories"] * 1000
             print(f"{r['memories']:,} memories: {r['seconds']:.1f} s ({per:.2f} ms a memory), "
                   f"peak {r['peak_mb']:.0f} MB, search index {r['index_mb']:.2f} MB")
+
+
+def screenshots(out: Path, workdir: Path) -> None:
+    """The demo's home page and one memory page at desktop and phone widths, as PNG files in ``out``.
+
+    For a reviewer of the site to look at instead of read; uses the browser the
+    tests use (Playwright driving Debian's chromium).
+    """
+    import functools
+    import shutil as which
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from playwright.sync_api import sync_playwright
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    demo = workdir / "demo"
+    if not (demo / "site").is_dir():
+        subprocess.run([sys.executable, "-m", "memsite", "demo", str(demo)], check=True, stdout=subprocess.DEVNULL)
+    with MemoryStore(demo, agent="reader") as store:
+        memory = max(store.list(), key=lambda m: m.active_count)
+    pages = {"home": "", "memory": f"memories/{memory.category}/{memory.created:%Y-%m}/#{memory.id}",
+             "rankings": "rankings/"}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(demo / "site")))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=which.which("chromium"), args=["--no-sandbox"])
+            for width in (1280, 375):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                for name, address in pages.items():
+                    page.goto(f"http://127.0.0.1:{server.server_address[1]}/{address}")
+                    page.wait_for_load_state("networkidle")
+                    path = out / f"{name}-{width}.png"
+                    page.screenshot(path=str(path), full_page=name != "memory")
+                    print(path)
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class _Clock:

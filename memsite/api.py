@@ -143,13 +143,13 @@ class MemoryStore(Store):
             Hits, best first; each recalled memory's ``active_count`` is raised
             (journaled at once, committed in batches; see flush_activity).
         """
-        from .text import match_any, search_terms
+        from .text import match_any, only_stopwords, search_terms
 
         if not isinstance(query, str):
             raise InvalidInput(f"query: expected text, got {type(query).__name__}")
         terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
-        if not terms and (self._vectors is None or not query.strip()):
-            return []
+        if not terms and (self._vectors is None or not query.strip() or only_stopwords(query[:4096])):
+            return []  # nothing but common words: any memory would match as well as any other
         hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
                             meaning=None if self._vectors is None else query)
         if hits:
@@ -323,14 +323,14 @@ class MemoryStore(Store):
             At most ``lines`` lines; '' for an empty repository. The recent
             memories section is left out when this agent has none.
         """
-        from .core import core_text, first_lines
+        from .core import core_text, first_lines, recent_memories
 
         limit = self.auto_load_lines if lines is None else lines
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidInput(f"lines: expected a whole number >= 0, got {limit!r}")
         memories = self.list()
         pinned = [m for m in memories if m.pinned]
-        text = core_text(self.world.read(), pinned, self.recent(), self.agent)
+        text = core_text(self.world.read(), pinned, recent_memories(self.list(agent=self.agent), 10), self.agent)
         return first_lines(text, limit)
 
     def load_topic(self, category: str) -> str:

@@ -18,15 +18,20 @@ TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 
 
-def recent_texts(memories: Sequence[Memory], n: int) -> list[str]:
-    """The texts of the ``n`` most recent memories, oldest first, without empty ones."""
+def recent_memories(memories: Sequence[Memory], n: int) -> list[Memory]:
+    """The ``n`` most recent memories, oldest first, without empty ones."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n: expected a whole number >= 0, got {n!r}")
-    texts = [m.content for m in sorted(memories, key=lambda m: (m.created, m.id)) if m.content.strip()]
-    return texts[max(0, len(texts) - n) :] if n else []
+    kept = [m for m in sorted(memories, key=lambda m: (m.created, m.id)) if m.content.strip()]
+    return kept[max(0, len(kept) - n):] if n else []
 
 
-def core_text(world: Mapping[str, str], pinned: Sequence[Memory], recent: Sequence[str], agent: str) -> str:
+def recent_texts(memories: Sequence[Memory], n: int) -> list[str]:
+    """The texts of the ``n`` most recent memories, oldest first, without empty ones."""
+    return [m.content for m in recent_memories(memories, n)]
+
+
+def core_text(world: Mapping[str, str], pinned: Sequence[Memory], recent: Sequence[Memory | str], agent: str) -> str:
     """The whole core memory, before any line limit; '' when there is nothing."""
     sections = []
     if world:
@@ -42,16 +47,34 @@ def core_text(world: Mapping[str, str], pinned: Sequence[Memory], recent: Sequen
         sections.append("# Pinned memories\n\n" + "\n\n".join(
             f"## {m.category}: {m.abstract}\n\n{m.content}" for m in pinned))
     if recent:
-        sections.append(f"# Recent memories of {agent}\n\n" + "\n".join(
-            f"- {truncate(one_line(text), 300)}" for text in recent))
+        sections.append(f"# Recent memories of {agent}\n\n" + "\n".join(_bullet(text) for text in recent))
     return "\n\n".join(sections)
 
 
+def _bullet(memory: Memory | str) -> str:
+    """A memory as one Markdown list item: its abstract, then the lines of its text indented under it."""
+    text = memory if isinstance(memory, str) else memory.content
+    lines = [truncate(line.rstrip(), 300) for line in text.strip().split("\n") if line.strip()]
+    if not isinstance(memory, str) and one_line(memory.content) != one_line(memory.abstract):
+        lines = [truncate(one_line(memory.abstract), 300) + ":", *lines]
+    body = [f"  {line}" for line in lines[1:8]] + (["  …"] if len(lines) > 8 else [])
+    return "\n".join([f"- {lines[0]}", *body])
+
+
 def first_lines(text: str, limit: int) -> str:
-    """At most ``limit`` lines of ``text``."""
-    if not text:
+    """At most ``limit`` lines of ``text``; when lines are cut, the last one says which and how to see them."""
+    if not text or limit == 0:
         return ""
-    return "\n".join(text.split("\n")[:limit])
+    lines = text.split("\n")
+    if len(lines) <= limit:
+        return text
+    kept = lines[:limit - 1]
+    cut = [line[2:] for line in lines[limit - 1:] if line.startswith("# ")]
+    where = f" (from {', '.join(cut)})" if cut else ""
+    cut_n = len(lines) - len(kept)
+    note = (f"[{cut_n} more line{'' if cut_n == 1 else 's'} cut{where}: 'memsite core --lines {len(lines)}' shows all; "
+            "raise auto_load_lines in mkdocs.yml]")
+    return "\n".join([*kept, note])
 
 
 def topic_text(memories: Sequence[Memory]) -> str:

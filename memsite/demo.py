@@ -49,6 +49,10 @@ MEMORIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("entities", "The ledger database is Postgres 15 with logical replication",
      "The ledger runs on Postgres 15; a logical replica feeds the analytics warehouse every 5 minutes.",
      ("postgres", "ledger")),
+    ("entities", "Checkout latency dashboard",
+     "The checkout latency dashboard (p99 by region and gateway): "
+     "https://grafana.orion.payments.internal/d/checkout-latency-p99-by-region-and-gateway-eu-central-1?orgId=1",
+     ("dashboards", "checkout")),
     ("entities", "Dana Okafor owns the events bus",
      "Dana Okafor owns the events bus (Kafka). Schema changes go through her review.", ("kafka", "people")),
     ("events", "Invoice numbering switched to per-country sequences",
@@ -116,18 +120,19 @@ TASKS: list[tuple[str, str, tuple[str, ...], str, str, str, dict[str, str]]] = [
      "Pinned the browser version in the CI image.", "pattern: pin browsers in CI images",
      {"ci.status": "green", "ci.browser": "pinned to 131"}),
     ("planner", "plan", ("release 4.2",), "Plan release 4.2 with partial refunds.",
-     "Split the work into API, ledger and docs tasks; release on Thursday.", "pattern: release on Thursdays",
+     "Split the work into API, ledger and docs tasks; release on Thursday.",
+     "pattern: release on Thursdays, after a clean canary",
      {"release.next": "4.2 on Thursday"}),
     ("coder", "feature", ("partial refunds",), "Partial refunds are missing from the public API.",
      "Added POST /refunds with an amount; ledger entries reference the invoice line.",
-     "pattern: write the ledger entry before calling the gateway", {"api.version": "4.2.0-rc1"}),
+     "pattern: refunds carry an idempotency key to the gateway", {"api.version": "4.2.0-rc1"}),
     ("reviewer", "review", ("refunds api",), "Review the refunds API pull request.",
      "Asked for idempotency keys on refunds; approved after the change.", "pattern: money endpoints need idempotency",
      {"review.queue": "2 open"}),
-    ("coder", "debug", ("webhook duplicates",), "Gateway webhook retries create duplicate refunds.",
+    ("coder", "debug", ("duplicate refunds",), "Gateway webhook retries create duplicate refunds.",
      "Stored idempotency keys with a unique constraint.", "pattern: dedupe webhooks by idempotency key",
      {"ci.status": "green"}),
-    ("planner", "release", ("4.2",), "Ship release 4.2.", "Tagged v4.2.0, canary clean, promoted.",
+    ("planner", "release", ("4.2 canary",), "Ship release 4.2.", "Tagged v4.2.0, canary clean, promoted.",
      "pattern: release on Thursdays", {"release.current": "4.2.0", "release.next": "4.3 (invoice search)"}),
     ("coder", "perf", ("invoice search",), "Invoice search takes 4 seconds.",
      "Added a trigram GIN index on the customer name; 30 ms now.", "pattern: check EXPLAIN before adding caches",
@@ -141,6 +146,17 @@ TASKS: list[tuple[str, str, tuple[str, ...], str, str, str, dict[str, str]]] = [
      "Three themes: per-country invoicing, faster search, fewer incidents.", "pattern: tie roadmap items to incidents",
      {"roadmap.quarter": "per-country invoicing, search, reliability"}),
 ]
+
+# What each task taught, as the memory its agent writes when the task closes (its source: the session).
+LEARNED = {
+    "flaky checkout tests": "Flaky checkout tests: pin the browser version",
+    "partial refunds": "Release 4.2 shipped: refunds in the API",
+    "duplicate refunds": "Webhook retries duplicated refunds: idempotency keys",
+    "invoice search": "Slow invoice search: missing trigram index",
+    "migrations": "Ledger migration locked the table: use CONCURRENTLY",
+    "pdf fonts": "Invoice PDF fonts missing in the container",
+    "4.2 canary": "Releasing a service to production",
+}
 
 RECALLS = ["how do we release to production", "release canary promote", "postgres migration column",
            "webhook duplicate refunds", "staging cluster name", "code review preferences", "invoice search slow",
@@ -166,7 +182,8 @@ def create(folder: Path, *, weeks: int = 6, seed: int = 7, end: datetime | None 
     stores = {agent: MemoryStore(folder, agent=agent, clock=clock) for agent in AGENTS}
     try:
         days = weeks * 7
-        memories = list(MEMORIES)
+        learned = {m[1]: m for m in MEMORIES if m[1] in LEARNED.values()}
+        memories = [m for m in MEMORIES if m[1] not in learned]
         tasks = list(TASKS)
         per_day = max(1, -(-len(memories) // max(1, days - 2)))
         ids: list[str] = []
@@ -180,7 +197,7 @@ def create(folder: Path, *, weeks: int = 6, seed: int = 7, end: datetime | None 
                     ids.append(store.remember(content, category=category, abstract=abstract, tags=tags).id)
                     clock.advance(minutes=rng.randint(5, 90))
             if tasks and day % max(1, days // len(TASKS)) == 1:
-                _task(stores, tasks.pop(0), clock, rng)
+                _task(stores, tasks.pop(0), clock, rng, learned)
             if rng.random() < 0.6:
                 stores[rng.choice(AGENTS)].recall(rng.choice(RECALLS), limit=2)
                 clock.advance(minutes=rng.randint(1, 30))
@@ -191,7 +208,7 @@ def create(folder: Path, *, weeks: int = 6, seed: int = 7, end: datetime | None 
                                          "run in eu-central-1, in three zones.", category="entities",
                                          tags=("kubernetes",))
         for task in tasks:
-            _task(stores, task, clock, rng)
+            _task(stores, task, clock, rng, learned)
         clock.now = end - timedelta(hours=1)
         for agent in AGENTS:  # the release pattern, in daily use
             stores[agent].recall("release a service to production canary", limit=1)
@@ -205,18 +222,26 @@ def create(folder: Path, *, weeks: int = 6, seed: int = 7, end: datetime | None 
     return folder
 
 
-def _task(stores: dict[str, MemoryStore], task: tuple, clock: _Clock, rng: random.Random) -> None:
+def _task(stores: dict[str, MemoryStore], task: tuple, clock: _Clock, rng: random.Random,
+          learned: dict[str, tuple[str, str, str, tuple[str, ...]]]) -> None:
+    """One task under the protocol; what it taught becomes a memory whose source is its session."""
     agent, type, keywords, problem, solution, learning, world = task
+    steps = [("reproduce", problem), ("change", solution), ("verify", "checked on staging (vega)")]
     with stores[agent].task(type=type, keywords=keywords) as t:
-        t.plan(["understand", "change", "verify"])
-        for item in ("understand", "change", "verify"):
+        t.plan([item for item, _ in steps])
+        for item, note in steps:
             clock.advance(minutes=rng.randint(10, 60))
-            t.check(item)
+            t.check(item, note=note)
             t.rounds += 1
         t.problem(problem)
         t.solution(solution)
         t.learn(learning)
         t.world(world)
+    memory = learned.pop(LEARNED.get(keywords[0], ""), None)
+    if memory is not None:
+        category, abstract, content, tags = memory
+        clock.advance(minutes=5)
+        stores[agent].remember(content, category=category, abstract=abstract, tags=tags, source=t.session)
 
 
 def _limit_cases(folder: Path, when: datetime) -> None:

@@ -30,6 +30,7 @@ class Commit:
     actions: tuple[tuple[str, str, str], ...]  # (memory id, action, reason)
     skipped: int
     files: tuple[tuple[str, str], ...]  # (status, path)
+    recalls: tuple[tuple[str, int], ...] = ()  # (memory id, recalls added), from 'Recalls: +N' trailers
 
 
 @dataclass
@@ -61,7 +62,7 @@ def _commit(record: str) -> Commit | None:
     if len(parts) < 5:
         return None
     sha, author, stamp, message, rest = parts[0], parts[1], parts[2], parts[3], _SEP.join(parts[4:])
-    actions, current = [], None
+    actions, current, recalls = [], None, []
     for line in message.splitlines():
         key, _, value = line.strip().partition(": ")
         if key == "Memory-Id":
@@ -71,11 +72,13 @@ def _commit(record: str) -> Commit | None:
             current[1] = value.strip()
         elif current is not None and key == "Reason":
             current[2] = value.strip()
+        elif current is not None and key == "Recalls" and value.strip().lstrip("+").isdigit():
+            recalls.append((current[0], int(value.strip().lstrip("+"))))
     skipped = sum(int(n) for n in re.findall(r"^Skipped: (\d+)$", message, re.MULTILINE))
     fields = [f for f in rest.strip("\0\n").split("\0") if f]
     files = tuple((fields[i].strip(), fields[i + 1]) for i in range(0, len(fields) - 1, 2))
     return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=timezone.utc),
-                  message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files)
+                  message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files, tuple(recalls))
 
 
 def daily(commits: list[Commit], sessions_dir: str = "content/sessions") -> list[DayReport]:
@@ -128,19 +131,25 @@ def by_memory(commits: list[Commit], ids_by_path: dict[str, str]) -> dict[str, l
     return {mid: entries[::-1] for mid, entries in found.items()}
 
 
-def render_day(report: DayReport, abstract: Callable[[str], str], esc: Callable[[object], str]) -> str:
-    """A day's report as Markdown: counts, sessions, highlights, per agent."""
-    counts = ", ".join(f"{report.counts.get(k, 0)} {k}" for k in ("created", "merged", "skipped", "trimmed"))
+def render_day(report: DayReport, abstract: Callable[[str], str], esc: Callable[[object], str],
+               session: Callable[[str], str] | None = None) -> str:
+    """A day's report as Markdown: counts, sessions (``session`` renders a name, a link say), highlights, per agent."""
+    show = session or esc
+    memories = ", ".join(f"{report.counts.get(k, 0)} {k}" for k in ("created", "merged", "skipped", "trimmed"))
     extra = ", ".join(f"{n} {k}" for k, n in sorted(report.counts.items())
-                      if k not in ("created", "merged", "skipped", "trimmed") and n)
-    lines = [f"# Report {report.day.isoformat()}", "", f"**{counts}**" + (f"; {extra}" if extra else "")
-             + f"; {len(report.sessions)} sessions, {report.commits} commits.", "", "## Highlights", ""]
+                      if k not in ("created", "merged", "skipped", "trimmed", "recalled") and n)
+    recalled = report.counts.get("recalled", 0)
+    lines = [f"# Report {report.day.isoformat()}", "",
+             f"- Memories: {memories}" + (f", {extra}" if extra else ""),
+             f"- Recall counts recorded for {recalled} {'memory' if recalled == 1 else 'memories'}",
+             f"- Sessions closed: {len(report.sessions)}", f"- Commits: {report.commits}", "",
+             "## Highlights", ""]
     lines += [f"- {abstract(mid)}" for mid in report.highlights[:20]] or ["(nothing created)"]
     if len(report.highlights) > 20:
         lines.append(f"- … and {len(report.highlights) - 20} more")
     lines += ["", "## Sessions", ""]
-    lines += [f"- {esc(name)}" for name in report.sessions] or ["(none)"]
-    lines += ["", "## By agent", "", "| agent | created | merged | skipped | trimmed | sessions |",
+    lines += [f"- {show(name)}" for name in report.sessions] or ["(none)"]
+    lines += ["", "## By agent", "", "| Agent | Created | Merged | Skipped | Trimmed | Sessions |",
               "|---|---:|---:|---:|---:|---:|"]
     for agent, c in sorted(report.agents.items()):
         lines.append(f"| {esc(agent)} | {c['created']} | {c['merged']} | {c['skipped']} | {c['trimmed']} | "

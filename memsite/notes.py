@@ -47,14 +47,22 @@ class Knowledge:
         return Knowledge(self.agent, self.task_count + 1, self.total_rounds + rounds, self.patterns + added, self.other)
 
     def matching(self, type: str, keywords: list[str]) -> list[str]:
-        """Patterns sharing words with the task's type and keywords, best first."""
-        wanted = set(_WORD.findall(" ".join([type, *keywords]).lower()))
+        """Patterns whose text shares a word with the task's keywords, best first.
+
+        Only words that say something count: not the task type nor the name of
+        the session a pattern came from (every pattern learned in a 'plan'
+        task would match every plan), not numbers, not stopwords; the type
+        only breaks ties.
+        """
+        from .text import STOPWORDS
+
+        wanted = {w for w in _WORD.findall(" ".join(keywords).lower()) if w not in STOPWORDS and not w.isdigit()}
         scored = []
         for position, (text, source) in enumerate(self.patterns):
-            words = set(_WORD.findall(f"{text} {source or ''}".lower()))
+            words = set(_WORD.findall(text.lower()))  # not the source's name: its type and date say nothing
             score = len(wanted & words)
             if score:
-                scored.append((-score, position, text))
+                scored.append((-score - 0.5 * (type.lower() in words), position, text))
         return [text for _, _, text in sorted(scored)]
 
 

@@ -338,6 +338,7 @@ class Task:
             name=name, agent=state.agent, type=state.type, keywords=tuple(state.keywords), started=state.started,
             finished=finished, outcome=outcome, rounds=state.rounds, problem=state.problem, solution=state.solution,
             pattern=state.pattern, learnings=tuple(state.learnings), error=error,
+            plan=tuple((item.text, item.done, item.note) for item in state.todo),
         )
         step(STEP_SESSION, lambda: tx.write_text(f"{config.sessions_dir}/{name}.md", sessions.render(record)))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import subprocess
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", 
 class Change:
     """One memory's change in the range."""
 
-    action: str  # created | updated | merged | recalled | moved | forgotten | trimmed | deleted
+    action: str  # created | updated | merged | recalled | moved | forgotten | trimmed | deleted | transient
     id: str
     category: str
     abstract: str
@@ -40,6 +41,7 @@ class Change:
     fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (before, after)
     diff: str = ""  # unified diff of the text
     moved_from: str = ""  # the file it was in at the base, when it moved (memsite migrate, a category change)
+    commits: tuple[str, ...] = ()  # transient: the commit that created it and the one that forgot or trimmed it
 
 
 @dataclass
@@ -77,10 +79,10 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
                    repo.diff_trees(repo.root_tree(base_sha), repo.root_tree(head_sha))
                    if path.startswith(config.content_dir + "/")]
         blobs = repo.objects.read_blobs([e.sha for _, *pair in entries for e in pair if e is not None])
-        trailers, commits = _trailers(root, base_sha, head_sha, config.content_dir)
+        trailers, log = _trailers(root, base_sha, head_sha, config.content_dir)
     finally:
         repo.close()
-    report = Report(base, head, commits)
+    report = Report(base, head, len(log))
     before: dict[str, tuple[str, Memory]] = {}
     after: dict[str, tuple[str, Memory]] = {}
     for path, old, new in entries:
@@ -104,8 +106,9 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
                 report.sessions_touched.append((path, "deleted" if new is None else "modified"))
     for mid in sorted(set(before) | set(after)):
         report.changes.append(_change(config, mid, before.get(mid), after.get(mid), trailers.get(mid, [])))
-    order = {"created": 0, "merged": 1, "updated": 2, "forgotten": 3, "trimmed": 4, "deleted": 5, "recalled": 6,
-             "moved": 7}
+    report.changes += _transient(root, config, log, set(before) | set(after))
+    order = {"created": 0, "merged": 1, "updated": 2, "forgotten": 3, "trimmed": 4, "transient": 5, "deleted": 6,
+             "recalled": 7, "moved": 8}
     report.changes.sort(key=lambda c: (order[c.action], c.category, c.abstract))
     return report
 
@@ -165,14 +168,57 @@ def _world_changes(old: bytes | None, new: bytes | None) -> list[tuple[str, str,
     return sorted(changes)
 
 
-def _trailers(root: Path, base: str, head: str, folder: str) -> tuple[dict[str, list[tuple[str, str, str]]], int]:
-    """Memory id -> [(action, reason, author)] from the commit trailers in base..head, oldest first."""
+def _trailers(root: Path, base: str, head: str,
+              folder: str) -> tuple[dict[str, list[tuple[str, str, str]]], list[history.Commit]]:
+    """Memory id -> [(action, reason, author)] from the commit trailers in base..head, oldest first; the commits."""
     commits = history.read(root, f"{base}..{head}", folder)
     found: dict[str, list[tuple[str, str, str]]] = {}
     for commit in commits:
         for mid, action, reason in commit.actions:
             found.setdefault(mid, []).append((action, reason, commit.author))
-    return found, len(commits)
+    return found, commits
+
+
+def _transient(root: Path, config: Config, commits: list[history.Commit], seen: set[str]) -> list[Change]:
+    """Memories created and then forgotten or trimmed inside the range: the net tree diff cannot show them.
+
+    Each is read back from the commit that created it (one ``git cat-file --batch`` for all of them).
+    """
+    created: dict[str, history.Commit] = {}
+    gone: dict[str, tuple[history.Commit, str, str]] = {}
+    for commit in commits:
+        for mid, action, reason in commit.actions:
+            if action == "created" and mid not in seen:
+                created[mid] = commit
+            elif action in ("forgotten", "trimmed") and mid in created:
+                gone[mid] = (commit, action, reason)
+    wanted = [(mid, f"{created[mid].sha}:{path}", path) for mid in gone for status, path in created[mid].files
+              if status == "A" and _is_memory(config, path)]
+    if not wanted:
+        return []
+    names = sorted({spec for _, spec, _ in wanted})
+    result = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="\n".join(names).encode() + b"\n",
+                            capture_output=True, check=False)
+    blobs, data = {}, result.stdout
+    for name in names:  # '<sha> blob <size>\n<bytes>\n' for each, in order
+        header, _, data = data.partition(b"\n")
+        parts = header.split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            size = int(parts[2])
+            blobs[name], data = data[:size], data[size + 1:]
+    changes = []
+    for mid, spec, path in wanted:
+        try:
+            memory = _memory(config, path, blobs.get(spec, b""))
+        except FormatError:
+            continue
+        if memory.id != mid:
+            continue
+        commit, action, reason = gone[mid]
+        changes.append(Change("transient", mid, memory.category, memory.abstract, memory.agent, path,
+                              reason=f"{action}" + (f": {reason}" if reason else ""),
+                              commits=(created[mid].sha, commit.sha)))
+    return changes
 
 
 def ids_used_before(root: Path, base: str, folder: str) -> set[str]:
@@ -183,7 +229,11 @@ def ids_used_before(root: Path, base: str, folder: str) -> set[str]:
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|#@!])")
 
 
-def _md(text: object) -> str:
+def _plain(text: object) -> str:
+    return " ".join(str(text if text is not None else "").split())
+
+
+def _inert(text: object) -> str:
     """Agent text as one line of inert Markdown (no links, images, mentions or HTML)."""
     return _SPECIAL.sub(r"\\\1", " ".join(str(text if text is not None else "").split()))
 
@@ -194,12 +244,19 @@ def _value(value: Any) -> str:
     return "none" if value is None or value == "" else str(value)
 
 
-def markdown(report: Report, limit: int = 200) -> str:
-    """The report for a pull request: totals and highlights first, then each kind of change."""
+def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str:
+    """The report for a pull request: totals and highlights first, then each kind of change.
+
+    ``terminal=True`` leaves agent text as it is (no Markdown escapes) for a
+    person reading it in a terminal; the caller escapes control characters.
+    """
+    _md = _plain if terminal else _inert
     agents = Counter(c.agent for c in report.changes if c.action not in ("recalled", "moved"))
     categories = Counter(c.category for c in report.changes if c.action not in ("recalled", "moved"))
     totals = [f"{report.count(a)} {a}" for a in ("created", "updated", "merged", "forgotten", "trimmed", "deleted",
                                                   "moved") if report.count(a)]
+    if report.count("transient"):
+        totals.append(f"{report.count('transient')} created then forgotten")
     lines = [f"# Memory changes {_md(report.base)}..{_md(report.head)}", "",
              f"**{', '.join(totals) or 'no memory changed'}**; {len(report.world)} world-state keys changed, "
              f"{len(report.sessions_added)} sessions added, {report.commits} commits.", ""]
@@ -216,7 +273,7 @@ def markdown(report: Report, limit: int = 200) -> str:
         lines += [f"- **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_" for c in created[:10]]
         lines.append("")
     sections = (("created", "Created"), ("merged", "Merged"), ("updated", "Updated"), ("forgotten", "Forgotten"),
-                ("trimmed", "Trimmed"), ("deleted", "Deleted without a record"),
+                ("trimmed", "Trimmed"), ("transient", "Created then forgotten"), ("deleted", "Deleted without a record"),
                 ("moved", "Moved to another file, unchanged"))
     for action, title in sections:
         members = [c for c in report.changes if c.action == action]
@@ -225,7 +282,8 @@ def markdown(report: Report, limit: int = 200) -> str:
         lines += [f"## {title} ({len(members)})", ""]
         for c in members[:limit]:
             lines.append(f"- `{c.id}` **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_"
-                         + (f" — {_md(c.reason)}" if c.reason else ""))
+                         + (f" — {_md(c.reason)}" if c.reason else "")
+                         + (f" (created in {c.commits[0][:10]}, removed in {c.commits[1][:10]})" if c.commits else ""))
             for name, (was, now) in c.fields.items():
                 lines.append(f"  - {name}: {_md(_value(was))} → {_md(_value(now))}")
             if c.moved_from:

@@ -38,6 +38,7 @@ class SessionRecord:
     pattern: str | None = None
     learnings: tuple[str, ...] = ()
     error: str | None = None
+    plan: tuple[tuple[str, bool, str], ...] = ()  # (TODO item, done, note) as the task left them
 
     @property
     def seconds(self) -> int:
@@ -82,6 +83,8 @@ def render(record: SessionRecord) -> str:
         meta["error"] = record.error
     outcome = record.outcome + (f" ({record.error})" if record.error else "")
     learnings = "\n".join(f"- {' '.join(item.split())}" for item in record.learnings) or "- (none recorded)"
+    plan = "\n".join(f"- [{'x' if done else ' '}] {' '.join(item.split())}" + (f" — {' '.join(note.split())}" if note else "")
+                     for item, done, note in record.plan)
     return (
         f"---\n{dump_yaml(meta)}---\n\n"
         f"# Session: {record.name}\n\n"
@@ -93,7 +96,8 @@ def render(record: SessionRecord) -> str:
         f"- Outcome: {outcome}\n\n"
         f"## Problem\n\n{demote_headings(record.problem) or '(not described)'}\n\n"
         f"## Solution\n\n{demote_headings(record.solution) or '(not described)'}\n\n"
-        f"## Execution\n\n"
+        + (f"## Plan\n\n{plan}\n\n" if plan else "")
+        + f"## Execution\n\n"
         f"- Pattern matched: {record.pattern or 'none'}\n"
         f"- Rounds: {record.rounds}\n"
         f"- Seconds: {record.seconds}\n\n"
@@ -137,8 +141,17 @@ def parse(text: str, where: str) -> SessionRecord:
         keywords=tuple(str(k) for k in keywords), started=time_field("started"), finished=time_field("finished"),
         outcome=outcome, rounds=field("rounds", int), problem=_unset(sections.get("Problem", "")),
         solution=_unset(sections.get("Solution", "")), pattern=field("pattern", str, required=False),
-        learnings=learnings, error=field("error", str, required=False),
+        learnings=learnings, error=field("error", str, required=False), plan=_plan(sections.get("Plan", "")),
     )
+
+
+def _plan(text: str) -> tuple[tuple[str, bool, str], ...]:
+    items = []
+    for line in text.split("\n"):
+        match = re.match(r"- \[([ x])\] (.*?)(?: — (.*))?$", line)
+        if match:
+            items.append((match.group(2), match.group(1) == "x", match.group(3) or ""))
+    return tuple(items)
 
 
 def _unset(text: str) -> str:

@@ -103,10 +103,14 @@ def _quoted(term: str) -> str:
 
 
 def search_terms(text: str) -> list[str]:
-    """The distinct words of a query that say something (stopwords dropped unless that is all)."""
-    found = list(dict.fromkeys(words(text)))
-    meaningful = [w for w in found if w not in STOPWORDS]
-    return meaningful or found
+    """The distinct words of a query that say something (stopwords dropped: 'the and of' searches nothing)."""
+    return [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS]
+
+
+def only_stopwords(text: str) -> bool:
+    """True when ``text`` has words and every one is a stopword (a query that can match anything)."""
+    found = words(text)
+    return bool(found) and all(w in STOPWORDS for w in found)
 
 
 def match_any(terms: list[str]) -> str:

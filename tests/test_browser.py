@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
@@ -62,7 +63,11 @@ def search(page: Page, url: str, words: str) -> None:
     """Type into the site search as a person does, once its index has loaded."""
     page.goto(url)
     page.wait_for_load_state("networkidle")
-    page.locator("label.md-search__icon, .md-search__input").first.click()
+    toggle = page.locator('label.md-header__button[for="__search"]')  # a phone shows the icon, not the box
+    if toggle.is_visible():
+        toggle.click()
+    else:
+        page.locator("label.md-search__icon, .md-search__input").first.click()
     page.locator("input.md-search__input").press_sequentially(words, delay=30)
 
 
@@ -89,7 +94,7 @@ def test_dashboard_memory_link_and_search(browser: Browser, demo_site: tuple[str
     abstract = top.inner_text()
     top.click()
     page.wait_for_load_state()
-    article = page.locator("article.memsite-memory:target")
+    article = page.locator("article.memsite-memory:has(h2:target)")
     assert article.locator("h2").inner_text() == abstract
     assert "decay" in article.inner_text() and "boost" in article.inner_text()
 
@@ -141,3 +146,93 @@ def test_hostile_memories_execute_nothing_and_request_no_other_host(browser: Bro
         visit.close()
         server.shutdown()
         server.server_close()
+
+
+WIDTHS = (1280, 375)
+# Elements that carry a long value and how far past the viewport they reach, outside boxes that scroll themselves.
+OVERFLOW = """() => {
+    const width = document.documentElement.clientWidth;
+    const scrolls = el => el.closest('.md-typeset__scrollwrap, pre, .md-typeset__table');
+    return [...document.querySelectorAll('.md-content *')]
+        .filter(el => el.getBoundingClientRect().right > width + 1 && !scrolls(el))
+        .slice(0, 5).map(el => el.tagName + '.' + el.className + ' ' + Math.round(el.getBoundingClientRect().right));
+}"""
+
+
+def page_types(folder: Path) -> list[str]:
+    """One address of every kind of page the site has."""
+    with MemoryStore(folder, agent="reader") as store:
+        memory = next(m for m in store.list() if "grafana" in m.content)  # the longest unbroken value
+        session = next((folder / "content" / "sessions").glob("*.md")).stem
+        agent = memory.agent
+    summary = sorted((folder / "site" / "summaries").glob("20*"))[-1].name
+    report = sorted((folder / "site" / "reports").glob("20*"))[-1].name
+    return ["", "memories/", f"memories/{memory.category}/", f"memories/{memory.category}/{memory.created:%Y-%m}/",
+            "rankings/", "summaries/", f"summaries/{summary}/", "reports/", f"reports/{report}/", "skills/",
+            "world/", "sessions/", f"sessions/{session}/", "agents/", f"agents/{agent}/"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_page_scrolls_sideways_and_no_other_host_is_asked(browser: Browser, demo_site: tuple[str, Path],
+                                                             width: int) -> None:
+    url, folder = demo_site
+    visit = Visit(browser)
+    page = visit.page
+    page.set_viewport_size({"width": width, "height": 900})
+    try:
+        for address in page_types(folder):
+            page.goto(url + address)
+            page.wait_for_load_state("networkidle")
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, address
+            assert page.evaluate(OVERFLOW) == [], address
+        assert visit.hosts == {"127.0.0.1"} and visit.errors == []
+    finally:
+        visit.close()
+
+
+def test_every_link_of_the_demo_resolves(demo_site: tuple[str, Path]) -> None:
+    _, folder = demo_site
+    site = folder / "site"
+    broken, checked = [], 0
+    for html in site.rglob("*.html"):
+        if html.name == "404.html" and html.parent == site:
+            continue  # served at any depth, so MkDocs gives it links from the root
+        for href in re.findall(r'href="([^"]+)"', html.read_text(encoding="utf-8")):
+            target = urlparse(href)
+            if target.scheme or target.netloc or href.startswith(("#", "mailto:")):
+                continue
+            path = (html.parent / unquote(target.path)).resolve()
+            if path.is_dir():
+                path = path / "index.html"
+            checked += 1
+            if not path.is_file():
+                broken.append(f"{html.relative_to(site)} -> {href}")
+            elif target.fragment and path.suffix == ".html" and "/memories/" in path.as_posix():
+                if f'id="{target.fragment}"' not in path.read_text(encoding="utf-8"):
+                    broken.append(f"{html.relative_to(site)} -> {href} (no such anchor)")
+    assert checked > 500 and broken == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_search_finds_a_memory_by_id_and_by_a_word_of_its_body(browser: Browser, demo_site: tuple[str, Path],
+                                                              width: int) -> None:
+    url, folder = demo_site
+    with MemoryStore(folder, agent="reader") as store:
+        wanted = next(m for m in store.list() if "fonts-dejavu" in m.content)
+    visit = Visit(browser)
+    page = visit.page
+    page.set_viewport_size({"width": width, "height": 900})
+    try:
+        for words in (wanted.id, "dejavu"):
+            search(page, url, words)
+            results = page.locator(".md-search-result__list > .md-search-result__item")
+            results.first.wait_for(timeout=15_000)
+            assert wanted.abstract in results.first.inner_text(), words  # the memory first, not a table
+            results.first.locator(f"a[href$='#{wanted.id}']").first.click()
+            page.wait_for_load_state()
+            landed = urlparse(page.url)  # (search.highlight adds ?h=...)
+            assert (landed.path, landed.fragment) == (f"/memories/cases/{wanted.created:%Y-%m}/", wanted.id)
+            assert page.locator(f"article.memsite-memory:has(h2[id='{wanted.id}'])").is_visible()
+        assert visit.hosts == {"127.0.0.1"} and visit.errors == []
+    finally:
+        visit.close()

@@ -32,7 +32,7 @@ def run(repo: Path, *args: str, input: str | None = None, agent: str = "cli-agen
 def test_init_remember_list_show_forget(repo: Path) -> None:
     made = run(repo, "remember", "User prefers tabs over spaces", "-c", "user_pref", "-t", "python", "-t", "style")
     assert made.exit_code == 0, made.output
-    assert made.output.startswith("Remembered ") and " in preferences (commit " in made.output
+    assert made.output.startswith("Created ") and " in preferences (commit " in made.output
     listed = run(repo, "list")
     assert "preferences" in listed.output and "cli-agent" in listed.output and "User prefers tabs" in listed.output
     mid = json.loads(run(repo, "list", "--json").output)[0]["id"]
@@ -94,7 +94,9 @@ def test_commands_outside_a_repository_say_what_to_do(tmp_path: Path) -> None:
 def test_trim_reports_what_it_did(repo: Path) -> None:
     for i in range(3):
         run(repo, "remember", f"case {i}", "-c", "cases")
-    assert run(repo, "trim", "cases").output.startswith("Nothing to trim")
+    uncapped = run(repo, "trim", "cases")
+    assert uncapped.exit_code == 1 and uncapped.output.count("\n") == 1
+    assert "cases has no capacity marks, so it is never trimmed" in uncapped.output
     settings = repo / "mkdocs.yml"
     settings.write_text(settings.read_text().replace(
         "        # capacity: {lines: {high: 500, low: 400}}", "        capacity: {entries: {high: 2, low: 1}}"))

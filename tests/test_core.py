@@ -60,7 +60,12 @@ def test_load_core_returns_min_of_its_lines_and_the_limit(store: MemoryStore, ke
     full = store.load_core(lines=10_000)
     cut = store.load_core(lines=limit)
     assert line_count(cut) == min(line_count(full), limit)
-    assert cut == "\n".join(full.split("\n")[:limit])
+    if line_count(full) <= limit or limit == 0:
+        assert cut == (full if limit else "")
+    else:  # what was cut is said on the last line, with how to see it
+        assert cut.split("\n")[:-1] == full.split("\n")[:limit - 1]
+        assert cut.split("\n")[-1].startswith(f"[{line_count(full) - limit + 1} more line")
+        assert f"'memsite core --lines {line_count(full)}' shows all" in cut.split("\n")[-1]
 
 
 @settings(max_examples=200)
@@ -136,6 +141,7 @@ def test_from_env_defaults_to_a_folder_in_home(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_the_core_command(store: MemoryStore) -> None:
-    store.world.merge({"a": "1", "b": "2"})
-    result = CliRunner().invoke(main, ["-C", str(store.root), "core", "--lines", "3"])
-    assert result.exit_code == 0 and result.output == "# World state\n\n- a: 1\n"
+    store.world.merge({"a": "1", "b": "2", "c": "3"})
+    result = CliRunner().invoke(main, ["-C", str(store.root), "core", "--lines", "4"])
+    assert result.exit_code == 0 and result.output.startswith("# World state\n\n- a: 1\n[")
+    assert "[2 more lines cut" in result.output and "'memsite core --lines 5' shows all" in result.output

@@ -47,7 +47,10 @@ def test_the_quick_start_builds_the_demo_site(tmp_path: Path) -> None:
     command = rest.removesuffix(" --serve").replace("/tmp/memsite-demo", str(tmp_path / "demo"))
     result = subprocess.run(command, shell=True, capture_output=True, text=True, env=os.environ)
     assert result.returncode == 0, result.stderr
-    assert f"Site: {tmp_path / 'demo' / 'site' / 'index.html'}" in result.stdout
+    assert f"Site built into: {tmp_path / 'demo' / 'site'}" in result.stdout
+    # What it prints to read the site serves it (the built files need a web server: folder URLs, search worker)
+    assert f"To read it: memsite -C {tmp_path / 'demo'} serve --port 8000" in result.stdout
+    assert "file://" not in result.stdout and "index.html" not in result.stdout
     assert (tmp_path / "demo" / "site" / "skills" / "index.html").is_file()
 
 

@@ -21,7 +21,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("home")
     folder = tmp_path_factory.mktemp("demo") / "memory"
     result = memsite("demo", str(folder), home=home)
-    assert f"Site: {folder / 'site' / 'index.html'}" in result.stdout
+    assert f"Site built into: {folder / 'site'}" in result.stdout and "serve --port 8000" in result.stdout
     return folder
 
 
@@ -53,14 +53,14 @@ def test_every_contract_url_of_the_demo_exists_with_its_content(demo: Path) -> N
             assert f'id="{m.id}"' in listing
             assert f'href="{m.created:%Y-%m}/#{m.id}"' in listing
             detail = page(site, f"/memories/{category}/{m.created:%Y-%m}/")
-            article = detail[detail.index(f'<article class="memsite-memory" id="{m.id}">'):]
+            article = detail[detail.index(f'<h2 id="{m.id}">'):]
             article = article[:article.index("</article>")]
             for part in ("Score", "decay", "boost", "Source", "Tags", "Created", "Agent"):
                 assert part in article
             assert all(t in article for t in m.tags)
 
     rankings = page(site, "/rankings/")
-    assert "half-life 30 days" in rankings and "ln(1 + recalls)" in rankings and "Fading" in rankings
+    assert "half-life of 30 days" in rankings and "ln(1 + recalls)" in rankings and "Fading" in rankings
 
     summaries = page(site, "/summaries/")
     days = re.findall(r'href="(\d{4}-\d{2}-\d{2})/"', summaries)

@@ -103,7 +103,8 @@ pass_context = click.make_pass_decorator(Context)
 @click.option("-C", "--repo", default=".", envvar="MEMSITE_DIR", show_envvar=True,
               help="The memory repository (default: the current folder).")
 @click.option("--agent", envvar="MEMSITE_AGENT", show_envvar=True,
-              help="Who writes: the commit author (default: git user.name, else 'human').")
+              help="Who writes: the commit author (default: git's user.name as a slug, "
+                   "'Ada Lovelace' -> ada-lovelace; else 'human').")
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 @click.version_option(package_name="memsite")
 @click.pass_context

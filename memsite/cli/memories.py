@@ -54,14 +54,17 @@ def init(ctx: Context, path: str) -> None:
 @click.option("-t", "--tag", "tags", multiple=True, help="A tag; repeat for several.")
 @click.option("--source", help="The session or origin this came from.")
 @click.option("--pinned", is_flag=True, help="Exempt from decay and trimming.")
-@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the memory as JSON, with 'action' (created, merged, skipped) and 'duplicate_of'.")
 @pass_context
 @errors_as_messages
 def remember(ctx: Context, content: str | None, category: str, abstract: str | None, overview: str | None,
              tags: tuple[str, ...], source: str | None, pinned: bool, as_json: bool) -> None:
     """Remember CONTENT (or standard input when CONTENT is '-' or absent).
 
-    Each memory is one commit authored by the agent. Credentials, empty or
+    Each memory is one commit authored by the agent. Prints what happened:
+    created, merged into an existing near-duplicate (which keeps its id), or
+    skipped as an exact duplicate (nothing written). Credentials, empty or
     oversized text and unknown categories are refused and nothing is written.
 
     \b
@@ -76,10 +79,18 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
     with ctx.store() as store:
         memory = store.remember(content, category=category, abstract=abstract, overview=overview,
                                 tags=tags, source=source, pinned=pinned)
+    action = memory.action or "created"
     if as_json:
-        echo_json(as_dict(memory))
+        data = as_dict(memory)
+        if action == "skipped":
+            data["commit"] = None  # nothing was written
+        echo_json({**data, "action": action, "duplicate_of": memory.id if action != "created" else None})
+    elif action == "skipped":
+        echo(f"Skipped: duplicate of {memory.id} in {memory.category}; nothing written")
+    elif action == "merged":
+        echo(f"Merged into {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
     else:
-        echo(f"Remembered {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
+        echo(f"Created {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
 
 
 @main.command()
@@ -92,7 +103,7 @@ def show(ctx: Context, id: str, as_json: bool) -> None:
 
     \b
     Example:
-        memsite show 01JD3X4K9Q2W8E5R7T6Y1U3I0P
+        memsite show 01M80RXENRH45QMT9FRQWGVAFW
     """
     with ctx.store() as store:
         memory = store.get(id)
@@ -152,7 +163,7 @@ def forget(ctx: Context, id: str, reason: str) -> None:
 
     \b
     Example:
-        memsite forget 01JD3X4K9Q2W8E5R7T6Y1U3I0P --reason "superseded"
+        memsite forget 01M80RXENRH45QMT9FRQWGVAFW --reason "superseded"
     """
     with ctx.store() as store:
         commit = store.forget(id, reason=reason)
@@ -174,11 +185,16 @@ def trim(ctx: Context, category: str) -> None:
         memsite trim cases
     """
     with ctx.store() as store:
+        named = store.config.route(category)
+        if not named.capacity.bounded:
+            raise click.ClickException(
+                f"{named.name} has no capacity marks, so it is never trimmed; add 'capacity: "
+                f"{{entries: {{high: 200, low: 150}}}}' under extra.memsite.categories.{named.name} in mkdocs.yml")
         trimmed = store.trim(category)
     if trimmed:
         echo(f"Trimmed {len(trimmed)} memories: {' '.join(trimmed)}")
     else:
-        echo("Nothing to trim: the category is within its capacity.")
+        echo(f"Nothing to trim: {named.name} is within its capacity.")
 
 
 @main.command()
@@ -252,14 +268,18 @@ def migrate(ctx: Context) -> None:
 @click.argument("base")
 @click.argument("head", default="HEAD")
 @click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")
+@click.option("--format", "form", type=click.Choice(["text", "markdown"]),
+              help="text: as it reads in a terminal; markdown: escaped for a PR comment or job summary "
+                   "(default: text on a terminal, markdown when piped).")
 @pass_context
 @errors_as_messages
-def diff(ctx: Context, base: str, head: str, as_json: bool) -> None:
+def diff(ctx: Context, base: str, head: str, as_json: bool, form: str | None) -> None:
     """Report what changed in memory between BASE and HEAD, for a pull request.
 
     Memories created, updated (with what changed in text and metadata),
-    merged, forgotten and trimmed (with the reason), world-state keys and
-    sessions added, per agent and per category; highlights first.
+    merged, forgotten and trimmed (with the reason), created then forgotten
+    inside the range (with both commits), world-state keys and sessions
+    added, per agent and per category; highlights first.
 
     \b
     Examples:
@@ -273,7 +293,7 @@ def diff(ctx: Context, base: str, head: str, as_json: bool) -> None:
     if as_json:
         click.echo(json_safe(report.to_json()))
     else:
-        echo(markdown(report))
+        echo(markdown(report, terminal=(form or ("text" if sys.stdout.isatty() else "markdown")) == "text"))
 
 
 @main.command()
@@ -341,8 +361,14 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
         memsite recall "how do we deploy to staging"
         memsite recall tabs --category preferences --json
     """
+    from ..text import only_stopwords
+
     with ctx.store() as store:
         hits = store.recall(query, limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score)
+    if not hits and only_stopwords(query) and not as_json:
+        echo(f"No memories match: {safe(query, multiline=False)!r} has only common words (the, and, of ...), which "
+             "every memory shares; add a word that says what you look for.", err=True)
+        return
     _print_hits(hits, as_json)
 
 

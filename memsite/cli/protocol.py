@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from ..errors import MemsiteError
+from ..terminal import safe
 from .common import Context, echo, echo_json, errors_as_messages, main, pass_context
+
+
+# The protocol's errors name the Python calls; from a shell, name the commands and options.
+_CLI_WORDS = (
+    ("resume it with store.task() or 'memsite task show'", "see it with 'memsite task show'"),
+    ("close it with task.abandon(reason)", "close it with 'memsite task abandon REASON'"),
+    ("store.task(type, keywords)", "'memsite task start TYPE KEYWORDS...'"),
+    ("store.task(...)", "'memsite task start TYPE KEYWORDS...'"),
+    ("call task.problem(...) and task.solution(...)", "give --problem and --solution"),
+    ("call task.problem(...)", "give --problem"), ("call task.solution(...)", "give --solution"),
+)
+
+
+def _shell_words(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A protocol error as one line in the words of the command line."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MemsiteError as exc:
+            message = str(exc)
+            for api, cli in _CLI_WORDS:
+                message = message.replace(api, cli)
+            raise click.ClickException(safe(message)) from None
+    return wrapper
 
 
 @main.group()
@@ -114,7 +142,7 @@ def _show_task(t: Any) -> None:
 @click.argument("keywords", nargs=-1)
 @click.option("--plan", "plan", multiple=True, help="A TODO item; repeat for several.")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_start(ctx: Context, type: str, keywords: tuple[str, ...], plan: tuple[str, ...]) -> None:
     """Start a task of TYPE about KEYWORDS (or resume the same unfinished one).
 
@@ -130,18 +158,25 @@ def task_start(ctx: Context, type: str, keywords: tuple[str, ...], plan: tuple[s
             t.release()
 
 
-def _open_task(ctx: Context, action: Callable[[Any], None]) -> None:
+def _open_task(ctx: Context, action: Callable[[Any], object]) -> None:
     with ctx.store() as store:
         t = store.task()
         try:
-            action(t)
+            said = action(t)
         finally:
             t.release()
+    if said:
+        echo(said)
+
+
+def _progress(t: Any) -> str:
+    done = sum(1 for _, finished, _ in t.todo if finished)
+    return f"{done} of {len(t.todo)} done"
 
 
 @task.command("show")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_show(ctx: Context) -> None:
     """Show the task in progress: its TODO and the patterns it matched.
 
@@ -156,7 +191,7 @@ def task_show(ctx: Context) -> None:
 @click.argument("item")
 @click.option("--note", help="What was found.")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_check(ctx: Context, item: str, note: str | None) -> None:
     """Mark the TODO ITEM done.
 
@@ -164,13 +199,17 @@ def task_check(ctx: Context, item: str, note: str | None) -> None:
     Example:
         memsite --agent fixer task check "find the cause" --note "NameError in add()"
     """
-    _open_task(ctx, lambda t: t.check(item, note=note))
+    def check(t: Any) -> str:
+        t.check(item, note=note)
+        return f"Checked {item!r} ({_progress(t)})"
+
+    _open_task(ctx, check)
 
 
 @task.command("add")
 @click.argument("item")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_add(ctx: Context, item: str) -> None:
     """Add ITEM to the TODO.
 
@@ -178,13 +217,17 @@ def task_add(ctx: Context, item: str) -> None:
     Example:
         memsite --agent fixer task add "write a regression test"
     """
-    _open_task(ctx, lambda t: t.add(item))
+    def add(t: Any) -> str:
+        t.add(item)
+        return f"Added {item!r} to the plan ({_progress(t)})"
+
+    _open_task(ctx, add)
 
 
 @task.command("drop")
 @click.argument("item")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_drop(ctx: Context, item: str) -> None:
     """Remove ITEM from the TODO (it turned out not to be needed).
 
@@ -192,12 +235,16 @@ def task_drop(ctx: Context, item: str) -> None:
     Example:
         memsite --agent fixer task drop "bisect the history"
     """
-    _open_task(ctx, lambda t: t.drop(item))
+    def drop(t: Any) -> str:
+        t.drop(item)
+        return f"Dropped {item!r} from the plan ({_progress(t)})"
+
+    _open_task(ctx, drop)
 
 
 @task.command("round")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_round(ctx: Context) -> None:
     """Count one more round of work on the task.
 
@@ -206,8 +253,9 @@ def task_round(ctx: Context) -> None:
         memsite --agent fixer task round
     """
 
-    def bump(t: Any) -> None:
+    def bump(t: Any) -> str:
         t.rounds += 1
+        return f"Round {t.rounds} of {t.type}: {', '.join(t.keywords) or '(no keywords)'}"
 
     _open_task(ctx, bump)
 
@@ -226,7 +274,7 @@ def _world_pair(text: str) -> tuple[str, str]:
 @click.option("--world", "world_pairs", multiple=True, help="KEY=VALUE to merge into the world state; repeat.")
 @click.option("--unset", "unset", multiple=True, help="A world key to remove; repeat.")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_finish(ctx: Context, problem: str | None, solution: str | None, learnings: tuple[str, ...],
                 world_pairs: tuple[str, ...], unset: tuple[str, ...]) -> None:
     """Close the task: session record, knowledge, world state, cleared TODO, one commit.
@@ -255,7 +303,7 @@ def task_finish(ctx: Context, problem: str | None, solution: str | None, learnin
 @task.command("abandon")
 @click.argument("reason")
 @pass_context
-@errors_as_messages
+@_shell_words
 def task_abandon(ctx: Context, reason: str) -> None:
     """Close the task without finishing it; the session records REASON.
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..merge import DRIVERS
 from ..merge import run as run_merge
 from .common import Context, echo, errors_as_messages, main, pass_context, repo_root
+
+
+def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--host and --port, shared by serve and demo."""
+    func = click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
+                        help="Port to serve on.")(func)
+    return click.option("--host", default="127.0.0.1", show_default=True,
+                        help="Address to serve on (0.0.0.0: every interface).")(func)
 
 
 @main.command()
@@ -20,31 +30,45 @@ from .common import Context, echo, errors_as_messages, main, pass_context, repo_
 def build(ctx: Context, site_dir: Path | None, strict: bool) -> None:
     """Build the memory website (MkDocs + Material) from the repository.
 
+    The site is made to be served (its links are folder URLs and its search
+    runs in a web worker): publish the folder on any web server, or look at
+    it with 'memsite serve'.
+
     \b
     Example:
         memsite build --site-dir public/
     """
     from ..site.build import build as build_site
 
-    out = build_site(repo_root(ctx), site_dir, strict=strict)
-    echo(f"Built the site into {out}; open {out / 'index.html'}")
+    root = repo_root(ctx)
+    out = build_site(root, site_dir, strict=strict)
+    echo(f"Built the site into {out}; to read it: memsite -C {_shell(root)} serve")
 
 
 @main.command()
-@click.option("-a", "--dev-addr", metavar="IP:PORT", help="Address to serve on (default: 127.0.0.1:8000).")
+@_address_options
+@click.option("-a", "--dev-addr", metavar="IP:PORT", help="Address and port in one (overrides --host and --port).")
 @click.option("--open", "open_in_browser", is_flag=True, help="Open the site in a browser.")
 @pass_context
 @errors_as_messages
-def serve(ctx: Context, dev_addr: str | None, open_in_browser: bool) -> None:
+def serve(ctx: Context, host: str, port: int, dev_addr: str | None, open_in_browser: bool) -> None:
     """Serve the memory website locally, rebuilding it as memories change.
+
+    Prints the address it serves; Ctrl-C stops.
 
     \b
     Example:
-        memsite serve --dev-addr 127.0.0.1:8001
+        memsite serve --port 8001
     """
     from ..site.build import serve as serve_site
 
-    serve_site(repo_root(ctx), dev_addr, open_in_browser=open_in_browser)
+    if dev_addr:
+        host, _, number = dev_addr.rpartition(":")
+        if not host or not number.isdigit() or not 0 < int(number) < 65536:
+            raise click.BadParameter(f"{dev_addr!r}: expected IP:PORT, e.g. 127.0.0.1:8001", param_hint="--dev-addr")
+        port = int(number)
+    serve_site(repo_root(ctx), host.strip("[]"), port, open_in_browser=open_in_browser,
+               announce=lambda line: echo(line, err=True))
 
 
 @main.command()
@@ -69,10 +93,11 @@ def project(ctx: Context, out: Path, no_l1: bool, by_category: bool) -> None:
 
 @main.command()
 @click.argument("folder", default="memsite-demo", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--serve", "and_serve", is_flag=True, help="Serve the site afterwards (127.0.0.1:8000).")
+@click.option("--serve", "and_serve", is_flag=True, help="Serve the site afterwards (see --host and --port).")
+@_address_options
 @click.option("--weeks", default=6, show_default=True, type=click.IntRange(1, 52), help="Weeks to simulate.")
 @errors_as_messages
-def demo(folder: Path, and_serve: bool, weeks: int) -> None:
+def demo(folder: Path, and_serve: bool, host: str, port: int, weeks: int) -> None:
     """Create a demo memory repository and build its website.
 
     Three agents work through the Python API over several simulated weeks
@@ -81,22 +106,33 @@ def demo(folder: Path, and_serve: bool, weeks: int) -> None:
     is built into FOLDER/site.
 
     \b
-    Example:
+    Examples:
         memsite demo /tmp/memsite-demo --serve
+        memsite demo /tmp/memsite-demo --serve --port 8001
     """
     from ..demo import create
+    from ..site.build import check_port, url
     from ..site.build import build as build_site
     from ..site.build import serve as serve_site
 
     def report(message: str) -> None:
         echo(message, err=True)
 
+    if and_serve:
+        check_port(host, port)  # before the demo is written: a taken port costs nothing
     create(folder, weeks=weeks, progress=report)
     out = build_site(folder)
-    echo(f"Demo repository: {folder.resolve()}\nSite: {(out / 'index.html').resolve()}")
+    echo(f"Demo repository: {folder.resolve()}\nSite built into: {out.resolve()}")
     if and_serve:
-        echo("Serving on http://127.0.0.1:8000/ (Ctrl-C stops)", err=True)
-        serve_site(folder)
+        serve_site(folder, host, port, announce=lambda line: echo(line, err=True))
+    else:
+        echo(f"To read it: memsite -C {_shell(folder.resolve())} serve --port {port}   (then open {url(host, port)})")
+
+
+def _shell(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
 
 
 @main.command()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from ..config import load_config
@@ -59,13 +62,51 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
     return Path(config.site_dir)
 
 
-def serve(root: Path, dev_addr: str | None = None, *, open_in_browser: bool = False) -> None:
-    """Serve the site of ``root`` with live reload until interrupted."""
+def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_browser: bool = False,
+          announce: Callable[[str], None] | None = None) -> None:
+    """Serve the site of ``root`` at http://HOST:PORT/ with live reload until interrupted.
+
+    Raises:
+        MemsiteError: the port is taken or the address cannot be served (one line naming it and the flag).
+    """
     from mkdocs.commands.serve import serve as mkdocs_serve
 
     path = _settings(root)
     refuse_unsafe_config(path)
-    mkdocs_serve(config_file=str(path), dev_addr=dev_addr, open_in_browser=open_in_browser)
+    check_port(host, port)
+    if announce:
+        announce(f"Serving {root} at {url(host, port)} (Ctrl-C stops)")
+    try:
+        mkdocs_serve(config_file=str(path), dev_addr=f"{host}:{port}", open_in_browser=open_in_browser)
+    except OSError as exc:  # taken between the check and the bind
+        raise MemsiteError(_address_error(host, port, exc)) from None
+
+
+def url(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+
+
+def check_port(host: str, port: int) -> None:
+    """Bind HOST:PORT once as the server will, so a taken port is one line and not MkDocs' traceback."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise MemsiteError(f"cannot serve on {host}: {exc.strerror}; give another --host") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise MemsiteError(_address_error(host, port, exc)) from None
+
+
+def _address_error(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} on {host} is already in use; choose another with --port (e.g. --port {port + 1})"
+    if exc.errno == errno.EACCES:
+        return f"port {port} on {host} needs privileges; choose a port above 1023 with --port"
+    return f"cannot serve on {host}:{port} ({exc.strerror}); choose another --host or --port"
 
 
 def project(root: Path, out: Path, *, include_l1: bool = True, by_category: bool = False) -> list[Path]:

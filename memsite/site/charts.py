@@ -31,6 +31,9 @@ def timeline(points: list[tuple[date, int]], title: str) -> str:
     height, left, bottom, top = 200, 44, 24, 10
     if not points:
         return f'<p class="memsite-empty">{text(title)}: nothing yet.</p>'
+    if len(points) == 1:  # a line needs two days: say it instead of drawing an empty frame
+        day, value = points[0]
+        return f'<p class="memsite-empty">{text(title)}: {value} on {day.isoformat()}, the only day so far.</p>'
     first, last = points[0][0], points[-1][0]
     span = max(1, (last - first).days)
     most = max(v for _, v in points) or 1

@@ -29,7 +29,7 @@ from .pages import Site
 from .problems import SRC, problem_pages
 from .snapshot import Snapshot, load
 
-__all__ = ["on_config", "on_files", "on_page_content"]
+__all__ = ["on_config", "on_files", "on_page_content", "on_post_build"]
 
 CSS_URI = "assets/memsite.css"
 SOURCES = ("memories/", "archive/", "sessions/", "notes/")
@@ -45,9 +45,15 @@ CSS = """\
 .memsite-meta{color:var(--md-default-fg-color--light);font-size:.75rem}
 .memsite-tag{background:var(--md-code-bg-color);border-radius:.2rem;padding:0 .3rem}
 .memsite-memory{border-top:1px solid var(--md-default-fg-color--lightest);margin-top:1.5rem;padding-top:.5rem}
-.memsite-memory:target{background:var(--md-accent-fg-color--transparent)}
-.memsite-facts{display:grid;grid-template-columns:max-content auto;gap:0 1rem;font-size:.75rem}
-.memsite-facts dd{margin:0}
+.memsite-memory:has(h2:target){background:var(--md-accent-fg-color--transparent)}
+.memsite-memory,.memsite-entry,.memsite-changes,.memsite-rank td{overflow-wrap:anywhere}
+.memsite-id{color:var(--md-default-fg-color--light);font-size:.7rem;margin:0}
+.memsite-facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:0 1rem;font-size:.75rem}
+.memsite-facts dd{margin:0;min-width:0}
+.md-typeset .memsite-rank table{display:table;width:100%}
+.md-typeset .memsite-rank th,.md-typeset .memsite-rank td{min-width:0;padding:.5em .7em}
+.md-typeset .memsite-rank .memsite-num{text-align:right;white-space:nowrap}
+.md-typeset .memsite-formula code{white-space:pre-wrap}
 """
 
 _state: dict[str, Any] = {}
@@ -75,7 +81,7 @@ def on_config(config: Any) -> Any:
         memsite = _state["config"]
         config.nav = [
             {"Dashboard": "index.md"},
-            {"Memories": ["memories/index.md",
+            {"Memories": [{"All categories": "memories/index.md"},
                           *[{c.name: f"memories/{c.folder}/index.md"} for c in memsite.categories]]},
             {"Rankings": "rankings.md"}, {"Summaries": "summaries/index.md"}, {"Skills": "skills.md"},
             {"Reports": "reports/index.md"}, {"World state": "world.md"}, {"Sessions": "sessions/index.md"},
@@ -89,7 +95,7 @@ def on_files(files: Files, config: Any) -> Files:
     try:
         snap = load(Path(config.docs_dir), _state["config"], build_time())
         commits = history.read(Path(config.config_file_path).parent, "HEAD", _state["config"].content_dir)
-        site = Site(snap, config.site_name, commits)
+        site = Site(snap, config.site_name, commits, config.repo_url)
         pages = site.pages()
     except MemsiteError as exc:
         raise PluginError(str(exc)) from None
@@ -127,6 +133,17 @@ def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
     if not chunks or "<!--memsite-html " not in html:
         return html
     return _PLACEHOLDER.sub(lambda m: chunks[int(m.group(1))], html)
+
+
+def on_post_build(config: Any) -> None:
+    """Drop the sitemap MkDocs writes empty when there is no ``site_url`` (a sitemap needs full URLs)."""
+    if config.site_url:
+        return
+    for name in ("sitemap.xml", "sitemap.xml.gz"):
+        path = Path(config.site_dir) / name
+        if path.is_file():
+            path.unlink()
+    log.info("no sitemap.xml: set site_url in mkdocs.yml to get one")
 
 
 def guarded_files(config: Any) -> Files:

@@ -10,6 +10,7 @@ image or frame that would make the page ask another host for anything.
 from __future__ import annotations
 
 import html
+import json
 import posixpath
 import re
 
@@ -41,6 +42,19 @@ def body(markdown_text: str) -> str:
                      link_rel="noopener noreferrer nofollow", strip_comments=True)
 
 
+def plain(markdown_text: object) -> str:
+    """Memory text (Markdown) as one line of plain text: what a reader sees, without the markup."""
+    value = str(markdown_text or "")
+    if not _MARKUP.search(value):
+        return " ".join(value.split())
+    _markdown.reset()
+    stripped = nh3.clean(_markdown.convert(value).replace("</li>", " </li>"), tags=set(), strip_comments=True)
+    return " ".join(html.unescape(stripped).split())
+
+
+_MARKUP = re.compile(r"[\\`*_\[\]<>&#]|^\s*(?:\d+[.)]|[-+>])\s", re.MULTILINE)
+
+
 def url_of(src_uri: str) -> str:
     """The URL (directory style) MkDocs gives a page: ``a/b.md`` -> ``a/b/``, ``a/index.md`` -> ``a/``."""
     stem = src_uri.removesuffix(".md")
@@ -67,3 +81,22 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!])")
 def inline(value: object) -> str:
     """``value`` as one line of Markdown that renders as exactly its text (no markup, no link)."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text(" ".join(str(value or "").split())))
+
+
+def front(title: str | None, *, search: bool = True, boost: float | None = None) -> str:
+    """Frontmatter of a generated page; the title escaped, as Material prints it unescaped.
+
+    No title for the home page: Material then titles it with the site's name alone.
+    ``search=False`` keeps a page of generated tables out of the search index;
+    ``boost`` ranks a page's hits above the rest.
+    """
+    lines = ["---"] + ([f"title: {json.dumps(text(title))}"] if title is not None else [])
+    if not search:
+        lines += ["search:", "  exclude: true"]
+    elif boost:
+        lines += ["search:", f"  boost: {boost:g}"]
+    return "\n".join(lines + ["---", ""])
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")

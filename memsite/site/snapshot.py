@@ -46,6 +46,7 @@ class Snapshot:
     knowledge: dict[str, notes.Knowledge] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)  # memory file (from the repository root) -> id
     problems: list[str] = field(default_factory=list)  # one line per file left out: what is wrong, the fix
+    tasks: dict[str, notes.TaskState] = field(default_factory=dict)  # agent -> its task in progress
 
     def by_category(self) -> dict[str, list[Scored]]:
         """Every configured category (empty ones too), its memories best first."""
@@ -106,6 +107,10 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
         knowledge = _parsed(snap, path, root, lambda text, where: notes.parse_knowledge(text, where, agent))
         if knowledge is not None:
             snap.knowledge[agent] = knowledge
+    for path in sorted((docs_dir / "notes").glob("*/task_process.md")):
+        state = _parsed(snap, path, root, notes.parse_process)
+        if state is not None:
+            snap.tasks[path.parent.name] = state
     return snap
 
 

@@ -22,40 +22,61 @@ LinkTo = Callable[[Scored], str]  # the Markdown (or HTML) to show for one memor
 
 @dataclass(frozen=True)
 class Day:
-    """What a daily summary shows for one day."""
+    """What a daily summary shows for one day, as it stood at the end of that day."""
 
     day: date
     total: int  # memories that existed by the end of the day
     new: tuple[Scored, ...]  # created that day, in order
     new_before: int  # created the day before
     by_category: dict[str, int]
-    top: tuple[Scored, ...]  # most recalled of those existing by then, at most 5
+    top: tuple[tuple[Scored, int], ...]  # most recalled by the end of the day, with that day's count; at most 5
     sessions: int  # closed that day
 
 
-def days(snap: Snapshot) -> list[Day]:
-    """A summary for every day with activity (memories created or updated, sessions closed), newest first.
+Recall = tuple[date, str, int]  # (day, memory id, recalls added that day), from the commit trailers
 
-    One pass in date order: totals, category counts and the top five are
-    carried from day to day, not recounted.
+
+def days(snap: Snapshot, recalls: Iterable[Recall] = ()) -> list[Day]:
+    """A summary for every day with activity (memories created or updated, recalls, sessions closed), newest first.
+
+    Recall counts are those of the end of each day: today's count less what
+    the history added after that day, so a past day's summary is the same
+    whenever it is built. One pass in date order: totals, category counts and
+    the top five are carried from day to day, not recounted (counts only grow,
+    so only memories new or recalled that day can enter the top five).
     """
     active: set[date] = set()
     created: dict[date, list[Scored]] = {}
+    by_id = {s.memory.id: s for s in snap.memories}
     for scored in snap.memories:
         created.setdefault(scored.memory.created.date(), []).append(scored)
         active.add(scored.memory.updated.date())
+    added: dict[date, Counter] = {}
+    count = Counter({mid: s.memory.active_count for mid, s in by_id.items()})
+    for day, mid, n in recalls:
+        if mid in by_id:
+            added.setdefault(day, Counter())[mid] += n
+            count[mid] -= n  # back to the count before any recorded recall
     closed = Counter(s.finished.date() for s in snap.sessions)
-    active.update(created, closed)
+    active.update(created, closed, added)
     result = []
-    total, by_category, top = 0, Counter(), []
+    total, by_category, top, existing = 0, Counter(), [], set()
     for day in sorted(active):
         new = sorted(created.get(day, ()), key=lambda s: (s.memory.created, s.memory.id))
         total += len(new)
         by_category.update(s.memory.category for s in new)
-        top = heapq.nsmallest(5, [*top, *new], key=lambda s: (-s.memory.active_count, s.memory.id))
+        existing.update(s.memory.id for s in new)
+        count.update(added.get(day, {}))
+        moved = [by_id[mid] for mid in added.get(day, {}) if mid in existing]
+        candidates = {s.memory.id: s for s in [*top, *new, *moved]}.values()
+        top = heapq.nsmallest(5, candidates, key=lambda s: (-count[s.memory.id], s.memory.id))
         result.append(Day(day, total, tuple(new), len(created.get(day - timedelta(days=1), ())), dict(by_category),
-                          tuple(top), closed[day]))
+                          tuple((s, max(0, count[s.memory.id])) for s in top), closed[day]))
     return result[::-1]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def daily_summary(snap: Snapshot, day: Day, esc: Escape, show: LinkTo) -> str:
@@ -72,8 +93,8 @@ def daily_summary(snap: Snapshot, day: Day, esc: Escape, show: LinkTo) -> str:
         "## New this day", "",
         *([f"- \\[{esc(s.memory.category)}\\] {show(s)}" for s in day.new] or ["(none)"]), "",
         "## Most recalled (top 5)", "",
-        *([f"- \\[{esc(s.memory.category)}\\] {show(s)} ({s.memory.active_count}x)" for s in day.top
-           if s.memory.active_count] or ["(none recalled yet)"]), "",
+        *([f"- \\[{esc(s.memory.category)}\\] {show(s)} ({_plural(n, 'recall')} by this day)" for s, n in day.top
+           if n] or ["(none recalled yet)"]), "",
     ]
     return "\n".join(lines)
 
