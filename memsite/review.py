@@ -193,7 +193,7 @@ def _transient(root: Path, config: Config, commits: list[history.Commit], seen: 
             elif action in ("forgotten", "trimmed") and mid in created:
                 gone[mid] = (commit, action, reason)
     wanted = [(mid, f"{created[mid].sha}:{path}", path) for mid in gone for status, path in created[mid].files
-              if status == "A" and _is_memory(config, path)]
+              if status == "A" and _place(config, path) is not None]
     if not wanted:
         return []
     names = sorted({spec for _, spec, _ in wanted})
@@ -209,7 +209,7 @@ def _transient(root: Path, config: Config, commits: list[history.Commit], seen: 
     changes = []
     for mid, spec, path in wanted:
         try:
-            memory = _memory(config, path, blobs.get(spec, b""))
+            memory = _memory(config, _place(config, path), path, blobs.get(spec, b""))  # type: ignore[arg-type]
         except FormatError:
             continue
         if memory.id != mid:

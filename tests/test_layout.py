@@ -241,7 +241,7 @@ def test_a_memorys_address_on_the_site_survives_the_migration(store: MemoryStore
         for memory in flat:
             folder = store.config.category(memory.category).folder
             page = (store.root / "site" / "memories" / folder / f"{memory.created:%Y-%m}" / "index.html").read_text()
-            start = page.index(f'<article class="memsite-memory" id="{memory.id}">')
+            start = page.rindex('<article class="memsite-memory"', 0, page.index(f'id="{memory.id}"'))
             found[memory.id] = page[start:page.index("</article>", start)]
         return found
 
