@@ -154,7 +154,7 @@ class MemoryStore(Store):
                             meaning=None if self._vectors is None else query)
         if hits:
             now = format_time(self.now())
-            waiting = self._healing(lambda: self.activity.record([h.memory.id for h in hits], now))
+            waiting = self._healing(lambda: self.activity.record([h.memory.id for h in hits], now, self.agent))
             hits = [h.recalled(self.now()) for h in hits]
             if waiting >= self.config.flush_every:
                 self.flush_activity()

@@ -169,6 +169,29 @@ def test_a_recall_raises_counts_without_a_commit_then_one_flush_commits_them(sto
     assert_clean(store.root)
 
 
+def test_recalls_are_committed_as_the_agent_that_made_them_whoever_flushes(store: MemoryStore, clock: Clock) -> None:
+    """Regression: a task closing in one agent's process committed every agent's waiting recalls as its own."""
+    memory = store.remember("The build uses Bazel")
+    with MemoryStore(store.root, agent="coder", clock=clock) as coder:
+        coder.recall("bazel")
+        coder.recall("bazel")
+    store.recall("bazel")
+    before = head(store.root)
+    with store.task(type="debug", keywords=["bazel"]) as task:
+        task.plan(["look"])
+        task.check("look")
+        task.problem("Which build tool?")
+        task.solution("Looked at the build.")
+    log = git(store.root, "log", "--format=%an %s", f"{before}..HEAD").splitlines()
+    recorded = [line for line in log if "Record recall activity" in line]
+    assert sorted(line.split()[0] for line in recorded) == ["coder", "planner"]
+    counts = {line.split()[0]: git(store.root, "log", "-1", "--format=%B", f"--author={line.split()[0]}",
+                                   "--grep=Record recall activity") for line in recorded}
+    assert "Recalls: +2" in counts["coder"] and "Recalls: +1" in counts["planner"]
+    assert store.get(memory.id).active_count == 3
+    assert_clean(store.root)
+
+
 def test_enough_recalls_flush_on_their_own(store: MemoryStore) -> None:
     path = store.root / "mkdocs.yml"
     path.write_text(path.read_text().replace("activity: {flush_every: 500}", "activity: {flush_every: 4}"))

@@ -10,6 +10,10 @@ Unlike the catalog this file is not derived: it holds recalls that are not in
 git yet. A flush is exactly-once: the batch is noted before the commit and its
 id goes into the commit as an ``Activity-Batch`` trailer, so after a crash the
 next flush can tell whether the batch landed and never counts it twice.
+
+Each recall is noted with the agent that made it, and a flush commits each
+agent's recalls in a commit authored by that agent, whoever flushes: a task
+closing in one agent's process never claims another agent's recalls.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from pathlib import Path
 from .sqlite import connect, transaction
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, at TEXT NOT NULL,
+                                   agent TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, n INTEGER NOT NULL, last TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS batches (batch TEXT PRIMARY KEY, through INTEGER NOT NULL, parent TEXT);
+CREATE TABLE IF NOT EXISTS batches (batch TEXT PRIMARY KEY, through INTEGER NOT NULL, parent TEXT,
+                                    agent TEXT NOT NULL DEFAULT '');
 """
+# Journals made before recalls were noted with their agent: '' stands for "whoever flushes".
+_ADD_AGENT = "ALTER TABLE {table} ADD COLUMN agent TEXT NOT NULL DEFAULT ''"
 _RECOUNT = "INSERT INTO pending SELECT id, count(*), max(at) FROM events {where} GROUP BY id"
 
 
@@ -35,6 +43,7 @@ class Batch:
     through: int
     parent: str | None
     counts: dict[str, tuple[int, str]]  # memory id -> (recalls, last recalled)
+    agent: str = ""  # whose recalls ('' for recalls noted before agents were)
 
 
 class ActivityJournal:
@@ -44,6 +53,9 @@ class ActivityJournal:
         if self.db.execute("SELECT type FROM sqlite_master WHERE name = 'pending'").fetchone() == ("view",):
             self.db.execute("DROP VIEW pending")  # journals made before 'pending' was a table
         self.db.executescript(_SCHEMA)
+        for table in ("events", "batches"):
+            if "agent" not in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
+                self.db.execute(_ADD_AGENT.format(table=table))
         with transaction(self.db):  # 'pending' is the sum of 'events': make sure it is
             self.db.execute("DELETE FROM pending")
             self.db.execute(_RECOUNT.format(where=""))
@@ -51,10 +63,10 @@ class ActivityJournal:
     def close(self) -> None:
         self.db.close()
 
-    def record(self, ids: list[str], at: str) -> int:
-        """Note one recall of each of ``ids``; returns how many recalls await a flush."""
+    def record(self, ids: list[str], at: str, agent: str = "") -> int:
+        """Note one recall of each of ``ids`` by ``agent``; returns how many recalls await a flush."""
         with transaction(self.db):
-            self.db.executemany("INSERT INTO events (id, at) VALUES (?, ?)", ((mid, at) for mid in ids))
+            self.db.executemany("INSERT INTO events (id, at, agent) VALUES (?, ?, ?)", ((mid, at, agent) for mid in ids))
             self.db.executemany(
                 "INSERT INTO pending VALUES (?, 1, ?) ON CONFLICT (id) DO UPDATE "
                 "SET n = n + 1, last = max(last, excluded.last)", ((mid, at) for mid in ids))
@@ -64,24 +76,28 @@ class ActivityJournal:
     def waiting(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM events").fetchone()[0])
 
-    def begin_batch(self, batch: str, parent: str | None) -> Batch | None:
-        """Note a batch of everything recorded so far, before committing it; None if nothing waits."""
+    def agents(self) -> list[str]:
+        """The agents whose recalls await a flush ('' for recalls noted before agents were)."""
+        return [row[0] for row in self.db.execute("SELECT DISTINCT agent FROM events ORDER BY agent")]
+
+    def begin_batch(self, batch: str, parent: str | None, agent: str = "") -> Batch | None:
+        """Note a batch of ``agent``'s recalls so far, before committing it; None if none wait."""
         with transaction(self.db):
-            through = self.db.execute("SELECT max(seq) FROM events").fetchone()[0]
+            through = self.db.execute("SELECT max(seq) FROM events WHERE agent = ?", (agent,)).fetchone()[0]
             if through is None:
                 return None
-            rows = self.db.execute(
-                "SELECT id, count(*), max(at) FROM events WHERE seq <= ? GROUP BY id", (through,)).fetchall()
-            self.db.execute("INSERT INTO batches VALUES (?, ?, ?)", (batch, through, parent))
-        return Batch(batch, through, parent, {mid: (n, last) for mid, n, last in rows})
+            rows = self.db.execute("SELECT id, count(*), max(at) FROM events WHERE seq <= ? AND agent = ? GROUP BY id",
+                                   (through, agent)).fetchall()
+            self.db.execute("INSERT INTO batches VALUES (?, ?, ?, ?)", (batch, through, parent, agent))
+        return Batch(batch, through, parent, {mid: (n, last) for mid, n, last in rows}, agent)
 
     def end_batch(self, batch: Batch, *, committed: bool) -> None:
         """The batch landed (its events go) or did not (they wait for the next flush)."""
         with transaction(self.db):
             if committed:
                 ids = [row[0] for row in self.db.execute(
-                    "SELECT DISTINCT id FROM events WHERE seq <= ?", (batch.through,))]
-                self.db.execute("DELETE FROM events WHERE seq <= ?", (batch.through,))
+                    "SELECT DISTINCT id FROM events WHERE seq <= ? AND agent = ?", (batch.through, batch.agent))]
+                self.db.execute("DELETE FROM events WHERE seq <= ? AND agent = ?", (batch.through, batch.agent))
                 marks = ", ".join("?" * len(ids))
                 self.db.execute(f"DELETE FROM pending WHERE id IN ({marks})", ids)
                 self.db.execute(_RECOUNT.format(where=f"WHERE id IN ({marks})"), ids)
@@ -89,5 +105,5 @@ class ActivityJournal:
 
     def unfinished(self) -> list[Batch]:
         """Batches a killed flush left noted: each may or may not have been committed."""
-        rows = self.db.execute("SELECT batch, through, parent FROM batches").fetchall()
-        return [Batch(batch, through, parent, {}) for batch, through, parent in rows]
+        rows = self.db.execute("SELECT batch, through, parent, agent FROM batches").fetchall()
+        return [Batch(batch, through, parent, {}, agent) for batch, through, parent, agent in rows]

@@ -231,23 +231,28 @@ class Store:
         return self._healing(read)
 
     def flush_activity(self) -> str | None:
-        """Commit the recall counts the journal holds, in one commit; the commit id, or None.
+        """Commit the recall counts the journal holds; the last commit id, or None.
 
-        Also run when a task closes and when ``flush_every`` recalls wait.
+        Each agent's recalls go into a commit of their own, authored by that
+        agent, whoever flushes. Also run when a task closes and when
+        ``flush_every`` recalls wait.
         """
         def flush() -> str | None:
+            commit = None
             with self.repo._thread_lock, self.repo.locked():
                 self._settle_activity()
-                batch = self.activity.begin_batch(new_id(), self.repo.refs.read(self.repo.branch()))
-                if batch is None:
-                    return None
-                try:
-                    tx, _ = self._write(lambda tx: tx._record_activity(batch.batch, batch.counts))
-                except BaseException:
-                    self.activity.end_batch(batch, committed=False)
-                    raise
-                self.activity.end_batch(batch, committed=True)
-                return tx.commit
+                for agent in self.activity.agents():
+                    batch = self.activity.begin_batch(new_id(), self.repo.refs.read(self.repo.branch()), agent)
+                    if batch is None:
+                        continue
+                    try:
+                        tx, _ = self._write(lambda tx: tx._record_activity(batch.batch, batch.counts, batch.agent))
+                    except BaseException:
+                        self.activity.end_batch(batch, committed=False)
+                        raise
+                    self.activity.end_batch(batch, committed=True)
+                    commit = tx.commit or commit
+            return commit
 
         return self._healing(flush)
 

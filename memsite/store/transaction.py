@@ -81,6 +81,7 @@ class Transaction:
         self._categories: set[str] = set()
         self._owned: dict[str, bytes] = {}
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
+        self.author: str | None = None  # the commit's author when not the store's agent (recalls of another agent)
         self._lock: Any = None
         self._open = False
 
@@ -314,8 +315,9 @@ class Transaction:
             updated=self.store.now(),
         )
 
-    def _record_activity(self, batch: str, counts: Mapping[str, tuple[int, str]]) -> None:
-        """Stage the recall counts of a journal batch (see MemoryStore.flush_activity)."""
+    def _record_activity(self, batch: str, counts: Mapping[str, tuple[int, str]], agent: str = "") -> None:
+        """Stage the recall counts of a journal batch, recalled by ``agent`` (see MemoryStore.flush_activity)."""
+        self.author = agent or None
         for mid, (recalls, last) in sorted(counts.items()):
             current = self.store.catalog.get(mid, live=False)
             if current is None or current.id in self._pending:
@@ -400,9 +402,10 @@ class Transaction:
         self._trim()
         if not self._files:
             return
+        author = self.author or store.agent
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
-            message=self._message(), author=Author(store.agent, AUTHOR_EMAIL.format(agent=store.agent)),
+            message=self._message(), author=Author(author, AUTHOR_EMAIL.format(agent=author)),
             when=int(store.now().timestamp()), owned=self._owned, landed=self._landed,
         )
         if sha is not None:
