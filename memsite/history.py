@@ -31,6 +31,7 @@ class Commit:
     skipped: int
     files: tuple[tuple[str, str], ...]  # (status, path)
     recalls: tuple[tuple[str, int], ...] = ()  # (memory id, recalls added), from 'Recalls: +N' trailers
+    categories: tuple[tuple[str, str], ...] = ()  # (memory id, category), from 'Category:' trailers
 
 
 @dataclass
@@ -62,7 +63,7 @@ def _commit(record: str) -> Commit | None:
     if len(parts) < 5:
         return None
     sha, author, stamp, message, rest = parts[0], parts[1], parts[2], parts[3], _SEP.join(parts[4:])
-    actions, current, recalls = [], None, []
+    actions, current, recalls, categories = [], None, [], []
     for line in message.splitlines():
         key, _, value = line.strip().partition(": ")
         if key == "Memory-Id":
@@ -70,6 +71,8 @@ def _commit(record: str) -> Commit | None:
             actions.append(current)
         elif current is not None and key == "Action":
             current[1] = value.strip()
+        elif current is not None and key == "Category":
+            categories.append((current[0], value.strip()))
         elif current is not None and key == "Reason":
             current[2] = value.strip()
         elif current is not None and key == "Recalls" and value.strip().lstrip("+").isdigit():
@@ -78,7 +81,8 @@ def _commit(record: str) -> Commit | None:
     fields = [f for f in rest.strip("\0\n").split("\0") if f]
     files = tuple((fields[i].strip(), fields[i + 1]) for i in range(0, len(fields) - 1, 2))
     return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=timezone.utc),
-                  message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files, tuple(recalls))
+                  message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files, tuple(recalls),
+                  tuple(categories))
 
 
 def daily(commits: list[Commit], sessions_dir: str = "content/sessions") -> list[DayReport]:
@@ -155,3 +159,22 @@ def render_day(report: DayReport, abstract: Callable[[str], str], esc: Callable[
         lines.append(f"| {esc(agent)} | {c['created']} | {c['merged']} | {c['skipped']} | {c['trimmed']} | "
                      f"{c['sessions']} |")
     return "\n".join(lines) + "\n"
+
+
+def removals(commits: list[Commit], keep: set[str]) -> list[tuple[date, date, str]]:
+    """(day created, day removed, category) of each memory the history created and then forgot or trimmed.
+
+    ``keep``: ids that exist now (a memory forgotten and then written again is not gone).
+    """
+    created: dict[str, tuple[date, str]] = {}
+    gone: dict[str, date] = {}
+    for commit in commits:
+        categories = dict(commit.categories)
+        for mid, action, _ in commit.actions:
+            if action == "created":
+                created[mid] = (commit.when.date(), categories.get(mid, ""))
+                gone.pop(mid, None)
+            elif action in ("forgotten", "trimmed"):
+                gone[mid] = commit.when.date()
+    return [(created[mid][0], day, created[mid][1]) for mid, day in gone.items() if mid in created and mid not in keep]
+

@@ -199,6 +199,27 @@ def test_project_writes_summaries_and_categories_for_indexers(demo: Path, tmp_pa
     assert sorted(p.name for p in (bare / "summaries").glob("*.md")) == [p.name for p in summaries]
 
 
+def test_a_past_days_summary_counts_what_existed_that_day(tmp_path: Path) -> None:
+    """Regression: a forgotten memory vanished from the totals of the days it existed on."""
+    from tests.conftest import Clock
+
+    clock = Clock()
+    with MemoryStore.init(tmp_path / "memory", agent="planner", clock=clock) as store:
+        gone = store.remember("The deploy target is the vega cluster", category="entities")
+        store.remember("Releases ship on Tuesdays", category="events")
+        first = clock.now.date()
+        clock.advance(days=2)
+        store.forget(gone.id, reason="moved to the prod cluster")
+        last = clock.now.date()
+        root = store.root
+    out = tmp_path / "out"
+    memsite("-C", str(root), "project", "--out", str(out), home=tmp_path)
+    then = (out / "summaries" / f"{first}.md").read_text()
+    assert "- Memories: 2" in then and "- entities: 1" in then and "- events: 1" in then
+    now = (out / "summaries" / f"{last}.md").read_text()
+    assert "- Memories: 1" in now and "- entities: 0" in now and "- events: 1" in now
+
+
 def test_the_product_repository_root_is_an_example_memory_site(tmp_path: Path) -> None:
     result = subprocess.run(["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
                             capture_output=True, text=True, env=env(tmp_path))

@@ -8,6 +8,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import history
 from ..config import load_config
 from ..errors import MemsiteError
 from .guard import refuse_unsafe_config
@@ -114,7 +115,8 @@ def project(root: Path, out: Path, *, include_l1: bool = True, by_category: bool
     config = load_config(root)
     snap = load(root / config.content_dir, config, build_time())
     written = []
-    for rel, text in projection(snap, include_l1=include_l1).items():
+    commits = history.read(root, "HEAD", config.content_dir)
+    for rel, text in projection(snap, include_l1=include_l1, commits=commits).items():
         if rel.startswith("by-category/") and not by_category:
             continue
         path = out / rel

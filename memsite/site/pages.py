@@ -29,7 +29,7 @@ from . import charts, safe
 from .safe import link, text
 from .logs import LogPages
 from .snapshot import Scored, Snapshot
-from .summaries import category_projection, daily_summary, days
+from .summaries import Day, category_projection, daily_summary, days
 
 PER_PAGE = 50
 FADING = 20
@@ -55,7 +55,7 @@ class Site(LogPages):
         self.folders = {c.name: c.folder for c in snap.config.categories}
         self.session_names = {s.name for s in snap.sessions}
         self.skills: list[SkillCandidate] = promote(s.memory for s in snap.memories)
-        self.days = days(snap, [(c.when.date(), mid, n) for c in self.commits for mid, n in c.recalls])
+        self.days = summary_days(snap, self.commits)
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
 
     def raw(self, html: str) -> str:
@@ -441,7 +441,13 @@ class Site(LogPages):
         return "\n".join(lines) + "\n"
 
 
-def projection(snap: Snapshot, *, include_l1: bool = True) -> dict[str, str]:
+def summary_days(snap: Snapshot, commits: list[Commit]) -> list[Day]:
+    """The daily summaries of ``snap``, each day as it stood at its end according to the history."""
+    return days(snap, [(c.when.date(), mid, n) for c in commits for mid, n in c.recalls],
+                history.removals(commits, {s.memory.id for s in snap.memories}))
+
+
+def projection(snap: Snapshot, *, include_l1: bool = True, commits: list[Commit] | None = None) -> dict[str, str]:
     """``memsite project``: by-category/<category>.md and summaries/<date>.md, plain Markdown."""
     plain = lambda value: " ".join(str(value or "").split())  # noqa: E731
     files = {}
@@ -450,7 +456,7 @@ def projection(snap: Snapshot, *, include_l1: bool = True) -> dict[str, str]:
         files[f"by-category/{category.name}.md"] = category_projection(
             category.name, category.description, grouped.get(category.name, []), plain, include_l1=include_l1,
             updated=f"{snap.now:%Y-%m-%dT%H:%M:%SZ}")
-    for day in days(snap):
+    for day in summary_days(snap, commits or []):
         files[f"summaries/{day.day.isoformat()}.md"] = daily_summary(snap, day, plain,
                                                                      lambda s: plain(s.memory.abstract))
     return files

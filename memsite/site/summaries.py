@@ -34,16 +34,20 @@ class Day:
 
 
 Recall = tuple[date, str, int]  # (day, memory id, recalls added that day), from the commit trailers
+Removal = tuple[date, date, str]  # (day created, day forgotten or trimmed, category) of a memory gone since
 
 
-def days(snap: Snapshot, recalls: Iterable[Recall] = ()) -> list[Day]:
-    """A summary for every day with activity (memories created or updated, recalls, sessions closed), newest first.
+def days(snap: Snapshot, recalls: Iterable[Recall] = (), removed: Iterable[Removal] = ()) -> list[Day]:
+    """A summary for every day with activity (memories created, updated or removed, recalls, sessions closed),
+    newest first.
 
-    Recall counts are those of the end of each day: today's count less what
-    the history added after that day, so a past day's summary is the same
-    whenever it is built. One pass in date order: totals, category counts and
-    the top five are carried from day to day, not recounted (counts only grow,
-    so only memories new or recalled that day can enter the top five).
+    Each day shows the state at its end, so a past day's summary is the same
+    whenever it is built: recall counts are today's less what the history
+    added after that day; totals and category counts include the memories
+    that existed then and were forgotten or trimmed since. One pass in date
+    order: totals, category counts and the top five are carried from day to
+    day, not recounted (counts only grow, so only memories new or recalled
+    that day can enter the top five).
     """
     active: set[date] = set()
     created: dict[date, list[Scored]] = {}
@@ -58,13 +62,20 @@ def days(snap: Snapshot, recalls: Iterable[Recall] = ()) -> list[Day]:
             added.setdefault(day, Counter())[mid] += n
             count[mid] -= n  # back to the count before any recorded recall
     closed = Counter(s.finished.date() for s in snap.sessions)
-    active.update(created, closed, added)
+    born: dict[date, Counter] = {}  # categories of memories created on a day and gone since
+    died: dict[date, Counter] = {}
+    for start, end, category in removed:
+        born.setdefault(start, Counter())[category] += 1
+        died.setdefault(end, Counter())[category] += 1
+    active.update(created, closed, added, born, died)
     result = []
     total, by_category, top, existing = 0, Counter(), [], set()
     for day in sorted(active):
         new = sorted(created.get(day, ()), key=lambda s: (s.memory.created, s.memory.id))
-        total += len(new)
+        total += len(new) + sum(born.get(day, Counter()).values()) - sum(died.get(day, Counter()).values())
         by_category.update(s.memory.category for s in new)
+        by_category.update(born.get(day, Counter()))
+        by_category.subtract(died.get(day, Counter()))
         existing.update(s.memory.id for s in new)
         count.update(added.get(day, {}))
         moved = [by_id[mid] for mid in added.get(day, {}) if mid in existing]
