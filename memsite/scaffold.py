@@ -93,6 +93,8 @@ GITIGNORE = """\
 .memsite/
 # the built site
 site/
+# a file memsite was writing when its process was killed ('memsite doctor --fix' removes them)
+.*.memsite-tmp
 """
 
 
