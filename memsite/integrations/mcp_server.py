@@ -39,6 +39,17 @@ or `log_session` to record work already done in one call."""
 
 MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
 
+# The protocol's errors name the Python calls; an MCP client is told the tools and arguments instead,
+# as the command line names its commands and options.
+_TOOL_WORDS = (
+    ("resume it with store.task() or 'memsite task show'", "continue it with task_note"),
+    ("close it with task.abandon(reason)", "close it with task_close(abandon=REASON)"),
+    ("store.task(type, keywords)", "task_start(type, keywords)"),
+    ("store.task(...)", "task_start(type, keywords)"),
+    ("call task.problem(...) and task.solution(...)", "give problem and solution"),
+    ("call task.problem(...)", "give problem"), ("call task.solution(...)", "give solution"),
+)
+
 
 def errors_as_tool_errors(func: F) -> F:
     """A ``MemsiteError`` becomes a tool error with the CLI's one-line message; the server keeps serving."""
@@ -47,7 +58,10 @@ def errors_as_tool_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except MemsiteError as exc:
-            return CallToolResult(content=[TextContent(type="text", text=str(exc))], isError=True)
+            message = str(exc)
+            for api, words in _TOOL_WORDS:
+                message = message.replace(api, words)
+            return CallToolResult(content=[TextContent(type="text", text=message)], isError=True)
 
     return wrapper  # type: ignore[return-value]
 
