@@ -60,6 +60,7 @@ class Owner(Protocol):
     def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]: ...
     def _reason(self, reason: Any) -> str: ...
     def _healing(self, work: Callable[[], T]) -> T: ...
+    def _writable_ref(self) -> str: ...
 
 
 class Transaction:
@@ -90,11 +91,16 @@ class Transaction:
         store = self.store
         if getattr(store._local, "tx", None) is not None:
             raise MemsiteError("a transaction is already open in this thread; write through it (tx.remember, ...)")
+        self.ref = store._writable_ref()  # refused here, before any lock or file is taken
         self._lock = store.repo.locked()
         self._lock.__enter__()
         try:
-            self.ref = store.repo.branch()
             self.parent = store.repo.refs.read(self.ref)
+            if self.parent is None:  # a branch named when the store opened, made now from HEAD
+                self.parent = store.repo.refs.head_commit()
+                if self.parent is not None:
+                    store.repo.refs.update(self.ref, self.parent, None, ident=self._author().ident(int(store.now().timestamp())),
+                                           message=f"branch: created from HEAD by memsite ({store.agent})")
             self._base_tree = store.repo.root_tree(self.parent)
             store._healing(lambda: store.catalog.sync(store.repo, store.config, self.parent))
         except BaseException:
@@ -402,11 +408,14 @@ class Transaction:
             return
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
-            message=self._message(), author=Author(store.agent, AUTHOR_EMAIL.format(agent=store.agent)),
+            message=self._message(), author=self._author(),
             when=int(store.now().timestamp()), owned=self._owned, landed=self._landed,
         )
         if sha is not None:
             store.repo.maintain(sha)
+
+    def _author(self) -> Author:
+        return Author(self.store.agent, AUTHOR_EMAIL.format(agent=self.store.agent))
 
     def _landed(self, sha: str) -> None:
         """The branch points at ``sha``: record it in the catalog (while the working tree is written)."""
