@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import checks
 from .core import DEFAULT_DIR, FALSE, TRUE, auto_load_lines
-from .errors import ConfigError, InvalidInput
+from .errors import ConfigError, InvalidInput, RepositoryError
 from .extract import message_texts
 from .failures import translate_methods
 from .merge import clone_settings
@@ -45,8 +45,14 @@ class MemoryStore(Store):
             then git's ``user.name``, then ``human``.
         clock: returns the current time (UTC); for simulations and tests.
         progress: called as (files read, files to read) while the index is rebuilt.
-        agent_branch: commit on the branch ``agent/<agent>`` (checked out, created
-            from the current branch if new), for review as a pull request.
+        branch: the branch to read and write (default: the one checked out now;
+            created from HEAD at the first write if it does not exist). The
+            store stays on it: when a person checks out another branch, the
+            writes still go to this one, by its ref alone, leaving the person's
+            files and index alone. On a detached HEAD with no branch named the
+            store reads HEAD's commit and refuses writes.
+        agent_branch: write to the branch ``agent/<agent>`` (``branch`` named
+            for this agent), for review as a pull request; nothing is checked out.
         embedder: makes recall hybrid: relevance mixes word match and cosine
             similarity (``embedding.weight`` in the configuration). A callable
             text -> vector (a sequence of floats; name the model in a ``model``
@@ -57,7 +63,9 @@ class MemoryStore(Store):
             installed and words only when not. memsite downloads no model.
 
     Raises:
-        RepositoryError: ``path`` is not a git working tree.
+        RepositoryError: ``path`` is not a git working tree. (A write refused
+            for a read-only folder, a detached HEAD or a rebase in progress
+            says so when it is made; reads work there.)
         ConfigError: ``mkdocs.yml`` has no valid ``extra.memsite`` section.
     """
 
@@ -70,20 +78,35 @@ class MemoryStore(Store):
         progress: Callable[[int, int], None] | None = None,
         agent_branch: bool = False,
         embedder: Embedder | str | None = None,
+        branch: str | None = None,
     ) -> None:
         super().__init__(path, agent, clock=clock, progress=progress,
-                         embedder=embedder if callable(embedder) else None)
+                         embedder=embedder if callable(embedder) else None, branch=branch)
         try:
+            if agent_branch:
+                from .sync import agent_branch as branch_of
+
+                self.ref = checks.branch(branch_of(self.agent))
             if not callable(embedder):
                 self._use_named_embedder(embedder, progress)
-            self.repo.ensure_config(clone_settings(self.repo))
+            self._configure_clone()
         except BaseException:
             self.close()
             raise
-        if agent_branch:
-            from .sync import use_agent_branch
 
-            use_agent_branch(self)
+    def _configure_clone(self) -> None:
+        """Register memsite's merge drivers and index settings in this clone (nothing when they are there).
+
+        A clone whose git config cannot be written (a read-only ``.git``) is
+        still read; its first write says why it cannot be made.
+        """
+        try:
+            self.repo.ensure_config(clone_settings(self.repo))
+        except RepositoryError as exc:
+            config = self.repo.common_dir / "config"
+            if os.access(config, os.W_OK) and os.access(config.parent, os.W_OK):
+                raise
+            self._cannot_write = f"{exc}; make {self.repo.locks.show(config)} writable to write memories here"
 
     def _use_named_embedder(self, name: object, progress: Callable[[int, int], None] | None) -> None:
         from .embedders import by_name, chosen_name
@@ -97,7 +120,7 @@ class MemoryStore(Store):
             raise InvalidInput(f"embedder: expected a callable (text -> vector) or a model name, "
                                f"got {type(name).__name__}")
         if resolved is not None:
-            self._vectors = Vectors(self.repo.state_dir / "vectors.sqlite3", resolved, progress)
+            self._vectors = Vectors(self.state.path / "vectors.sqlite3", resolved, progress)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -156,7 +179,7 @@ class MemoryStore(Store):
             now = format_time(self.now())
             waiting = self._healing(lambda: self.activity.record([h.memory.id for h in hits], now, self.agent))
             hits = [h.recalled(self.now()) for h in hits]
-            if waiting >= self.config.flush_every:
+            if waiting >= self.config.flush_every and self.cannot_write() is None:
                 self.flush_activity()
         return hits
 

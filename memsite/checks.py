@@ -56,6 +56,20 @@ def name(value: object, what: str = "agent") -> str:
     return value
 
 
+def branch(value: object) -> str:
+    """The ref of a branch name (``main`` or ``refs/heads/main`` -> ``refs/heads/main``): slash-separated names.
+
+    Raises:
+        InvalidInput: not a name git would take for a branch.
+    """
+    short = value.removeprefix("refs/heads/") if isinstance(value, str) else value
+    if not isinstance(short, str) or not short.split("/")[0]:
+        raise InvalidInput(f"branch {value!r}: expected a branch name such as 'main' or 'agent/planner'")
+    for part in short.split("/"):
+        name(part, "branch part")
+    return f"refs/heads/{short}"
+
+
 def tags(values: Iterable[object] | str | None) -> tuple[str, ...]:
     """Checked tags, duplicates dropped, order kept."""
     if values is None:

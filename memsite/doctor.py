@@ -7,8 +7,10 @@ changes nothing. With it, it repairs only what is safe: temporary files of
 memsite writers that are no longer running, an interrupted write (from the
 journal, as the next write would), a missing index (rebuilt from HEAD),
 damaged or stale derived files (set aside and rebuilt), and memories in the
-wrong month folder (``memsite migrate``). A lock file is never removed: git's
-own locks carry no owner, and one may belong to a ``git commit`` waiting in an
+wrong month folder (``memsite migrate``), and memsite's own lock files left
+by a writer that was killed (known by their owner records; taken back the
+way the next writer would). Any other lock file is never removed: git's own
+locks carry no owner, and one may belong to a ``git commit`` waiting in an
 editor; the report says how to tell and what to do.
 """
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MemsiteError
-from .git import Repository
+from .git import Repository, locks
 from .migrate import migrate
 from .store import Store
 from .store.sqlite import intact
@@ -75,6 +77,10 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
             done.append(f"removed {finding.message.split(':', 1)[0]}")
     repo = Repository(root)
     try:
+        for finding in findings:
+            if finding.kind == "lock" and finding.fixable and finding.path is not None:
+                if repo.locks.take_back(finding.path):  # as a writer does: only if still a dead writer's
+                    done.append(f"took back {finding.message.split(':', 1)[0]}, left by a killed memsite writer")
         if "journal" in kinds:
             with repo.locked():  # taking the lock finishes what the journal lists
                 pass
@@ -103,21 +109,28 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
 
 
 def _locks(repo: Repository) -> Iterator[Finding]:
+    """Each git lock file, by whose it is (memsite's owner records in .git/memsite-locks tell its own)."""
     now = time.time()
-    for path in sorted(_walk(repo.common_dir)):
-        if path.name.endswith(".lock"):
-            rel = path.relative_to(repo.root) if path.is_relative_to(repo.root) else path
-            try:
-                age = _age(now - path.stat().st_mtime)
-            except FileNotFoundError:
-                continue  # released meanwhile
-            yield Finding("lock", f"{rel}: git lock file, {age} old: a git command (or memsite writer) holds it, "
-                                  "or one was killed holding it; while it is there git refuses to change what it "
-                                  f"guards. memsite never removes it: if no git process is running, rm {rel}",
-                          path=path)
+    paths = [path for path in sorted(_walk(repo.common_dir)) if path.name.endswith(".lock")]
     if repo.git_dir != repo.common_dir and (repo.git_dir / "index.lock").exists():
-        yield Finding("lock", f"{repo.git_dir / 'index.lock'}: git lock file of this worktree; "
-                              "if no git process is running, remove it by hand", path=repo.git_dir / "index.lock")
+        paths.append(repo.git_dir / "index.lock")
+    for path in paths:
+        rel = path.relative_to(repo.root) if path.is_relative_to(repo.root) else path
+        try:
+            age = _age(now - path.stat().st_mtime)
+        except FileNotFoundError:
+            continue  # released meanwhile
+        found = repo.locks.describe(path)
+        if found.state == locks.DEAD and found.owner is not None:
+            yield Finding("lock", f"{rel}: memsite's own lock left by a killed writer (pid {found.owner.pid}), "
+                                  f"{age} old; --fix takes it back (so does the next write)", fixable=True, path=path)
+        elif found.state == locks.LIVE and found.owner is not None:
+            yield Finding("note", f"{rel}: held by memsite process {found.owner.pid}, which is running "
+                                  "(a write in progress)", problem=False, path=path)
+        else:
+            yield Finding("lock", f"{rel}: git lock file, {age} old, not memsite's: a git command holds it, or one "
+                                  "was killed holding it; while it is there git refuses to change what it guards. "
+                                  f"memsite never removes it: if no git process is running, rm {rel}", path=path)
 
 
 def _temp_files(repo: Repository) -> Iterator[Finding]:

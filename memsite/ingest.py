@@ -185,7 +185,7 @@ def _store_batch(store: Store, key: str, batch: str, candidates: list[Candidate]
 
 def _committed_batch(store: Store, batch: str, base: str | None) -> dict[str, int] | None:
     """The stats of a batch already committed (by a process that died before saying so), or None."""
-    message = store.repo.message_with_trailer("Ingest-Batch", batch, since=base)
+    message = store.repo.message_with_trailer("Ingest-Batch", batch, since=base, tip=store.tip() or "HEAD")
     if message is None:
         return None
     found = dict(re.findall(r"^Ingest-(\w+): (\d+)$", message, re.MULTILINE))
@@ -193,7 +193,7 @@ def _committed_batch(store: Store, batch: str, base: str | None) -> dict[str, in
 
 
 def _tip(store: Store) -> str | None:
-    return store.repo.refs.read(store.repo.branch())
+    return store.tip()
 
 
 def incomplete(store: Store) -> list[str]:

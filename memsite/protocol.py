@@ -97,7 +97,7 @@ def read_knowledge(store: Store, agent: str | None = None) -> Knowledge:
     agent = agent or store.agent
     path = store.config.notes_path(agent, "agent_knowledge.md")
     with store.repo._thread_lock:
-        data = store.repo.read_file(store.repo.refs.read(store.repo.branch()), path)
+        data = store.repo.read_file(store.tip(), path)
     return parse_knowledge(data.decode("utf-8"), path, agent) if data else Knowledge(agent)
 
 

@@ -44,7 +44,10 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None) -> Syn
     """
     repo = store.repo
     with repo.locked():
-        local = repo.branch().removeprefix("refs/heads/")
+        local = store._writable_ref().removeprefix("refs/heads/")
+        if repo.refs.head_target() != store.ref:  # git merges in the working tree
+            raise RepositoryError(f"sync merges {local} in the working tree, where {repo.branch()} is checked out; "
+                                  f"check out {local} first (git checkout {local})")
         target = branch or local
         _check_remote(store, remote)
         for attempt in range(1, ATTEMPTS + 1):
@@ -114,12 +117,14 @@ def agent_branch(agent: str) -> str:
 
 
 def use_agent_branch(store: Store) -> str:
-    """Check out ``agent/<name>`` (created from the current branch) so this agent's writes go there."""
+    """Check out ``agent/<name>`` (created from the current branch) and write there; for ``propose``, whose merge
+    needs the branch in the working tree. (``MemoryStore(agent_branch=True)`` writes there without a checkout.)"""
     name = agent_branch(store.agent)
     with store.repo.locked():
-        if store.repo.branch() != f"refs/heads/{name}":
-            exists = _git(store, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False).returncode == 0
+        if store.repo.refs.head_target() != f"refs/heads/{name}":
+            exists = store.repo.refs.read(f"refs/heads/{name}") is not None
             _git(store, "checkout", "--quiet", *([name] if exists else ["-b", name]))
+        store.ref = f"refs/heads/{name}"
     return name
 
 

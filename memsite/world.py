@@ -249,7 +249,7 @@ class World:
         """Every key and its Markdown body, at the branch tip."""
         store = self._store
         with store.repo._thread_lock:
-            data = store.repo.read_file(store.repo.refs.read(store.repo.branch()), store.config.world_path)
+            data = store.repo.read_file(store.tip(), store.config.world_path)
         if data is None:
             return {}
         return parse(data.decode("utf-8"), store.config.world_path)[1]

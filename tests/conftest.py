@@ -69,6 +69,15 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
     return result.stdout
 
 
+def checkout(store: MemoryStore, *args: str) -> None:
+    """``git checkout ARGS`` by a person, then ``store`` moved to that branch as a store opened now would be.
+
+    (A store stays on the branch it opened on; this is the test's shortcut for reopening it.)
+    """
+    git(store.root, "checkout", *args)
+    store.ref = store.repo.refs.head_target()
+
+
 def assert_clean(repo: Path) -> None:
     """git agrees with memsite: nothing uncommitted, index == HEAD, objects sound."""
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

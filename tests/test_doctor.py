@@ -1,9 +1,11 @@
-"""``memsite doctor``: it reports what faults and hand edits leave, repairs what is safe, never a lock."""
+"""``memsite doctor``: it reports what faults and hand edits leave, repairs what is safe, never another's lock."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -71,6 +73,31 @@ def test_a_lock_file_is_reported_and_never_removed(store: MemoryStore) -> None:
         assert "problem: .git/refs/heads/main.lock: git lock file" in result.output
         assert "memsite never removes it: if no git process is running, rm .git/refs/heads/main.lock" in result.output
         assert lock.exists()
+
+
+def test_memsites_own_lock_left_by_a_killed_writer_is_taken_back_and_a_foreign_one_is_not(store: MemoryStore) -> None:
+    store.remember("The staging cluster is vega")
+    root = Path(__file__).resolve().parent.parent
+    killed = subprocess.Popen([sys.executable, "-m", "tests.writer_process", str(store.root), "agent", "1",
+                               "--kill-at", "git-lock-taken"], cwd=root, stdout=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONPATH": str(root)})
+    assert killed.wait() == -9
+    owned = store.root / ".git" / "index.lock"
+    assert owned.exists()
+    foreign = store.root / ".git" / "refs" / "heads" / "main.lock"  # as a git command holds it
+    foreign.write_text("")
+    result = doctor(store.root)
+    assert result.exit_code == 1
+    assert f"problem: .git/index.lock: memsite's own lock left by a killed writer (pid {killed.pid})" in result.output
+    assert "problem: .git/refs/heads/main.lock: git lock file" in result.output and "not memsite's" in result.output
+    assert result.output.endswith("Error: 2 problem(s) found (1 repaired by 'memsite doctor --fix')\n")
+    fixed = doctor(store.root, "--fix")
+    assert "took back .git/index.lock, left by a killed memsite writer" in fixed.output
+    assert not owned.exists() and foreign.exists()
+    assert not any((store.root / ".git" / "memsite-locks").iterdir())  # its owner record went with it
+    foreign.unlink()
+    assert doctor(store.root).exit_code == 0
+    assert_clean(store.root)
 
 
 def test_an_interrupted_write_and_a_stale_catalog_are_repaired(store: MemoryStore) -> None:

@@ -14,7 +14,7 @@ from memsite.cli import main
 from memsite.fileformat import format_memory, parse_memory
 from memsite.model import Memory, format_time, new_id, slugify
 from memsite.validate import check_working_tree
-from tests.conftest import START, Clock, assert_clean, git, head
+from tests.conftest import START, Clock, assert_clean, checkout, git, head
 from tests.sites import memsite
 
 MEMORIES = "content/memories"
@@ -267,12 +267,12 @@ def test_git_merge_adds_up_recall_counts_of_a_memory_in_a_month_folder(store: Me
     for _ in range(2):
         store.recall("staging cluster vega")
     store.flush_activity()
-    git(store.root, "checkout", "-q", "other")
+    checkout(store, "-q", "other")
     with MemoryStore(store.root, agent="coder", clock=clock) as coder:
         for _ in range(3):
             coder.recall("staging cluster vega")
         coder.flush_activity()
-    git(store.root, "checkout", "-q", "main")
+    checkout(store, "-q", "main")
     git(store.root, "merge", "-q", "--no-edit", "other")
     merged = parse_memory((store.root / path).read_text(), path)
     assert merged.active_count == 5
@@ -284,13 +284,13 @@ def test_a_branch_still_in_the_flat_layout_merges_into_the_migrated_files(store:
     flat = write_flat(store, OLD)
     git(store.root, "branch", "agent/coder")  # an agent's branch from before the migration
     store.migrate()
-    git(store.root, "checkout", "-q", "agent/coder")
+    checkout(store, "-q", "agent/coder")
     with MemoryStore(store.root, agent="coder", clock=clock) as coder:
         coder.recall("billing cold cache")
         coder.flush_activity()
         coder.update(flat[1].id, content="Webhook retries arrived twice after a deploy; dedupe by event id")
         assert coder.get(flat[1].id).path == flat[1].path  # written in place, in the flat layout
-    git(store.root, "checkout", "-q", "main")
+    checkout(store, "-q", "main")
     git(store.root, "merge", "-q", "--no-edit", "agent/coder")  # git follows the moves (same bytes)
     names = [m.path.name for m in flat[:2]]  # type: ignore[union-attr]
     assert git(store.root, "ls-files", "content/memories/cases").split() == [

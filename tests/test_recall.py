@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from memsite import MemoryStore, decay_score
 from memsite.cli import main
 
-from .conftest import START, Clock, assert_clean, git, head
+from .conftest import START, Clock, assert_clean, checkout, git, head
 
 ROOT = Path(__file__).resolve().parent.parent
 fixture_ok = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -256,12 +256,12 @@ def test_recall_counts_from_two_branches_add_up_when_merged(store: MemoryStore, 
     made = store.remember("Kafka topic retention is 7 days", tags=["kafka"])
     store.recall("kafka retention")
     store.flush_activity()  # base: 1
-    git(store.root, "checkout", "-q", "-b", "feature")
+    checkout(store, "-q", "-b", "feature")
     for _ in range(2):
         store.recall("kafka retention")
     store.update(made.id, tags=["kafka", "retention"])
     store.flush_activity()  # feature: 3
-    git(store.root, "checkout", "-q", "main")
+    checkout(store, "-q", "main")
     clock.advance(hours=1)
     for _ in range(3):
         store.recall("kafka retention")

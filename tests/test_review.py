@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from tests.conftest import Clock, git
+from tests.conftest import Clock, checkout, git
 
 
 def run(store: MemoryStore, *args: str):
@@ -64,12 +64,12 @@ def test_diff_reports_every_kind_of_change_highlights_first(store: MemoryStore, 
 
 def test_diff_reads_a_squash_merged_branch_as_its_commits(store: MemoryStore) -> None:
     git(store.root, "tag", "base")
-    git(store.root, "checkout", "-qb", "agent/coder")
+    checkout(store, "-qb", "agent/coder")
     with MemoryStore(store.root, agent="coder") as coder:
         first = coder.remember("The ledger runs Postgres 15", category="entities")
         coder.forget(first.id, reason="wrong version")
         second = coder.remember("The ledger runs Postgres 16", category="entities")
-    git(store.root, "checkout", "-q", "main")
+    checkout(store, "-q", "main")
     git(store.root, "merge", "--squash", "-q", "agent/coder")
     git(store.root, "commit", "-q", "--no-edit")
     data = json.loads(run(store, "diff", "base", "--json").output)

@@ -131,8 +131,14 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
                                                               tmp_path: Path) -> None:
     git(remote.parent, "clone", "-q", str(remote), str(tmp_path / "b"))
     with MemoryStore(tmp_path / "b", agent="coder", agent_branch=True) as coder:
-        assert git(coder.root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "agent/coder"
+        main = git(coder.root, "rev-parse", "main").strip()
         m = coder.remember("Flaky tests were fixed by pinning the browser", category="cases")
+        # The agent's branch is written by its ref: the person's checkout stays on main, untouched.
+        assert git(coder.root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+        assert git(coder.root, "rev-parse", "main").strip() == main
+        assert git(coder.root, "rev-parse", "agent/coder").strip() == m.commit
+        assert not m.path.exists()
+        assert_clean(coder.root)
         from memsite.sync import propose
 
         branch, body = propose(coder)

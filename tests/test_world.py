@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsite import FormatError, InvalidInput, MemoryStore, SecretFound
+from memsite import FormatError, InvalidInput, MemoryStore, RepositoryError, SecretFound
 from memsite.cli import main
 from memsite.world import parse, render, three_way
 
-from .conftest import assert_clean, git, head
+from .conftest import assert_clean, checkout, git, head
 
 keys = st.from_regex(r"[a-z][a-z0-9_.]{0,8}", fullmatch=True)
 values = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=40).map(str.strip)
@@ -149,14 +149,14 @@ def test_three_way_changed_against_removed_is_a_conflict() -> None:
 def branch_setup(store: MemoryStore) -> MemoryStore:
     """main and 'feature' both from a world with keys a and z."""
     store.world.merge({"a": "first", "z": "last"})
-    git(store.root, "checkout", "-q", "-b", "feature")
+    checkout(store, "-q", "-b", "feature")
     return store
 
 
 def test_git_merge_of_two_branches_that_touched_different_keys_is_clean(store: MemoryStore) -> None:
     branch_setup(store)
     store.world.merge({"m.theirs": "from feature"})  # lands between a and z
-    git(store.root, "checkout", "-q", "main")
+    checkout(store, "-q", "main")
     store.world.merge({"m.ours": "from main"})  # lands between a and z too: a line merge would conflict
     result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -167,9 +167,9 @@ def test_git_merge_of_two_branches_that_touched_different_keys_is_clean(store: M
 def test_git_rebase_uses_the_driver_too(store: MemoryStore) -> None:
     branch_setup(store)
     store.world.merge({"m.feature": "rebased"})
-    git(store.root, "checkout", "-q", "main")
+    checkout(store, "-q", "main")
     store.world.merge({"m.main": "upstream"})
-    git(store.root, "checkout", "-q", "feature")
+    checkout(store, "-q", "feature")
     result = subprocess.run(["git", "rebase", "-q", "main"], cwd=store.root, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert store.world.read() == {"a": "first", "m.feature": "rebased", "m.main": "upstream", "z": "last"}
@@ -178,7 +178,7 @@ def test_git_rebase_uses_the_driver_too(store: MemoryStore) -> None:
 def test_the_same_key_changed_differently_is_a_conflict_git_reports(store: MemoryStore) -> None:
     branch_setup(store)
     store.world.merge({"a": "feature says"})
-    git(store.root, "checkout", "-q", "main")
+    checkout(store, "-q", "main")
     store.world.merge({"a": "main says", "z": "changed on main only"})
     result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True, text=True)
     assert result.returncode != 0
@@ -189,10 +189,11 @@ def test_the_same_key_changed_differently_is_a_conflict_git_reports(store: Memor
     checked = CliRunner().invoke(main, ["-C", str(store.root), "check"])
     assert checked.exit_code == 1 and "merge conflict marker" in checked.output
     # While the merge is unresolved nothing is written over it...
-    with pytest.raises(InvalidInput, match="world_state.md: has changes that are not committed"):
+    with pytest.raises(RepositoryError, match="a merge is in progress: finish it with git merge --continue or --abort"):
         store.world.merge({"b": "no writes until it is resolved"})
+    git(store.root, "add", "-A")
     # ...and markers committed by mistake block merges until resolved.
-    git(store.root, "commit", "-qam", "commit the markers by mistake")
+    git(store.root, "commit", "-qm", "commit the markers by mistake")
     with pytest.raises(FormatError, match="line .* holds a merge conflict marker"):
         store.world.merge({"b": "still no writes"})
 

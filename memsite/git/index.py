@@ -71,10 +71,10 @@ def _entries(data: bytes, version: int, count: int, pos: int) -> tuple[list[tupl
     return entries, pos
 
 
-def _read(path: Path) -> tuple[int, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+def _read(path: Path, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
     """(version, entries, extensions) of an index file, for versions 2 and 3."""
     data = path.read_bytes()
-    if len(data) < 32 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
+    if len(data) < 32 or (verify and hashlib.sha1(data[:-20]).digest() != data[-20:]):
         raise _NotApplicable
     signature, version, count = _HEADER.unpack_from(data)
     if signature != b"DIRC" or version not in (2, 3):
@@ -153,3 +153,23 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: L
     with contextlib.suppress(OSError):  # as git does: a shared index in use never expires
         os.utime(git_dir / f"sharedindex.{links[0][:20].hex()}")
     return ADDED
+
+
+def cached_tree(git_dir: Path) -> bytes | None:
+    """The root tree id the index's cache-tree extension vouches for, or None when it vouches for none.
+
+    ``git checkout``, ``git commit`` and ``git reset`` leave it valid and equal
+    to the tree they wrote; any change to the index's entries invalidates it.
+    Read without checking the checksum: it is only a hint.
+    """
+    try:
+        _, _, extensions = _read(git_dir / "index", verify=False)
+    except (_NotApplicable, FileNotFoundError, ValueError, struct.error):
+        return None
+    for name, data in extensions:
+        if name == b"TREE" and data[:1] == b"\x00":  # the root's path is empty
+            line_end = data.index(b"\n")
+            count = data[1:line_end].split(b" ", 1)[0]
+            if count.lstrip(b"-").isdigit() and int(count) >= 0:
+                return data[line_end + 1 : line_end + 21]
+    return None

@@ -116,6 +116,20 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_ino, a.st_dev) == (b.st_ino, b.st_dev)
 
 
+# What a lock file is, as describe() finds it.
+DEAD = "dead"  # memsite's own, left by a writer that has ended: taken back by the next writer (or doctor --fix)
+LIVE = "live"  # memsite's own, held by a memsite process that is running
+FOREIGN = "foreign"  # not memsite's: git's own (or memsite's without a record); never removed
+
+
+@dataclass(frozen=True)
+class LockState:
+    """Whose a lock file is: ``state`` is DEAD, LIVE or FOREIGN; ``owner`` the memsite process, if memsite's."""
+
+    state: str
+    owner: Owner | None = None
+
+
 class LockFile:
     """A git lock memsite holds: write the new content into it, then :meth:`commit` or :meth:`rollback`."""
 
@@ -295,6 +309,13 @@ class Locks:
             if parsed is not None and (key is None or parsed[0] == key):
                 found.append((self.records / name, parsed[1]))
         return found
+
+    def describe(self, lock: Path) -> LockState:
+        """Whose ``lock`` is: a dead memsite writer's, a running memsite process's, or someone else's."""
+        owner = self._owner_of(lock)
+        if owner is None:
+            return LockState(FOREIGN)
+        return LockState(DEAD if is_dead(owner) else LIVE, owner)
 
     def take_back(self, lock: Path) -> bool:
         """Remove ``lock`` if a memsite writer that has died left it. True if the lock is gone."""

@@ -45,6 +45,13 @@ class Refs:
             return text[5:].strip()
         return None
 
+    def head_commit(self) -> str | None:
+        """The commit HEAD names (through its branch, or directly when detached); None on an unborn branch."""
+        ref = self.head_target()
+        if ref is not None:
+            return self.read(ref)
+        return (self.git_dir / "HEAD").read_text().strip() or None
+
     def read(self, ref: str) -> str | None:
         """The commit id ``ref`` points at, or None if it does not exist yet."""
         try:

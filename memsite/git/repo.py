@@ -5,14 +5,16 @@ and SIGKILL:
 
 1. take the repository-wide lock (``filelock``; the kernel frees it when a
    holder dies), then repair whatever a killed writer left (see ``recover``);
-2. when the branch is checked out, take git's ``index.lock`` (as ``git
-   commit`` does, waiting for one a person's git command holds) and check
-   that HEAD and the branch are still where the write started;
+2. take git's ``index.lock`` (as ``git commit`` does, waiting for one a
+   person's git command holds; ``git checkout`` takes it too) and read there
+   whether the branch is checked out and still where the write started;
 3. build the commit from the parent commit's trees, never from the index;
 4. move the branch with compare-and-swap; the returned commit id is the
    acknowledgement;
-5. bring the working tree and the index up to date for the touched paths,
-   the new index going into place by renaming ``index.lock``.
+5. only when the branch is checked out: bring the working tree and the index
+   up to date for the touched paths, the new index going into place by
+   renaming ``index.lock``. A branch that is not checked out is moved by its
+   ref alone; the person's index and files are left alone.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import git
 from filelock import FileLock, Timeout
 
 from ..errors import InvalidInput, RepositoryError
+from . import index as gitindex
 from .locks import DEFAULT_TIMEOUT, LockFile, Locks
 from .objects import MODE_FILE, Entry, ObjectStore, blob_id
 from .refs import RefMoved, Refs
@@ -54,6 +57,17 @@ LOCK_TIMEOUT_SECONDS = 120.0
 # write in 256, the rate at which git samples objects/17/ to decide.
 GC_SAMPLE = "17"
 BACKGROUND_FILES = 64  # files in one commit from which the working tree is written on a second thread
+CATCH_UP_COMMITS = 64  # how far back an index left behind by a 'git checkout' racing a write is looked for
+# git operations that leave the checkout between two states, and how to end each.
+OPERATIONS = (
+    ("rebase-merge", "a rebase", "git rebase --continue or --abort"),
+    ("rebase-apply/applying", "git am", "git am --continue or --abort"),
+    ("rebase-apply", "a rebase", "git rebase --continue or --abort"),
+    ("MERGE_HEAD", "a merge", "git merge --continue or --abort"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue or --abort"),
+    ("REVERT_HEAD", "a revert", "git revert --continue or --abort"),
+    ("BISECT_LOG", "a bisect", "git bisect reset"),
+)
 
 
 @dataclass(frozen=True)
@@ -88,11 +102,13 @@ class Repository:
         self.objects = ObjectStore(self.common_dir / "objects", self.git, self.settings)
         self.refs = Refs(self.git_dir, self.common_dir, self.locks, self.settings)
         self.state_dir = self.root / STATE_DIR
-        self.state_dir.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):  # a read-only checkout is still read (see check_writable)
+            self.state_dir.mkdir(exist_ok=True)
         self._file_lock = FileLock(self.state_dir / "lock")
         self._thread_lock = threading.RLock()
         self._depth = 0
         self.journal = Journal(self.state_dir / "journal.json")
+        self._index_left: tuple[int, int, int] | None = None  # os.stat of the index this process last wrote
 
     @property
     def lock_timeout(self) -> float:
@@ -140,8 +156,12 @@ class Repository:
     # --- locking -----------------------------------------------------------
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the repository lock (re-entrant within one thread of this process)."""
+    def locked(self, *, recover: bool = True) -> Iterator[None]:
+        """Hold the repository lock (re-entrant within one thread of this process).
+
+        Taking it first repairs what a killed writer left (``recover``); a
+        reader that only brings derived files up to date passes False.
+        """
         with self._thread_lock:
             if self._depth == 0:
                 try:
@@ -152,7 +172,7 @@ class Repository:
                     ) from None
             self._depth += 1
             try:
-                if self._depth == 1:
+                if self._depth == 1 and recover:
                     self.locks.sweep()
                     self.recover()
                 yield
@@ -168,11 +188,17 @@ class Repository:
         the checked-out commit, in the working tree and in the index. The
         dead writer's ``index.lock`` was taken back by ``locks.sweep`` first;
         the live index was never touched (the new one was still in that lock).
+        If that branch is no longer checked out, the files belong to the
+        branch a person checked out since, and are left as they are.
         """
-        paths = self.journal.pending()
+        ref, paths = self.journal.pending_write()
         if paths:
             sweep_index_copies(self.git_dir)
-            self._match_head(paths)
+            if ref is None or self.refs.head_target() == ref:
+                self._match_head(paths)
+            else:
+                log.warning("a write to %s was interrupted while it was checked out; it no longer is, so its "
+                            "%d file(s) in the working tree were left as they are", ref, len(paths))
             self.journal.end()
 
     def _match_head(self, paths: list[str], lock: LockFile | None = None) -> None:
@@ -196,11 +222,42 @@ class Repository:
     # --- reading -----------------------------------------------------------
 
     def branch(self) -> str:
-        """The checked-out branch's ref name (``refs/heads/main``)."""
+        """The checked-out branch's ref name (``refs/heads/main``).
+
+        Raises:
+            RepositoryError: HEAD is detached (saying why when a rebase or the like is the cause).
+        """
         ref = self.refs.head_target()
         if ref is None:
-            raise RepositoryError(f"{self.root}: HEAD is detached; check out a branch before writing memories")
+            busy = self.in_progress()
+            raise RepositoryError(f"{self.root}: {busy}" if busy else
+                                  f"{self.root}: HEAD is detached; check out a branch before writing memories")
         return ref
+
+    def in_progress(self) -> str | None:
+        """What a git operation left half done (a rebase, merge, cherry-pick, revert, bisect), and how to end it."""
+        for name, what, fix in OPERATIONS:
+            if os.path.lexists(self.git_dir / name):
+                return f"{what} is in progress: finish it with {fix}"
+        return None
+
+    def check_writable(self, ref: str) -> None:
+        """Refuse, before anything is written, a write to ``ref`` this checkout cannot take.
+
+        Raises:
+            RepositoryError: naming the cause: a rebase (merge, ...) in
+                progress, or the first folder memsite would write to that is read-only.
+        """
+        busy = self.in_progress()
+        if busy:
+            raise RepositoryError(f"{self.root}: {busy}; memories are written once it is done")
+        folders = [self.common_dir / "objects", self.common_dir / "refs" / "heads", self.git_dir, self.state_dir]
+        if self.refs.head_target() == ref:
+            folders.append(self.root)
+        for folder in folders:
+            if not os.access(folder, os.W_OK):
+                raise RepositoryError(f"{self.locks.show(folder)}: is read-only, so memsite cannot write memories "
+                                      "here; make it writable, or write from a clone you can write to")
 
     def root_tree(self, commit: str | None) -> bytes | None:
         """The root tree id of ``commit`` (None for no commit)."""
@@ -262,17 +319,17 @@ class Repository:
         except (git.BadName, ValueError, git.GitCommandError):
             raise RepositoryError(f"{revision!r} is not a commit in {self.root}; fetch it or name another") from None
 
-    def commit_with_trailer(self, key: str, value: str, *, since: str | None) -> bool:
-        """Whether a commit after ``since`` on the checked-out branch has the trailer ``key: value``."""
-        return self.message_with_trailer(key, value, since=since) is not None
+    def commit_with_trailer(self, key: str, value: str, *, since: str | None, tip: str = "HEAD") -> bool:
+        """Whether a commit after ``since`` up to ``tip`` (a commit or ref) has the trailer ``key: value``."""
+        return self.message_with_trailer(key, value, since=since, tip=tip) is not None
 
-    def message_with_trailer(self, key: str, value: str, *, since: str | None) -> str | None:
-        """The message of the newest commit after ``since`` with the trailer ``key: value``, or None."""
-        revision = f"{since}..HEAD" if since else "HEAD"
-        result = subprocess.run(["git", "log", "-z", "--format=%B", "-F", f"--grep={key}: {value}", revision],
+    def message_with_trailer(self, key: str, value: str, *, since: str | None, tip: str = "HEAD") -> str | None:
+        """The message of the newest commit after ``since`` up to ``tip`` with the trailer ``key: value``, or None."""
+        revision = f"{since}..{tip}" if since else tip
+        result = subprocess.run(["git", "log", "-z", "--format=%B", "-F", f"--grep={key}: {value}", revision, "--"],
                                 cwd=self.root, capture_output=True, text=True)
         if result.returncode != 0 and since:  # 'since' rewritten away: look through the whole branch
-            return self.message_with_trailer(key, value, since=None)
+            return self.message_with_trailer(key, value, since=None, tip=tip)
         for message in result.stdout.split("\0"):
             if f"\n{key}: {value}\n" in f"\n{message.strip()}\n":  # a whole trailer line, not a prefix of one
                 return message
@@ -330,65 +387,123 @@ class Repository:
     ) -> str | None:
         """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
 
-        Must be called under :meth:`locked`. When ``ref`` is checked out, it
-        is done under git's ``index.lock`` and the working tree and the index
-        are updated for the same paths; a path with uncommitted edits of its
-        own is refused rather than overwritten, unless it holds exactly the
-        bytes ``owned`` gives for it (working files the writer itself left
-        uncommitted). ``landed`` is called with the commit id once the branch
-        points at it, while the working tree may still be being written.
+        Must be called under :meth:`locked`. The branch moves under git's
+        ``index.lock``, where HEAD is read: when ``ref`` is checked out, the
+        working tree and the index are updated for the same paths; a path
+        with uncommitted edits of its own is refused rather than overwritten,
+        unless it holds exactly the bytes ``owned`` gives for it (working files
+        the writer itself left uncommitted). When it is not, the ref alone
+        moves. ``landed`` is called with the commit id once the branch points
+        at it, while the working tree may still be being written.
 
         Returns:
             The new commit id, or None when the files already had that content.
 
         Raises:
-            RefMoved: ``ref`` no longer pointed at ``parent``, or HEAD moved to
-                another branch; nothing changed.
+            RefMoved: ``ref`` no longer pointed at ``parent``; nothing changed.
             InvalidInput: a path has uncommitted edits in the working tree.
             RepositoryError: a git command held ``index.lock`` or the ref's
                 lock longer than ``lock_timeout``; nothing changed.
         """
         base = self.root_tree(parent)
+        built: list[str | None] = []
 
         def build() -> str | None:
-            written = [path for path, data in files.items() if data is not None]
-            shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
-            entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
-            entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
-            return self._commit_object(base, entries, parent, message, author, when)
+            if not built:
+                written = [path for path, data in files.items() if data is not None]
+                shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
+                entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
+                entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
+                built.append(self._commit_object(base, entries, parent, message, author, when))
+            return built[0]
 
         def move(sha: str) -> None:
             self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
             if landed is not None:
                 landed(sha)
 
-        if self.refs.head_target() != ref:  # not checked out: the ref's compare-and-swap is all it takes
-            sha = build()
-            if sha is not None:
-                move(sha)
-            return sha
+        if self.refs.head_target() != ref and build() is None:
+            return None  # (not checked out: the objects are built before index.lock is taken, to hold it briefly)
         # As 'git commit' does: HEAD, the branch and the index stay as they
         # are read here until the new index is renamed into place, so a
-        # person's git command never sees the branch move under it.
+        # person's 'git checkout' (which takes index.lock too) never
+        # interleaves with the write.
         lock = self.locks.acquire(self.git_dir / "index")
         try:
-            if self.refs.head_target() != ref or self.refs.read(ref) != parent:
-                raise RefMoved(f"{ref} or HEAD moved while the write waited for {self.locks.show(lock.path)}")
+            if self.refs.read(ref) != parent:
+                raise RefMoved(f"{ref} moved while the write waited for {self.locks.show(lock.path)}")
+            catch_up = self._checked_out(ref, base, parent)
+            if catch_up is None:  # the ref's compare-and-swap is all it takes
+                sha = build()
+                if sha is not None:
+                    move(sha)
+                return sha
             self._refuse_unsaved_edits(base, files, owned or {})
-            return self._commit_checked_out(ref, files, base, build, move, lock)
+            return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock)
         finally:
             lock.rollback()  # nothing once committed
+
+    def _checked_out(self, ref: str, base: bytes | None, parent: str | None) -> dict[str, bytes | None] | None:
+        """Under index.lock: None if the index and working tree are not ``ref``'s; else the files they lag behind by.
+
+        HEAD naming ``ref`` is not enough: ``git checkout`` writes the index
+        first and HEAD after releasing index.lock, so an index whose
+        cache-tree vouches for another tree is mid-switch (left alone) or was
+        left behind by a checkout that read the branch just before a write
+        moved it (brought forward here: the paths of those commits whose
+        working file is still as the older commit has it).
+        """
+        if self.refs.head_target() != ref:
+            return None
+        try:
+            st = os.stat(self.git_dir / "index")
+        except FileNotFoundError:
+            return {}
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == self._index_left:
+            return {}  # as this process left it
+        tree = gitindex.cached_tree(self.git_dir)
+        if tree is None or tree == base or base is None or parent is None:
+            return {}
+        behind = self._ancestor_with_tree(parent, tree)
+        if behind is None:
+            log.info("the index of %s is for another tree (a branch switch under way?): committing by ref only", ref)
+            return None
+        files: dict[str, bytes | None] = {}
+        for path, old, new in self.objects.diff(tree, base):
+            try:
+                on_disk: bytes | None = (self.root / path).read_bytes()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                on_disk = None
+            if (blob_id(on_disk) if on_disk is not None else None) == (old.sha if old is not None else None):
+                files[path] = self.objects.read_blob(new.sha) if new is not None else None
+        log.info("the working tree of %s was %s behind it: brought %d file(s) forward", ref, behind[:12], len(files))
+        return files
+
+    def _ancestor_with_tree(self, commit: str, tree: bytes) -> str | None:
+        """A recent ancestor of ``commit`` whose root tree is ``tree``."""
+        queue, seen = self.parents(commit), set()
+        while queue and len(seen) < CATCH_UP_COMMITS:
+            current = queue.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            if self.root_tree(current) == tree:
+                return current
+            queue.extend(self.parents(current))
+        return None
 
     def _commit_checked_out(
         self,
         ref: str,
         files: Mapping[str, bytes | None],
+        committed: Mapping[str, bytes | None],
         base: bytes | None,
         build: Callable[[], str | None],
         move: Callable[[str], None],
         lock: LockFile,
     ) -> str | None:
-        new_paths = [path for path, data in files.items()
+        """Commit with the working tree and the index: ``files`` are written there (``committed`` and any catch-up)."""
+        new_paths = [path for path, data in committed.items()
                      if data is not None and self.objects.lookup(base, path) is None]
 
         def update_working_tree() -> IndexUpdate:
@@ -397,7 +512,7 @@ class Repository:
                     remove_file(self.root, path)
                 else:
                     atomic_write(self.root / path, data)
-            new_files = {path: blob_id(files[path]) for path in new_paths}  # type: ignore[arg-type]
+            new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]
             return IndexUpdate(self.root, self.git_dir, lock, files, new_files)
 
         # The working tree and the index are updated while the objects are
@@ -405,7 +520,7 @@ class Repository:
         # update-index' another process, so both overlap with the work here
         # (on a second thread when there are many files). The journal covers
         # a crash at any point; the branch is the truth it repairs to.
-        self.journal.begin(files)
+        self.journal.begin(files, ref)
         sha: str | None = None
         updating = Background(update_working_tree, run_here=len(files) < BACKGROUND_FILES)
         try:
@@ -433,6 +548,9 @@ class Repository:
             return sha
         lock.commit(self.settings.flush("index"))
         self.journal.end()
+        with contextlib.suppress(OSError):
+            st = os.stat(self.git_dir / "index")
+            self._index_left = (st.st_ino, st.st_size, st.st_mtime_ns)
         return sha
 
     def _commit_object(

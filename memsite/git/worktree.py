@@ -223,22 +223,33 @@ class Journal:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self._fd
 
-    def begin(self, paths: Iterable[str]) -> None:
+    def begin(self, paths: Iterable[str], ref: str | None = None) -> None:
+        """Record that ``paths`` of the checked-out branch ``ref`` are being changed in the working tree."""
         fd = self._file()
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(sorted(paths)).encode("utf-8", "surrogateescape"), 0)
+        record = {"ref": ref, "paths": sorted(paths)} if ref is not None else sorted(paths)
+        os.pwrite(fd, json.dumps(record).encode("utf-8", "surrogateescape"), 0)
 
     def end(self) -> None:
         os.ftruncate(self._file(), 0)
 
     def pending(self) -> list[str]:
+        """The paths an interrupted write left to repair ([] when none)."""
+        return self.pending_write()[1]
+
+    def pending_write(self) -> tuple[str | None, list[str]]:
+        """(the branch it wrote to, None if not recorded; the paths) of an interrupted write."""
         fd = self._file()
         data = os.pread(fd, os.fstat(fd).st_size, 0)
         try:
-            paths = json.loads(data) if data else []
+            record = json.loads(data) if data else []
         except ValueError:
-            return []
-        return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+            return None, []
+        ref = None
+        if isinstance(record, dict):
+            ref = record.get("ref") if isinstance(record.get("ref"), str) else None
+            record = record.get("paths")
+        return ref, [p for p in record if isinstance(p, str)] if isinstance(record, list) else []
 
     def close(self) -> None:
         if self._fd != -1:

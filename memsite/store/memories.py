@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from .. import checks
 from ..config import Config, load_config
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, NotFound, RepositoryError
 from ..git import RefMoved, Repository
 from ..model import (
     ABSTRACT_MAX,
@@ -40,6 +40,7 @@ from ..model import (
 from .activity import ActivityJournal
 from .catalog import Catalog
 from .sqlite import intact, is_damage, set_aside
+from .state import StateDir
 from .transaction import Transaction, refuse_unreadable
 from .vectors import Embedder, Vectors
 
@@ -67,6 +68,7 @@ class Store:
         clock: Callable[[], datetime] | None = None,
         progress: Callable[[int, int], None] | None = None,
         embedder: Embedder | None = None,
+        branch: str | None = None,
     ) -> None:
         self.repo = Repository(path)
         self._vectors: Vectors | None = None
@@ -79,6 +81,11 @@ class Store:
             self.repo.lock_timeout = self.config.lock_timeout
             self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
             self.auto_load_lines: int = self.config.auto_load_lines
+            # The branch this store reads and writes, fixed when it opens: a
+            # person checking out another branch later never redirects it.
+            self.ref: str | None = self.repo.refs.head_target() if branch is None else checks.branch(branch)
+            self._cannot_write: str | None = None  # why writes are refused, found when it opened
+            self.state = StateDir(self.repo)
             self._open_state()
         except BaseException:
             self.repo.close()
@@ -88,13 +95,51 @@ class Store:
     def close(self) -> None:
         """Release the catalog, the activity journal and git's helper processes."""
         self._close_state()
+        self.state.close()
         self.repo.close()
+
+    @property
+    def branch(self) -> str | None:
+        """The branch this store reads and writes (``main``); None when opened on a detached HEAD (read only)."""
+        return None if self.ref is None else self.ref.removeprefix("refs/heads/")
+
+    def tip(self) -> str | None:
+        """The commit reads see: the store's branch (HEAD's commit while that branch does not exist yet,
+        or when the store was opened on a detached HEAD)."""
+        commit = self.repo.refs.read(self.ref) if self.ref is not None else None
+        return commit if commit is not None else self.repo.refs.head_commit()
+
+    def cannot_write(self) -> str | None:
+        """Why a write would be refused now (one line naming the cause), or None."""
+        try:
+            self._writable_ref()
+        except RepositoryError as exc:
+            return str(exc)
+        return None
+
+    def _writable_ref(self) -> str:
+        """The branch to write to, after checking that a write can be made.
+
+        Raises:
+            RepositoryError: detached HEAD, a rebase (merge, ...) in progress,
+                a read-only folder, or a git config that could not be written.
+        """
+        if self._cannot_write is not None:
+            raise RepositoryError(self._cannot_write)
+        if self.ref is None:
+            busy = self.repo.in_progress()
+            head = (self.repo.refs.head_commit() or "")[:12]
+            raise RepositoryError(f"{self.root}: {busy}" if busy else
+                                  f"{self.root}: HEAD is detached (at {head}); memories are written to a branch: "
+                                  "check out one, or name one (MemoryStore(path, branch=NAME))")
+        self.repo.check_writable(self.ref)
+        return self.ref
 
     # --- the files in .memsite/ ------------------------------------------------
 
     def _open_state(self) -> None:
         """Open the activity journal, the catalog and the vectors; a damaged one is set aside first."""
-        state = self.repo.state_dir
+        state = self.state.path
         self.activity = self._opened(state / "activity.sqlite3", ActivityJournal, ACTIVITY_LOST)
         self.catalog = self._opened(state / "catalog.sqlite3",
                                     lambda path: Catalog(path, self.root, self.activity.path), REBUILT)
@@ -135,9 +180,9 @@ class Store:
             if not is_damage(exc):
                 raise
             if not self.heal(exc) and not isinstance(exc, sqlite3.OperationalError):
-                with self.repo._thread_lock, self.repo.locked():  # damaged only where it was read
+                with self.state.locked():  # damaged only where it was read
                     self._close_state()
-                    self._set_aside(self.repo.state_dir / "catalog.sqlite3", exc, REBUILT)
+                    self._set_aside(self.state.path / "catalog.sqlite3", exc, REBUILT)
                     self._open_state()
             return work()
 
@@ -148,13 +193,13 @@ class Store:
         another process has already rebuilt is left alone.
         """
         healed = []
-        with self.repo._thread_lock, self.repo.locked():
+        with self.state.locked():
             self._close_state()
             try:
                 for name, cost in (("activity.sqlite3", ACTIVITY_LOST), ("catalog.sqlite3", REBUILT),
                                    ("vectors.sqlite3", REBUILT)):
-                    if not intact(self.repo.state_dir / name):
-                        self._set_aside(self.repo.state_dir / name, cause, cost)
+                    if not intact(self.state.path / name):
+                        self._set_aside(self.state.path / name, cause, cost)
                         healed.append(name)
             finally:
                 self._open_state()
@@ -176,12 +221,11 @@ class Store:
     # --- reads -------------------------------------------------------------
 
     def _fresh(self) -> None:
-        """Bring the catalog up to the branch tip (cheap when it already is)."""
+        """Bring the catalog up to the store's branch tip (cheap when it already is)."""
         with self.repo._thread_lock:
-            ref = self.repo.branch()
-            if self.catalog.commit != self.repo.refs.read(ref):
-                with self.repo.locked():
-                    self.catalog.sync(self.repo, self.config, self.repo.refs.read(ref), self._progress)
+            if self.catalog.commit != self.tip():
+                with self.state.locked():
+                    self.catalog.sync(self.repo, self.config, self.tip(), self._progress)
 
     def rebuild_index(self) -> int:
         """Rebuild the catalog and full-text index from the files at the branch tip; returns the count.
@@ -189,9 +233,9 @@ class Store:
         Works whatever state the catalog is in: a damaged one is set aside first.
         """
         def rebuild() -> int:
-            with self.repo._thread_lock, self.repo.locked():
+            with self.state.locked():
                 self.catalog.reset()
-                self.catalog.sync(self.repo, self.config, self.repo.refs.read(self.repo.branch()), self._progress)
+                self.catalog.sync(self.repo, self.config, self.tip(), self._progress)
                 return self.catalog.count()
 
         return self._healing(rebuild)
@@ -237,12 +281,14 @@ class Store:
         agent, whoever flushes. Also run when a task closes and when
         ``flush_every`` recalls wait.
         """
+        self._writable_ref()
+
         def flush() -> str | None:
             commit = None
             with self.repo._thread_lock, self.repo.locked():
                 self._settle_activity()
                 for agent in self.activity.agents():
-                    batch = self.activity.begin_batch(new_id(), self.repo.refs.read(self.repo.branch()), agent)
+                    batch = self.activity.begin_batch(new_id(), self.tip(), agent)
                     if batch is None:
                         continue
                     try:
@@ -259,7 +305,8 @@ class Store:
     def _settle_activity(self) -> None:
         """Finish a flush that was killed: did its commit land? Then its recalls are counted."""
         for batch in self.activity.unfinished():
-            landed = self.repo.commit_with_trailer("Activity-Batch", batch.batch, since=batch.parent)
+            landed = self.repo.commit_with_trailer("Activity-Batch", batch.batch, since=batch.parent,
+                                                     tip=self.tip() or "HEAD")
             self.activity.end_batch(batch, committed=landed)
 
     # --- writes ------------------------------------------------------------

@@ -60,6 +60,7 @@ class Owner(Protocol):
     def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]: ...
     def _reason(self, reason: Any) -> str: ...
     def _healing(self, work: Callable[[], T]) -> T: ...
+    def _writable_ref(self) -> str: ...
 
 
 class Transaction:
@@ -91,11 +92,16 @@ class Transaction:
         store = self.store
         if getattr(store._local, "tx", None) is not None:
             raise MemsiteError("a transaction is already open in this thread; write through it (tx.remember, ...)")
+        self.ref = store._writable_ref()  # refused here, before any lock or file is taken
         self._lock = store.repo.locked()
         self._lock.__enter__()
         try:
-            self.ref = store.repo.branch()
             self.parent = store.repo.refs.read(self.ref)
+            if self.parent is None:  # a branch named when the store opened, made now from HEAD
+                self.parent = store.repo.refs.head_commit()
+                if self.parent is not None:
+                    store.repo.refs.update(self.ref, self.parent, None, ident=self._author().ident(int(store.now().timestamp())),
+                                           message=f"branch: created from HEAD by memsite ({store.agent})")
             self._base_tree = store.repo.root_tree(self.parent)
             store._healing(lambda: store.catalog.sync(store.repo, store.config, self.parent))
         except BaseException:
@@ -402,14 +408,17 @@ class Transaction:
         self._trim()
         if not self._files:
             return
-        author = self.author or store.agent
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
-            message=self._message(), author=Author(author, AUTHOR_EMAIL.format(agent=author)),
+            message=self._message(), author=self._author(),
             when=int(store.now().timestamp()), owned=self._owned, landed=self._landed,
         )
         if sha is not None:
             store.repo.maintain(sha)
+
+    def _author(self) -> Author:
+        name = self.author or self.store.agent
+        return Author(name, AUTHOR_EMAIL.format(agent=name))
 
     def _landed(self, sha: str) -> None:
         """The branch points at ``sha``: record it in the catalog (while the working tree is written)."""

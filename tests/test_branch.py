@@ -1,0 +1,191 @@
+"""Reads never write; a store writes to the branch it opened on, whatever a person checks out meanwhile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memsite import MemoryStore, RepositoryError
+
+from .conftest import assert_clean, git
+
+ROOT = Path(__file__).resolve().parent.parent
+SETPRIV = shutil.which("setpriv")
+# Root ignores file modes; without these capabilities it obeys them like anyone else.
+DROP = ["--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+
+
+def cli(repo: Path, *args: str, unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "memsite", "-C", str(repo), *args]
+    if unprivileged:
+        command = [str(SETPRIV), *DROP, *command]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(command, capture_output=True, text=True, env=env)
+
+
+def make_writable(path: Path) -> None:
+    subprocess.run(["chmod", "-R", "u+w", str(path)], check=True)
+
+
+needs_setpriv = pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0,
+                                   reason="needs setpriv, run as root, to drop the capabilities that ignore file modes")
+
+
+@needs_setpriv
+@pytest.mark.parametrize("read_only", ["checkout", ".git"])
+def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder(
+        store: MemoryStore, tmp_path: Path, read_only: str) -> None:
+    memory = store.remember("Deploys freeze on Fridays", category="preferences")
+    if read_only == ".git":
+        git(store.root, "config", "--unset", "core.splitIndex")  # a clone whose config memsite would still write
+    shutil.rmtree(store.root / ".memsite")  # nothing derived yet: it has to be built somewhere else
+    target = store.root if read_only == "checkout" else store.root / ".git"
+    subprocess.run(["chmod", "-R", "a-w", str(target)], check=True)
+    try:
+        outputs = {args[2]: cli(store.root, *args, unprivileged=True) for args in
+                   (["--agent", "planner", *rest] for rest in
+                    (["list"], ["show", memory.id], ["recall", "Fridays"], ["core"],
+                     ["build", "--site-dir", str(tmp_path / "site")]))}
+        for name, result in outputs.items():
+            assert result.returncode == 0, (name, result.stderr)
+            assert "Traceback" not in result.stderr and "Error" not in result.stderr, (name, result.stderr)
+        assert memory.id in outputs["list"].stdout and "Deploys freeze on Fridays" in outputs["show"].stdout
+        assert memory.id in outputs["recall"].stdout and "Deploys freeze on Fridays" in outputs["core"].stdout
+        assert (tmp_path / "site" / "index.html").exists()
+        refused = cli(store.root, "remember", "Writes are refused here", unprivileged=True)
+    finally:
+        make_writable(target)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    expected = ".git/objects: is read-only" if read_only == "checkout" else "could not lock config file"
+    assert expected in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert not (store.root / ".memsite").exists() or read_only == ".git"
+    if read_only == ".git":
+        assert git(store.root, "config", "--get", "core.splitIndex", check=False) == ""  # nothing written to .git
+    assert len(git(store.root, "log", "--format=%H").split()) == 2
+
+
+def test_a_detached_head_is_read_at_its_commit_and_refuses_writes(store: MemoryStore) -> None:
+    first = store.remember("The ledger runs Postgres 15", category="entities")
+    second = store.remember("Billing moved to Stripe", category="entities")
+    git(store.root, "checkout", "-q", "--detach", first.commit)
+    listed = cli(store.root, "list")
+    assert listed.returncode == 0 and first.id in listed.stdout and second.id not in listed.stdout
+    refused = cli(store.root, "remember", "A memory on a detached HEAD")
+    assert refused.returncode == 1
+    assert f"HEAD is detached (at {first.commit[:12]})" in refused.stderr and "check out" in refused.stderr
+    with MemoryStore(store.root, agent="planner", branch="main") as named:  # naming the branch writes there
+        third = named.remember("Search runs on OpenSearch", category="entities")
+    assert git(store.root, "rev-parse", "main").strip() == third.commit
+    assert git(store.root, "rev-parse", "HEAD").strip() == first.commit
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("operation", ["rebase", "merge"])
+def test_reads_work_during_a_rebase_or_merge_and_writes_say_which(store: MemoryStore, operation: str) -> None:
+    memory = store.remember("The ledger runs Postgres 15", category="entities")
+    (store.root / "notes.txt").write_text("base\n")
+    git(store.root, "add", "notes.txt")
+    git(store.root, "commit", "-qm", "base")
+    git(store.root, "checkout", "-q", "-b", "side")
+    (store.root / "notes.txt").write_text("side\n")
+    git(store.root, "commit", "-qam", "side")
+    git(store.root, "checkout", "-q", "main")
+    (store.root / "notes.txt").write_text("main\n")
+    git(store.root, "commit", "-qam", "main")
+    if operation == "rebase":
+        git(store.root, "checkout", "-q", "side")
+        git(store.root, "rebase", "main", check=False)
+    else:
+        git(store.root, "merge", "side", check=False)
+    for args in (["list"], ["show", memory.id], ["recall", "Postgres"], ["core"]):
+        result = cli(store.root, *args)
+        assert result.returncode == 0 and "Error" not in result.stderr, (args, result.stderr)
+    assert memory.id in cli(store.root, "list").stdout
+    refused = cli(store.root, "remember", "Not now")
+    assert refused.returncode == 1
+    assert f"a {operation} is in progress: finish it with git {operation} --continue or --abort" in refused.stderr
+    with pytest.raises(RepositoryError, match=f"a {operation} is in progress"):
+        store.remember("Not through the open store either")
+
+
+def test_a_store_keeps_writing_to_its_branch_after_a_person_checks_out_another(store: MemoryStore) -> None:
+    git(store.root, "checkout", "-q", "-b", "person")
+    (store.root / "draft.md").write_text("a person's work\n")
+    git(store.root, "add", "draft.md")
+    git(store.root, "commit", "-qm", "draft")
+    person = git(store.root, "rev-parse", "person").strip()
+    memory = store.remember("Deploys freeze on Fridays", category="preferences")  # the store opened on main
+    assert git(store.root, "rev-parse", "main").strip() == memory.commit
+    assert git(store.root, "rev-parse", "person").strip() == person
+    assert git(store.root, "status", "--porcelain", "--untracked-files=all") == ""  # files and index left alone
+    assert not memory.path.exists()
+    assert [m.id for m in store.list()] == [memory.id]  # the catalog follows main, not HEAD
+    git(store.root, "checkout", "-q", "main")
+    assert memory.path.exists()
+    assert_clean(store.root)
+
+
+def test_an_index_left_behind_by_a_racing_checkout_is_brought_forward(store: MemoryStore) -> None:
+    before = git(store.root, "rev-parse", "HEAD").strip()
+    first = store.remember("Deploys freeze on Fridays", category="preferences")
+    # What 'git checkout main' leaves when it read main just before a write moved it:
+    git(store.root, "read-tree", "-u", "--reset", before)
+    assert git(store.root, "status", "--porcelain") != ""
+    second = store.remember("Billing moved to Stripe", category="entities")
+    assert first.path.exists() and second.path.exists()
+    assert_clean(store.root)
+
+
+def test_an_interrupted_write_is_not_repaired_into_another_branch(store: MemoryStore) -> None:
+    git(store.root, "checkout", "-q", "-b", "person")
+    mine = store.root / "content" / "memories" / "general" / "mine.md"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("the person's own file, not committed yet\n")
+    journal = store.repo.state_dir / "journal.json"  # as a writer killed on main leaves it
+    journal.write_text(json.dumps({"ref": "refs/heads/main", "paths": ["content/memories/general/mine.md"]}))
+    store.remember("Deploys freeze on Fridays", category="preferences")
+    assert mine.read_text() == "the person's own file, not committed yet\n"
+
+
+def test_an_agent_writing_in_a_loop_never_writes_to_the_branch_a_person_switches_to(store: MemoryStore,
+                                                                                      tmp_path: Path) -> None:
+    git(store.root, "checkout", "-q", "-b", "person")
+    (store.root / "draft.md").write_text("a person's work\n")
+    git(store.root, "add", "draft.md")
+    git(store.root, "commit", "-qm", "draft")
+    person = git(store.root, "rev-parse", "person").strip()
+    git(store.root, "checkout", "-q", "main")
+    start = tmp_path / "start"
+    writer = subprocess.Popen([sys.executable, "-m", "tests.writer_process", str(store.root), "agent", "150",
+                               "--start", str(start)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    time.sleep(0.5)  # the store opens on main
+    start.touch()
+    switches = 0
+    try:
+        while writer.poll() is None:
+            for branch in ("person", "main"):
+                switched = subprocess.run(["git", "checkout", "-q", branch], cwd=store.root, capture_output=True)
+                switches += switched.returncode == 0  # (refused while the writer holds index.lock)
+                if branch == "person" and git(store.root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "person":
+                    assert git(store.root, "status", "--porcelain", "--untracked-files=all") == ""
+                time.sleep(0.01)
+    finally:
+        out, err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, err
+    acked = [line.split()[1] for line in out.splitlines() if line.startswith("ACK ")]
+    assert len(acked) == 150 and switches > 10
+    assert git(store.root, "rev-parse", "person").strip() == person  # not one commit landed on person
+    on_main = git(store.root, "log", "--format=%B", "main")
+    assert all(f"Memory-Id: {mid}" in on_main for mid in acked)
+    assert git(store.root, "status", "--porcelain", "--untracked-files=all") == ""
+    git(store.root, "checkout", "-q", "main")
+    assert_clean(store.root)
+    git(store.root, "fsck", "--strict")
