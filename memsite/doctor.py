@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import time
@@ -146,7 +147,7 @@ def _temp_files(repo: Repository) -> Iterator[Finding]:
             continue  # git's own: git gc prunes them
         rel = path.relative_to(repo.root)
         pid = int(match.group(1))
-        if _running(pid):
+        if not locks.is_dead(locks.Owner(pid, "-", socket.gethostname())):
             yield Finding("note", f"{rel}: being written by memsite process {pid}", problem=False)
         else:
             yield Finding("temp", f"{rel}: temporary file of a memsite writer (process {pid}) that is no longer "
@@ -209,16 +210,6 @@ def _walk(folder: Path) -> Iterator[Path]:
         dirs[:] = [d for d in dirs if d not in ("objects", "logs")]
         for name in files:
             yield Path(parent) / name
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _age(seconds: float) -> str:

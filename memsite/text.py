@@ -116,10 +116,3 @@ def only_stopwords(text: str) -> bool:
 def match_any(terms: list[str]) -> str:
     """An FTS5 query matching documents with any of ``terms`` (each quoted)."""
     return " OR ".join(_quoted(t) for t in terms)
-
-
-def match_all(terms: list[str]) -> str:
-    """An FTS5 query matching documents with all of ``terms`` (each quoted)."""
-    return " AND ".join(_quoted(t) for t in terms)
-
-

@@ -8,7 +8,8 @@ from .common import Context, echo, errors_as_messages, main, pass_context, repo_
 
 
 @main.command()
-@click.option("--fix", is_flag=True, help="Repair what is safe to repair; lock files are never removed.")
+@click.option("--fix", is_flag=True, help="Repair what is safe: memsite's own locks left by a killed writer are taken back; "
+              "anyone else's lock is never removed.")
 @pass_context
 @errors_as_messages
 def doctor(ctx: Context, fix: bool) -> None:
@@ -18,9 +19,10 @@ def doctor(ctx: Context, fix: bool) -> None:
     writers that died, an interrupted write, a missing .git/index, damaged
     or stale files in .memsite/, memory files that cannot be read, ids used
     by two files, and memories in the wrong folder. Exits 1 while anything
-    is wrong. --fix removes dead writers' temporary files, finishes an
-    interrupted write, rebuilds a missing index and the derived files, and
-    runs 'memsite migrate'; what needs a person is left, with the fix.
+    is wrong. --fix takes back memsite's own locks left by a killed writer
+    (never anyone else's), removes dead writers' temporary files, finishes
+    an interrupted write, rebuilds a missing index and the derived files,
+    and runs 'memsite migrate'; what needs a person is left, with the fix.
 
     \b
     Examples:

@@ -505,10 +505,3 @@ def _math_functions(db: sqlite3.Connection) -> None:
     except sqlite3.OperationalError:
         db.create_function("pow", 2, math.pow, deterministic=True)
         db.create_function("ln", 1, math.log, deterministic=True)
-
-
-def iter_memory_paths(repo: Repository, config: Config, commit: str | None) -> Iterator[tuple[str, bytes]]:
-    """(path, blob id) of every file under the memories folder at ``commit``."""
-    memories_dir = config.memories_dir
-    for rel, entry in repo.objects.walk(_folder(repo, commit, memories_dir)):
-        yield f"{memories_dir}/{rel}", entry.sha
