@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import CacheError, DiskFull, MemsiteError, RepositoryError
+from .store.sqlite import intact
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T", bound=type)
@@ -115,21 +116,15 @@ def sweep_temp_files(root: Path) -> None:
 
 
 def _sqlite_message(exc: sqlite3.Error, state_dir: Path) -> str:
-    """Which of memsite's SQLite files failed, and what deleting it costs."""
+    """Which of memsite's SQLite files failed, and the command that repairs it.
+
+    A damaged file is normally set aside and rebuilt on the spot (``Store.heal``);
+    this is what is left when even that failed.
+    """
     for path in sorted(state_dir.glob("*.sqlite3")):
-        try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-            try:
-                healthy = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-            finally:
-                db.close()
-        except sqlite3.Error:
-            healthy = False
-        if not healthy:
-            cost = ("the recall counts not yet committed are lost" if path.name.startswith("activity")
-                    else "it is rebuilt from git")
-            return f"{path}: damaged ({exc}); delete it and retry ({cost})"
-    return f"{state_dir}: SQLite failed ({exc}); run 'memsite index rebuild', or delete catalog.sqlite3 (rebuilt from git)"
+        if not intact(path):
+            return f"{path}: damaged ({exc}); 'memsite doctor --fix' sets it aside and rebuilds it"
+    return f"{state_dir}: SQLite failed ({exc}); 'memsite doctor --fix' rebuilds memsite's files there"
 
 
 def _is_full(exc: BaseException, where: Path) -> bool:
