@@ -394,3 +394,14 @@ def _item(value: object) -> str:
     text = one_line(checks.text(value, "TODO item", max_bytes=1024))
     checks.no_secrets({"TODO item": text})
     return text
+
+
+def reworded(message: str, words: Iterable[tuple[str, str]]) -> str:
+    """A protocol error's message with its Python calls (``task.problem(...)``) named as a surface names them.
+
+    The command line and the MCP server each pass their table: options there, tool arguments here.
+    """
+    for api, surface in words:
+        message = message.replace(api, surface)
+    return message
+

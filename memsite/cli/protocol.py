@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..errors import MemsiteError
+from ..protocol import reworded
 from ..terminal import safe
 from .common import Context, echo, echo_json, errors_as_messages, main, pass_context
 
@@ -32,10 +33,7 @@ def _shell_words(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return func(*args, **kwargs)
         except MemsiteError as exc:
-            message = str(exc)
-            for api, cli in _CLI_WORDS:
-                message = message.replace(api, cli)
-            raise click.ClickException(safe(message)) from None
+            raise click.ClickException(safe(reworded(str(exc), _CLI_WORDS))) from None
     return wrapper
 
 

@@ -26,6 +26,7 @@ from ..api import MemoryStore
 from ..errors import MemsiteError, NotFound
 from ..fileformat import memory_fields
 from ..model import Memory, format_time
+from ..protocol import reworded
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,9 +59,7 @@ def errors_as_tool_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except MemsiteError as exc:
-            message = str(exc)
-            for api, words in _TOOL_WORDS:
-                message = message.replace(api, words)
+            message = reworded(str(exc), _TOOL_WORDS)
             return CallToolResult(content=[TextContent(type="text", text=message)], isError=True)
 
     return wrapper  # type: ignore[return-value]
