@@ -143,6 +143,25 @@ def test_an_index_left_behind_by_a_racing_checkout_is_brought_forward(store: Mem
     assert_clean(store.root)
 
 
+def test_a_write_that_met_a_checkout_of_a_branch_with_the_same_tree_is_taken_back_out_of_it(
+        store: MemoryStore) -> None:
+    """git checkout writes HEAD after releasing index.lock: a write in between, to a branch whose tree is the
+    same as the one being checked out, cannot tell the index apart and leaves its file staged there."""
+    git(store.root, "branch", "person")  # the same tree as main
+    person = git(store.root, "rev-parse", "person").strip()
+    first = store.remember("Deploys freeze on Fridays", category="preferences")  # index and files of main...
+    git(store.root, "symbolic-ref", "HEAD", "refs/heads/person")  # ...then the checkout's HEAD lands
+    assert git(store.root, "status", "--porcelain") != ""  # the memory sits staged in the person's checkout
+    second = store.remember("Billing moved to Stripe", category="entities")  # the next write takes it back out
+    assert git(store.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert not first.path.exists() and not second.path.exists()
+    assert git(store.root, "rev-parse", "person").strip() == person
+    assert git(store.root, "rev-parse", "main").strip() == second.commit
+    git(store.root, "checkout", "-q", "main")
+    assert first.path.exists() and second.path.exists()
+    assert_clean(store.root)
+
+
 def test_an_interrupted_write_is_not_repaired_into_another_branch(store: MemoryStore) -> None:
     git(store.root, "checkout", "-q", "-b", "person")
     mine = store.root / "content" / "memories" / "general" / "mine.md"

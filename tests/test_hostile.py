@@ -181,13 +181,13 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def fill(folder: Path) -> Path:
     filler = folder / "filler"
-    with open(filler, "wb") as handle:
-        try:
+    try:  # closing the file may fail too, flushing what did not fit
+        with open(filler, "wb") as handle:
             while True:
                 handle.write(b"\0" * 65536)
                 handle.flush()
-        except OSError:
-            pass
+    except OSError:
+        pass
     for size in (4096, 512, 1):  # the last few bytes too
         try:
             with open(folder / f"filler-{size}", "ab") as handle:

@@ -191,6 +191,7 @@ class Repository:
         If that branch is no longer checked out, the files belong to the
         branch a person checked out since, and are left as they are.
         """
+        self._take_back_left_behind()
         ref, paths = self.journal.pending_write()
         if paths:
             sweep_index_copies(self.git_dir)
@@ -200,6 +201,37 @@ class Repository:
                 log.warning("a write to %s was interrupted while it was checked out; it no longer is, so its "
                             "%d file(s) in the working tree were left as they are", ref, len(paths))
             self.journal.end()
+
+    def _take_back_left_behind(self) -> None:
+        """Undo, in a checkout of another branch, what the last write left for its own branch.
+
+        ``git checkout`` writes HEAD after it releases ``index.lock``. A write
+        between the two, to a branch with the same tree as the one being
+        checked out, cannot tell the index apart and updates it and the files
+        for its own branch; the checkout then leaves them staged there. Each
+        such path that still holds what the write put there, and that the
+        checked-out commit has otherwise, is put back to that commit.
+        """
+        ref, left = self.journal.left_behind()
+        head = self.refs.head_target()
+        if ref is None or head == ref:
+            return
+        if head is not None:
+            tree = self.root_tree(self.refs.read(head))
+            wrong = []
+            for path, blob in left.items():
+                try:
+                    on_disk: str | None = blob_id((self.root / path).read_bytes()).hex()
+                except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                    on_disk = None
+                entry = self.objects.lookup(tree, path)
+                if on_disk == blob and (entry.sha.hex() if entry is not None else None) != blob:
+                    wrong.append(path)
+            if wrong:
+                log.warning("a write to %s met a checkout of %s: %d file(s) it left there put back", ref, head,
+                            len(wrong))
+                self._match_head(wrong)
+        self.journal.end()
 
     def _match_head(self, paths: list[str], lock: LockFile | None = None) -> None:
         """Put ``paths`` back to the checked-out commit; the index through ``lock`` (taken here if None)."""
@@ -547,7 +579,7 @@ class Repository:
             log.warning("commit %s landed, then the work after it failed (%s); working tree repaired", sha[:12], exc)
             return sha
         lock.commit(self.settings.flush("index"))
-        self.journal.end()
+        self.journal.end(ref, {path: None if data is None else blob_id(data).hex() for path, data in files.items()})
         with contextlib.suppress(OSError):
             st = os.stat(self.git_dir / "index")
             self._index_left = (st.st_ino, st.st_size, st.st_mtime_ns)

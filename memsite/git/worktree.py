@@ -15,6 +15,7 @@ the branch says (the branch is the truth) before it starts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -209,9 +210,11 @@ class Journal:
     """The paths a write is changing in the working tree, kept until it is done.
 
     One file, rewritten in place (no file is created per write: on some disks
-    that costs more than the rest of the write). It is empty between writes.
-    A torn write leaves a prefix of the JSON list, which does not parse; that
-    can only happen before the working tree is touched, so it is ignored.
+    that costs more than the rest of the write). Between writes it is empty,
+    or names what the last write left in the working tree of its branch (see
+    :meth:`end`). A torn write leaves a prefix of the JSON, which does not
+    parse; that can only happen before the working tree is touched, so it is
+    ignored.
     """
 
     def __init__(self, path: Path) -> None:
@@ -230,8 +233,35 @@ class Journal:
         record = {"ref": ref, "paths": sorted(paths)} if ref is not None else sorted(paths)
         os.pwrite(fd, json.dumps(record).encode("utf-8", "surrogateescape"), 0)
 
-    def end(self) -> None:
-        os.ftruncate(self._file(), 0)
+    def end(self, ref: str | None = None, left: Mapping[str, str | None] | None = None) -> None:
+        """The write is done; ``left``: what it put in ``ref``'s working tree (path -> blob id, None: removed).
+
+        A ``git checkout`` that wrote HEAD just after the write took its
+        index for the branch it left (they had the same tree) would keep these
+        files; :meth:`left_behind` lets the next writer take them back out.
+        """
+        fd = self._file()
+        os.ftruncate(fd, 0)
+        if ref is not None and left:
+            with contextlib.suppress(OSError):  # only a note (a full disk loses it; the write itself is done)
+                os.pwrite(fd, json.dumps({"done": ref, "left": dict(left)}).encode("utf-8", "surrogateescape"), 0)
+
+    def left_behind(self) -> tuple[str | None, dict[str, str | None]]:
+        """(branch, path -> blob id) of what the last finished write left in that branch's working tree."""
+        record = self._record()
+        if not isinstance(record, dict) or not isinstance(record.get("done"), str) \
+                or not isinstance(record.get("left"), dict):
+            return None, {}
+        return record["done"], {p: b for p, b in record["left"].items() if isinstance(p, str)
+                                and (b is None or isinstance(b, str))}
+
+    def _record(self) -> object:
+        fd = self._file()
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+        try:
+            return json.loads(data) if data else []
+        except ValueError:
+            return []
 
     def pending(self) -> list[str]:
         """The paths an interrupted write left to repair ([] when none)."""
@@ -239,12 +269,9 @@ class Journal:
 
     def pending_write(self) -> tuple[str | None, list[str]]:
         """(the branch it wrote to, None if not recorded; the paths) of an interrupted write."""
-        fd = self._file()
-        data = os.pread(fd, os.fstat(fd).st_size, 0)
-        try:
-            record = json.loads(data) if data else []
-        except ValueError:
-            return None, []
+        record = self._record()
+        if isinstance(record, dict) and "done" in record:
+            return None, []  # a finished write's note, not an interrupted one
         ref = None
         if isinstance(record, dict):
             ref = record.get("ref") if isinstance(record.get("ref"), str) else None
