@@ -85,7 +85,7 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
         if "journal" in kinds:
             with repo.locked():  # taking the lock finishes what the journal lists
                 pass
-            done.append("repaired the files an interrupted write left")
+            done.append("put back the files a write left out of line with the checked-out branch")
         if "index" in kinds:
             result = subprocess.run(["git", "read-tree", "HEAD"], cwd=repo.root, capture_output=True, text=True)
             if result.returncode == 0:
@@ -160,6 +160,11 @@ def _journal(repo: Repository) -> Iterator[Finding]:
         yield Finding("journal", f"{repo.journal.path.relative_to(repo.root)}: a write was interrupted with "
                                  f"{len(pending)} file(s) to put back in line with the branch; --fix does it "
                                  "(so does the next write)", fixable=True)
+    ref, left = repo.left_in_another_checkout()
+    if left:
+        yield Finding("journal", f"{len(left)} file(s) a write to {ref} left staged in this checkout of "
+                                 f"{repo.refs.head_target()} (it met the checkout): {', '.join(left[:3])}; --fix "
+                                 "takes them back out (so does the next write)", fixable=True)
 
 
 def _index(repo: Repository) -> Iterator[Finding]:

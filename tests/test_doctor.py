@@ -116,8 +116,21 @@ def test_an_interrupted_write_and_a_stale_catalog_are_repaired(store: MemoryStor
     assert "problem: .memsite/catalog.sqlite3: indexes " in result.output
     fixed = doctor(store.root, "--fix")
     assert fixed.exit_code == 0, fixed.output
-    assert "repair: repaired the files an interrupted write left" in fixed.output
+    assert "repair: put back the files a write left out of line with the checked-out branch" in fixed.output
     assert_clean(store.root)
+
+
+def test_a_write_left_in_a_checkout_of_another_branch_is_reported_and_taken_back(store: MemoryStore) -> None:
+    git(store.root, "branch", "person")  # the same tree as main
+    memory = store.remember("Deploys freeze on Fridays", category="preferences")
+    git(store.root, "symbolic-ref", "HEAD", "refs/heads/person")  # the checkout's HEAD lands after the write
+    found = doctor(store.root)
+    assert found.exit_code == 1
+    assert "1 file(s) a write to refs/heads/main left staged in this checkout of refs/heads/person" in found.output
+    fixed = doctor(store.root, "--fix")
+    assert "put back the files a write left out of line" in fixed.output
+    assert not memory.path.exists() and git(store.root, "status", "--porcelain") == ""
+    assert doctor(store.root).exit_code == 0
 
 
 def test_bad_files_and_copies_need_a_person_and_misplaced_memories_move(store: MemoryStore) -> None:

@@ -208,30 +208,39 @@ class Repository:
         ``git checkout`` writes HEAD after it releases ``index.lock``. A write
         between the two, to a branch with the same tree as the one being
         checked out, cannot tell the index apart and updates it and the files
-        for its own branch; the checkout then leaves them staged there. Each
-        such path that still holds what the write put there, and that the
-        checked-out commit has otherwise, is put back to that commit.
+        for its own branch; the checkout then leaves them staged there.
+        """
+        ref, wrong = self.left_in_another_checkout()
+        if ref is None:
+            return
+        if wrong:
+            log.warning("a write to %s met a checkout of %s: %d file(s) it left there put back", ref,
+                        self.refs.head_target(), len(wrong))
+            self._match_head(wrong)
+        self.journal.end()
+
+    def left_in_another_checkout(self) -> tuple[str | None, list[str]]:
+        """(the branch, the paths) the last write left in the working tree of a branch no longer checked out.
+
+        A path counts while it still holds what the write put there and the
+        checked-out commit has it otherwise. (None, []) while the write's
+        branch is still checked out, or HEAD is detached.
         """
         ref, left = self.journal.left_behind()
         head = self.refs.head_target()
-        if ref is None or head == ref:
-            return
-        if head is not None:
-            tree = self.root_tree(self.refs.read(head))
-            wrong = []
-            for path, blob in left.items():
-                try:
-                    on_disk: str | None = blob_id((self.root / path).read_bytes()).hex()
-                except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                    on_disk = None
-                entry = self.objects.lookup(tree, path)
-                if on_disk == blob and (entry.sha.hex() if entry is not None else None) != blob:
-                    wrong.append(path)
-            if wrong:
-                log.warning("a write to %s met a checkout of %s: %d file(s) it left there put back", ref, head,
-                            len(wrong))
-                self._match_head(wrong)
-        self.journal.end()
+        if ref is None or head == ref or head is None:
+            return None, []
+        tree = self.root_tree(self.refs.read(head))
+        wrong = []
+        for path, blob in left.items():
+            try:
+                on_disk: str | None = blob_id((self.root / path).read_bytes()).hex()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                on_disk = None
+            entry = self.objects.lookup(tree, path)
+            if on_disk == blob and (entry.sha.hex() if entry is not None else None) != blob:
+                wrong.append(path)
+        return ref, wrong
 
     def _match_head(self, paths: list[str], lock: LockFile | None = None) -> None:
         """Put ``paths`` back to the checked-out commit; the index through ``lock`` (taken here if None)."""
