@@ -286,6 +286,11 @@ class Locks:
 
     def _owner_of(self, lock: Path) -> Owner | None:
         """The memsite process whose record is ``lock`` itself, if any."""
+        found = self._record_of(lock)
+        return found[1] if found is not None else None
+
+    def _record_of(self, lock: Path) -> tuple[Path, Owner] | None:
+        """The owner record that is the same file as ``lock`` (memsite made it), if any."""
         try:
             held = os.stat(lock)
         except FileNotFoundError:
@@ -293,7 +298,7 @@ class Locks:
         for record, owner in self._records(self._key(lock)):
             try:
                 if _same_file(os.stat(record), held):
-                    return owner
+                    return record, owner
             except FileNotFoundError:
                 continue
         return None
@@ -319,21 +324,17 @@ class Locks:
 
     def take_back(self, lock: Path) -> bool:
         """Remove ``lock`` if a memsite writer that has died left it. True if the lock is gone."""
-        try:
-            held = os.stat(lock)
-        except FileNotFoundError:
+        if not os.path.lexists(lock):
             return True
-        for record, owner in self._records(self._key(lock)):
-            try:
-                if not _same_file(os.stat(record), held) or not is_dead(owner):
-                    continue
-            except FileNotFoundError:
-                continue
-            if self._remove_if_same(lock, record):
-                log.warning("%s was left by memsite process %d, which has ended; removed it", self.show(lock), owner.pid)
-                record.unlink(missing_ok=True)
-                return True
-        return False
+        found = self._record_of(lock)
+        if found is None or not is_dead(found[1]):
+            return False
+        record, owner = found
+        if not self._remove_if_same(lock, record):
+            return False
+        log.warning("%s was left by memsite process %d, which has ended; removed it", self.show(lock), owner.pid)
+        record.unlink(missing_ok=True)
+        return True
 
     def _remove_if_same(self, lock: Path, record: Path) -> bool:
         """Move ``lock`` aside, and remove it only if it is still ``record``'s file (else put it back)."""
