@@ -19,6 +19,7 @@ from memsite import MemoryStore
 from memsite.errors import RepositoryError
 from memsite.git import index as gitindex
 from memsite.git.settings import GitSettings, parse_fsync
+from memsite.git.worktree import IndexUpdate
 
 from .conftest import Clock, assert_clean, git
 
@@ -169,12 +170,14 @@ def test_two_stores_written_in_turn_keep_their_shared_index_caches(
             reads.append(path.name)
             return read(path)
 
+        started: list[object] = []
         monkeypatch.setattr(gitindex, "_read", counting)
+        monkeypatch.setattr(IndexUpdate, "_start", lambda update, resplit: started.append(update))
         for round_ in range(3):
             for i, store in enumerate(stores):
                 store.remember(f"write {round_} to store {i}", category="events", dedupe=False)
-        assert reads.count("index") == 6  # every write took the in-process fast path
-        assert [name for name in reads if name.startswith("sharedindex.")] == []
+        assert started == []  # every write took the in-process fast path, without 'git update-index'
+        assert reads == []  # each store's next write starts from the index it wrote itself
     finally:
         for store in stores:
             store.close()
@@ -190,3 +193,21 @@ def test_a_bad_lock_timeout_is_reported_by_name(value: object) -> None:
     with pytest.raises(ConfigError, match=r"Config value 'extra\.memsite\.lock_timeout': expected a number > 0"):
         parse_config({"lock_timeout": value})
     assert parse_config({"lock_timeout": 2.5}).lock_timeout == 2.5
+
+
+def test_the_index_stays_right_across_folds_and_a_person_staging_files_between_writes(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delta index a write leaves is reused by the next write of the process; it must never hide
+    what git wrote meanwhile, and folding the delta into a new base (a resplit) must keep every entry."""
+    monkeypatch.setattr(gitindex, "MAX_DELTA_ENTRIES", 6)
+    for i in range(15):
+        store.remember(f"memory number {i} about the index", category="events", dedupe=False)
+        assert_clean(store.root)
+        if i % 5 == 2:  # a person stages and commits a file of their own: git replaces the index
+            (store.root / f"note-{i}.md").write_text(f"a note {i}\n")
+            git(store.root, "add", f"note-{i}.md")
+            git(store.root, "commit", "-qm", f"a note {i}")
+    tracked = git(store.root, "ls-files").splitlines()
+    assert len([p for p in tracked if p.startswith("content/memories/events/")]) == 15
+    assert len([p for p in tracked if p.startswith("note-")]) == 3

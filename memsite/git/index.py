@@ -18,12 +18,14 @@ the caller renames it into place once the branch has moved.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import os
 import struct
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from .locks import LockFile
@@ -34,7 +36,10 @@ _FLAG_EXTENDED = 0x4000
 _NAME_MASK = 0x0FFF
 _STAGE_MASK = 0x3000
 _KEEP_EXTENSIONS = {b"link", b"REUC"}
-MAX_DELTA_ENTRIES = 200  # past this, git is asked to fold the delta into a new base
+# Past this many entries in the delta, git is asked to fold it into a new
+# base (git's own default is 20% of the index). Each write rewrites the
+# delta, and each fold makes the next write read the new base's names.
+MAX_DELTA_ENTRIES = 1000
 
 # What add_new_files did.
 ADDED = "added"
@@ -46,6 +51,25 @@ RESPLIT = "resplit"  # the delta is large: run git with --split-index to fold it
 # turn keeps each one's (reading a base of 100,000 names costs ~90 ms).
 _base_names: OrderedDict[Path, frozenset[bytes]] = OrderedDict()
 BASE_CACHE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """A delta index file as this process wrote it, so its next write need not read and parse it again."""
+
+    stat: tuple[int, int, int]  # (inode, size, mtime) of the file written; git replaces it by a new file
+    version: int
+    replaced: list[bytes]  # entries that replace a base entry (their names are in the base)
+    names: list[bytes]  # the files not in the base, sorted
+    added: list[bytes]  # their entries, in the same order
+    extensions: list[tuple[bytes, bytes]]
+
+    def has(self, name: bytes) -> bool:
+        i = bisect.bisect_left(self.names, name)
+        return i < len(self.names) and self.names[i] == name
+
+
+_written: OrderedDict[Path, _Delta] = OrderedDict()  # per index file
 
 
 class _NotApplicable(Exception):
@@ -114,6 +138,20 @@ def _entry(root: Path, name: bytes, sha: bytes) -> bytes:
     return raw + b"\x00" * (8 - len(raw) % 8)
 
 
+def _delta(index: Path) -> _Delta | None:
+    """The delta index file at ``index``; None while a merge left stages in it (git's to resolve)."""
+    st = os.stat(index)
+    known = _written.get(index)
+    if known is not None and known.stat == (st.st_ino, st.st_size, st.st_mtime_ns):
+        return known
+    version, entries, extensions = _read(index)
+    if any(struct.unpack_from(">H", raw, 60)[0] & _STAGE_MASK for _, raw in entries):
+        return None
+    named = sorted((name, raw) for name, raw in entries if name)
+    return _Delta((st.st_ino, st.st_size, st.st_mtime_ns), version, [raw for name, raw in entries if not name],
+                  [name for name, _ in named], [raw for _, raw in named], extensions)
+
+
 def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: LockFile) -> str:
     """Write into the held ``lock`` the index with entries for ``files`` (path -> blob id) added.
 
@@ -123,33 +161,41 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: L
         ADDED if the lock now holds the new index. Otherwise nothing was
         written and ``git update-index`` must run: with ``--split-index`` for RESPLIT.
     """
+    index = git_dir / "index"
     try:
-        version, entries, extensions = _read(git_dir / "index")
-        links = [data for name, data in extensions if name == b"link"]
-        required = [name for name, _ in extensions if not name[:1].isupper() and name != b"link"]
+        delta = _delta(index)
+        if delta is None:
+            return NOT_APPLICABLE
+        links = [data for name, data in delta.extensions if name == b"link"]
+        required = [name for name, _ in delta.extensions if not name[:1].isupper() and name != b"link"]
         if len(links) != 1 or required:
             return NOT_APPLICABLE
-        if len(entries) + len(files) > MAX_DELTA_ENTRIES:
+        if len(delta.replaced) + len(delta.added) + len(files) > MAX_DELTA_ENTRIES:
             # Git keeps racily-clean entries (files as new as the index)
             # in the delta; a re-split now moves them into the base.
             return RESPLIT
         base_names = _shared_names(git_dir, links[0][:20])
     except (_NotApplicable, FileNotFoundError, ValueError, struct.error):
         return NOT_APPLICABLE
-    if any(struct.unpack_from(">H", raw, 60)[0] & _STAGE_MASK for _, raw in entries):
-        return NOT_APPLICABLE  # a merge in progress: leave the stages to git
     names = {name.encode("utf-8", "surrogateescape"): sha for name, sha in files.items()}
-    replaced = [raw for name, raw in entries if not name]
-    added = {name: raw for name, raw in entries if name}
-    if any(name in added or name in base_names for name in names):
+    if any(delta.has(name) or name in base_names for name in names):
         return NOT_APPLICABLE
-    for name, sha in names.items():
-        added[name] = _entry(root, name, sha)
-    body = [_HEADER.pack(b"DIRC", version, len(replaced) + len(added)), *replaced]
-    body += [added[name] for name in sorted(added)]
-    body += [struct.pack(">4sI", n, len(d)) + d for n, d in extensions if n in _KEEP_EXTENSIONS]
+    order, added = list(delta.names), list(delta.added)
+    for name, sha in sorted(names.items()):
+        i = bisect.bisect_left(order, name)
+        order.insert(i, name)
+        added.insert(i, _entry(root, name, sha))
+    kept = [(n, d) for n, d in delta.extensions if n in _KEEP_EXTENSIONS]
+    body = [_HEADER.pack(b"DIRC", delta.version, len(delta.replaced) + len(added)), *delta.replaced, *added]
+    body += [struct.pack(">4sI", n, len(d)) + d for n, d in kept]
     data = b"".join(body)
     lock.write(data + hashlib.sha1(data).digest())
+    st = os.fstat(lock.fd)  # the lock becomes the index by a rename, which keeps inode, size and time
+    _written[index] = _Delta((st.st_ino, st.st_size, st.st_mtime_ns), delta.version, delta.replaced, order, added,
+                             kept)
+    _written.move_to_end(index)
+    if len(_written) > BASE_CACHE_SIZE:
+        _written.popitem(last=False)
     with contextlib.suppress(OSError):  # as git does: a shared index in use never expires
         os.utime(git_dir / f"sharedindex.{links[0][:20].hex()}")
     return ADDED

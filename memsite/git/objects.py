@@ -150,6 +150,7 @@ class ObjectStore:
 
     def __init__(self, objects_dir: Path, gitpython_repo: Any, settings: GitSettings | None = None) -> None:
         self.dir = objects_dir
+        self._dir = str(objects_dir)
         self._repo = gitpython_repo
         settings = settings or GitSettings()
         self._level = settings.loose_compression
@@ -164,13 +165,18 @@ class ObjectStore:
 
     # --- raw objects -------------------------------------------------------
 
-    def _path(self, hexsha: str) -> Path:
-        return self.dir / hexsha[:2] / hexsha[2:]
+    def _path(self, hexsha: str) -> str:
+        return f"{self._dir}/{hexsha[:2]}/{hexsha[2:]}"
 
     def write(self, kind: bytes, data: bytes) -> bytes:
         """Store an object (blob, tree, commit) and return its binary id."""
-        binsha = _object_id(kind, data)
-        path = self._path(binsha.hex())
+        header = b"%s %d\x00" % (kind, len(data))
+        digest = hashlib.sha1(header)
+        digest.update(data)
+        binsha = digest.digest()
+        hexsha = binsha.hex()
+        path = self._path(hexsha)  # a plain string: a write makes seven of these
+        folder = path[:-39]
         try:
             # Already there: refresh its time as git does ('freshen'), or a
             # 'git gc' running meanwhile may prune it as an old unreachable
@@ -179,15 +185,14 @@ class ObjectStore:
             return binsha
         except OSError:
             pass  # not loose here (or not ours to touch): write it loose
-        header = b"%s %d\x00" % (kind, len(data))
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
         compressed = zlib.compress(header + data, 0 if _large_tree(kind, data) else self._level)
-        tmp = path.parent / f"tmp_obj_{os.getpid()}_{next(_tmp_counter)}"
+        tmp = f"{folder}/tmp_obj_{os.getpid()}_{next(_tmp_counter)}"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         try:
             os.write(fd, compressed)

@@ -34,28 +34,33 @@ class Refs:
         self.locks = locks
         self.settings = settings or GitSettings()
         self._flush = self.settings.flush("reference")
+        self._head_path = str(git_dir / "HEAD")  # read several times a write: plain strings
+        self._common = str(common_dir)
+
+    def _head(self) -> str:
+        try:
+            return _read_small(self._head_path)
+        except FileNotFoundError:
+            raise RepositoryError(f"{self.git_dir}: no HEAD; is this a git repository?") from None
 
     def head_target(self) -> str | None:
         """The branch HEAD points at (``refs/heads/main``), None when detached."""
-        try:
-            text = (self.git_dir / "HEAD").read_text().strip()
-        except FileNotFoundError:
-            raise RepositoryError(f"{self.git_dir}: no HEAD; is this a git repository?") from None
+        text = self._head()
         if text.startswith("ref: "):
             return text[5:].strip()
         return None
 
     def head_commit(self) -> str | None:
         """The commit HEAD names (through its branch, or directly when detached); None on an unborn branch."""
-        ref = self.head_target()
-        if ref is not None:
-            return self.read(ref)
-        return (self.git_dir / "HEAD").read_text().strip() or None
+        text = self._head()
+        if text.startswith("ref: "):
+            return self.read(text[5:].strip())
+        return text or None
 
     def read(self, ref: str) -> str | None:
         """The commit id ``ref`` points at, or None if it does not exist yet."""
         try:
-            value = (self.common_dir / ref).read_text().strip()
+            value = _read_small(f"{self._common}/{ref}")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return self._read_packed(ref)
         if value.startswith("ref: "):
@@ -116,3 +121,12 @@ class Refs:
                 self._flush(fd)
         finally:
             os.close(fd)
+
+
+def _read_small(path: str) -> str:
+    """The stripped text of a small file (HEAD, a ref): a few system calls, no file object."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096).decode("utf-8", "surrogateescape").strip()
+    finally:
+        os.close(fd)

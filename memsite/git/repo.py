@@ -3,8 +3,8 @@
 Every write follows the protocol that lost nothing under concurrent writers
 and SIGKILL:
 
-1. take the repository-wide lock (``filelock``; the kernel frees it when a
-   holder dies), then repair whatever a killed writer left (see ``recover``);
+1. take the repository-wide lock (``flock`` on ``.memsite/lock``; the kernel
+   frees it when a holder dies), then repair whatever a killed writer left (see ``recover``);
 2. take git's ``index.lock`` (as ``git commit`` does, waiting for one a
    person's git command holds; ``git checkout`` takes it too) and read there
    whether the branch is checked out and still where the write started;
@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import git
-from filelock import FileLock, Timeout
-
 from ..errors import InvalidInput, RepositoryError
 from . import index as gitindex
 from .locks import DEFAULT_TIMEOUT, LockFile, Locks
+from .mutex import LockTimeout, ProcessLock
 from .objects import MODE_FILE, Entry, ObjectStore, blob_id
 from .refs import RefMoved, Refs
 from .settings import GitSettings
@@ -104,10 +103,14 @@ class Repository:
         self.state_dir = self.root / STATE_DIR
         with contextlib.suppress(OSError):  # a read-only checkout is still read (see check_writable)
             self.state_dir.mkdir(exist_ok=True)
-        self._file_lock = FileLock(self.state_dir / "lock")
+        self._file_lock = ProcessLock(self.state_dir / "lock")
         self._thread_lock = threading.RLock()
         self._depth = 0
         self.journal = Journal(self.state_dir / "journal.json")
+        # Checked before every write, as plain strings (a write is a few milliseconds).
+        self._operations = [(str(self.git_dir / name), what, fix) for name, what, fix in OPERATIONS]
+        self._write_folders = [str(folder) for folder in (self.common_dir / "objects", self.common_dir / "refs" / "heads",
+                                                          self.git_dir, self.state_dir, self.root)]
         self._index_left: tuple[int, int, int] | None = None  # os.stat of the index this process last wrote
 
     @property
@@ -151,6 +154,7 @@ class Repository:
     def close(self) -> None:
         """Stop the ``git cat-file`` helpers GitPython keeps per repository."""
         self.journal.close()
+        self._file_lock.close()
         self.git.close()
 
     # --- locking -----------------------------------------------------------
@@ -165,8 +169,8 @@ class Repository:
         with self._thread_lock:
             if self._depth == 0:
                 try:
-                    self._file_lock.acquire(timeout=LOCK_TIMEOUT_SECONDS, poll_interval=0.001)
-                except Timeout:
+                    self._file_lock.acquire(LOCK_TIMEOUT_SECONDS)
+                except LockTimeout:
                     raise RepositoryError(
                         f"{self.root}: another writer held the memory lock for {LOCK_TIMEOUT_SECONDS:.0f} s; try again"
                     ) from None
@@ -277,8 +281,8 @@ class Repository:
 
     def in_progress(self) -> str | None:
         """What a git operation left half done (a rebase, merge, cherry-pick, revert, bisect), and how to end it."""
-        for name, what, fix in OPERATIONS:
-            if os.path.lexists(self.git_dir / name):
+        for path, what, fix in self._operations:
+            if os.path.lexists(path):
                 return f"{what} is in progress: finish it with {fix}"
         return None
 
@@ -292,13 +296,11 @@ class Repository:
         busy = self.in_progress()
         if busy:
             raise RepositoryError(f"{self.root}: {busy}; memories are written once it is done")
-        folders = [self.common_dir / "objects", self.common_dir / "refs" / "heads", self.git_dir, self.state_dir]
-        if self.refs.head_target() == ref:
-            folders.append(self.root)
+        folders = self._write_folders if self.refs.head_target() == ref else self._write_folders[:-1]
         for folder in folders:
             if not os.access(folder, os.W_OK):
-                raise RepositoryError(f"{self.locks.show(folder)}: is read-only, so memsite cannot write memories "
-                                      "here; make it writable, or write from a clone you can write to")
+                raise RepositoryError(f"{self.locks.show(Path(folder))}: is read-only, so memsite cannot write "
+                                      "memories here; make it writable, or write from a clone you can write to")
 
     def root_tree(self, commit: str | None) -> bytes | None:
         """The root tree id of ``commit`` (None for no commit)."""
@@ -424,7 +426,7 @@ class Repository:
         author: Author,
         when: int,
         owned: Mapping[str, bytes] | None = None,
-        landed: Callable[[str], None] | None = None,
+        record: Callable[[str], Callable[[bool], None]] | None = None,
     ) -> str | None:
         """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
 
@@ -434,8 +436,11 @@ class Repository:
         with uncommitted edits of its own is refused rather than overwritten,
         unless it holds exactly the bytes ``owned`` gives for it (working files
         the writer itself left uncommitted). When it is not, the ref alone
-        moves. ``landed`` is called with the commit id once the branch points
-        at it, while the working tree may still be being written.
+        moves. ``record`` is called with the commit id once its objects are
+        written, before the branch moves, so that the caller can write its own
+        account of the commit meanwhile (on a thread of its own); it returns a
+        function that is called once, with True when the branch points at the
+        commit, or False when it never will.
 
         Returns:
             The new commit id, or None when the files already had that content.
@@ -458,10 +463,17 @@ class Repository:
                 built.append(self._commit_object(base, entries, parent, message, author, when))
             return built[0]
 
-        def move(sha: str) -> None:
-            self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
-            if landed is not None:
-                landed(sha)
+        def move(sha: str, meanwhile: Callable[[], object] | None = None) -> None:
+            settle = record(sha) if record is not None else None
+            moved = False
+            try:
+                if meanwhile is not None:
+                    meanwhile()
+                self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
+                moved = True
+            finally:
+                if settle is not None:
+                    settle(moved)
 
         if self.refs.head_target() != ref and build() is None:
             return None  # (not checked out: the objects are built before index.lock is taken, to hold it briefly)
@@ -540,41 +552,51 @@ class Repository:
         committed: Mapping[str, bytes | None],
         base: bytes | None,
         build: Callable[[], str | None],
-        move: Callable[[str], None],
+        move: Callable[..., None],
         lock: LockFile,
     ) -> str | None:
         """Commit with the working tree and the index: ``files`` are written there (``committed`` and any catch-up)."""
         new_paths = [path for path, data in committed.items()
                      if data is not None and self.objects.lookup(base, path) is None]
 
-        def update_working_tree() -> IndexUpdate:
+        index: list[IndexUpdate] = []
+
+        def update_working_tree() -> None:
             for path, data in files.items():
                 if data is None:
                     remove_file(self.root, path)
                 else:
                     atomic_write(self.root / path, data)
             new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]
-            return IndexUpdate(self.root, self.git_dir, lock, files, new_files)
+            index.append(IndexUpdate(self.root, self.git_dir, lock, files, new_files))
 
-        # The working tree and the index are updated while the objects are
-        # built and the branch moves: creating files is kernel time and 'git
-        # update-index' another process, so both overlap with the work here
-        # (on a second thread when there are many files). The journal covers
-        # a crash at any point; the branch is the truth it repairs to.
+        # The working tree and the index are updated while other work goes
+        # on: with many files, on a second thread while the objects are built
+        # and the branch moves (creating files is kernel time, and 'git
+        # update-index' another process); with a few, after the objects,
+        # while the caller records the commit on its own thread. The journal
+        # covers a crash at any point; the branch is the truth it repairs to.
         self.journal.begin(files, ref)
         sha: str | None = None
-        updating = Background(update_working_tree, run_here=len(files) < BACKGROUND_FILES)
         try:
-            with updating:
+            if len(files) < BACKGROUND_FILES:
                 sha = build()
                 if sha is not None:
-                    move(sha)
-            updating.result().wait()
+                    move(sha, meanwhile=update_working_tree)
+                else:
+                    update_working_tree()
+            else:
+                with Background(update_working_tree) as updating:
+                    sha = build()
+                    if sha is not None:
+                        move(sha)
+                updating.result()
+            index[0].wait()
         except BaseException as exc:
             moved = sha is not None and self.refs.read(ref) == sha
-            if updating.value is not None:  # let a 'git update-index' still running finish first
+            if index:  # let a 'git update-index' still running finish first
                 with contextlib.suppress(Exception):
-                    updating.value.wait()
+                    index[0].wait()
             if moved and not isinstance(exc, Exception):
                 raise  # committed, then interrupted: the journal repairs the tree at the next lock
             try:

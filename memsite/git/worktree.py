@@ -63,15 +63,14 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
 
 
 class Background(Generic[T]):
-    """Run ``work`` on a second thread for the ``with`` block, or at once when ``run_here``.
+    """Run ``work`` on a second thread for the ``with`` block.
 
     Leaving the block always waits for it, so nothing it does outlives the
     block; :meth:`result` returns its value or raises what it raised.
     """
 
-    def __init__(self, work: Callable[[], T], *, run_here: bool = False) -> None:
+    def __init__(self, work: Callable[[], T]) -> None:
         self._work = work
-        self._run_here = run_here
         self.value: T | None = None  # what ``work`` returned, once it has
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -83,11 +82,8 @@ class Background(Generic[T]):
             self._error = exc
 
     def __enter__(self) -> Background[T]:
-        if self._run_here:
-            self._run()
-        else:
-            self._thread = threading.Thread(target=self._run, name="memsite-worktree", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._run, name="memsite-worktree", daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

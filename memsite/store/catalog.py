@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import queue
 import sqlite3
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,7 @@ class Catalog:
 
     def __init__(self, path: Path, root: Path, activity: Path) -> None:
         self.root = root
+        self._worker: ThreadPoolExecutor | None = None  # see record()
         self.db = connect(path)
         _math_functions(self.db)
         version = self._meta_or_none("schema")
@@ -115,6 +118,8 @@ class Catalog:
         return row[0] if row else None
 
     def close(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown()
         self.db.close()
 
     @property
@@ -284,15 +289,61 @@ class Catalog:
         so the full-text index and the sketches stay as they are.
         """
         with transaction(self.db):
-            self.db.executemany("UPDATE memories SET path = ?, commit_id = ? WHERE id = ?",
-                                ((path, commit, mid) for mid, path in moves))
-            # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
-            rows = list(upserts)
-            self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
-            self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
-            _insert(self.db, (_row(memory, path, blob, commit) for memory, path, blob in rows))
-            self.db.executemany(_INSERT_SKETCH, _sketch_rows(memory for memory, _, _ in rows))
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
+            self._apply(commit, upserts, deletes, moves)
+
+    def _apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
+               moves: Iterable[tuple[str, str]]) -> None:
+        self.db.executemany("UPDATE memories SET path = ?, commit_id = ? WHERE id = ?",
+                            ((path, commit, mid) for mid, path in moves))
+        # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
+        rows = list(upserts)
+        self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
+        self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
+        _insert(self.db, (_row(memory, path, blob, commit) for memory, path, blob in rows))
+        self.db.executemany(_INSERT_SKETCH, sorted(_sketch_rows(memory for memory, _, _ in rows)))
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
+
+    def record(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
+               moves: Iterable[tuple[str, str]] = ()) -> Callable[[bool], None]:
+        """As :meth:`apply`, on a thread of the catalog's own, while the caller moves the branch to ``commit``.
+
+        SQLite does its work without Python's lock, so it runs beside the
+        caller's file writes. Returns ``settle``, which the caller must call
+        once: ``settle(True)`` when the branch points at ``commit`` commits
+        the rows and waits for them (raising what went wrong); ``settle(False)``
+        drops them.
+        """
+        decision: queue.SimpleQueue[bool] = queue.SimpleQueue()
+
+        def work() -> None:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self._apply(commit, upserts, deletes, moves)
+                keep = decision.get()
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT" if keep else "ROLLBACK")
+
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
+        done = self._worker.submit(work)
+
+        def settle(landed: bool) -> None:
+            decision.put(landed)
+            interrupted = None
+            while True:  # the connection is used again after this: never leave it mid-transaction
+                try:
+                    error = done.exception()
+                    break
+                except KeyboardInterrupt as exc:
+                    interrupted = exc
+            if interrupted is not None:
+                raise interrupted
+            if error is not None and landed:
+                raise error
+
+        return settle
 
     def reset(self) -> None:
         """Forget what is indexed; the next sync rebuilds everything from the files."""

@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from ..errors import RepositoryError
 from ..git import Repository
+from ..git.mutex import LockTimeout, ProcessLock
 from .sqlite import COMPANIONS
 
 FILES = ("catalog.sqlite3", "activity.sqlite3", "vectors.sqlite3")
@@ -64,7 +63,7 @@ class StateDir:
             self.path = cache
         else:
             self.path, self._temporary = Path(tempfile.mkdtemp(prefix="memsite-")), True
-        self._lock = FileLock(self.path / "lock")
+        self._lock = ProcessLock(self.path / "lock")
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -79,8 +78,8 @@ class StateDir:
             return
         with self.repo._thread_lock:
             try:
-                self._lock.acquire(timeout=LOCK_TIMEOUT_SECONDS, poll_interval=0.001)
-            except Timeout:
+                self._lock.acquire(LOCK_TIMEOUT_SECONDS)
+            except LockTimeout:
                 raise RepositoryError(f"{self.path}: another memsite process held its lock for "
                                       f"{LOCK_TIMEOUT_SECONDS:.0f} s; try again") from None
             try:
@@ -89,5 +88,7 @@ class StateDir:
                 self._lock.release()
 
     def close(self) -> None:
+        if not self.shared:
+            self._lock.close()
         if self._temporary:
             shutil.rmtree(self.path, ignore_errors=True)

@@ -411,7 +411,7 @@ class Transaction:
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
             message=self._message(), author=self._author(),
-            when=int(store.now().timestamp()), owned=self._owned, landed=self._landed,
+            when=int(store.now().timestamp()), owned=self._owned, record=self._record,
         )
         if sha is not None:
             store.repo.maintain(sha)
@@ -420,9 +420,8 @@ class Transaction:
         name = self.author or self.store.agent
         return Author(name, AUTHOR_EMAIL.format(agent=name))
 
-    def _landed(self, sha: str) -> None:
-        """The branch points at ``sha``: record it in the catalog (while the working tree is written)."""
-        self.commit = sha
+    def _record(self, sha: str) -> Callable[[bool], None]:
+        """Record ``sha`` in the catalog while the branch is moved to it (see Repository.commit)."""
         upserts, moves = [], []
         for mid, memory in self._pending.items():
             if memory is not None:
@@ -433,7 +432,14 @@ class Transaction:
                 else:
                     upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        self.store.catalog.apply(sha, upserts, deletes, moves)
+        settle = self.store.catalog.record(sha, upserts, deletes, moves)
+
+        def landed(yes: bool) -> None:
+            if yes:
+                self.commit = sha
+            settle(yes)
+
+        return landed
 
     def _message(self) -> str:
         main = [op for op in self.ops if op.action != "trimmed"]

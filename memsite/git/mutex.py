@@ -1,0 +1,107 @@
+"""A lock between processes on one file, taken by every write of a process in turn.
+
+``filelock`` opens, locks and closes the file on every acquire, with a
+polling wait: about 0.4 ms of a 4 ms write, and a waiter notices a release
+only at its next poll. On POSIX this keeps the file open and uses
+``flock`` directly (the same lock ``filelock`` takes, so the two exclude each
+other): uncontended, one system call; contended, a waiting thread blocks in
+the kernel, which hands the lock over the moment it is released, and the
+caller gives up after the timeout. The kernel frees the lock when its holder
+dies. Elsewhere it is ``filelock``'s lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+class LockTimeout(Exception):
+    """The lock was still held by another process after the timeout."""
+
+
+class ProcessLock:
+    """An exclusive lock on ``path`` between processes (not between threads: callers hold a thread lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = -1
+        self._pid = -1
+        self._fallback = FileLock(path) if fcntl is None else None
+
+    def acquire(self, timeout: float) -> None:
+        """Take the lock, waiting up to ``timeout`` seconds.
+
+        Raises:
+            LockTimeout: another process held it all that time.
+        """
+        if self._fallback is not None:
+            try:
+                self._fallback.acquire(timeout=timeout, poll_interval=0.001)
+            except Timeout:
+                raise LockTimeout(str(self.path)) from None
+            return
+        fd = self._open()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        self._wait(timeout)
+
+    def _open(self) -> int:
+        if self._fd == -1 or self._pid != os.getpid():  # a forked child needs its own open file
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._pid = os.getpid()
+        return self._fd
+
+    def _wait(self, timeout: float) -> None:
+        """Block in the kernel on a second thread, so that the wait can end at ``timeout``.
+
+        The thread waits on a file descriptor of its own: if it gets the lock
+        after the caller gave up, it frees it by closing that descriptor,
+        which can never touch a lock the caller took since.
+        """
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        got = threading.Event()
+        decided = threading.Lock()
+        gave_up = False
+
+        def block() -> None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                return
+            with decided:
+                if gave_up:
+                    os.close(fd)  # too late: closing frees it
+                    return
+                got.set()
+
+        threading.Thread(target=block, name="memsite-lock-wait", daemon=True).start()
+        got.wait(timeout)
+        with decided:
+            if not got.is_set():
+                gave_up = True
+                raise LockTimeout(str(self.path))
+        os.close(self._fd)
+        self._fd = fd  # the descriptor that holds the lock is kept for the next writes
+
+    def release(self) -> None:
+        if self._fallback is not None:
+            self._fallback.release()
+            return
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd != -1 and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd = -1
