@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
+from memsite.errors import RepositoryError
 from memsite.fileformat import parse_memory
 
 from .conftest import assert_clean
@@ -179,4 +180,38 @@ def test_an_index_update_the_killed_writer_left_running_cannot_touch_the_live_in
     store.remember("the next write recovers", category="events")
     assert orphan.wait() == 0
     assert not (store.root / rel).exists()
+    assert_clean(store.root)
+
+
+def hold_memory_lock(repo: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another process holding the repository lock for ``seconds`` (prints 'held' once it does)."""
+    code = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(float(sys.argv[2]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(repo / ".memsite" / "lock"), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
+def test_a_write_waits_for_the_memory_lock_and_gives_up_after_its_timeout(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memsite.git.repo as gitrepo
+
+    holder = hold_memory_lock(store.root, 1.0)
+    start = time.monotonic()
+    memory = store.remember("written once the other process let go", category="events")
+    waited = time.monotonic() - start
+    holder.wait()
+    assert memory.commit is not None and 0.5 < waited < 10
+
+    monkeypatch.setattr(gitrepo, "LOCK_TIMEOUT_SECONDS", 0.3)
+    holder = hold_memory_lock(store.root, 1.0)
+    with pytest.raises(RepositoryError, match="another writer held the memory lock"):
+        store.remember("never written", category="events")
+    holder.wait()
+    time.sleep(0.2)  # the wait that gave up got the lock when the holder ended, and let it go again
+    assert store.remember("written after the timeout", category="events").commit is not None
+    assert [m.abstract for m in store.list(category="events")] == ["written once the other process let go",
+                                                                  "written after the timeout"]
     assert_clean(store.root)
