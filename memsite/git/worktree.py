@@ -157,9 +157,10 @@ class IndexUpdate:
     def _start(self, resplit: bool) -> subprocess.Popen[bytes]:
         self._copy = copy = self.git_dir / f"{INDEX_COPY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}"
         try:
+            self._source: os.stat_result | None = os.stat(self.git_dir / "index")  # stays: index.lock is held
             shutil.copyfile(self.git_dir / "index", copy)
         except FileNotFoundError:
-            pass  # no index yet: git creates one
+            self._source = None  # no index yet: git creates one
         command = ["git", "update-index", "--add", "--remove"]
         if resplit:
             # With split index on (as init sets), fold a large delta into a
@@ -190,7 +191,9 @@ class IndexUpdate:
             proc.stderr.close()
             if proc.wait() != 0:
                 raise RepositoryError(f"git update-index failed: {err.splitlines()[-1] if err else 'no message'}")
-            self.lock.write(self._copy.read_bytes())
+            data = self._copy.read_bytes()
+            self.lock.write(data)
+            gitindex.note_fold(self.git_dir, self.lock, data, self.paths, self._source)
         finally:
             self._copy.unlink(missing_ok=True)
 
