@@ -97,6 +97,29 @@ def _entries(data: bytes, version: int, count: int, pos: int) -> tuple[list[tupl
     return entries, pos
 
 
+def _names(data: bytes) -> frozenset[bytes]:
+    """The paths in a (shared) index file: what _entries finds, without keeping the entries."""
+    if len(data) < 32 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
+        raise _NotApplicable
+    signature, version, count = _HEADER.unpack_from(data)
+    if signature != b"DIRC" or version not in (2, 3):
+        raise _NotApplicable
+    names, pos, unpack, find = [], _HEADER.size, struct.unpack_from, data.find
+    for _ in range(count):
+        flags = unpack(">H", data, pos + 60)[0]
+        start = pos + 62
+        if flags & _FLAG_EXTENDED:
+            if version < 3:
+                raise _NotApplicable
+            start += 2
+        length = flags & _NAME_MASK
+        if length == _NAME_MASK:
+            length = find(b"\x00", start) - start
+        names.append(data[start : start + length])
+        pos += (start - pos + length + 8) & ~7
+    return frozenset(names)
+
+
 def _read(path: Path, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
     """(version, entries, extensions) of an index file, for versions 2 and 3."""
     return _parse(path.read_bytes(), verify)
@@ -121,8 +144,7 @@ def _shared_names(git_dir: Path, base: bytes) -> frozenset[bytes]:
     path = git_dir / f"sharedindex.{base.hex()}"
     names = _base_names.get(path)
     if names is None:
-        _, entries, _ = _read(path)
-        names = frozenset(name for name, _ in entries)
+        names = _names(path.read_bytes())
     _keep(_base_names, path, names)
     return names
 
@@ -256,10 +278,11 @@ def cached_tree(git_dir: Path) -> bytes | None:
 
     ``git checkout``, ``git commit`` and ``git reset`` leave it valid and equal
     to the tree they wrote; any change to the index's entries invalidates it.
-    Read without checking the checksum: it is only a hint.
+    The index is parsed once for this and the write's own update (see _delta).
     """
     try:
-        _, _, extensions = _read(git_dir / "index", verify=False)
+        delta = _delta(git_dir / "index")
+        extensions = delta.extensions if delta is not None else _read(git_dir / "index")[2]
     except (_NotApplicable, FileNotFoundError, ValueError, struct.error):
         return None
     for name, data in extensions:
