@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from memsite import InvalidInput, Memory, MemoryStore, MemsiteError, NotFound, RepositoryError
 from memsite.fileformat import parse_memory
+from memsite.store import catalog as catalog_module
 
 from .conftest import Clock, assert_clean, git, head
 
@@ -429,3 +431,34 @@ def test_opening_a_store_leaves_a_correct_git_config_alone(store: MemoryStore) -
     for _ in range(3):
         MemoryStore(store.root, agent="another").close()
     assert (config.read_bytes(), config.stat().st_mtime_ns) == before
+
+
+def test_the_catalog_records_a_commit_only_once_the_branch_points_at_it(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The catalog's rows are written beside the commit, on a thread: a commit git refuses leaves none,
+    and a catalog that fails after the branch moved leaves the commit standing, found again from git."""
+    kept = store.remember("Kept from before", category="events")
+    refs = store.repo.refs
+    update = refs.update
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise RepositoryError("refs/heads/main.lock is held by another git process")
+
+    monkeypatch.setattr(refs, "update", refused)
+    with pytest.raises(RepositoryError, match="held by another git process"):
+        store.remember("Never committed", category="events")
+    monkeypatch.setattr(refs, "update", update)
+    assert [m.abstract for m in store.list(category="events")] == ["Kept from before"]
+    assert store.catalog.commit == head(store.root)
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(catalog_module, "_insert", broken)
+    memory = store.remember("Committed while the catalog failed", category="events")
+    monkeypatch.undo()
+    assert memory.commit == head(store.root) and "recording it in the catalog failed" in caplog.text
+    assert store.get(memory.id).commit == memory.commit  # caught up from git
+    assert [m.id for m in store.list(category="events")] == [kept.id, memory.id]
+    assert_clean(store.root)

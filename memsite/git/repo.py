@@ -426,7 +426,7 @@ class Repository:
         author: Author,
         when: int,
         owned: Mapping[str, bytes] | None = None,
-        record: Callable[[str], Callable[[bool], None]] | None = None,
+        record: Callable[[], Callable[[str | None], None]] | None = None,
     ) -> str | None:
         """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
 
@@ -436,11 +436,11 @@ class Repository:
         with uncommitted edits of its own is refused rather than overwritten,
         unless it holds exactly the bytes ``owned`` gives for it (working files
         the writer itself left uncommitted). When it is not, the ref alone
-        moves. ``record`` is called with the commit id once its objects are
-        written, before the branch moves, so that the caller can write its own
-        account of the commit meanwhile (on a thread of its own); it returns a
-        function that is called once, with True when the branch points at the
-        commit, or False when it never will.
+        moves. ``record`` is called before the commit is made, so that the
+        caller can write its own account of it meanwhile (on a thread of its
+        own); it returns a function that is called once: with the commit id
+        when the branch points at it, or None when it never will (its failure
+        once the branch has moved is logged: the commit stands).
 
         Returns:
             The new commit id, or None when the files already had that content.
@@ -463,17 +463,8 @@ class Repository:
                 built.append(self._commit_object(base, entries, parent, message, author, when))
             return built[0]
 
-        def move(sha: str, meanwhile: Callable[[], object] | None = None) -> None:
-            settle = record(sha) if record is not None else None
-            moved = False
-            try:
-                if meanwhile is not None:
-                    meanwhile()
-                self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
-                moved = True
-            finally:
-                if settle is not None:
-                    settle(moved)
+        def move(sha: str) -> None:
+            self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
 
         if self.refs.head_target() != ref and build() is None:
             return None  # (not checked out: the objects are built before index.lock is taken, to hold it briefly)
@@ -486,13 +477,28 @@ class Repository:
             if self.refs.read(ref) != parent:
                 raise RefMoved(f"{ref} moved while the write waited for {self.locks.show(lock.path)}")
             catch_up = self._checked_out(ref, base, parent)
-            if catch_up is None:  # the ref's compare-and-swap is all it takes
-                sha = build()
-                if sha is not None:
-                    move(sha)
-                return sha
-            self._refuse_unsaved_edits(base, files, owned or {})
-            return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock)
+            if catch_up is not None:
+                self._refuse_unsaved_edits(base, files, owned or {})
+            settle = record() if record is not None else None
+            sha: str | None = None
+            try:
+                if catch_up is None:  # the ref's compare-and-swap is all it takes
+                    sha = build()
+                    if sha is not None:
+                        move(sha)
+                else:
+                    sha = self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock)
+            except BaseException:
+                if settle is not None:
+                    made = built[0] if built else None
+                    settle(made if made is not None and self.refs.read(ref) == made else None)
+                raise
+            if settle is not None:
+                try:
+                    settle(sha)
+                except Exception as exc:  # the commit stands; the reader catches up from git
+                    log.warning("commit %s landed; recording it in the catalog failed (%s)", (sha or "")[:12], exc)
+            return sha
         finally:
             lock.rollback()  # nothing once committed
 
@@ -552,7 +558,7 @@ class Repository:
         committed: Mapping[str, bytes | None],
         base: bytes | None,
         build: Callable[[], str | None],
-        move: Callable[..., None],
+        move: Callable[[str], None],
         lock: LockFile,
     ) -> str | None:
         """Commit with the working tree and the index: ``files`` are written there (``committed`` and any catch-up)."""
@@ -581,10 +587,9 @@ class Repository:
         try:
             if len(files) < BACKGROUND_FILES:
                 sha = build()
+                update_working_tree()
                 if sha is not None:
-                    move(sha, meanwhile=update_working_tree)
-                else:
-                    update_working_tree()
+                    move(sha)
             else:
                 with Background(update_working_tree) as updating:
                     sha = build()

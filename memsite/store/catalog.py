@@ -281,56 +281,50 @@ class Catalog:
 
     # --- writes ------------------------------------------------------------
 
-    def apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
-              moves: Iterable[tuple[str, str]] = ()) -> None:
-        """Record ``commit``: upsert (memory, path, blob id) rows, delete ids, move (id, path), in one transaction.
+    def record(self, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
+               moves: Iterable[tuple[str, str]] = ()) -> Callable[[str | None], None]:
+        """Record a commit being made: upsert (memory, path, blob id) rows, delete ids, move (id, path).
 
-        A move changes the row's file and nothing else: its text is the same,
-        so the full-text index and the sketches stay as they are.
+        The rows are written on a thread of the catalog's own, in one SQLite
+        transaction, while the caller writes the commit's objects and files
+        (SQLite works without Python's lock, and so do those system calls).
+        Returns ``settle``, which the caller must call once: with the commit
+        id once the branch points at it, which commits the rows as that
+        commit's and waits for them (raising what went wrong); with None when
+        it never will, which drops them. A move changes the row's file and
+        nothing else: its text is the same, so the full-text index and the
+        sketches stay as they are.
         """
-        with transaction(self.db):
-            self._apply(commit, upserts, deletes, moves)
-
-    def _apply(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
-               moves: Iterable[tuple[str, str]]) -> None:
-        self.db.executemany("UPDATE memories SET path = ?, commit_id = ? WHERE id = ?",
-                            ((path, commit, mid) for mid, path in moves))
-        # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
-        rows = list(upserts)
-        self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
-        self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
-        _insert(self.db, (_row(memory, path, blob, commit) for memory, path, blob in rows))
-        self.db.executemany(_INSERT_SKETCH, sorted(_sketch_rows(memory for memory, _, _ in rows)))
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
-
-    def record(self, commit: str, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
-               moves: Iterable[tuple[str, str]] = ()) -> Callable[[bool], None]:
-        """As :meth:`apply`, on a thread of the catalog's own, while the caller moves the branch to ``commit``.
-
-        SQLite does its work without Python's lock, so it runs beside the
-        caller's file writes. Returns ``settle``, which the caller must call
-        once: ``settle(True)`` when the branch points at ``commit`` commits
-        the rows and waits for them (raising what went wrong); ``settle(False)``
-        drops them.
-        """
-        decision: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        moves = list(moves)
 
         def work() -> None:
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                self._apply(commit, upserts, deletes, moves)
-                keep = decision.get()
+                self.db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
+                # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
+                rows = list(upserts)
+                self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
+                self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
+                last = _insert(self.db, (_row(memory, path, blob, None) for memory, path, blob in rows))
+                self.db.executemany(_INSERT_SKETCH, sorted(_sketch_rows(memory for memory, _, _ in rows)))
+                commit = decision.get()
+                if commit is not None:  # the branch points at it: the rows written here are its
+                    self.db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, last))
+                    self.db.executemany("UPDATE memories SET commit_id = ? WHERE id = ?",
+                                        ((commit, mid) for mid, _ in moves))
+                    self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT" if keep else "ROLLBACK")
+            self.db.execute("COMMIT" if commit is not None else "ROLLBACK")
 
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
         done = self._worker.submit(work)
 
-        def settle(landed: bool) -> None:
-            decision.put(landed)
+        def settle(commit: str | None) -> None:
+            decision.put(commit)
             interrupted = None
             while True:  # the connection is used again after this: never leave it mid-transaction
                 try:
@@ -340,7 +334,7 @@ class Catalog:
                     interrupted = exc
             if interrupted is not None:
                 raise interrupted
-            if error is not None and landed:
+            if error is not None and commit is not None:
                 raise error
 
         return settle
@@ -512,11 +506,15 @@ def _last_commits(
     return found
 
 
-def _insert(db: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Insert memory rows and add them to the full-text index (in the caller's transaction)."""
-    last = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
+def _insert(db: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]) -> int:
+    """Insert memory rows and add them to the full-text index (in the caller's transaction).
+
+    Returns the row number before them: theirs are the ones above it.
+    """
+    last: int = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
     db.executemany(_INSERT, rows)  # each new row gets n = max(n) + 1
     db.execute(_INDEX_AFTER, (last,))
+    return last
 
 
 def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any, ...]:

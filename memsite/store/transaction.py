@@ -420,24 +420,26 @@ class Transaction:
         name = self.author or self.store.agent
         return Author(name, AUTHOR_EMAIL.format(agent=name))
 
-    def _record(self, sha: str) -> Callable[[bool], None]:
-        """Record ``sha`` in the catalog while the branch is moved to it (see Repository.commit)."""
+    def _record(self) -> Callable[[str | None], None]:
+        """Start recording this transaction's memories in the catalog while the commit is made (see Repository.commit)."""
         upserts, moves = [], []
         for mid, memory in self._pending.items():
             if memory is not None:
-                memory = self._pending[mid] = memory.replace(commit=sha)
                 path = self._path_of(memory)
                 if mid in self._moved:  # same text, so the catalog changes its path and nothing else
                     moves.append((mid, path))
                 else:
                     upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        settle = self.store.catalog.record(sha, upserts, deletes, moves)
+        settle = self.store.catalog.record(upserts, deletes, moves)
 
-        def landed(yes: bool) -> None:
-            if yes:
+        def landed(sha: str | None) -> None:
+            if sha is not None:
                 self.commit = sha
-            settle(yes)
+                for mid, memory in self._pending.items():
+                    if memory is not None:
+                        self._pending[mid] = memory.replace(commit=sha)
+            settle(sha)
 
         return landed
 
