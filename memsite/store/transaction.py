@@ -435,10 +435,7 @@ class Transaction:
 
         def landed(sha: str | None) -> None:
             if sha is not None:
-                self.commit = sha
-                for mid, memory in self._pending.items():
-                    if memory is not None:
-                        self._pending[mid] = memory.replace(commit=sha)
+                self.commit = sha  # result() gives each memory this commit
             settle(sha)
 
         return landed
