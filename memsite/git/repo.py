@@ -3,8 +3,9 @@
 Every write follows the protocol that lost nothing under concurrent writers
 and SIGKILL:
 
-1. take the repository-wide lock (``flock`` on ``.memsite/lock``; the kernel
-   frees it when a holder dies), then repair whatever a killed writer left (see ``recover``);
+1. take the repository-wide lock (``flock`` on ``.memsite/lock``, see
+   ``mutex``; the kernel frees it when a holder dies), then repair whatever a
+   killed writer left (see ``recover``);
 2. take git's ``index.lock`` (as ``git commit`` does, waiting for one a
    person's git command holds; ``git checkout`` takes it too) and read there
    whether the branch is checked out and still where the write started;
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import git
+
 from ..errors import InvalidInput, RepositoryError
 from . import index as gitindex
 from .locks import DEFAULT_TIMEOUT, LockFile, Locks
