@@ -209,9 +209,22 @@ def test_a_write_waits_for_the_memory_lock_and_gives_up_after_its_timeout(
     holder = hold_memory_lock(store.root, 1.0)
     with pytest.raises(RepositoryError, match="another writer held the memory lock"):
         store.remember("never written", category="events")
-    holder.wait()
-    time.sleep(0.2)  # the wait that gave up got the lock when the holder ended, and let it go again
+    holder.wait()  # the wait that gave up gets the lock when the holder ends, and lets it go again
     assert store.remember("written after the timeout", category="events").commit is not None
     assert [m.abstract for m in store.list(category="events")] == ["written once the other process let go",
                                                                   "written after the timeout"]
+    assert_clean(store.root)
+
+
+def test_a_memory_lock_file_removed_under_a_running_store_still_keeps_writers_apart(store: MemoryStore) -> None:
+    """'.memsite/' is git-ignored, so 'git clean -X' may remove the lock file a long-lived store keeps open:
+    its next write must lock the file the path names now, the one other processes lock."""
+    store.remember("before the clean", category="events")
+    (store.root / ".memsite" / "lock").unlink()
+    holder = hold_memory_lock(store.root, 1.0)
+    start = time.monotonic()
+    store.remember("after the clean", category="events")
+    waited = time.monotonic() - start
+    holder.wait()
+    assert waited > 0.5  # it waited for the other process, rather than writing beside it
     assert_clean(store.root)

@@ -462,3 +462,15 @@ def test_the_catalog_records_a_commit_only_once_the_branch_points_at_it(
     assert store.get(memory.id).commit == memory.commit  # caught up from git
     assert [m.id for m in store.list(category="events")] == [kept.id, memory.id]
     assert_clean(store.root)
+
+
+def test_a_catalog_record_an_interrupt_left_unsettled_never_wedges_the_store(store: MemoryStore) -> None:
+    """A Ctrl-C between starting the catalog's record of a commit and settling it leaves its thread holding a
+    transaction on the connection reads use; the next write (or closing) drops it instead of waiting forever."""
+    store.catalog.record([], [], [])  # started, never settled
+    memory = store.remember("Written after an interrupted one", category="events")
+    assert store.get(memory.id).commit == head(store.root)
+    store.catalog.record([], [], [])
+    store.close()  # returns: the record is dropped, the catalog's thread ends
+    with MemoryStore(store.root, agent="checker") as again:
+        assert [m.abstract for m in again.list(category="events")] == ["Written after an interrupted one"]

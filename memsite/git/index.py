@@ -9,7 +9,7 @@ only has to rewrite that delta, which this module does directly.
 The path is deliberately narrow. It is taken only when every precondition
 holds: index version 2 or 3, a ``link`` extension (split mode), no other
 required extension, every path new to both files, a delta still small. In any
-other case it returns False and the caller runs ``git update-index``. Optional
+other case it says so and the caller runs ``git update-index``. Optional
 cache extensions (cache-tree, untracked cache, offset tables) are dropped
 rather than patched, so git recomputes them instead of trusting stale data.
 The new index is written into the ``index.lock`` the caller already holds;
@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import os
 import struct
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +60,8 @@ BASE_CACHE_SIZE = 8
 class _Delta:
     """A delta index file as this process wrote it, so its next write need not read and parse it again."""
 
-    stat: tuple[int, int, int]  # (inode, size, mtime) of the file written; git replaces it by a new file
+    stat: tuple[int, int, int]  # (inode, size, mtime) of the file written: a quick test that it is the same
+    checksum: bytes  # its last 20 bytes, the SHA-1 of the rest: the exact test
     version: int
     replaced: list[bytes]  # entries that replace a base entry (their names are in the base)
     names: list[bytes]  # the files not in the base, sorted
@@ -72,6 +74,7 @@ class _Delta:
 
 
 _written: OrderedDict[Path, _Delta] = OrderedDict()  # per index file
+_cache_lock = threading.Lock()
 
 
 class _NotApplicable(Exception):
@@ -95,29 +98,6 @@ def _entries(data: bytes, version: int, count: int, pos: int) -> tuple[list[tupl
         entries.append((data[name_start : name_start + length], data[pos : pos + end]))
         pos += end
     return entries, pos
-
-
-def _names(data: bytes) -> frozenset[bytes]:
-    """The paths in a (shared) index file: what _entries finds, without keeping the entries."""
-    if len(data) < 32 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
-        raise _NotApplicable
-    signature, version, count = _HEADER.unpack_from(data)
-    if signature != b"DIRC" or version not in (2, 3):
-        raise _NotApplicable
-    names, pos, unpack, find = [], _HEADER.size, struct.unpack_from, data.find
-    for _ in range(count):
-        flags = unpack(">H", data, pos + 60)[0]
-        start = pos + 62
-        if flags & _FLAG_EXTENDED:
-            if version < 3:
-                raise _NotApplicable
-            start += 2
-        length = flags & _NAME_MASK
-        if length == _NAME_MASK:
-            length = find(b"\x00", start) - start
-        names.append(data[start : start + length])
-        pos += (start - pos + length + 8) & ~7
-    return frozenset(names)
 
 
 def _read(path: Path, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
@@ -144,16 +124,17 @@ def _shared_names(git_dir: Path, base: bytes) -> frozenset[bytes]:
     path = git_dir / f"sharedindex.{base.hex()}"
     names = _base_names.get(path)
     if names is None:
-        names = _names(path.read_bytes())
+        names = frozenset(name for name, _ in _read(path)[1])
     _keep(_base_names, path, names)
     return names
 
 
 def _keep(cache: OrderedDict[Path, T], key: Path, value: T) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    if len(cache) > BASE_CACHE_SIZE:
-        cache.popitem(last=False)
+    with _cache_lock:  # shared by every store of the process, whatever thread writes
+        cache[key] = value
+        cache.move_to_end(key)
+        if len(cache) > BASE_CACHE_SIZE:
+            cache.popitem(last=False)
 
 
 def _link(extensions: list[tuple[bytes, bytes]]) -> bytes | None:
@@ -162,9 +143,10 @@ def _link(extensions: list[tuple[bytes, bytes]]) -> bytes | None:
     return links[0] if len(links) == 1 else None
 
 
-def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str], source: os.stat_result | None) -> None:
+def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str],
+              source: tuple[os.stat_result, bytes] | None) -> None:
     """Remember the index ``git update-index`` wrote into ``lock`` (``data``), having updated ``paths``
-    of the index file ``source`` (its stat; None: there was none).
+    of the index file ``source`` (its stat and checksum; None: there was none).
 
     When git folded the delta into a new base, that base holds at most the
     names the index held before plus ``paths``; kept as the new base's names,
@@ -173,12 +155,14 @@ def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str], sour
     """
     index = git_dir / "index"
     before = _written.get(index)
-    if before is not None and (source is None or before.stat != (source.st_ino, source.st_size, source.st_mtime_ns)):
+    if before is not None and (source is None or before.checksum != source[1]
+                               or before.stat != (source[0].st_ino, source[0].st_size, source[0].st_mtime_ns)):
         before = None  # what this process knows is not the index git started from
     base = _link(before.extensions) if before is not None else None
     old_names = _base_names.get(git_dir / f"sharedindex.{base.hex()}") if base is not None else None
+    _written.pop(index, None)
     try:
-        delta = _as_delta(os.fstat(lock.fd), *_parse(data, verify=False))
+        delta = _as_delta(os.fstat(lock.fd), data[-20:], *_parse(data, verify=False))
     except (_NotApplicable, ValueError, struct.error):
         return
     new = _link(delta.extensions) if delta is not None else None
@@ -206,23 +190,32 @@ def _entry(root: Path, name: bytes, sha: bytes) -> bytes:
 
 def _delta(index: Path) -> _Delta | None:
     """The delta index file at ``index``; None while a merge left stages in it (git's to resolve)."""
-    st = os.stat(index)
-    known = _written.get(index)
-    if known is not None and known.stat == (st.st_ino, st.st_size, st.st_mtime_ns):
-        return known
-    delta = _as_delta(st, *_read(index))
+    fd = os.open(index, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        known = _written.get(index)
+        # The same inode, size and time can come back (a reused inode within one clock tick);
+        # the checksum git and memsite end every index with cannot.
+        if (known is not None and known.stat == (st.st_ino, st.st_size, st.st_mtime_ns)
+                and os.pread(fd, 20, st.st_size - 20) == known.checksum):
+            return known
+        data = os.pread(fd, st.st_size, 0)
+    finally:
+        os.close(fd)
+    delta = _as_delta(st, data[-20:], *_parse(data))
     if delta is not None:
         _keep(_written, index, delta)
     return delta
 
 
-def _as_delta(st: os.stat_result, version: int, entries: list[tuple[bytes, bytes]],
+def _as_delta(st: os.stat_result, checksum: bytes, version: int, entries: list[tuple[bytes, bytes]],
               extensions: list[tuple[bytes, bytes]]) -> _Delta | None:
     if any(struct.unpack_from(">H", raw, 60)[0] & _STAGE_MASK for _, raw in entries):
         return None
     named = sorted((name, raw) for name, raw in entries if name)
-    return _Delta((st.st_ino, st.st_size, st.st_mtime_ns), version, [raw for name, raw in entries if not name],
-                  [name for name, _ in named], [raw for _, raw in named], extensions)
+    return _Delta((st.st_ino, st.st_size, st.st_mtime_ns), checksum, version,
+                  [raw for name, raw in entries if not name], [name for name, _ in named], [raw for _, raw in named],
+                  extensions)
 
 
 def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: LockFile) -> str:
@@ -264,10 +257,11 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: L
     body = [_HEADER.pack(b"DIRC", delta.version, len(delta.replaced) + len(added)), *delta.replaced, *added]
     body += [struct.pack(">4sI", n, len(d)) + d for n, d in kept]
     data = b"".join(body)
-    lock.write(data + hashlib.sha1(data).digest())
+    checksum = hashlib.sha1(data).digest()
+    lock.write(data + checksum)
     st = os.fstat(lock.fd)  # the lock becomes the index by a rename, which keeps inode, size and time
-    _keep(_written, index, _Delta((st.st_ino, st.st_size, st.st_mtime_ns), delta.version, delta.replaced, order,
-                                  added, kept))
+    _keep(_written, index, _Delta((st.st_ino, st.st_size, st.st_mtime_ns), checksum, delta.version, delta.replaced,
+                                  order, added, kept))
     with contextlib.suppress(OSError):  # as git does: a shared index in use never expires
         os.utime(git_dir / f"sharedindex.{link.hex()}")
     return ADDED
@@ -281,8 +275,11 @@ def cached_tree(git_dir: Path) -> bytes | None:
     The index is parsed once for this and the write's own update (see _delta).
     """
     try:
-        delta = _delta(git_dir / "index")
-        extensions = delta.extensions if delta is not None else _read(git_dir / "index")[2]
+        try:
+            delta = _delta(git_dir / "index")
+        except _NotApplicable:  # (an index git wrote without its checksum, say)
+            delta = None
+        extensions = delta.extensions if delta is not None else _read(git_dir / "index", verify=False)[2]
     except (_NotApplicable, FileNotFoundError, ValueError, struct.error):
         return None
     for name, data in extensions:

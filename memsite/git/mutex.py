@@ -7,13 +7,16 @@ only at its next poll. On POSIX this keeps the file open and uses
 other): uncontended, one system call; contended, a waiting thread blocks in
 the kernel, which hands the lock over the moment it is released, and the
 caller gives up after the timeout. The kernel frees the lock when its holder
-dies. Elsewhere it is ``filelock``'s lock.
+dies. A lock file removed or replaced meanwhile is noticed after locking, and
+the file the path names now is locked instead. Elsewhere it is ``filelock``'s
+lock.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -29,12 +32,13 @@ class LockTimeout(Exception):
 
 
 class ProcessLock:
-    """An exclusive lock on ``path`` between processes (not between threads: callers hold a thread lock)."""
+    """An exclusive lock on ``path`` between processes, re-entrant within one (callers hold a thread lock)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = -1
         self._pid = -1
+        self._depth = 0
         self._fallback = FileLock(path) if fcntl is None else None
 
     def acquire(self, timeout: float) -> None:
@@ -43,32 +47,51 @@ class ProcessLock:
         Raises:
             LockTimeout: another process held it all that time.
         """
+        if self._depth:
+            self._depth += 1
+            return
         if self._fallback is not None:
             try:
                 self._fallback.acquire(timeout=timeout, poll_interval=0.001)
             except Timeout:
                 raise LockTimeout(str(self.path)) from None
-            return
+        else:
+            deadline = time.monotonic() + timeout
+            while not self._locked(deadline):
+                pass
+        self._depth = 1
+
+    def _locked(self, deadline: float) -> bool:
+        """Lock the file; False if it turned out to be one the path no longer names (take the new one)."""
         fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
         except BlockingIOError:
-            pass
-        self._wait(timeout)
+            self._wait(deadline)
+        try:  # '.memsite/' is git-ignored: 'git clean -X' may have removed the file since it was opened
+            same = os.path.samestat(os.fstat(self._fd), os.stat(self.path))
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.close(self._fd)  # closing frees the lock on the old file
+            self._fd = -1
+        return same
 
     def _open(self) -> int:
-        if self._fd == -1 or self._pid != os.getpid():  # a forked child needs its own open file
+        if self._pid != os.getpid():  # a forked child: its copy of the parent's file would keep the lock alive
+            if self._fd != -1:
+                os.close(self._fd)
+            self._fd, self._pid = -1, os.getpid()
+        if self._fd == -1:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            self._pid = os.getpid()
         return self._fd
 
-    def _wait(self, timeout: float) -> None:
-        """Block in the kernel on a second thread, so that the wait can end at ``timeout``.
+    def _wait(self, deadline: float) -> None:
+        """Block in the kernel on a second thread, so that the wait can end at ``deadline``.
 
         The thread waits on a file descriptor of its own: if it gets the lock
-        after the caller gave up, it frees it by closing that descriptor,
-        which can never touch a lock the caller took since.
+        after the caller gave up (or was interrupted), it frees it by closing
+        that descriptor, which can never touch a lock the caller took since.
         """
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         got = threading.Event()
@@ -79,6 +102,7 @@ class ProcessLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError:
+                os.close(fd)
                 return
             with decided:
                 if gave_up:
@@ -87,15 +111,25 @@ class ProcessLock:
                 got.set()
 
         threading.Thread(target=block, name="memsite-lock-wait", daemon=True).start()
-        got.wait(timeout)
-        with decided:
-            if not got.is_set():
-                gave_up = True
-                raise LockTimeout(str(self.path))
+        done = False
+        try:
+            got.wait(max(0.0, deadline - time.monotonic()))
+            done = True
+        finally:
+            with decided:
+                if not got.is_set():
+                    gave_up = True
+                elif not done:  # interrupted (Ctrl-C) just as it came: let it go
+                    os.close(fd)
+        if not got.is_set():
+            raise LockTimeout(str(self.path))
         os.close(self._fd)
         self._fd = fd  # the descriptor that holds the lock is kept for the next writes
 
     def release(self) -> None:
+        self._depth -= 1
+        if self._depth:
+            return
         if self._fallback is not None:
             self._fallback.release()
             return

@@ -170,13 +170,10 @@ class ObjectStore:
 
     def write(self, kind: bytes, data: bytes) -> bytes:
         """Store an object (blob, tree, commit) and return its binary id."""
-        header = b"%s %d\x00" % (kind, len(data))
-        digest = hashlib.sha1(header)
-        digest.update(data)
-        binsha = digest.digest()
+        binsha = _object_id(kind, data)
         hexsha = binsha.hex()
-        path = self._path(hexsha)  # a plain string: a write makes seven of these
-        folder = path[:-39]
+        folder = f"{self._dir}/{hexsha[:2]}"  # plain strings: a write makes seven of these paths
+        path = f"{folder}/{hexsha[2:]}"
         try:
             # Already there: refresh its time as git does ('freshen'), or a
             # 'git gc' running meanwhile may prune it as an old unreachable
@@ -187,7 +184,7 @@ class ObjectStore:
             pass  # not loose here (or not ours to touch): write it loose
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
-        compressed = zlib.compress(header + data, 0 if _large_tree(kind, data) else self._level)
+        compressed = zlib.compress(b"%s %d\x00%s" % (kind, len(data), data), 0 if _large_tree(kind, data) else self._level)
         tmp = f"{folder}/tmp_obj_{os.getpid()}_{next(_tmp_counter)}"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)

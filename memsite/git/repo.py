@@ -481,9 +481,10 @@ class Repository:
             catch_up = self._checked_out(ref, base, parent)
             if catch_up is not None:
                 self._refuse_unsaved_edits(base, files, owned or {})
-            settle = record() if record is not None else None
+            settle: Callable[[str | None], None] | None = None
             sha: str | None = None
             try:
+                settle = record() if record is not None else None
                 if catch_up is None:  # the ref's compare-and-swap is all it takes
                     sha = build()
                     if sha is not None:
@@ -493,13 +494,14 @@ class Repository:
             except BaseException:
                 if settle is not None:
                     made = built[0] if built else None
-                    settle(made if made is not None and self.refs.read(ref) == made else None)
+                    try:
+                        landed = made is not None and self.refs.read(ref) == made
+                    except Exception:
+                        landed = False  # the catalog then catches up from git
+                    _settle(settle, made if landed else None)
                 raise
             if settle is not None:
-                try:
-                    settle(sha)
-                except Exception as exc:  # the commit stands; the reader catches up from git
-                    log.warning("commit %s landed; recording it in the catalog failed (%s)", (sha or "")[:12], exc)
+                _settle(settle, sha)
             return sha
         finally:
             lock.rollback()  # nothing once committed
@@ -672,6 +674,15 @@ class Repository:
                     f"{path}: has changes that are not committed; commit them or discard them "
                     f"(git checkout -- {path}) and retry"
                 )
+
+
+def _settle(settle: Callable[[str | None], None], sha: str | None) -> None:
+    """Tell the caller's record of a commit whether it landed; its failure never hides the commit."""
+    try:
+        settle(sha)
+    except Exception as exc:  # the commit stands; the reader catches up from git
+        if sha is not None:
+            log.warning("commit %s landed; recording it in the catalog failed (%s)", sha[:12], exc)
 
 
 def _reflog(message: str) -> str:

@@ -146,6 +146,7 @@ class IndexUpdate:
         self.paths = sorted(set(paths))
         self._proc: subprocess.Popen[bytes] | None = None
         self._copy: Path | None = None  # the private copy of the index git works on, if it has to run
+        self._source: tuple[os.stat_result, bytes] | None = None  # the index it copied: stat and checksum
         resplit = len(self.paths) >= gitindex.MAX_DELTA_ENTRIES
         if new_files and len(new_files) == len(self.paths):
             outcome = gitindex.add_new_files(root, git_dir, new_files, lock)
@@ -157,10 +158,13 @@ class IndexUpdate:
     def _start(self, resplit: bool) -> subprocess.Popen[bytes]:
         self._copy = copy = self.git_dir / f"{INDEX_COPY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}"
         try:
-            self._source: os.stat_result | None = os.stat(self.git_dir / "index")  # stays: index.lock is held
             shutil.copyfile(self.git_dir / "index", copy)
         except FileNotFoundError:
-            self._source = None  # no index yet: git creates one
+            pass  # no index yet: git creates one
+        else:
+            with contextlib.suppress(OSError), open(copy, "rb") as handle:  # index.lock is held: it stays so
+                handle.seek(-20, os.SEEK_END)
+                self._source = (os.stat(self.git_dir / "index"), handle.read(20))
         command = ["git", "update-index", "--add", "--remove"]
         if resplit:
             # With split index on (as init sets), fold a large delta into a

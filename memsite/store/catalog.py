@@ -102,6 +102,7 @@ class Catalog:
     def __init__(self, path: Path, root: Path, activity: Path) -> None:
         self.root = root
         self._worker: ThreadPoolExecutor | None = None  # see record()
+        self._unsettled: Callable[[str | None], None] | None = None
         self.db = connect(path)
         _math_functions(self.db)
         version = self._meta_or_none("schema")
@@ -118,6 +119,7 @@ class Catalog:
         return row[0] if row else None
 
     def close(self) -> None:
+        self.settle_pending()
         if self._worker is not None:
             self._worker.shutdown()
         self.db.close()
@@ -295,11 +297,14 @@ class Catalog:
         nothing else: its text is the same, so the full-text index and the
         sketches stay as they are.
         """
+        self.settle_pending()
         decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         moves = list(moves)
 
         def work() -> None:
-            self.db.execute("BEGIN IMMEDIATE")
+            # Deferred: its first write locks the catalog alone, not the attached activity journal
+            # (recalls of other processes go on); catalog writes are serialised by the repository lock.
+            self.db.execute("BEGIN")
             try:
                 self.db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
                 # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
@@ -314,16 +319,19 @@ class Catalog:
                     self.db.executemany("UPDATE memories SET commit_id = ? WHERE id = ?",
                                         ((commit, mid) for mid, _ in moves))
                     self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
+                self.db.execute("COMMIT" if commit is not None else "ROLLBACK")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT" if commit is not None else "ROLLBACK")
 
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
         done = self._worker.submit(work)
 
         def settle(commit: str | None) -> None:
+            if self._unsettled is settle:
+                self._unsettled = None
             decision.put(commit)
             interrupted = None
             while True:  # the connection is used again after this: never leave it mid-transaction
@@ -337,7 +345,16 @@ class Catalog:
             if error is not None and commit is not None:
                 raise error
 
+        self._unsettled = settle
         return settle
+
+    def settle_pending(self) -> None:
+        """Drop what a :meth:`record` whose caller never settled it left open (an interrupt in between).
+
+        Its thread holds a transaction on the connection every read uses.
+        """
+        if self._unsettled is not None:
+            self._unsettled(None)
 
     def reset(self) -> None:
         """Forget what is indexed; the next sync rebuilds everything from the files."""
@@ -355,6 +372,7 @@ class Catalog:
         Args:
             progress: called as (files read, files to read) while it works.
         """
+        self.settle_pending()
         indexed = self.commit
         if indexed == commit:
             return
