@@ -114,6 +114,7 @@ class Repository:
         self._write_folders = [str(folder) for folder in (self.common_dir / "objects", self.common_dir / "refs" / "heads",
                                                           self.git_dir, self.state_dir, self.root)]
         self._index_left: tuple[int, int, int] | None = None  # os.stat of the index this process last wrote
+        self._trees: dict[str, bytes] = {}  # commit id -> its root tree id
 
     @property
     def lock_timeout(self) -> float:
@@ -197,8 +198,9 @@ class Repository:
         If that branch is no longer checked out, the files belong to the
         branch a person checked out since, and are left as they are.
         """
-        self._take_back_left_behind()
-        ref, paths = self.journal.pending_write()
+        record = self.journal.read()
+        self._take_back_left_behind(record)
+        ref, paths = self.journal.pending_write(record)
         if paths:
             sweep_index_copies(self.git_dir)
             if ref is None or self.refs.head_target() == ref:
@@ -208,7 +210,7 @@ class Repository:
                             "%d file(s) in the working tree were left as they are", ref, len(paths))
             self.journal.end()
 
-    def _take_back_left_behind(self) -> None:
+    def _take_back_left_behind(self, record: object) -> None:
         """Undo, in a checkout of another branch, what the last write left for its own branch.
 
         ``git checkout`` writes HEAD after it releases ``index.lock``. A write
@@ -216,7 +218,7 @@ class Repository:
         checked out, cannot tell the index apart and updates it and the files
         for its own branch; the checkout then leaves them staged there.
         """
-        ref, wrong = self.left_in_another_checkout()
+        ref, wrong = self.left_in_another_checkout(record)
         if ref is None:
             return
         if wrong:
@@ -225,14 +227,14 @@ class Repository:
             self._match_head(wrong)
         self.journal.end()
 
-    def left_in_another_checkout(self) -> tuple[str | None, list[str]]:
+    def left_in_another_checkout(self, record: object = None) -> tuple[str | None, list[str]]:
         """(the branch, the paths) the last write left in the working tree of a branch no longer checked out.
 
         A path counts while it still holds what the write put there and the
         checked-out commit has it otherwise. (None, []) while the write's
         branch is still checked out, or HEAD is detached.
         """
-        ref, left = self.journal.left_behind()
+        ref, left = self.journal.left_behind(record)
         head = self.refs.head_target()
         if ref is None or head == ref or head is None:
             return None, []
@@ -308,10 +310,19 @@ class Repository:
         """The root tree id of ``commit`` (None for no commit)."""
         if commit is None:
             return None
-        kind, data = self.objects.read(bytes.fromhex(commit))
-        if kind != "commit" or not data.startswith(b"tree "):
-            raise RepositoryError(f"{commit}: is not a commit")
-        return bytes.fromhex(data[5:45].decode())
+        tree = self._trees.get(commit)  # a commit never changes: each write reads its parent's twice
+        if tree is None:
+            kind, data = self.objects.read(bytes.fromhex(commit))
+            if kind != "commit" or not data.startswith(b"tree "):
+                raise RepositoryError(f"{commit}: is not a commit")
+            tree = self._remember_tree(commit, bytes.fromhex(data[5:45].decode()))
+        return tree
+
+    def _remember_tree(self, commit: str, tree: bytes) -> bytes:
+        if len(self._trees) > 4096:
+            self._trees.clear()
+        self._trees[commit] = tree
+        return tree
 
     def parents(self, commit: str) -> list[str]:
         """The parent commit ids of ``commit``."""
@@ -645,7 +656,9 @@ class Repository:
         if parent:
             lines.append(f"parent {parent}")
         lines += [f"author {ident}", f"committer {ident}", "", message.rstrip("\n") + "\n"]
-        return self.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
+        commit = self.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
+        self._remember_tree(commit, tree)
+        return commit
 
     def maintain(self, commit: str) -> None:
         """Let git pack loose objects now and then (it decides; it detaches to do it)."""

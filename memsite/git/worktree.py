@@ -249,16 +249,20 @@ class Journal:
             with contextlib.suppress(OSError):  # only a note (a full disk loses it; the write itself is done)
                 os.pwrite(fd, json.dumps({"done": ref, "left": dict(left)}).encode("utf-8", "surrogateescape"), 0)
 
-    def left_behind(self) -> tuple[str | None, dict[str, str | None]]:
-        """(branch, path -> blob id) of what the last finished write left in that branch's working tree."""
-        record = self._record()
+    def left_behind(self, record: object = None) -> tuple[str | None, dict[str, str | None]]:
+        """(branch, path -> blob id) of what the last finished write left in that branch's working tree.
+
+        ``record``: what :meth:`read` gave, if it has just been read.
+        """
+        record = self.read() if record is None else record
         if not isinstance(record, dict) or not isinstance(record.get("done"), str) \
                 or not isinstance(record.get("left"), dict):
             return None, {}
         return record["done"], {p: b for p, b in record["left"].items() if isinstance(p, str)
                                 and (b is None or isinstance(b, str))}
 
-    def _record(self) -> object:
+    def read(self) -> object:
+        """The journal's record as it is now (for :meth:`left_behind` and :meth:`pending_write`)."""
         fd = self._file()
         data = os.pread(fd, os.fstat(fd).st_size, 0)
         try:
@@ -270,9 +274,9 @@ class Journal:
         """The paths an interrupted write left to repair ([] when none)."""
         return self.pending_write()[1]
 
-    def pending_write(self) -> tuple[str | None, list[str]]:
+    def pending_write(self, record: object = None) -> tuple[str | None, list[str]]:
         """(the branch it wrote to, None if not recorded; the paths) of an interrupted write."""
-        record = self._record()
+        record = self.read() if record is None else record
         if isinstance(record, dict) and "done" in record:
             return None, []  # a finished write's note, not an interrupted one
         ref = None
