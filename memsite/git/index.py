@@ -73,6 +73,10 @@ class _Delta:
         return i < len(self.names) and self.names[i] == name
 
 
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 _written: OrderedDict[Path, _Delta] = OrderedDict()  # per index file
 _cache_lock = threading.Lock()
 
@@ -156,7 +160,7 @@ def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str],
     index = git_dir / "index"
     before = _written.get(index)
     if before is not None and (source is None or before.checksum != source[1]
-                               or before.stat != (source[0].st_ino, source[0].st_size, source[0].st_mtime_ns)):
+                               or before.stat != _identity(source[0])):
         before = None  # what this process knows is not the index git started from
     base = _link(before.extensions) if before is not None else None
     old_names = _base_names.get(git_dir / f"sharedindex.{base.hex()}") if base is not None else None
@@ -196,7 +200,7 @@ def _delta(index: Path) -> _Delta | None:
         known = _written.get(index)
         # The same inode, size and time can come back (a reused inode within one clock tick);
         # the checksum git and memsite end every index with cannot.
-        if (known is not None and known.stat == (st.st_ino, st.st_size, st.st_mtime_ns)
+        if (known is not None and known.stat == _identity(st)
                 and os.pread(fd, 20, st.st_size - 20) == known.checksum):
             return known
         data = os.pread(fd, st.st_size, 0)
@@ -213,7 +217,7 @@ def _as_delta(st: os.stat_result, checksum: bytes, version: int, entries: list[t
     if any(struct.unpack_from(">H", raw, 60)[0] & _STAGE_MASK for _, raw in entries):
         return None
     named = sorted((name, raw) for name, raw in entries if name)
-    return _Delta((st.st_ino, st.st_size, st.st_mtime_ns), checksum, version,
+    return _Delta(_identity(st), checksum, version,
                   [raw for name, raw in entries if not name], [name for name, _ in named], [raw for _, raw in named],
                   extensions)
 
@@ -260,8 +264,7 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: L
     checksum = hashlib.sha1(data).digest()
     lock.write(data + checksum)
     st = os.fstat(lock.fd)  # the lock becomes the index by a rename, which keeps inode, size and time
-    _keep(_written, index, _Delta((st.st_ino, st.st_size, st.st_mtime_ns), checksum, delta.version, delta.replaced,
-                                  order, added, kept))
+    _keep(_written, index, _Delta(_identity(st), checksum, delta.version, delta.replaced, order, added, kept))
     with contextlib.suppress(OSError):  # as git does: a shared index in use never expires
         os.utime(git_dir / f"sharedindex.{link.hex()}")
     return ADDED

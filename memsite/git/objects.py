@@ -166,14 +166,13 @@ class ObjectStore:
     # --- raw objects -------------------------------------------------------
 
     def _path(self, hexsha: str) -> str:
-        return f"{self._dir}/{hexsha[:2]}/{hexsha[2:]}"
+        return f"{self._dir}/{hexsha[:2]}/{hexsha[2:]}"  # a plain string: a write makes seven of these
 
     def write(self, kind: bytes, data: bytes) -> bytes:
         """Store an object (blob, tree, commit) and return its binary id."""
         binsha = _object_id(kind, data)
-        hexsha = binsha.hex()
-        folder = f"{self._dir}/{hexsha[:2]}"  # plain strings: a write makes seven of these paths
-        path = f"{folder}/{hexsha[2:]}"
+        path = self._path(binsha.hex())
+        folder = os.path.dirname(path)
         try:
             # Already there: refresh its time as git does ('freshen'), or a
             # 'git gc' running meanwhile may prune it as an old unreachable
