@@ -2,7 +2,8 @@
 
 sha256 repositories are refused, reflogs follow core.logAllRefUpdates,
 core.fsync decides what is flushed, reused objects are freshened against
-``git gc``, and caches belong to one repository each.
+``git gc``, a commit's objects go into one pack (merged by memsite, loose
+when git's maintenance is off), and caches belong to one repository each.
 """
 
 from __future__ import annotations
@@ -88,14 +89,16 @@ def test_core_fsync_decides_what_memsite_flushes(store: MemoryStore, clock: Cloc
 
     monkeypatch.setattr(os, "fsync", fsync)
     store.remember("git 2.39 flushes no loose object, ref or index by default", category="events")
-    assert flushed == []
+    assert flushed == []  # nor the commit's pack, which stands for its loose objects
 
     git(store.root, "config", "core.fsync", "added")
     with MemoryStore(store.root, agent="planner", clock=clock) as reopened:
         reopened.remember("now everything a commit adds is flushed", category="events")
     # A lock is flushed through memsite's owner record for it: the same file, named after the lock.
     names = [unquote(Path(p).name.split("+")[0]) for p in flushed]
-    assert any(n.startswith("tmp_obj_") for n in names)  # loose objects, before their rename
+    # The commit's objects, in their pack and its index, before their renames.
+    assert any(n.startswith("tmp_pack-") and ".pack" in n for n in names)
+    assert any(n.startswith("tmp_pack-") and ".idx" in n for n in names)
     assert "index.lock" in names  # the new index
     assert "refs/heads/main.lock" in names and "main" in names and "HEAD" in names  # the ref and its reflogs
     assert_clean(store.root)
@@ -132,7 +135,8 @@ def test_objects_are_compressed_as_git_is_told(tmp_path: Path, clock: Clock, set
     with MemoryStore(root, agent="planner", clock=clock) as store:
         memory = store.remember(text)
     sha = git(root, "rev-parse", f"HEAD:{Path(memory.path).relative_to(root).as_posix()}").strip()
-    size = (root / ".git" / "objects" / sha[:2] / sha[2:]).stat().st_size
+    size = int(subprocess.run(["git", "cat-file", "--batch-check=%(objectsize:disk)"], cwd=root, input=sha,
+                              capture_output=True, text=True, check=True).stdout)  # as stored: in the commit's pack
     assert (size > len(text)) == (setting is None)
     assert text.strip() in git(root, "cat-file", "-p", sha)
     assert_clean(root)
@@ -153,6 +157,67 @@ def test_a_reused_object_is_freshened_so_gc_does_not_prune_it(store: MemoryStore
     git(root, "prune", "--expire=2.weeks.ago")  # gc, between the object write and the commit pointing at it
     assert git(root, "cat-file", "-p", sha).encode() == data
 
+
+
+def loose_objects(root: Path) -> int:
+    return int(dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())["count"])
+
+
+def pack_names(root: Path) -> set[str]:
+    return {path.stem for path in (root / ".git" / "objects" / "pack").glob("*.idx")}
+
+
+def test_a_write_stores_its_objects_in_one_pack_that_git_reads(store: MemoryStore, clock: Clock) -> None:
+    root = store.root
+    before, loose = pack_names(root), loose_objects(root)
+    memory = store.remember("the canary stage runs for ten minutes before the rollout", category="events")
+    [added] = pack_names(root) - before  # the blob, five folders and the commit: one pack, no loose file
+    assert loose_objects(root) == loose
+    assert f"{added} 7" in (root / ".git" / "memsite-packs").read_text()
+    shown = git(root, "verify-pack", "-v", str(root / ".git" / "objects" / "pack" / f"{added}.idx"))
+    assert "commit" in shown and "blob" in shown and "delta" not in shown.split("non delta")[0]
+    rel = Path(memory.path).relative_to(root).as_posix()
+    assert "ten minutes" in git(root, "show", f"HEAD:{rel}")
+    # Another process reads it back from the pack, and builds on it.
+    with MemoryStore(root, agent="reviewer", clock=clock) as other:
+        assert other.get(memory.id).content == memory.content
+        other.remember("a second writer builds on the first one's pack", category="events")
+    assert_clean(root)
+
+
+def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: MemoryStore, clock: Clock) -> None:
+    root = store.root
+    (root / "NOTES.txt").write_text("a person's own file\n")
+    git(root, "add", "NOTES.txt")
+    git(root, "commit", "-q", "-m", "A note by hand")
+    git(root, "repack", "-d", "-q")  # a pack git wrote: memsite never lists, merges or removes it
+    theirs = pack_names(root) - {line.split()[0] for line in (root / ".git" / "memsite-packs").read_text().splitlines()}
+    assert theirs
+    made = [store.remember(f"memory number {i} about pack number {i * 7}", category="events") for i in range(80)]
+    listed = (root / ".git" / "memsite-packs").read_text().splitlines()
+    assert len(listed) < 24 and theirs <= pack_names(root)
+    assert len(pack_names(root)) == len(listed) + len(theirs)  # every pack memsite wrote is listed; merged ones are gone
+    sizes = sorted(int(line.split()[1]) for line in listed)
+    assert max(sizes) > 7  # merged: more than one write's objects in a pack
+    assert int(dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())["packs"]) < 50
+    with MemoryStore(root, agent="reviewer", clock=clock) as other:  # read back from the merged packs
+        assert [other.get(m.id).content for m in made] == [m.content for m in made]
+    git(root, "gc", "-q")  # a person's gc removes memsite's packs too: the next write copes
+    store.remember("written after a gc took every pack away", category="events")
+    assert len(store.list()) == 81
+    assert_clean(root)
+
+
+def test_with_git_maintenance_off_a_write_leaves_loose_objects_as_git_does(store: MemoryStore, clock: Clock) -> None:
+    """gc.auto=0: nobody merges packs, and a pack a write would hurt git; loose objects it is."""
+    root = store.root
+    git(root, "config", "gc.auto", "0")
+    before, loose = pack_names(root), loose_objects(root)
+    with MemoryStore(root, agent="planner", clock=clock) as reopened:
+        reopened.remember("maintenance is someone else's job here", category="events")
+    assert pack_names(root) == before
+    assert loose_objects(root) == loose + 7
+    assert_clean(root)
 
 def test_two_stores_written_in_turn_keep_their_shared_index_caches(
     tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch

@@ -32,7 +32,7 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     "ref-lock-held": (os, "replace", "before-ref"),
     "ref-moved": (Refs, "update", "after"),
     "index-done": (worktree.IndexUpdate, "wait", "after"),
-    "object-written": (os, "rename", "before-object"),
+    "pack-written": (os, "replace", "before-pack-index"),  # the commit's pack in place, its index not
 }
 
 
@@ -51,7 +51,7 @@ def _arm(point: str) -> None:
             kind = when.removeprefix("before-")
             if (kind == "index" and target.endswith("/index")) or (
                 kind == "ref" and "/refs/heads/" in target) or (
-                kind == "object" and "/objects/" in target and "tmp_obj" not in target):
+                kind == "pack-index" and "/objects/pack/" in target and target.endswith(".idx")):
                 _die()
             return original(*args, **kwargs)
         result = original(*args, **kwargs)

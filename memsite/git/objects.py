@@ -1,19 +1,35 @@
-"""Git objects: loose-object writes, reads, and tree edits along a changed path.
+"""Git objects: writes, reads, and tree edits along a changed path.
 
 Why not GitPython's index or object writer: its index is pure Python and
 rewrites the whole index (~1 s a commit at 10,000 files), and its loose-object
 writer and tree serializer cost more than the rest of a memsite write together.
 A commit here writes one blob per changed file and one tree per folder on the
 changed path (the other trees are reused by id), which keeps a write to a repo
-of 10,000 memories at a few milliseconds. Reads of packed objects go through
-GitPython's persistent ``git cat-file`` process.
+of 10,000 memories at a few milliseconds.
+
+A commit's objects (seven for one memory) go into one small pack: two files
+instead of seven, and creating a file is most of what a write costs the
+kernel. memsite lists the packs it writes (``.git/memsite-packs``) and merges
+them as they add up, geometrically as ``git repack --geometric`` does but by
+copying their entries (a git repack would cost a process and delta searches
+every few writes), so their number stays far below the 50 at which ``git gc
+--auto`` repacks everything; it never touches a pack it did not write. With
+``gc.auto`` or ``gc.autoPackLimit`` set to 0 (maintenance left to someone
+else), objects are written loose instead, as git writes them.
+
+Objects are read from loose files and from packs directly (objects stored
+whole, as memsite and most of git's small packs store them); a delta, or an
+object found nowhere here (an alternate), goes through GitPython's persistent
+``git cat-file`` process.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import itertools
+import mmap
 import os
 import struct
 import subprocess
@@ -26,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RepositoryError
-from .settings import GitSettings
+from .settings import Flush, GitSettings
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -34,9 +50,12 @@ MODE_TREE = 0o040000
 MODE_LINK = 0o120000
 MODE_GITLINK = 0o160000
 
-PACK_THRESHOLD = 64  # objects in one write from which a pack beats loose files
+PACK_THRESHOLD = 64  # objects in one write from which a pack beats loose files when git's maintenance is off
+PACKS_FILE = "memsite-packs"  # in the git dir: the packs memsite wrote (name, objects), which it alone merges
+MERGE_PACKS = 24  # listed packs from which memsite merges its small ones (git gc --auto repacks all at 50)
 LARGE_TREE_BYTES = 16 * 1024  # folders above this are stored uncompressed (see _large_tree)
-_PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
+_PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_KINDS = {code: kind for kind, code in _PACK_TYPES.items()}
 
 _tmp_counter = itertools.count()
 
@@ -154,8 +173,16 @@ class ObjectStore:
         self._repo = gitpython_repo
         settings = settings or GitSettings()
         self._level = settings.loose_compression
+        # A commit's pack stands for its loose objects: flushed as they would be (git flushes packs
+        # by default because repacking deletes what they replace; a commit's pack replaces nothing).
         self._flush_loose = settings.flush("loose-object")
-        self._flush_pack = {".pack": settings.flush("pack"), ".idx": settings.flush("pack-metadata")}
+        self._flush_pack = (settings.flush("pack"), settings.flush("pack-metadata"))
+        self._flush_commit = (self._flush_loose, self._flush_loose)
+        self._packing = settings.maintained
+        self._merge_at = max(2, min(MERGE_PACKS, settings.auto_pack_limit // 2))
+        self._listed = f"{objects_dir.parent}/{PACKS_FILE}"
+        self._batch: dict[bytes, tuple[int, bytes]] | None = None
+        self._packs: tuple[_Pack, ...] = ()  # newest first
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._folders: dict[tuple[bytes | None, str], bytes | None] = {}
         self._tree_cache_size = 256
@@ -168,9 +195,36 @@ class ObjectStore:
     def _path(self, hexsha: str) -> str:
         return f"{self._dir}/{hexsha[:2]}/{hexsha[2:]}"  # a plain string: a write makes seven of these
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Objects written in this block are stored together when it ends: one pack (or one loose file).
+
+        Nothing is stored if the block raises. Loose objects when git's
+        automatic maintenance is off (nobody would merge the packs).
+        """
+        if self._batch is not None or not self._packing:
+            yield
+            return
+        self._batch = {}
+        try:
+            yield
+            objects = self._batch
+        finally:
+            self._batch = None
+        if len(objects) == 1:
+            [(binsha, (code, data))] = objects.items()
+            self.write(_KINDS[code], data)
+        elif objects:
+            name = self._write_pack([(binsha, code, data) for binsha, (code, data) in objects.items()],
+                                    self._flush_commit)
+            self._list_own(name, len(objects))
+
     def write(self, kind: bytes, data: bytes) -> bytes:
         """Store an object (blob, tree, commit) and return its binary id."""
         binsha = _object_id(kind, data)
+        if self._batch is not None:
+            self._batch[binsha] = (_PACK_TYPES[kind], data)
+            return binsha
         path = self._path(binsha.hex())
         folder = os.path.dirname(path)
         try:
@@ -205,34 +259,37 @@ class ObjectStore:
         Thousands of loose files cost a file creation each and slow git down
         until ``git gc``; a pack is one file, as ``git fast-import`` writes.
         """
-        if len(items) < PACK_THRESHOLD:
+        if self._batch is not None or len(items) < PACK_THRESHOLD:
             return [self.write(kind, data) for data in items]
-        shas = []
-        seen: set[bytes] = set()
-        objects = []
-        for data in items:
-            binsha = _object_id(kind, data)
-            shas.append(binsha)
-            if binsha not in seen:
-                seen.add(binsha)
-                objects.append((binsha, data))
-        self._write_pack(_PACK_TYPES[kind], objects)
+        code = _PACK_TYPES[kind]
+        shas = [_object_id(kind, data) for data in items]
+        objects = dict(zip(shas, items))
+        self._write_pack([(binsha, code, data) for binsha, data in objects.items()], self._flush_pack)
         return shas
 
-    def _write_pack(self, type_code: int, objects: list[tuple[bytes, bytes]]) -> None:
-        parts = [b"PACK", struct.pack(">II", 2, len(objects))]
-        offset = 12
-        index = []
-        for binsha, data in objects:
+    def _write_pack(self, objects: list[tuple[bytes, int, bytes]], flushes: tuple[Flush | None, Flush | None]) -> str:
+        """Write ``objects`` (id, type code, data) as one pack, each stored whole (no deltas); its name."""
+        entries = []
+        for binsha, code, data in objects:
             size = len(data)
-            header = bytearray([(type_code << 4) | (size & 0x0F)])
+            header = bytearray([(code << 4) | (size & 0x0F)])
             size >>= 4
             while size:
                 header[-1] |= 0x80
                 header.append(size & 0x7F)
                 size >>= 7
-            entry = bytes(header) + zlib.compress(data, self._level)
-            index.append((binsha, zlib.crc32(entry), offset))
+            level = 0 if code == 2 and len(data) > LARGE_TREE_BYTES else self._level
+            entry = bytes(header) + zlib.compress(data, level)
+            entries.append((binsha, zlib.crc32(entry), entry))
+        return self._store_pack(entries, flushes)
+
+    def _store_pack(self, entries: list[tuple[bytes, int, bytes]], flushes: tuple[Flush | None, Flush | None]) -> str:
+        """Write a pack of ``entries`` (id, CRC-32, the entry's bytes) and its version-2 index; the pack's name."""
+        parts = [b"PACK", struct.pack(">II", 2, len(entries))]
+        offset = 12
+        index = []
+        for binsha, crc, entry in entries:
+            index.append((binsha, crc, offset))
             parts.append(entry)
             offset += len(entry)
         if offset >= 1 << 31:
@@ -241,35 +298,103 @@ class ObjectStore:
         pack_sha = hashlib.sha1(pack).digest()
         pack += pack_sha
         index.sort()
-        fanout = [0] * 256
+        counts = [0] * 256
         for binsha, _, _ in index:
-            fanout[binsha[0]] += 1
-        total = 0
-        for i in range(256):
-            total += fanout[i]
-            fanout[i] = total
+            counts[binsha[0]] += 1
         idx = b"".join([
-            b"\xfftOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
+            b"\xfftOc\x00\x00\x00\x02", struct.pack(">256I", *itertools.accumulate(counts)),
             *(binsha for binsha, _, _ in index),
-            *(struct.pack(">I", crc) for _, crc, _ in index),
-            *(struct.pack(">I", off) for _, _, off in index),
+            struct.pack(f">{len(index)}I", *(crc for _, crc, _ in index)),
+            struct.pack(f">{len(index)}I", *(off for _, _, off in index)),
             pack_sha,
         ])
         idx += hashlib.sha1(idx).digest()
-        folder = self.dir / "pack"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = f"{self._dir}/pack"
         name = f"pack-{pack_sha.hex()}"
         # The .pack goes in place before the .idx: git finds packs by their index.
-        for suffix, data in ((".pack", pack), (".idx", idx)):
-            tmp = folder / f"tmp_{name}{suffix}_{os.getpid()}"
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                flush = self._flush_pack[suffix]
+        for suffix, data, flush in ((".pack", pack, flushes[0]), (".idx", idx, flushes[1])):
+            tmp = f"{folder}/tmp_{name}{suffix}_{os.getpid()}"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+            except FileNotFoundError:
+                os.makedirs(folder, exist_ok=True)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+            try:
+                os.write(fd, data)
                 if flush is not None:
-                    handle.flush()
-                    flush(handle.fileno())
-            os.chmod(tmp, 0o444)
-            os.rename(tmp, folder / f"{name}{suffix}")
+                    flush(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, f"{folder}/{name}{suffix}")
+        return name
+
+    # --- merging memsite's own packs ---------------------------------------
+
+    def _list_own(self, name: str, count: int) -> None:
+        """Add a pack memsite wrote to its list; merge the small ones once enough are listed."""
+        fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{name} {count}\n".encode())
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size >= self._merge_at * len(f"{name} {count}\n"):
+            self.merge_own_packs()
+
+    def merge_own_packs(self) -> None:
+        """Merge the small packs memsite wrote into one, as ``git repack --geometric=2`` would.
+
+        Only packs on memsite's list are touched: the smallest ones, until
+        every pack left is at least twice the size of all smaller ones
+        together, so an object is copied a few times in its life rather
+        than at every merge. Their entries are copied as they are (memsite
+        stores objects whole); the merged pack is flushed as git flushes a
+        repack's, listed, and only then are the merged packs removed. A pack
+        already gone (a person's 'git gc') is simply left out. Callers hold
+        the repository's write lock.
+        """
+        try:
+            with open(self._listed, "rb") as handle:
+                lines = handle.read().split(b"\n")
+        except FileNotFoundError:
+            return
+        folder = f"{self._dir}/pack"
+        listed: dict[str, int] = {}
+        for line in lines:
+            name, _, count = line.decode("ascii", "replace").partition(" ")
+            if name.startswith("pack-") and count.isdigit() and os.path.exists(f"{folder}/{name}.idx"):
+                listed[name] = int(count)
+        by_size = sorted(listed, key=listed.__getitem__)
+        roll_up, smaller = 0, 0
+        for i, name in enumerate(by_size):
+            if listed[name] < 2 * smaller:
+                roll_up = i + 1
+            smaller += listed[name]
+        entries: dict[bytes, tuple[int, bytes]] = {}
+        merged = []
+        for name in by_size[:roll_up]:
+            try:
+                found = _whole_entries(folder, name)
+            except (OSError, ValueError):
+                continue  # gone meanwhile, or not what memsite writes: left as it is
+            for binsha, crc, entry in found:
+                entries.setdefault(binsha, (crc, entry))
+            merged.append(name)
+        if len(merged) >= 2:
+            new = self._store_pack([(binsha, crc, entry) for binsha, (crc, entry) in entries.items()], self._flush_pack)
+            for name in merged:
+                del listed[name]
+            listed[new] = len(entries)
+        # The list is replaced whole (a kill leaves the old one), then the merged packs go.
+        tmp = f"{self._listed}.tmp_{os.getpid()}"
+        with open(tmp, "w", encoding="ascii") as handle:
+            handle.writelines(f"{name} {count}\n" for name, count in listed.items())
+        os.replace(tmp, self._listed)
+        if len(merged) >= 2:
+            for name in merged:
+                for suffix in (".idx", ".pack"):  # the index first: git stops looking in the pack
+                    with contextlib.suppress(OSError):  # gone already; or open elsewhere (Windows): a harmless copy
+                        os.unlink(f"{folder}/{name}{suffix}")
 
     def read(self, binsha: bytes) -> tuple[str, bytes]:
         """Return (kind, data) of an object, loose or packed."""
@@ -277,25 +402,65 @@ class ObjectStore:
             with open(self._path(binsha.hex()), "rb") as handle:
                 return _loose_object(handle.read())
         except FileNotFoundError:
-            try:
-                stream = self._repo.odb.stream(binsha)
-            except Exception as exc:  # gitdb raises BadObject; a closed pipe raises OSError
-                raise RepositoryError(f"git object {binsha.hex()} is missing ({exc}); run 'git fsck'") from None
-            kind = stream.type.decode() if isinstance(stream.type, bytes) else stream.type
-            return kind, stream.read()
+            pass
+        found = self._from_packs(binsha)
+        if found is not None:
+            return found
+        try:
+            stream = self._repo.odb.stream(binsha)
+        except Exception as exc:  # gitdb raises BadObject; a closed pipe raises OSError
+            raise RepositoryError(f"git object {binsha.hex()} is missing ({exc}); run 'git fsck'") from None
+        kind = stream.type.decode() if isinstance(stream.type, bytes) else stream.type
+        return kind, stream.read()
+
+    def _from_packs(self, binsha: bytes) -> tuple[str, bytes] | None:
+        """(kind, data) from a pack that stores it whole; None if none does (or it is a delta)."""
+        if self._batch is not None and binsha in self._batch:
+            code, data = self._batch[binsha]
+            return _KINDS[code].decode(), data
+        for attempt in range(2):
+            for pack in self._packs:
+                offset = pack.find(binsha)
+                if offset is not None:
+                    return pack.read(offset)
+            if attempt == 0 and not self._list_packs():
+                return None
+        return None
+
+    def _list_packs(self) -> bool:
+        """Take in the packs added since the last look (and drop removed ones); whether any was new."""
+        folder = f"{self._dir}/pack"
+        try:
+            names = {name[:-4] for name in os.listdir(folder) if name.endswith(".idx")}
+        except OSError:
+            return False
+        known = {pack.name: pack for pack in self._packs if pack.name in names}
+        added = []
+        for name in names - known.keys():
+            with contextlib.suppress(OSError, ValueError):
+                added.append(_Pack(folder, name))
+        added.sort(key=lambda pack: pack.mtime, reverse=True)
+        self._packs = (*added, *known.values())  # replaced whole: a reader on another thread sees one or the other
+        return bool(added)
 
     def read_blobs(self, shas: list[bytes]) -> dict[bytes, bytes]:
-        """Many files at once: loose ones read directly, packed ones through one pipelined cat-file."""
+        """Many files at once: loose and whole packed ones read directly, the rest through one pipelined cat-file."""
         found: dict[bytes, bytes] = {}
-        packed = []
+        rest = []
         for binsha in shas:
             try:
                 with open(self._path(binsha.hex()), "rb") as handle:
                     found[binsha] = _loose_object(handle.read())[1]
+                continue
             except FileNotFoundError:
-                packed.append(binsha)
-        if packed:
-            found.update(_cat_file_batch(self.dir.parent, packed))  # objects/ is in the git dir
+                pass
+            packed = self._from_packs(binsha)
+            if packed is not None:
+                found[binsha] = packed[1]
+            else:
+                rest.append(binsha)
+        if rest:
+            found.update(_cat_file_batch(self.dir.parent, rest))  # objects/ is in the git dir
         return found
 
     def read_blob(self, binsha: bytes) -> bytes:
@@ -527,6 +692,90 @@ def _changed_window(a: bytes, b: bytes) -> tuple[dict[str, Entry], dict[str, Ent
         if old[name] == new[name]:
             del old[name], new[name]
     return old, new
+
+
+class _Pack:
+    """A pack and its version-2 index, mapped into memory; reads the objects it stores whole."""
+
+    __slots__ = ("name", "mtime", "_idx", "_data", "_fanout", "_count")
+
+    def __init__(self, folder: str, name: str) -> None:
+        self.name = name
+        with open(f"{folder}/{name}.idx", "rb") as idx, open(f"{folder}/{name}.pack", "rb") as pack:
+            self.mtime = os.fstat(idx.fileno()).st_mtime_ns
+            self._idx = mmap.mmap(idx.fileno(), 0, access=mmap.ACCESS_READ)
+            self._data = mmap.mmap(pack.fileno(), 0, access=mmap.ACCESS_READ)
+        if self._idx[:8] != b"\xfftOc\x00\x00\x00\x02" or self._data[:4] != b"PACK":
+            raise ValueError(f"{name}: not a version 2 pack index")
+        self._fanout = struct.unpack_from(">256I", self._idx, 8)
+        self._count = self._fanout[255]
+
+    def find(self, binsha: bytes) -> int | None:
+        """The offset of ``binsha`` in the pack, or None."""
+        first = binsha[0]
+        lo, hi = (self._fanout[first - 1] if first else 0), self._fanout[first]
+        idx = self._idx
+        while lo < hi:
+            mid = (lo + hi) // 2
+            at = 1032 + 20 * mid
+            name = idx[at : at + 20]
+            if name < binsha:
+                lo = mid + 1
+            elif name > binsha:
+                hi = mid
+            else:
+                (offset,) = struct.unpack_from(">I", idx, 1032 + 24 * self._count + 4 * mid)
+                if offset & 0x80000000:  # in the table of large offsets
+                    (offset,) = struct.unpack_from(">Q", idx, 1032 + 28 * self._count + 8 * (offset & 0x7FFFFFFF))
+                return offset
+        return None
+
+    def read(self, offset: int) -> tuple[str, bytes] | None:
+        """(kind, data) of the object at ``offset``; None for a delta (left to git)."""
+        data = self._data
+        byte = data[offset]
+        code, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, offset + 1
+        while byte & 0x80:
+            byte = data[pos]
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            pos += 1
+        kind = _KINDS.get(code)
+        if kind is None:
+            return None
+        inflate = zlib.decompressobj()
+        try:  # deflate never grows data by more than 5 bytes in 16 KB, plus its header
+            out = inflate.decompress(data[pos : pos + size + (size >> 9) + 64])
+        except zlib.error:
+            return None  # damaged: git says what is wrong
+        if not inflate.eof or len(out) != size:
+            return None
+        return kind.decode(), out
+
+
+def _whole_entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]]:
+    """(id, CRC-32, entry bytes) of every object in a pack that stores them all whole.
+
+    Raises:
+        ValueError: the pack holds a delta, or is not a version-2 pack.
+    """
+    with open(f"{folder}/{name}.idx", "rb") as handle:
+        idx = handle.read()
+    with open(f"{folder}/{name}.pack", "rb") as handle:
+        pack = handle.read()
+    if idx[:8] != b"\xfftOc\x00\x00\x00\x02" or pack[:4] != b"PACK":
+        raise ValueError(f"{name}: not a version 2 pack")
+    count = struct.unpack_from(">I", idx, 1028)[0]
+    shas = [idx[1032 + 20 * i : 1052 + 20 * i] for i in range(count)]
+    crcs = struct.unpack_from(f">{count}I", idx, 1032 + 20 * count)
+    offsets = struct.unpack_from(f">{count}I", idx, 1032 + 24 * count)
+    ends = dict(zip(sorted(offsets), [*sorted(offsets)[1:], len(pack) - 20]))
+    entries = []
+    for binsha, crc, offset in zip(shas, crcs, offsets):
+        if offset & 0x80000000 or not 1 <= (pack[offset] >> 4) & 7 <= 4:
+            raise ValueError(f"{name}: holds deltas or large offsets")
+        entries.append((binsha, crc, pack[offset : ends[offset]]))
+    return entries
 
 
 def _cat_file_batch(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:

@@ -469,11 +469,12 @@ class Repository:
 
         def build() -> str | None:
             if not built:
-                written = [path for path, data in files.items() if data is not None]
-                shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
-                entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
-                entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
-                built.append(self._commit_object(base, entries, parent, message, author, when))
+                with self.objects.batch():  # the commit's objects: one pack, stored before the branch moves
+                    written = [path for path, data in files.items() if data is not None]
+                    shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
+                    entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
+                    entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
+                    built.append(self._commit_object(base, entries, parent, message, author, when))
             return built[0]
 
         def move(sha: str) -> None:

@@ -10,7 +10,11 @@ git, so it does what git would do with the same configuration:
 - ``core.fsync``, ``core.fsyncObjectFiles`` and ``core.fsyncMethod``: which
   files are flushed to disk, and how;
 - ``core.looseCompression`` / ``core.compression``: the zlib level of the
-  objects memsite writes (memory clones store them: level 0).
+  objects memsite writes (memory clones store them: level 0);
+- ``gc.auto`` / ``gc.autoPackLimit``: whether git's automatic maintenance
+  runs. With it on, a commit's objects go into one small pack, and memsite
+  merges its packs as they add up; with it off, they are written loose, as
+  git would, and left to whoever runs maintenance.
 """
 
 from __future__ import annotations
@@ -92,6 +96,16 @@ def _level(value: Any) -> int:
     return 6 if level == -1 else level if 0 <= level <= 9 else 1
 
 
+def _int(value: Any, default: int) -> int:
+    """A number as git reads one (``1k`` is 1024); a value git would refuse keeps git's default here."""
+    text = str(value).strip().lower()
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:], 1)
+    try:
+        return int(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        return default
+
+
 def _full_flush(fd: int) -> None:
     if sys.platform == "darwin":  # fsync alone leaves the data in the drive's cache there; git asks for more
         import fcntl
@@ -121,6 +135,8 @@ class GitSettings:
     fsync_method: str = "fsync"
     fsync_object_files: bool = False
     loose_compression: int = 1  # core.looseCompression, else core.compression, else 1 (git's default)
+    auto_gc: int = 6700  # gc.auto: 0 turns git's automatic maintenance off
+    auto_pack_limit: int = 50  # gc.autoPackLimit: packs from which 'git gc --auto' repacks everything; 0: never
 
     @classmethod
     def read(cls, reader: Any) -> GitSettings:
@@ -146,6 +162,8 @@ class GitSettings:
             fsync_method=method,
             fsync_object_files=_bool(get("core", "fsyncobjectfiles", "false"), "core.fsyncObjectFiles"),
             loose_compression=_level(get("core", "loosecompression", get("core", "compression", 1))),
+            auto_gc=_int(get("gc", "auto", 6700), 6700),
+            auto_pack_limit=_int(get("gc", "autopacklimit", 50), 50),
         )
 
     def check_supported(self, where: object) -> None:
@@ -166,6 +184,11 @@ class GitSettings:
         if self.log_refs == "normal":
             return ref == "HEAD" or ref.startswith(("refs/heads/", "refs/remotes/", "refs/notes/"))
         return False
+
+    @property
+    def maintained(self) -> bool:
+        """Whether git's automatic maintenance is on (``gc.auto`` and ``gc.autoPackLimit`` both non-zero)."""
+        return self.auto_gc > 0 and self.auto_pack_limit > 0
 
     def flush(self, component: str) -> Flush | None:
         """How to flush a file of ``component`` (``loose-object``, ``pack``, ``index``, ...); None: not at all."""
