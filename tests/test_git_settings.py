@@ -208,6 +208,27 @@ def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: Me
     assert_clean(root)
 
 
+
+def test_every_object_reads_back_as_git_reads_it_from_memsite_packs_and_git_packs(store: MemoryStore,
+                                                                                  clock: Clock) -> None:
+    root = store.root
+    for i in range(30):
+        store.remember(f"memory {i}: " + "a longer body that git will store as a delta. " * (i % 5 + 1),
+                       category="events")
+
+    def check() -> None:
+        listing = git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)")
+        with MemoryStore(root, agent="reader", clock=clock) as fresh:  # nothing cached: every read from disk
+            for line in listing.splitlines():
+                sha, kind = line.split()
+                expected = subprocess.run(["git", "cat-file", kind, sha], cwd=root, capture_output=True,
+                                          check=True).stdout
+                assert fresh.repo.objects.read(bytes.fromhex(sha)) == (kind, expected), sha
+
+    check()  # from memsite's packs
+    git(root, "gc", "-q", "--aggressive")  # one pack of git's, most objects stored as deltas
+    check()
+
 def test_with_git_maintenance_off_a_write_leaves_loose_objects_as_git_does(store: MemoryStore, clock: Clock) -> None:
     """gc.auto=0: nobody merges packs, and a pack a write would hurt git; loose objects it is."""
     root = store.root
