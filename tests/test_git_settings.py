@@ -209,6 +209,21 @@ def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: Me
 
 
 
+
+def test_a_failed_merge_of_packs_never_fails_a_write(store: MemoryStore, monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    from memsite.git.objects import ObjectStore
+
+    def full_disk(self: ObjectStore) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ObjectStore, "merge_own_packs", full_disk)
+    topics = "cache deploy canary rollback schema index queue retry quota shard token backup alert audit billing".split()
+    made = [store.remember(f"the {a} notes mention the {b} owner", category="events") for a in topics[:6] for b in topics[6:11]]
+    assert all(m.commit for m in made) and len(store.list()) == 30
+    assert "merging memsite's packs failed" in caplog.text
+    assert_clean(store.root)
+
 def test_every_object_reads_back_as_git_reads_it_from_memsite_packs_and_git_packs(store: MemoryStore,
                                                                                   clock: Clock) -> None:
     root = store.root

@@ -181,6 +181,7 @@ class ObjectStore:
         self._packing = settings.maintained
         self._merge_at = max(2, min(MERGE_PACKS, settings.auto_pack_limit // 2))
         self._listed = f"{objects_dir.parent}/{PACKS_FILE}"
+        self._merge_due = False
         self._batch: dict[bytes, tuple[int, bytes]] | None = None
         self._packs: tuple[_Pack, ...] = ()  # newest first
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
@@ -331,14 +332,19 @@ class ObjectStore:
     # --- merging memsite's own packs ---------------------------------------
 
     def _list_own(self, name: str, count: int) -> None:
-        """Add a pack memsite wrote to its list; merge the small ones once enough are listed."""
+        """Add a pack memsite wrote to its list."""
+        line = f"{name} {count}\n".encode()
         fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, f"{name} {count}\n".encode())
-            size = os.fstat(fd).st_size
+            os.write(fd, line)
+            self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
         finally:
             os.close(fd)
-        if size >= self._merge_at * len(f"{name} {count}\n"):
+
+    def maintain(self) -> None:
+        """Merge memsite's small packs once enough are listed (after a commit, under the write lock)."""
+        if self._merge_due:
+            self._merge_due = False
             self.merge_own_packs()
 
     def merge_own_packs(self) -> None:

@@ -662,7 +662,13 @@ class Repository:
         return commit
 
     def maintain(self, commit: str) -> None:
-        """Let git pack loose objects now and then (it decides; it detaches to do it)."""
+        """After a commit, under the write lock: merge memsite's small packs when due, and let git
+        pack loose objects now and then (it decides; it detaches to do it). A failure here never
+        fails the write: it is logged, and git's own maintenance still works."""
+        try:
+            self.objects.maintain()
+        except Exception as exc:
+            log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
             subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
