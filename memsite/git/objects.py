@@ -18,9 +18,9 @@ every few writes), so their number stays far below the 50 at which ``git gc
 else), objects are written loose instead, as git writes them.
 
 Objects are read from loose files and from packs directly (objects stored
-whole, as memsite and most of git's small packs store them); a delta, or an
-object found nowhere here (an alternate), goes through GitPython's persistent
-``git cat-file`` process.
+whole, as memsite stores them and git stores many); a delta, or an object
+found nowhere here (an alternate), goes through GitPython's persistent ``git
+cat-file`` process.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import bisect
 import contextlib
 import hashlib
 import itertools
-import mmap
 import os
 import struct
 import subprocess
@@ -428,7 +427,10 @@ class ObjectStore:
             for pack in self._packs:
                 offset = pack.find(binsha)
                 if offset is not None:
-                    return pack.read(offset)
+                    try:
+                        return pack.read(offset)
+                    except FileNotFoundError:
+                        break  # merged or repacked meanwhile: look again
             if attempt == 0 and not self._list_packs():
                 return None
         return None
@@ -701,17 +703,22 @@ def _changed_window(a: bytes, b: bytes) -> tuple[dict[str, Entry], dict[str, Ent
 
 
 class _Pack:
-    """A pack and its version-2 index, mapped into memory; reads the objects it stores whole."""
+    """A pack and its version-2 index; reads the objects it stores whole.
 
-    __slots__ = ("name", "mtime", "_idx", "_data", "_fanout", "_count")
+    The index is read once; the pack is opened for each read and closed
+    again, so no file stays open that git (or, on Windows, a delete) may
+    want to remove.
+    """
+
+    __slots__ = ("name", "mtime", "_path", "_idx", "_fanout", "_count")
 
     def __init__(self, folder: str, name: str) -> None:
         self.name = name
-        with open(f"{folder}/{name}.idx", "rb") as idx, open(f"{folder}/{name}.pack", "rb") as pack:
+        self._path = f"{folder}/{name}.pack"
+        with open(f"{folder}/{name}.idx", "rb") as idx:
             self.mtime = os.fstat(idx.fileno()).st_mtime_ns
-            self._idx = mmap.mmap(idx.fileno(), 0, access=mmap.ACCESS_READ)
-            self._data = mmap.mmap(pack.fileno(), 0, access=mmap.ACCESS_READ)
-        if self._idx[:8] != b"\xfftOc\x00\x00\x00\x02" or self._data[:4] != b"PACK":
+            self._idx = idx.read()
+        if self._idx[:8] != b"\xfftOc\x00\x00\x00\x02" or len(self._idx) < 1072:
             raise ValueError(f"{name}: not a version 2 pack index")
         self._fanout = struct.unpack_from(">256I", self._idx, 8)
         self._count = self._fanout[255]
@@ -737,21 +744,36 @@ class _Pack:
         return None
 
     def read(self, offset: int) -> tuple[str, bytes] | None:
-        """(kind, data) of the object at ``offset``; None for a delta (left to git)."""
-        data = self._data
-        byte = data[offset]
-        code, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, offset + 1
-        while byte & 0x80:
-            byte = data[pos]
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            pos += 1
-        kind = _KINDS.get(code)
-        if kind is None:
-            return None
+        """(kind, data) of the object at ``offset``; None for a delta (left to git).
+
+        Raises:
+            FileNotFoundError: the pack is gone (merged or repacked meanwhile).
+        """
+        fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            os.lseek(fd, offset, os.SEEK_SET)
+            data = os.read(fd, 4096)
+            try:
+                byte = data[0]
+                code, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, 1
+                while byte & 0x80:
+                    byte = data[pos]
+                    size |= (byte & 0x7F) << shift
+                    shift += 7
+                    pos += 1
+            except IndexError:
+                return None  # damaged: git says what is wrong
+            kind = _KINDS.get(code)
+            if kind is None:
+                return None
+            wanted = pos + size + (size >> 9) + 64  # deflate grows data by at most 5 bytes in 16 KB, plus its header
+            if wanted > len(data):
+                data += os.read(fd, wanted - len(data))
+        finally:
+            os.close(fd)
         inflate = zlib.decompressobj()
-        try:  # deflate never grows data by more than 5 bytes in 16 KB, plus its header
-            out = inflate.decompress(data[pos : pos + size + (size >> 9) + 64])
+        try:
+            out = inflate.decompress(memoryview(data)[pos:])
         except zlib.error:
             return None  # damaged: git says what is wrong
         if not inflate.eof or len(out) != size:
