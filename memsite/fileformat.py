@@ -265,8 +265,21 @@ def _plain(value: str, pattern: re.Pattern[str]) -> bool:
     return (
         pattern.fullmatch(value) is not None
         and ": " not in value and " #" not in value and "  " not in value
-        and _YAML11.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
+        and _yaml11_text(value)
     )
+
+
+def _yaml11_text(value: str) -> bool:
+    """Whether YAML 1.1 (PyYAML's resolver, as MkDocs reads) takes ``value``, written plain, for text.
+
+    ``Resolver.resolve`` for a plain scalar, without its generic steps: the
+    resolvers registered for the first character (a plain Resolver has no
+    wildcard ones and no path resolvers), the first that matches decides.
+    """
+    for tag, regexp in _YAML11.yaml_implicit_resolvers.get(value[:1], ()):
+        if regexp.match(value):
+            return tag == "tag:yaml.org,2002:str"
+    return True
 
 
 @functools.lru_cache(maxsize=256)  # the same dozen keys in every file
@@ -477,5 +490,42 @@ def memory_fields(memory: Memory) -> dict[str, Any]:
 
 def format_memory(memory: Memory) -> str:
     """The canonical file text of ``memory``."""
-    body = memory.content
-    return f"---\n{dump_yaml(memory_fields(memory))}---\n\n{body}\n"
+    head = _fast_memory(memory)
+    if head is None:
+        head = dump_yaml(memory_fields(memory))
+    return f"---\n{head}---\n\n{memory.content}\n"
+
+
+def _fast_memory(memory: Memory) -> str | None:
+    """:func:`_fast_dump` of :func:`memory_fields`, without building the mapping; None where that gives None.
+
+    The values many memories share (category, agent, source, tags, times)
+    are checked once each. Memories with extra fields take the general way.
+    """
+    if memory.extra:
+        return None
+    values = (
+        _fast_scalar(memory.id), _recurring(memory.category), _fast_scalar(memory.abstract),
+        _fast_scalar(memory.overview), _recurring(memory.agent), _recurring(format_time(memory.created)),
+        _recurring(format_time(memory.updated)), _recurring(memory.source), _recurring_tags(memory.tags),
+        _fast_scalar(memory.active_count),
+    )
+    last = _recurring(format_time(memory.last_recalled)) if memory.last_recalled else None
+    pinned = _fast_scalar(memory.pinned)
+    if None in values or pinned is None or (memory.last_recalled and last is None):
+        return None
+    recalled = f"last_recalled: {last}\n" if memory.last_recalled else ""
+    return f"{_MEMORY_LINES % values}{recalled}pinned: {pinned}\n"
+
+
+_MEMORY_LINES = "".join(f"{key}: %s\n" for key in FIELD_ORDER[:10])  # FIELD_ORDER ends: last_recalled, pinned
+
+
+@functools.lru_cache(maxsize=1024)
+def _recurring(value: str | None) -> str | None:
+    return _fast_scalar(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _recurring_tags(tags: tuple[str, ...]) -> str | None:
+    return _fast_scalar(list(tags))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import os
 import re
 import threading
@@ -131,7 +132,12 @@ def utcnow() -> datetime:
 
 def format_time(value: datetime) -> str:
     """``2026-11-20T14:03:00Z``: ISO-8601 in UTC, as written to files."""
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _format_utc(value.astimezone(timezone.utc))
+
+
+@functools.lru_cache(maxsize=256)  # a write formats each time several times; a transaction, one time for many memories
+def _format_utc(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str) -> datetime:
