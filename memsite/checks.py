@@ -87,12 +87,23 @@ def tags(values: Iterable[object] | str | None) -> tuple[str, ...]:
     return tuple(result)
 
 
-def no_secrets(fields: dict[str, str | None]) -> None:
-    """Refuse text that looks like a credential, naming field, line and rule."""
+def no_secrets(fields: dict[str, str | None], *, excerpts: Iterable[str] = ()) -> None:
+    """Refuse text that looks like a credential, naming field, line and rule.
+
+    ``excerpts`` names fields cut from the ``content`` field (an abstract or
+    overview derived from it): when no rule can match in the content, none
+    can in them (see :func:`secrets.rules_for`), so they are not scanned again.
+    """
+    skip: set[str] = set()
     for field, value in fields.items():
-        if not value:
+        if not value or field in skip:
             continue
-        findings = secrets.scan(value)
+        rules = secrets.rules_for(value)
+        if not rules:
+            if field == "content":
+                skip.update(excerpts)
+            continue
+        findings = secrets.matches(value, rules)
         if findings:
             first = findings[0]
             more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""

@@ -86,15 +86,25 @@ _TRIGGERS = tuple(sorted({t for rule in RULES for t in rule.triggers}))
 
 def scan(text: str) -> list[Finding]:
     """Every credential-looking span in ``text``, one finding per rule and line."""
+    rules = rules_for(text)
+    return matches(text, rules) if rules else []
+
+
+def rules_for(text: str) -> list[Rule]:
+    """The rules that can match in ``text``: those whose literal trigger it holds (most text holds none).
+
+    Triggers hold no whitespace, so text made of pieces of ``text`` (words
+    cut out, spaces collapsed) leaves no more rules to run than it does.
+    """
     lowered = text.lower()
-    # A rule runs only where its literal trigger appears: most text needs none of them.
     present = {t for t in _TRIGGERS if t in lowered}
     if not present:
         return []
-    return _matches(text, [rule for rule in RULES if not present.isdisjoint(rule.triggers)])
+    return [rule for rule in RULES if not present.isdisjoint(rule.triggers)]
 
 
-def _matches(text: str, rules: Sequence[Rule]) -> list[Finding]:
+def matches(text: str, rules: Sequence[Rule]) -> list[Finding]:
+    """What ``rules`` find in ``text`` (see :func:`scan`)."""
     findings: list[Finding] = []
     seen: set[tuple[str, int]] = set()
     for rule in rules:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memsite import ConfigError, InvalidInput, MemoryStore, SecretFound
@@ -337,4 +337,29 @@ secret_like = st.lists(st.sampled_from([text for _, text in SECRETS] + [
 def test_the_literal_triggers_never_hide_what_the_rules_find(text: str) -> None:
     from memsite import secrets
 
-    assert secrets.scan(text) == secrets._matches(text, secrets.RULES)
+    assert secrets.scan(text) == secrets.matches(text, secrets.RULES)
+
+
+@settings(max_examples=500)
+@given(st.lists(secret_like | st.sampled_from(["\n\n", "# ", "> ", "-", "\t", "      ", "token:", "aB3dE6gH9jK2mN5pQ8sT"]),
+               max_size=6).map("".join))
+@example("token:      aB3dE6gH9jK2mN5pQ8sT")
+def test_a_derived_abstract_and_overview_are_refused_exactly_as_when_scanned_in_full(text: str) -> None:
+    """A memory's abstract and overview cut from its text are only scanned when the text has a rule's
+    trigger; the verdict and its message are those of scanning every field (spaces the text has too
+    many of for a rule are collapsed in them: 'token:      <value>' is found in the abstract alone)."""
+    from memsite import checks
+    from memsite.model import derive_abstract, derive_overview, normalize_content
+
+    content = normalize_content(text)
+    abstract = derive_abstract(content)
+    fields = {"content": content, "abstract": abstract, "overview": derive_overview(content, abstract)}
+
+    def verdict(**kwargs: object) -> str | None:
+        try:
+            checks.no_secrets(fields, **kwargs)  # type: ignore[arg-type]
+        except SecretFound as exc:
+            return str(exc)
+        return None
+
+    assert verdict(excerpts=["abstract", "overview"]) == verdict()

@@ -456,7 +456,8 @@ class Store:
                 raise InvalidInput(f"pinned: expected true or false, got {given['pinned']!r}")
             out["pinned"] = given["pinned"]
         checks.no_secrets({name: " ".join(value) if name == "tags" else value for name, value in out.items()
-                           if name in ("content", "abstract", "overview", "source", "tags")})
+                           if name in ("content", "abstract", "overview", "source", "tags")},
+                          excerpts=[name for name in ("abstract", "overview") if name in given and given[name] is None])
         return out
 
     def _reason(self, reason: Any) -> str:
