@@ -90,7 +90,13 @@ def sketch(text: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
 
 def sketch_key(category: str, value: int) -> int:
     """One integer for (category, sketch value), so the catalog looks it up by integer alone."""
-    return ((zlib.crc32(category.encode("utf-8")) & 0x7FFFFFFF) << 32) | value
+    return category_key(category) | value
+
+
+@functools.lru_cache(maxsize=256)
+def category_key(category: str) -> int:
+    """The high bits of :func:`sketch_key` for ``category`` (its sketch values are the low 32)."""
+    return (zlib.crc32(category.encode("utf-8")) & 0x7FFFFFFF) << 32
 
 
 def shared_needed(marks: tuple[int, ...]) -> int:

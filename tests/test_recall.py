@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from memsite import MemoryStore, decay_score
 from memsite.cli import main
+from memsite.store.transaction import AHEAD_BATCH
 
 from .conftest import START, Clock, assert_clean, checkout, git, head
 
@@ -306,6 +307,66 @@ def test_duplicates_within_one_transaction_are_caught_too(store: MemoryStore) ->
     assert (a.action, b.action, b.id) == ("created", "skipped", a.id)
     assert tx.stats == {"created": 1, "merged": 0, "skipped": 1}
     assert "Skipped: 1" in git(store.root, "log", "-1", "--format=%B")
+
+
+def _catalogued(store: MemoryStore) -> dict[str, tuple]:
+    return {m.id: (m, m.path, m.commit, m.extra) for m in store.list()}
+
+
+def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStore) -> None:
+    """Past AHEAD_BATCH memories, a transaction's catalog rows are written while it stages the rest: dedup
+    against the store and within the transaction, search and the catalog are as if written at the end."""
+    kept = store.remember("The payments service retries failed webhooks five times", category="cases")
+    newest = store.remember("Rotate the staging database password every quarter", category="cases")
+    texts = [f"Service {i} owns queue q{i} and its alerts go to team t{i % 13}" for i in range(2 * AHEAD_BATCH + 30)]
+    with store.transaction("import") as tx:
+        # Merged into first: the catalog's last row is replaced, and the rows after it are this commit's.
+        grown = tx.remember("Rotate the staging database password every quarter, on Mondays", category="cases")
+        made = [tx.remember(text, category="entities") for text in texts]
+        again = tx.remember(texts[3] + ".", category="entities")  # its twin's row went ahead long ago
+        dup = tx.remember("the payments service retries failed webhooks five times!", category="cases")
+        merged = tx.remember(texts[10] + " since March", category="entities", tags=["queues"])
+        tx.update(made[20].id, tags=["changed"])
+        tx.forget(made[30].id, reason="wrong team")
+        late = tx.remember("Queue q7 is drained every night", category="entities")
+    assert {m.action for m in made} == {"created"}
+    assert (again.action, again.id) == ("skipped", made[3].id)
+    assert (dup.action, dup.id) == ("skipped", kept.id)
+    assert (merged.action, merged.id, grown.action, grown.id) == ("merged", made[10].id, "merged", newest.id)
+    assert tx.stats == {"created": len(texts) + 1, "merged": 2, "skipped": 2}
+    catalogued = _catalogued(store)
+    assert len(catalogued) == len(texts) + 2  # the one forgotten gone, the late one there
+    assert catalogued[newest.id][2] == tx.commit and catalogued[kept.id][2] == kept.commit
+    assert made[30].id not in catalogued and late.id in catalogued
+    assert catalogued[made[10].id][0].content == texts[10] + " since March"
+    assert catalogued[made[20].id][0].tags == ("changed",)
+    assert {catalogued[m.id][2] for m in made if m.id in catalogued} == {tx.commit}
+    found = {hit.memory.id for hit in store.recall("queue q7", limit=1000)}
+    assert {made[7].id, late.id} <= found
+    catalogued = _catalogued(store)  # (with the recalls just made)
+    store.rebuild_index()  # from the files alone
+    assert _catalogued(store) == catalogued
+    assert {hit.memory.id for hit in store.recall("queue q7", limit=1000)} == found
+    assert_clean(store.root)
+
+
+@pytest.mark.parametrize("interruption", [RuntimeError, KeyboardInterrupt])
+def test_a_large_transaction_that_stops_leaves_the_catalog_as_it_was(
+    store: MemoryStore, interruption: type[BaseException]
+) -> None:
+    """Rows a transaction wrote ahead of its commit are dropped with it, and the next write goes on."""
+    kept = store.remember("Deploys need two approvals", category="patterns")
+    before = _catalogued(store)
+    with pytest.raises(interruption):
+        with store.transaction("import") as tx:
+            for i in range(AHEAD_BATCH + 10):
+                tx.remember(f"Imported fact number {i} about host h{i}", category="events")
+            raise interruption()
+    assert _catalogued(store) == before and head(store.root) == kept.commit
+    assert store.recall("imported fact host") == []
+    again = store.remember("Imported fact number 3 about host h3", category="events")
+    assert again.action == "created" and set(_catalogued(store)) == {kept.id, again.id}
+    assert_clean(store.root)
 
 
 def test_the_dedup_threshold_comes_from_configuration(store: MemoryStore) -> None:

@@ -25,7 +25,7 @@ from ..errors import FormatError, RepositoryError
 from ..git import Repository
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
-from ..text import fingerprint, sketch, sketch_key
+from ..text import category_key, fingerprint, sketch, sketch_key
 from .problems import claimed_id, duplicate_message, read_memory
 from .sqlite import connect, transaction
 
@@ -71,10 +71,15 @@ _DELETE_TRIGGER = """CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELE
     VALUES ('delete', old.n, old.abstract, old.overview, old.content, old.tags);
     DELETE FROM sketches WHERE id = old.id;
 END"""
-_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+# Rows go in many to a statement (executemany would take Python's lock back
+# for every row, holding up the writer's other threads); at most 999
+# parameters a statement, which every SQLite build takes.
+_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES "
 _INDEX_AFTER = ("INSERT INTO memories_fts (rowid, abstract, overview, content, tags) "
                 "SELECT n, abstract, overview, content, tags FROM memories WHERE n > ?")
-_INSERT_SKETCH = "INSERT OR IGNORE INTO sketches (k, id) VALUES (?, ?)"
+_INSERT_SKETCHES = "INSERT OR IGNORE INTO sketches (k, id) VALUES "
+_DELETE_ROWS = ("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?)) "
+                "OR path IN (SELECT value FROM json_each(?))")
 _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
 DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS memories;
@@ -93,6 +98,21 @@ _SELECT = f"SELECT {_FIELDS} FROM {_FROM}"
 # What the files say, without pending recalls: what a write must start from,
 # or the next flush of the journal would count those recalls twice.
 _SELECT_COMMITTED = f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories m"
+# Dedup's one query (see Catalog.dedup_candidates): the exact duplicate and
+# the near ones, told apart by the first column.
+_EXACT = (f"SELECT 1, m.{', m.'.join(_COLUMNS[:18])} FROM memories m "
+          "WHERE m.category = ? AND m.fingerprint = ? ORDER BY m.created LIMIT 1")
+_DEDUP_SQL: dict[tuple[bool, int], str] = {}
+
+
+def _dedup_sql(exact: bool, hashes: int) -> str:
+    near = (f"SELECT 0, m.id, m.content{', NULL' * 16} FROM memories m WHERE m.id IN (SELECT id FROM sketches "
+            f"WHERE k IN ({', '.join('?' * hashes)}) GROUP BY id HAVING count(*) >= ?) LIMIT ?") if hashes else ""
+    if exact and near:
+        return f"SELECT * FROM ({_EXACT}) UNION ALL SELECT * FROM ({near})"
+    return _EXACT if exact else near
+
+
 _BM25_WEIGHTS = "3.0, 2.0, 1.0, 2.0"  # abstract, overview, content, tags
 
 
@@ -102,7 +122,9 @@ class Catalog:
     def __init__(self, path: Path, root: Path, activity: Path) -> None:
         self.root = root
         self._worker: ThreadPoolExecutor | None = None  # see record()
-        self._unsettled: Callable[[str | None], None] | None = None
+        self._unsettled: Recording | None = None
+        self._path = path
+        self._write_db: sqlite3.Connection | None = None  # see _writer()
         self.db = connect(path)
         _math_functions(self.db)
         version = self._meta_or_none("schema")
@@ -122,6 +144,8 @@ class Catalog:
         self.settle_pending()
         if self._worker is not None:
             self._worker.shutdown()
+        if self._write_db is not None:
+            self._write_db.close()
         self.db.close()
 
     @property
@@ -160,23 +184,32 @@ class Catalog:
         )
         return [TrimCandidate(r[0], parse_time(r[1]), r[2], bool(r[3]), r[4]) for r in rows]
 
-    def find_duplicate(self, category: str, fingerprint: str) -> Memory | None:
-        """A memory of ``category`` whose text normalises to the same words."""
-        row = self.db.execute(
-            f"{_SELECT_COMMITTED} WHERE m.category = ? AND m.fingerprint = ? ORDER BY m.created LIMIT 1",
-            (category, fingerprint)).fetchone()
-        return self._memory(row) if row else None
+    def dedup_candidates(self, category: str, fingerprint: str | None, hashes: tuple[int, ...], shared: int,
+                         limit: int = 20) -> tuple[Memory | None, list[tuple[str, str]]]:
+        """What a new memory of ``category`` may duplicate, found by one query.
 
-    def sharing_sketch(self, category: str, hashes: tuple[int, ...], shared: int,
-                       limit: int = 20) -> list[tuple[str, str]]:
-        """(id, text) of memories of ``category`` whose sketch shares ``shared`` values with ``hashes``."""
-        if not hashes:
-            return []
-        marks = ", ".join("?" * len(hashes))
-        return self.db.execute(
-            f"SELECT m.id, m.content FROM memories m WHERE m.id IN (SELECT id FROM sketches "
-            f"WHERE k IN ({marks}) GROUP BY id HAVING count(*) >= ?) LIMIT ?",
-            (*(sketch_key(category, h) for h in hashes), shared, limit)).fetchall()
+        Returns the first memory created whose text normalises to the same
+        words (its ``fingerprint``; not looked for when None), and (id, text)
+        of up to ``limit`` memories whose sketch shares ``shared`` values with
+        ``hashes``.
+        """
+        key = (fingerprint is not None, len(hashes))
+        sql = _DEDUP_SQL.get(key)
+        if sql is None:
+            sql = _DEDUP_SQL[key] = _dedup_sql(*key)
+        args: list[Any] = [category, fingerprint] if fingerprint is not None else []
+        if hashes:
+            high = category_key(category)
+            args += [high | h for h in hashes]
+            args += [shared, limit]
+        exact, near = None, []
+        if sql:
+            for row in self.db.execute(sql, args):
+                if row[0]:
+                    exact = self._memory(row[1:])
+                else:
+                    near.append((row[1], row[2]))
+        return exact, near
 
     def ranked(
         self,
@@ -297,64 +330,34 @@ class Catalog:
         nothing else: its text is the same, so the full-text index and the
         sketches stay as they are.
         """
+        return self.recording().finish(upserts, deletes, moves)
+
+    def recording(self) -> Recording:
+        """Start recording a commit whose rows may be known before it is made (see :class:`Recording`)."""
         self.settle_pending()
-        decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        moves = list(moves)
-
-        def work() -> None:
-            # Deferred: its first write locks the catalog alone, not the attached activity journal
-            # (recalls of other processes go on); catalog writes are serialised by the repository lock.
-            self.db.execute("BEGIN")
-            try:
-                self.db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
-                # Plain deletes and inserts: REPLACE would bypass the full-text index's triggers.
-                rows = list(upserts)
-                self.db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
-                self.db.executemany("DELETE FROM memories WHERE id = ? OR path = ?", ((m.id, p) for m, p, _ in rows))
-                last = _insert(self.db, (_row(memory, path, blob, None) for memory, path, blob in rows))
-                self.db.executemany(_INSERT_SKETCH, sorted(_sketch_rows(memory for memory, _, _ in rows)))
-                commit = decision.get()
-                if commit is not None:  # the branch points at it: the rows written here are its
-                    self.db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, last))
-                    self.db.executemany("UPDATE memories SET commit_id = ? WHERE id = ?",
-                                        ((commit, mid) for mid, _ in moves))
-                    self.db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
-                self.db.execute("COMMIT" if commit is not None else "ROLLBACK")
-            except BaseException:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
-
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
-        done = self._worker.submit(work)
+        recording = Recording(self, self._worker)
+        self._unsettled = recording
+        return recording
 
-        def settle(commit: str | None) -> None:
-            if self._unsettled is settle:
-                self._unsettled = None
-            decision.put(commit)
-            interrupted = None
-            while True:  # the connection is used again after this: never leave it mid-transaction
-                try:
-                    error = done.exception()
-                    break
-                except KeyboardInterrupt as exc:
-                    interrupted = exc
-            if interrupted is not None:
-                raise interrupted
-            if error is not None and commit is not None:
-                raise error
+    def _writer(self) -> sqlite3.Connection:
+        """The connection the catalog's thread writes through (opened there, on first use).
 
-        self._unsettled = settle
-        return settle
+        A connection of its own: rows written ahead of a commit stay unseen by
+        the reads made meanwhile (dedup must see the catalog as committed).
+        """
+        if self._write_db is None:
+            self._write_db = connect(self._path)
+        return self._write_db
 
     def settle_pending(self) -> None:
         """Drop what a :meth:`record` whose caller never settled it left open (an interrupt in between).
 
-        Its thread holds a transaction on the connection every read uses.
+        Its thread holds a write transaction on the catalog.
         """
         if self._unsettled is not None:
-            self._unsettled(None)
+            self._unsettled.settle(None)
 
     def reset(self) -> None:
         """Forget what is indexed; the next sync rebuilds everything from the files."""
@@ -424,7 +427,7 @@ class Catalog:
             self.db.executemany("DELETE FROM memories WHERE path = ?", gone_rows)
             self.db.executemany("DELETE FROM problems WHERE path = ?", gone_rows)
             _insert(self.db, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
-            self.db.executemany(_INSERT_SKETCH, _sketch_rows(m for m, _, _ in upserts))
+            _values(self.db, _INSERT_SKETCHES, list(_sketch_rows(m for m, _, _ in upserts)))
             self.db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)", bad)
             if commit is None:
                 self.db.execute("DELETE FROM meta WHERE key = 'commit'")
@@ -485,6 +488,112 @@ class Catalog:
         return upserts, demoted, settled, promoted
 
 
+class Recording:
+    """A commit's rows, written on the catalog's thread in one SQLite transaction while the commit is made.
+
+    A transaction staging many memories hands their rows over as it goes
+    (:meth:`add`), so they are written while it stages the rest rather than
+    after; :meth:`finish` gives the commit's final rows, and a row added
+    ahead that is final already (the same Memory, path and blob) is not
+    written again. See :meth:`Catalog.record` for ``settle``.
+    """
+
+    def __init__(self, catalog: Catalog, worker: ThreadPoolExecutor) -> None:
+        self._catalog = catalog
+        # ('rows', rows) as staged, then ('finish', upserts, deletes, moves), or None: dropped.
+        self._inbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._sent: dict[str, tuple[Memory, str, str]] = {}  # id -> the row last added ahead
+        self._finished = False
+        self._settled = False
+        self._done = worker.submit(self._work)
+
+    def add(self, rows: Iterable[tuple[Memory, str, str]]) -> None:
+        """Write these (memory, path, blob id) rows now, ahead of the commit (they are its rows unless it changes them)."""
+        rows = list(rows)
+        self._inbox.put(("rows", rows))
+        for row in rows:  # after: a row noted as sent always was
+            self._sent[row[0].id] = row
+
+    def sent(self, mid: str) -> bool:
+        """Whether a row for ``mid`` was added ahead."""
+        return mid in self._sent
+
+    def finish(self, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
+               moves: Iterable[tuple[str, str]] = ()) -> Callable[[str | None], None]:
+        """The commit's rows, as :meth:`Catalog.record` takes them; returns ``settle``."""
+        def written(memory: Memory, path: str, blob: str) -> bool:
+            ahead = self._sent.get(memory.id)
+            return ahead is not None and ahead[0] is memory and ahead[1:] == (path, blob)
+
+        self._finished = True
+        self._inbox.put(("finish", [row for row in upserts if not written(*row)], list(deletes), list(moves)))
+        return self.settle
+
+    def settle(self, commit: str | None) -> None:
+        """Commit the rows as ``commit``'s and wait for them (raising what went wrong); None drops them."""
+        if self._catalog._unsettled is self:
+            self._catalog._unsettled = None
+        if not self._settled:
+            self._settled = True
+            if self._finished:
+                self._decision.put(commit)
+            else:
+                self._inbox.put(None)  # dropped before the commit was made
+        interrupted = None
+        while True:  # the connection is used again after this: never leave it mid-transaction
+            try:
+                error = self._done.exception()
+                break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+        if error is not None and commit is not None:
+            raise error
+
+    def _work(self) -> None:
+        db = self._catalog._writer()
+        # Deferred: its first write locks the catalog; catalog writes are serialised by the repository lock.
+        db.execute("BEGIN")
+        try:
+            # Rows inserted here are numbered above the lowest maximum any insert saw (a delete can lower it).
+            first = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
+            while (item := self._inbox.get()) is not None and item[0] == "rows":
+                if item[1]:
+                    first = min(first, _upsert(db, item[1]))
+            if item is None:
+                db.execute("ROLLBACK")
+                return
+            _, upserts, deletes, moves = item
+            db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
+            db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
+            if upserts:
+                first = min(first, _upsert(db, upserts))
+            commit = self._decision.get()
+            if commit is not None:  # the branch points at it: the rows written here are its
+                db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, first))
+                db.executemany("UPDATE memories SET commit_id = ? WHERE id = ?", ((commit, mid) for mid, _ in moves))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
+            db.execute("COMMIT" if commit is not None else "ROLLBACK")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+
+def _upsert(db: sqlite3.Connection, rows: list[tuple[Memory, str, str]]) -> int:
+    """Write the rows of these (memory, path, blob id), replacing any of the same id or path.
+
+    Plain deletes and inserts: REPLACE would bypass the full-text index's
+    triggers. Returns the row number before the new rows (see _insert).
+    """
+    db.execute(_DELETE_ROWS, (_json(m.id for m, _, _ in rows), _json(p for _, p, _ in rows)))
+    last = _insert(db, (_row(memory, path, blob, None) for memory, path, blob in rows))
+    _values(db, _INSERT_SKETCHES, sorted(_sketch_rows(memory for memory, _, _ in rows)))
+    return last
+
+
 def _folder(repo: Repository, commit: str | None, folder: str) -> bytes | None:
     entry = repo.objects.lookup(repo.root_tree(commit), folder)
     return entry.sha if entry is not None and entry.is_tree else None
@@ -530,9 +639,26 @@ def _insert(db: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]) -> int:
     Returns the row number before them: theirs are the ones above it.
     """
     last: int = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
-    db.executemany(_INSERT, rows)  # each new row gets n = max(n) + 1
+    _values(db, _INSERT, list(rows))  # each new row gets n = max(n) + 1, in order
     db.execute(_INDEX_AFTER, (last,))
     return last
+
+
+def _json(values: Iterable[str]) -> str:
+    """A JSON array of texts, for json_each."""
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def _values(db: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]]) -> None:
+    """Run ``insert`` (ending in VALUES) for ``rows``, in order, as few statements as 999 parameters allow."""
+    if not rows:
+        return
+    width = len(rows[0])
+    per = 999 // width
+    group = f"({', '.join('?' * width)})"
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        db.execute(insert + ", ".join([group] * len(chunk)), [value for row in chunk for value in row])
 
 
 def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any, ...]:

@@ -8,7 +8,6 @@ commit itself is built by :meth:`Repository.commit`.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +27,15 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..config import Config
-    from .catalog import Catalog
+    from .catalog import Catalog, Recording
 
 log = logging.getLogger("memsite")
 T = TypeVar("T")
 
 AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
+# Once a transaction has staged this many memories, their catalog rows are
+# written while it stages the rest, this many at a time (see _send_ahead).
+AHEAD_BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class Transaction:
         self._moved: set[str] = set()  # ids of memories only moved to another file, bytes unchanged
         self._categories: set[str] = set()
         self._owned: dict[str, bytes] = {}
+        self._ahead: Recording | None = None  # the catalog's record of this commit, once rows are sent ahead
+        self._unsent: list[str] = []  # ids staged since rows were last sent ahead
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
         self.author: str | None = None  # the commit's author when not the store's agent (recalls of another agent)
         self._lock: Any = None
@@ -116,6 +120,7 @@ class Transaction:
             if kind is None:
                 self._commit()
         finally:
+            self._drop_ahead()
             self._open = False
             self.store._local.tx = None
             self._lock.__exit__(None, None, None)
@@ -228,6 +233,8 @@ class Transaction:
 
     def abort(self) -> None:
         """Drop everything staged: the block ends without a commit."""
+        self._drop_ahead()
+        self._unsent.clear()
         self._files.clear()
         self._pending.clear()
         self._paths.clear()
@@ -281,17 +288,26 @@ class Transaction:
     def _twin(self, memory: Memory, mark: str) -> tuple[Memory | None, bool]:
         """An existing memory of the same category saying the same thing, and whether exactly."""
         catalog, category = self.store.catalog, memory.category
+        marks = sketch(memory.content)
+        shared = shared_needed(marks)
         staged = self._by_fingerprint.get((category, mark))
-        exact = self._pending.get(staged) if staged else catalog.find_duplicate(category, mark)
+        near: list[tuple[str, str]] | None = None  # what the catalog finds sharing the sketch
+        if staged:
+            exact = self._pending.get(staged)
+        else:
+            exact, near = catalog.dedup_candidates(category, mark, marks, shared)
         if exact is not None and exact.id in self._pending:
             exact = self._pending[exact.id]  # as this transaction has it (None: forgotten here)
         if exact is not None and fingerprint(exact.content) == mark:
             return exact, True
-        marks, shared = sketch(memory.content), 0
-        shared = shared_needed(marks)
-        counts = Counter(i for h in marks for i in self._by_sketch.get((category, h), ()))
+        if near is None:
+            near = catalog.dedup_candidates(category, None, marks, shared)[1]
+        counts: dict[str, int] = {}
+        for h in marks:
+            for i in self._by_sketch.get((category, h), ()):
+                counts[i] = counts.get(i, 0) + 1
         texts = {i: m.content for i, n in counts.items() if n >= shared and (m := self._pending.get(i)) is not None}
-        for mid, content in catalog.sharing_sketch(category, marks, shared):
+        for mid, content in near:
             if mid not in self._pending:  # what this transaction did to it wins
                 texts[mid] = content
         best, best_score = None, self.store.config.dedupe_threshold
@@ -344,7 +360,32 @@ class Transaction:
         self._paths[memory.id] = path
         self._moved.discard(memory.id)
         self._files[path] = format_memory(memory).encode("utf-8")
+        self._unsent.append(memory.id)
+        if len(self._unsent) >= AHEAD_BATCH:
+            self._send_ahead()
         return memory
+
+    def _send_ahead(self) -> None:
+        """Hand the catalog the rows of the memories staged since last time, to write while the rest is staged.
+
+        The catalog checks them against the commit's final rows (see _record).
+        """
+        rows = []
+        for mid in dict.fromkeys(self._unsent):
+            memory = self._pending.get(mid)
+            if memory is not None and mid not in self._moved:
+                path = self._paths[mid]
+                rows.append((memory, path, blob_id(self._files[path] or b"").hex()))
+        self._unsent.clear()
+        if self._ahead is None:
+            self._ahead = self.store.catalog.recording()
+        self._ahead.add(rows)
+
+    def _drop_ahead(self) -> None:
+        """Drop the rows sent ahead of a commit that is not made."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.settle(None)
 
     def _path_of(self, memory: Memory) -> str:
         """The file of ``memory`` relative to the repository root."""
@@ -422,16 +463,17 @@ class Transaction:
 
     def _record(self) -> Callable[[str | None], None]:
         """Start recording this transaction's memories in the catalog while the commit is made (see Repository.commit)."""
+        recording, self._ahead = self._ahead or self.store.catalog.recording(), None
         upserts, moves = [], []
         for mid, memory in self._pending.items():
             if memory is not None:
                 path = self._path_of(memory)
-                if mid in self._moved:  # same text, so the catalog changes its path and nothing else
+                if mid in self._moved and not recording.sent(mid):  # same text: the catalog changes its path alone
                     moves.append((mid, path))
                 else:
                     upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        settle = self.store.catalog.record(upserts, deletes, moves)
+        settle = recording.finish(upserts, deletes, moves)
 
         def landed(sha: str | None) -> None:
             if sha is not None:
