@@ -25,7 +25,7 @@ from ..errors import FormatError, RepositoryError
 from ..git import Repository
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
-from ..text import category_key, fingerprint, sketch, sketch_key
+from ..text import category_key, fingerprint, sketch
 from .problems import claimed_id, duplicate_message, read_memory
 from .sqlite import connect, transaction
 
@@ -98,19 +98,18 @@ _SELECT = f"SELECT {_FIELDS} FROM {_FROM}"
 # What the files say, without pending recalls: what a write must start from,
 # or the next flush of the journal would count those recalls twice.
 _SELECT_COMMITTED = f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories m"
-# Dedup's one query (see Catalog.dedup_candidates): the exact duplicate and
-# the near ones, told apart by the first column.
+# Dedup's query (see Catalog.dedup_candidates): the exact duplicate, then
+# the ids holding each sketch value, told apart by the first column. One
+# lookup per value: 'k IN (...)' builds a table of the values on every call.
 _EXACT = (f"SELECT 1, m.{', m.'.join(_COLUMNS[:18])} FROM memories m "
           "WHERE m.category = ? AND m.fingerprint = ? ORDER BY m.created LIMIT 1")
 _DEDUP_SQL: dict[tuple[bool, int], str] = {}
 
 
 def _dedup_sql(exact: bool, hashes: int) -> str:
-    near = (f"SELECT 0, m.id, m.content{', NULL' * 16} FROM memories m WHERE m.id IN (SELECT id FROM sketches "
-            f"WHERE k IN ({', '.join('?' * hashes)}) GROUP BY id HAVING count(*) >= ?) LIMIT ?") if hashes else ""
-    if exact and near:
-        return f"SELECT * FROM ({_EXACT}) UNION ALL SELECT * FROM ({near})"
-    return _EXACT if exact else near
+    parts = [f"SELECT * FROM ({_EXACT})"] if exact else []
+    parts += [f"SELECT 0, id{', NULL' * 17} FROM sketches WHERE k = ?"] * hashes
+    return " UNION ALL ".join(parts)
 
 
 _BM25_WEIGHTS = "3.0, 2.0, 1.0, 2.0"  # abstract, overview, content, tags
@@ -186,30 +185,34 @@ class Catalog:
 
     def dedup_candidates(self, category: str, fingerprint: str | None, hashes: tuple[int, ...], shared: int,
                          limit: int = 20) -> tuple[Memory | None, list[tuple[str, str]]]:
-        """What a new memory of ``category`` may duplicate, found by one query.
+        """What a new memory of ``category`` may duplicate.
 
         Returns the first memory created whose text normalises to the same
         words (its ``fingerprint``; not looked for when None), and (id, text)
-        of up to ``limit`` memories whose sketch shares ``shared`` values with
-        ``hashes``.
+        of the first ``limit`` memories (by id) whose sketch shares ``shared``
+        values with ``hashes``. One query finds both (and a second reads the
+        texts of the near ones, when there are any).
         """
-        key = (fingerprint is not None, len(hashes))
-        sql = _DEDUP_SQL.get(key)
+        keys = list(dict.fromkeys(hashes))
+        shape = (fingerprint is not None, len(keys))
+        sql = _DEDUP_SQL.get(shape)
         if sql is None:
-            sql = _DEDUP_SQL[key] = _dedup_sql(*key)
-        args: list[Any] = [category, fingerprint] if fingerprint is not None else []
-        if hashes:
-            high = category_key(category)
-            args += [high | h for h in hashes]
-            args += [shared, limit]
-        exact, near = None, []
-        if sql:
-            for row in self.db.execute(sql, args):
-                if row[0]:
-                    exact = self._memory(row[1:])
-                else:
-                    near.append((row[1], row[2]))
-        return exact, near
+            sql = _DEDUP_SQL[shape] = _dedup_sql(*shape)
+        if not sql:
+            return None, []
+        high = category_key(category)
+        args = [category, fingerprint] if fingerprint is not None else []
+        exact, counts = None, dict[str, int]()
+        for row in self.db.execute(sql, args + [high | h for h in keys]):
+            if row[0]:
+                exact = self._memory(row[1:])
+            else:
+                counts[row[1]] = counts.get(row[1], 0) + 1
+        near = sorted(mid for mid, n in counts.items() if n >= shared)
+        if not near:
+            return exact, []
+        return exact, self.db.execute(f"SELECT id, content FROM memories WHERE id IN ({', '.join('?' * len(near))}) "
+                                      "ORDER BY id LIMIT ?", (*near, limit)).fetchall()
 
     def ranked(
         self,
@@ -426,8 +429,9 @@ class Catalog:
             gone_rows = [(p,) for p in [*touched, *(b[0] for b in demoted), *settled]]
             self.db.executemany("DELETE FROM memories WHERE path = ?", gone_rows)
             self.db.executemany("DELETE FROM problems WHERE path = ?", gone_rows)
-            _insert(self.db, (_row(m, p, b, commits.get(p)) for m, p, b in upserts))
-            _values(self.db, _INSERT_SKETCHES, list(_sketch_rows(m for m, _, _ in upserts)))
+            _insert(self.db, _statements(_INSERT, [_row(m, p, b, commits.get(p)) for m, p, b in upserts]))
+            for sql, values in _statements(_INSERT_SKETCHES, list(_sketch_rows(m for m, _, _ in upserts))):
+                self.db.execute(sql, values)
             self.db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)", bad)
             if commit is None:
                 self.db.execute("DELETE FROM meta WHERE key = 'commit'")
@@ -511,7 +515,7 @@ class Recording:
     def add(self, rows: Iterable[tuple[Memory, str, str]]) -> None:
         """Write these (memory, path, blob id) rows now, ahead of the commit (they are its rows unless it changes them)."""
         rows = list(rows)
-        self._inbox.put(("rows", rows))
+        self._inbox.put(("rows", _Upsert(rows)))
         for row in rows:  # after: a row noted as sent always was
             self._sent[row[0].id] = row
 
@@ -527,7 +531,7 @@ class Recording:
             return ahead is not None and ahead[0] is memory and ahead[1:] == (path, blob)
 
         self._finished = True
-        self._inbox.put(("finish", [row for row in upserts if not written(*row)], list(deletes), list(moves)))
+        self._inbox.put(("finish", _Upsert([row for row in upserts if not written(*row)]), list(deletes), list(moves)))
         return self.settle
 
     def settle(self, commit: str | None) -> None:
@@ -560,16 +564,14 @@ class Recording:
             # Rows inserted here are numbered above the lowest maximum any insert saw (a delete can lower it).
             first = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
             while (item := self._inbox.get()) is not None and item[0] == "rows":
-                if item[1]:
-                    first = min(first, _upsert(db, item[1]))
+                first = min(first, item[1].run(db))
             if item is None:
                 db.execute("ROLLBACK")
                 return
             _, upserts, deletes, moves = item
             db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
             db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
-            if upserts:
-                first = min(first, _upsert(db, upserts))
+            first = min(first, upserts.run(db))
             commit = self._decision.get()
             if commit is not None:  # the branch points at it: the rows written here are its
                 db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, first))
@@ -582,16 +584,29 @@ class Recording:
             raise
 
 
-def _upsert(db: sqlite3.Connection, rows: list[tuple[Memory, str, str]]) -> int:
-    """Write the rows of these (memory, path, blob id), replacing any of the same id or path.
+class _Upsert:
+    """Rows of (memory, path, blob id) to write, replacing any of the same id or path.
 
-    Plain deletes and inserts: REPLACE would bypass the full-text index's
-    triggers. Returns the row number before the new rows (see _insert).
+    The statements' parameters are made where the rows are (the thread
+    staging them), so the catalog's thread only runs SQL, which does not hold
+    Python's lock. Plain deletes and inserts: REPLACE would bypass the
+    full-text index's triggers.
     """
-    db.execute(_DELETE_ROWS, (_json(m.id for m, _, _ in rows), _json(p for _, p, _ in rows)))
-    last = _insert(db, (_row(memory, path, blob, None) for memory, path, blob in rows))
-    _values(db, _INSERT_SKETCHES, sorted(_sketch_rows(memory for memory, _, _ in rows)))
-    return last
+
+    def __init__(self, rows: list[tuple[Memory, str, str]]) -> None:
+        self.deleted = (_json(m.id for m, _, _ in rows), _json(p for _, p, _ in rows)) if rows else None
+        self.inserts = _statements(_INSERT, [_row(memory, path, blob, None) for memory, path, blob in rows])
+        self.sketches = _statements(_INSERT_SKETCHES, sorted(_sketch_rows(memory for memory, _, _ in rows)))
+
+    def run(self, db: sqlite3.Connection) -> float:
+        """Write them; returns the row number before the new rows (see _insert; infinity when there are none)."""
+        if self.deleted is None:
+            return math.inf
+        db.execute(_DELETE_ROWS, self.deleted)
+        last = _insert(db, self.inserts)
+        for sql, values in self.sketches:
+            db.execute(sql, values)
+        return last
 
 
 def _folder(repo: Repository, commit: str | None, folder: str) -> bytes | None:
@@ -633,13 +648,13 @@ def _last_commits(
     return found
 
 
-def _insert(db: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]) -> int:
-    """Insert memory rows and add them to the full-text index (in the caller's transaction).
-
-    Returns the row number before them: theirs are the ones above it.
+def _insert(db: sqlite3.Connection, statements: list[tuple[str, list[Any]]]) -> int:
+    """Insert memory rows (:func:`_statements` of them) and add them to the full-text index (in the caller's
+    transaction). Returns the row number before them: theirs are the ones above it.
     """
     last: int = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
-    _values(db, _INSERT, list(rows))  # each new row gets n = max(n) + 1, in order
+    for sql, values in statements:
+        db.execute(sql, values)  # each new row gets n = max(n) + 1, in order
     db.execute(_INDEX_AFTER, (last,))
     return last
 
@@ -649,32 +664,33 @@ def _json(values: Iterable[str]) -> str:
     return json.dumps(list(values), ensure_ascii=False)
 
 
-def _values(db: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]]) -> None:
-    """Run ``insert`` (ending in VALUES) for ``rows``, in order, as few statements as 999 parameters allow."""
+def _statements(insert: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]]:
+    """``insert`` (ending in VALUES) for ``rows``, in order, as few statements as 999 parameters allow."""
     if not rows:
-        return
+        return []
     width = len(rows[0])
     per = 999 // width
     group = f"({', '.join('?' * width)})"
-    for start in range(0, len(rows), per):
-        chunk = rows[start : start + per]
-        db.execute(insert + ", ".join([group] * len(chunk)), [value for row in chunk for value in row])
+    return [(insert + ", ".join([group] * len(chunk)), [value for row in chunk for value in row])
+            for chunk in (rows[start : start + per] for start in range(0, len(rows), per))]
 
 
 def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any, ...]:
     return (
         memory.id, path, blob, commit, memory.category, memory.abstract, memory.overview, memory.agent,
-        format_time(memory.created), format_time(memory.updated), memory.source, json.dumps(list(memory.tags)),
+        format_time(memory.created), format_time(memory.updated), memory.source,
+        json.dumps(list(memory.tags)) if memory.tags else "[]",
         memory.active_count, format_time(memory.last_recalled) if memory.last_recalled else None,
-        int(memory.pinned), json.dumps(memory.extra, sort_keys=True), memory.content, memory.lines,
-        fingerprint(memory.content),
+        int(memory.pinned), json.dumps(memory.extra, sort_keys=True) if memory.extra else "{}",
+        memory.content, memory.lines, fingerprint(memory.content),
     )
 
 
 def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
     for memory in memories:
+        high = category_key(memory.category)  # (sketch_key, once per memory)
         for value in sketch(memory.content):
-            yield sketch_key(memory.category, value), memory.id
+            yield high | value, memory.id
 
 
 def _filters(category: str | None, agent: str | None, tags: Iterable[str]) -> tuple[list[str], list[Any]]:
