@@ -5,7 +5,6 @@ Pure data: nothing here touches the disk or git.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import os
@@ -92,8 +91,8 @@ _MEMORY_FIELDS = frozenset(f.name for f in dataclasses.fields(Memory))
 
 # --- ids -------------------------------------------------------------------
 
-# base64's RFC 4648 alphabet mapped to Crockford's, which ULIDs use.
-_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+# Crockford's base 32, which ULIDs use, two characters (10 bits) at a time.
+_CROCKFORD_PAIRS = [a + b for a in "0123456789ABCDEFGHJKMNPQRSTVWXYZ" for b in "0123456789ABCDEFGHJKMNPQRSTVWXYZ"]
 _ulid_lock = threading.Lock()
 _ulid_last = (0, 0)
 
@@ -115,7 +114,7 @@ def new_id() -> str:
             rand = int.from_bytes(os.urandom(10), "big")
         _ulid_last = (ms, rand)
     value = (ms << 80) | rand  # 128 bits, written as 26 characters of 5 bits (the top 2 bits are 0)
-    return base64.b32encode((value << 30).to_bytes(20, "big")).decode("ascii")[:26].translate(_CROCKFORD)
+    return "".join([_CROCKFORD_PAIRS[(value >> shift) & 0x3FF] for shift in range(120, -10, -10)])
 
 
 # New ids are ULIDs; files written by hand or imported may use any safe token.
@@ -189,10 +188,13 @@ def truncate(text: str, limit: int) -> str:
     return cut.rstrip() + "…"
 
 
+_SLUG_WORD = re.compile(r"[a-z0-9]+")
+
+
 def slugify(text: str, limit: int = 48) -> str:
     """A lowercase ASCII file-name slug (``user-prefers-tabs``); ``memory`` if empty."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    ascii_text = text if text.isascii() else unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = _SLUG_WORD.findall(ascii_text.lower())
     slug = ""
     for word in words:
         candidate = f"{slug}-{word}" if slug else word

@@ -70,6 +70,21 @@ def rel(store: MemoryStore, path: Path | None) -> str:
 # --- writing ------------------------------------------------------------------------------------------------------
 
 
+def test_ids_are_ulids_that_sort_in_the_order_they_were_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file name ends with its id's tail: ids are ULIDs (Crockford base 32, the time first), so they sort by
+    creation; within one millisecond the random part counts up."""
+    from memsite import model
+
+    monkeypatch.setattr(model, "_ulid_last", (0, 0))
+    monkeypatch.setattr(model.time, "time_ns", lambda: 1_469_918_176_385 * 1_000_000)  # the ULID spec's example
+    ids = [new_id() for _ in range(1000)]
+    assert ids == sorted(ids) and len(set(ids)) == 1000
+    assert all(len(mid) == 26 and mid.startswith("01ARYZ6S41") and mid.isalnum() and mid.isupper()
+               and not set(mid) & set("ILOU") for mid in ids)
+    crockford = str.maketrans("JKMNPQRSTVWXYZ", "IJKLMNOPQRSTUV")  # to the digits int(..., 32) reads
+    assert int(ids[1].translate(crockford), 32) == int(ids[0].translate(crockford), 32) + 1
+
+
 def test_a_memory_lives_in_the_folder_of_its_category_and_month_and_never_moves(store: MemoryStore,
                                                                                 clock: Clock) -> None:
     november = store.remember("Deploys go through make release", category="patterns")

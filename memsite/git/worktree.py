@@ -41,11 +41,12 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
     A temporary file in the same folder is renamed over the target; a kill
     leaves at most an orphan ``*.memsite-tmp`` file, swept by recovery.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    folder, name = os.path.split(path)  # (on strings: a write of many files makes no Path objects)
+    tmp = f"{folder}/.{name}.{os.getpid()}{TMP_SUFFIX}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
@@ -55,7 +56,7 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
         os.close(fd)
     os.replace(tmp, path)
     if fsync:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        dir_fd = os.open(folder, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:

@@ -85,6 +85,7 @@ class Transaction:
         self._owned: dict[str, bytes] = {}
         self._ahead: Recording | None = None  # the catalog's record of this commit, once rows are sent ahead
         self._unsent: list[str] = []  # ids staged since rows were last sent ahead
+        self._folders: dict[tuple[str, datetime], str] = {}  # (category, created) -> folder of new memories
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
         self.author: str | None = None  # the commit's author when not the store's agent (recalls of another agent)
         self._lock: Any = None
@@ -401,8 +402,11 @@ class Transaction:
         The month is the one it was created in, so a memory that changes
         category keeps its month and no write ever moves a file between months.
         """
-        config = self.store.config
-        folder = config.memory_folder(config.category(memory.category), memory.created)
+        folder = self._folders.get((memory.category, memory.created))
+        if folder is None:  # (memories staged together mostly share their second)
+            config = self.store.config
+            folder = self._folders[(memory.category, memory.created)] = config.memory_folder(
+                config.category(memory.category), memory.created)
         slug = slugify(memory.abstract)
         for tail in (memory.id[-6:], memory.id):
             path = f"{folder}/{slug}-{tail.lower()}.md"
