@@ -369,6 +369,16 @@ def test_a_large_transaction_that_stops_leaves_the_catalog_as_it_was(
     assert_clean(store.root)
 
 
+def test_a_long_session_of_writes_keeps_the_catalogs_log_small(store: MemoryStore) -> None:
+    """SQLite copies the catalog's write-ahead log back into it after the write that filled it has returned
+    (on the catalog's thread): the log stays a few megabytes however long the store stays open."""
+    for i in range(300):
+        store.remember(f"Host h{i} in rack r{i % 9} was rebooted after kernel update k{i}", category="events")
+    wal = store.root / ".memsite" / "catalog.sqlite3-wal"
+    assert wal.stat().st_size < 8 * 1024 * 1024
+    assert len(store.list(category="events")) == 300
+
+
 def test_the_dedup_threshold_comes_from_configuration(store: MemoryStore) -> None:
     store.remember("Use black with line length 100 for this repository")
     path = store.root / "mkdocs.yml"

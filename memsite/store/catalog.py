@@ -32,6 +32,9 @@ from .sqlite import connect, transaction
 log = logging.getLogger("memsite")
 
 SCHEMA_VERSION = "8"
+# Rows written between two checkpoints of the catalog's log: about the
+# 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
+CHECKPOINT_ROWS = 50
 
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
@@ -124,6 +127,7 @@ class Catalog:
         self._unsettled: Recording | None = None
         self._path = path
         self._write_db: sqlite3.Connection | None = None  # see _writer()
+        self._unchecked = 0  # rows committed through it since its log was last copied into the catalog
         self.db = connect(path)
         _math_functions(self.db)
         version = self._meta_or_none("schema")
@@ -352,7 +356,23 @@ class Catalog:
         """
         if self._write_db is None:
             self._write_db = connect(self._path)
+            # Its log is copied into the catalog after the write that filled it has returned (see
+            # _committed), not inside that write's COMMIT, where SQLite would do it (and sync twice).
+            self._write_db.execute("PRAGMA wal_autocheckpoint=0")
         return self._write_db
+
+    def _committed(self, rows: int) -> None:
+        """``rows`` were committed through the catalog's thread: copy its log into the catalog now and then."""
+        self._unchecked += rows
+        if self._unchecked >= CHECKPOINT_ROWS and self._worker is not None:
+            self._unchecked = 0
+            self._worker.submit(self._checkpoint)  # runs before any later record's work
+
+    def _checkpoint(self) -> None:
+        try:
+            self._writer().execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # the next one, or any other connection's, copies it
+            log.debug("catalog checkpoint failed: %s", exc)
 
     def settle_pending(self) -> None:
         """Drop what a :meth:`record` whose caller never settled it left open (an interrupt in between).
@@ -510,11 +530,13 @@ class Recording:
         self._sent: dict[str, tuple[Memory, str, str]] = {}  # id -> the row last added ahead
         self._finished = False
         self._settled = False
+        self._rows = 0  # how many it writes
         self._done = worker.submit(self._work)
 
     def add(self, rows: Iterable[tuple[Memory, str, str]]) -> None:
         """Write these (memory, path, blob id) rows now, ahead of the commit (they are its rows unless it changes them)."""
         rows = list(rows)
+        self._rows += len(rows)
         self._inbox.put(("rows", _Upsert(rows)))
         for row in rows:  # after: a row noted as sent always was
             self._sent[row[0].id] = row
@@ -530,8 +552,11 @@ class Recording:
             ahead = self._sent.get(memory.id)
             return ahead is not None and ahead[0] is memory and ahead[1:] == (path, blob)
 
+        upserts = [row for row in upserts if not written(*row)]
+        deletes, moves = list(deletes), list(moves)
+        self._rows += len(upserts) + len(deletes) + len(moves)
         self._finished = True
-        self._inbox.put(("finish", _Upsert([row for row in upserts if not written(*row)]), list(deletes), list(moves)))
+        self._inbox.put(("finish", _Upsert(upserts), deletes, moves))
         return self.settle
 
     def settle(self, commit: str | None) -> None:
@@ -555,6 +580,8 @@ class Recording:
             raise interrupted
         if error is not None and commit is not None:
             raise error
+        if commit is not None:
+            self._catalog._committed(self._rows)
 
     def _work(self) -> None:
         db = self._catalog._writer()
