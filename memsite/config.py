@@ -7,6 +7,7 @@ free-form section), beside the site settings, so one file configures both.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -200,6 +201,7 @@ def place_of(rel: str) -> Place | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)  # every write routes its category name
 def _normalize(name: str) -> str:
     return re.sub(r"[\s-]+", "_", name.strip().lower())
 

@@ -86,6 +86,7 @@ class Transaction:
         self._ahead: Recording | None = None  # the catalog's record of this commit, once rows are sent ahead
         self._unsent: list[str] = []  # ids staged since rows were last sent ahead
         self._folders: dict[tuple[str, datetime], str] = {}  # (category, created) -> folder of new memories
+        self._blobs: dict[str, tuple[bytes, str]] = {}  # path -> (the bytes staged, their blob id), see _blob
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
         self.author: str | None = None  # the commit's author when not the store's agent (recalls of another agent)
         self._lock: Any = None
@@ -376,11 +377,19 @@ class Transaction:
             memory = self._pending.get(mid)
             if memory is not None and mid not in self._moved:
                 path = self._paths[mid]
-                rows.append((memory, path, blob_id(self._files[path] or b"").hex()))
+                rows.append((memory, path, self._blob(path)))
         self._unsent.clear()
         if self._ahead is None:
             self._ahead = self.store.catalog.recording()
         self._ahead.add(rows)
+
+    def _blob(self, path: str) -> str:
+        """The blob id of the file staged for ``path`` (computed once for the rows sent ahead and the commit's)."""
+        data = self._files[path] or b""
+        known = self._blobs.get(path)
+        if known is None or known[0] is not data:
+            known = self._blobs[path] = (data, blob_id(data).hex())
+        return known[1]
 
     def _drop_ahead(self) -> None:
         """Drop the rows sent ahead of a commit that is not made."""
@@ -475,7 +484,7 @@ class Transaction:
                 if mid in self._moved and not recording.sent(mid):  # same text: the catalog changes its path alone
                     moves.append((mid, path))
                 else:
-                    upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
+                    upserts.append((memory, path, self._blob(path)))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
         settle = recording.finish(upserts, deletes, moves)
 
