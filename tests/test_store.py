@@ -179,6 +179,20 @@ def test_uncommitted_edits_to_a_memory_file_are_never_overwritten(store: MemoryS
     assert head(store.root) == memory.commit
 
 
+
+def test_a_persons_untracked_file_where_a_write_creates_one_is_never_overwritten(store: MemoryStore) -> None:
+    from memsite.git.repo import Author
+
+    rel = "content/notes/planner/agent_knowledge.md"  # where the planner's first task writes its notes
+    (store.root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (store.root / rel).write_text("my own notes, not committed\n")
+    before = head(store.root)
+    with store.repo.locked(), pytest.raises(InvalidInput, match=f"{rel}: has changes that are not committed"):
+        store.repo.commit("refs/heads/main", before, {rel: b"memsite's notes\n", "content/notes/planner/other.md": b"x\n"},
+                          message="Notes", author=Author("planner", "planner@memsite"), when=0)
+    assert (store.root / rel).read_text() == "my own notes, not committed\n"
+    assert head(store.root) == before
+
 def test_the_catalog_follows_commits_made_with_plain_git(store: MemoryStore) -> None:
     memory = store.remember("typo in this memroy")
     assert memory.path is not None

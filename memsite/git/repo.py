@@ -584,11 +584,12 @@ class Repository:
         index: list[IndexUpdate] = []
 
         def update_working_tree() -> None:
+            root = str(self.root)  # paths as strings: a transaction writes thousands of files
             for path, data in files.items():
                 if data is None:
                     remove_file(self.root, path)
                 else:
-                    atomic_write(self.root / path, data)
+                    atomic_write(f"{root}/{path}", data)
             new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]
             index.append(IndexUpdate(self.root, self.git_dir, lock, files, new_files))
 
@@ -676,9 +677,10 @@ class Repository:
     def _refuse_unsaved_edits(
         self, base: bytes | None, files: Mapping[str, bytes | None], owned: Mapping[str, bytes]
     ) -> None:
+        on_disk_names = _FolderNames(str(self.root))
         for path in files:
             entry = self.objects.lookup(base, path)
-            if entry is None and not os.path.lexists(self.root / path):
+            if entry is None and not on_disk_names.may_exist(path):
                 continue  # new to the branch and not on disk: the common case
             try:
                 on_disk = (self.root / path).read_bytes()
@@ -694,6 +696,31 @@ class Repository:
                     f"{path}: has changes that are not committed; commit them or discard them "
                     f"(git checkout -- {path}) and retry"
                 )
+
+
+class _FolderNames:
+    """Whether working-tree files may exist, from one listing per folder (not a system call per file).
+
+    A name that differs from a listed one only in case is checked on disk:
+    on a case-insensitive file system it is the same file.
+    """
+
+    def __init__(self, root: str) -> None:
+        self._root = root
+        self._folders: dict[str, tuple[set[str], set[str]]] = {}
+
+    def may_exist(self, path: str) -> bool:
+        folder, _, name = path.rpartition("/")
+        names = self._folders.get(folder)
+        if names is None:
+            try:
+                listed = set(os.listdir(f"{self._root}/{folder}" if folder else self._root))
+            except (FileNotFoundError, NotADirectoryError):
+                listed = set()
+            names = self._folders[folder] = (listed, {n.casefold() for n in listed})
+        if name in names[0]:
+            return True
+        return name.casefold() in names[1] and os.path.lexists(f"{self._root}/{path}")
 
 
 def _settle(settle: Callable[[str | None], None], sha: str | None) -> None:
