@@ -507,7 +507,7 @@ def _fast_memory(memory: Memory) -> str | None:
     values = (
         _fast_scalar(memory.id), _recurring(memory.category), _fast_scalar(memory.abstract),
         _fast_scalar(memory.overview), _recurring(memory.agent), _recurring(format_time(memory.created)),
-        _recurring(format_time(memory.updated)), _recurring(memory.source), _recurring_tags(memory.tags),
+        _recurring(format_time(memory.updated)), _recurring(memory.source), _recurring_tags(tuple(memory.tags)),
         _fast_scalar(memory.active_count),
     )
     last = _recurring(format_time(memory.last_recalled)) if memory.last_recalled else None

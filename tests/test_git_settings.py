@@ -191,10 +191,13 @@ def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: Me
     git(root, "add", "NOTES.txt")
     git(root, "commit", "-q", "-m", "A note by hand")
     git(root, "repack", "-d", "-q")  # a pack git wrote: memsite never lists, merges or removes it
-    theirs = pack_names(root) - {line.split()[0] for line in (root / ".git" / "memsite-packs").read_text().splitlines()}
+    def listed_packs() -> list[str]:
+        return [line for line in (root / ".git" / "memsite-packs").read_text().splitlines() if line.startswith("pack-")]
+
+    theirs = pack_names(root) - {line.split()[0] for line in listed_packs()}
     assert theirs
     made = [store.remember(f"memory number {i} about pack number {i * 7}", category="events") for i in range(80)]
-    listed = (root / ".git" / "memsite-packs").read_text().splitlines()
+    listed = listed_packs()
     assert len(listed) < 24 and theirs <= pack_names(root)
     assert len(pack_names(root)) == len(listed) + len(theirs)  # every pack memsite wrote is listed; merged ones are gone
     sizes = sorted(int(line.split()[1]) for line in listed)
@@ -209,6 +212,36 @@ def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: Me
 
 
 
+
+
+def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_stay(tmp_path: Path,
+                                                                                   clock: Clock) -> None:
+    """Merged packs copy whole objects; past gc.auto objects git's own repack stores them with deltas."""
+    root = tmp_path / "memory"
+    MemoryStore.init(root, agent="planner", clock=clock).close()
+    git(root, "config", "gc.auto", "150")  # git's threshold, made small
+    with MemoryStore(root, agent="planner", clock=clock) as store:
+        store.remember("a pack a person keeps", category="events")
+        kept = max((root / ".git" / "objects" / "pack").glob("*.idx"), key=lambda p: p.stat().st_mtime_ns).stem
+        (root / ".git" / "objects" / "pack" / f"{kept}.keep").write_text("")
+        for i in range(60):
+            store.remember(f"note {i}: the canary for service {i} " + "and its long shared runbook text " * 20,
+                           category="events")
+        job = store.repo.objects._delta_job  # started in the background past gc.auto objects; taken in by a merge
+        if job is not None:
+            job[0].wait(timeout=60)
+            with store.repo.locked():
+                store.repo.objects.merge_own_packs()  # takes git's pack in, and drops what it replaces
+        assert len(store.list()) == 61
+    assert (root / ".git" / "objects" / "pack" / f"{kept}.pack").exists()
+    made = [line.split()[0] for line in (root / ".git" / "memsite-packs").read_text().splitlines()
+            if line.endswith(" deltas")]
+    shown = [git(root, "verify-pack", "-v", str(root / ".git" / "objects" / "pack" / f"{name}.idx")) for name in made]
+    assert any("chain length" in text for text in shown)  # objects stored as deltas
+    whole = sum(int(line.split()[1]) for line in (root / ".git" / "memsite-packs").read_text().splitlines()
+                if line.startswith("pack-") and not line.endswith(" deltas"))
+    assert whole < 300  # of about 430: most of memsite's objects left its whole-object packs for git's
+    assert_clean(root)
 
 def test_a_failed_merge_of_packs_never_fails_a_write(store: MemoryStore, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture) -> None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RepositoryError
+from . import files
 from .settings import Flush, GitSettings
 
 MODE_FILE = 0o100644
@@ -181,6 +182,8 @@ class ObjectStore:
         self._merge_at = max(2, min(MERGE_PACKS, settings.auto_pack_limit // 2))
         self._listed = f"{objects_dir.parent}/{PACKS_FILE}"
         self._merge_due = False
+        self._delta_after = settings.auto_gc
+        self._delta_job: tuple[subprocess.Popen[bytes], list[str]] | None = None  # git pack-objects, its inputs
         self._batch: dict[bytes, tuple[int, bytes]] | None = None
         self._packs: tuple[_Pack, ...] = ()  # newest first
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
@@ -238,19 +241,8 @@ class ObjectStore:
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
         compressed = zlib.compress(b"%s %d\x00%s" % (kind, len(data), data), 0 if _large_tree(kind, data) else self._level)
-        tmp = f"{folder}/tmp_obj_{os.getpid()}_{next(_tmp_counter)}"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        except FileNotFoundError:
-            os.makedirs(folder, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        try:
-            os.write(fd, compressed)
-            if self._flush_loose is not None:
-                self._flush_loose(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
+        files.store(path, f"{folder}/tmp_obj_{os.getpid()}_{next(_tmp_counter)}", compressed, mode=0o444,
+                    flush=self._flush_loose)
         return binsha
 
     def write_many(self, kind: bytes, items: list[bytes]) -> list[bytes]:
@@ -278,8 +270,7 @@ class ObjectStore:
                 header[-1] |= 0x80
                 header.append(size & 0x7F)
                 size >>= 7
-            level = 0 if code == 2 and len(data) > LARGE_TREE_BYTES else self._level
-            entry = bytes(header) + zlib.compress(data, level)
+            entry = bytes(header) + zlib.compress(data, 0 if _large_tree(_KINDS[code], data) else self._level)
             entries.append((binsha, zlib.crc32(entry), entry))
         return self._store_pack(entries, flushes)
 
@@ -313,19 +304,8 @@ class ObjectStore:
         name = f"pack-{pack_sha.hex()}"
         # The .pack goes in place before the .idx: git finds packs by their index.
         for suffix, data, flush in ((".pack", pack, flushes[0]), (".idx", idx, flushes[1])):
-            tmp = f"{folder}/tmp_{name}{suffix}_{os.getpid()}"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
-            except FileNotFoundError:
-                os.makedirs(folder, exist_ok=True)
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
-            try:
-                os.write(fd, data)
-                if flush is not None:
-                    flush(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, f"{folder}/{name}{suffix}")
+            files.store(f"{folder}/{name}{suffix}", f"{folder}/tmp_{name}{suffix}_{os.getpid()}_{next(_tmp_counter)}",
+                        data, mode=0o444, flush=flush)
         return name
 
     # --- merging memsite's own packs ---------------------------------------
@@ -333,9 +313,9 @@ class ObjectStore:
     def _list_own(self, name: str, count: int) -> None:
         """Add a pack memsite wrote to its list."""
         line = f"{name} {count}\n".encode()
-        fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
         try:
-            os.write(fd, line)
+            files.write_all(fd, line)
             self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
         finally:
             os.close(fd)
@@ -353,23 +333,45 @@ class ObjectStore:
         every pack left is at least twice the size of all smaller ones
         together, so an object is copied a few times in its life rather
         than at every merge. Their entries are copied as they are (memsite
-        stores objects whole); the merged pack is flushed as git flushes a
-        repack's, listed, and only then are the merged packs removed. A pack
-        already gone (a person's 'git gc') is simply left out. Callers hold
-        the repository's write lock.
+        stores objects whole), each pack's checksum checked first; the merged
+        pack is flushed as git flushes a repack's before the merged packs
+        are removed. Left alone: a pack gone meanwhile (a person's 'git gc'),
+        one with a ``.keep`` file, and all of them while a multi-pack index
+        names packs (git's own maintenance then manages them).
+
+        Copied entries are never deltas, so once the listed packs hold more
+        objects than ``gc.auto`` (the number of loose objects at which git
+        would pack them), git's own ``repack --geometric`` is started in the
+        background to store them with deltas, as ``git gc --auto`` would have.
+        Callers hold the repository's write lock.
         """
+        folder = f"{self._dir}/pack"
         try:
             with open(self._listed, "rb") as handle:
                 lines = handle.read().split(b"\n")
         except FileNotFoundError:
             return
-        folder = f"{self._dir}/pack"
+        if os.path.exists(f"{folder}/multi-pack-index"):
+            return
         listed: dict[str, int] = {}
+        deltas: dict[str, int] = {}  # packs git wrote with deltas from memsite's: listed, never merged here
+        repacked = 0  # objects listed when git last repacked them (a line 'repacked <n>')
         for line in lines:
-            name, _, count = line.decode("ascii", "replace").partition(" ")
-            if name.startswith("pack-") and count.isdigit() and os.path.exists(f"{folder}/{name}.idx"):
-                listed[name] = int(count)
-        by_size = sorted(listed, key=listed.__getitem__)
+            name, _, rest = line.decode("ascii", "replace").strip().partition(" ")
+            count, _, mark = rest.partition(" ")
+            if name == "repacked" and count.isdigit():
+                repacked = int(count)
+            elif (name.startswith("pack-") and count.isdigit() and os.path.exists(f"{folder}/{name}.idx")
+                    and not os.path.exists(f"{folder}/{name}.keep")):
+                (deltas if mark == "deltas" else listed)[name] = int(count)
+        gone = self._collect_deltas(folder, listed, deltas)
+        total = sum(listed.values())
+        repacked = min(repacked, total)  # git's repack took packs off the list
+        busy = set(self._delta_job[1]) if self._delta_job is not None else set()
+        if total > repacked + self._delta_after and not busy:
+            self._start_deltas(folder, list(listed))
+            busy, repacked = set(listed), total
+        by_size = sorted((name for name in listed if name not in busy), key=listed.__getitem__)
         roll_up, smaller = 0, 0
         for i, name in enumerate(by_size):
             if listed[name] < 2 * smaller:
@@ -381,25 +383,56 @@ class ObjectStore:
             try:
                 found = _whole_entries(folder, name)
             except (OSError, ValueError):
-                continue  # gone meanwhile, or not what memsite writes: left as it is
+                continue  # gone meanwhile, damaged, or not what memsite writes: left as it is
             for binsha, crc, entry in found:
                 entries.setdefault(binsha, (crc, entry))
             merged.append(name)
+        kept = []
+        for name in gone:
+            _remove_pack(folder, name, kept)
         if len(merged) >= 2:
             new = self._store_pack([(binsha, crc, entry) for binsha, (crc, entry) in entries.items()], self._flush_pack)
             for name in merged:
                 del listed[name]
+                _remove_pack(folder, name, kept)
             listed[new] = len(entries)
-        # The list is replaced whole (a kill leaves the old one), then the merged packs go.
-        tmp = f"{self._listed}.tmp_{os.getpid()}"
-        with open(tmp, "w", encoding="ascii") as handle:
-            handle.writelines(f"{name} {count}\n" for name, count in listed.items())
-        os.replace(tmp, self._listed)
-        if len(merged) >= 2:
-            for name in merged:
-                for suffix in (".idx", ".pack"):  # the index first: git stops looking in the pack
-                    with contextlib.suppress(OSError):  # gone already; or open elsewhere (Windows): a harmless copy
-                        os.unlink(f"{folder}/{name}{suffix}")
+        listed.update((name, 0) for name in kept)
+        # Replaced whole: a kill leaves the old list, whose removed packs are skipped next time.
+        files.store(self._listed, f"{self._listed}.tmp_{os.getpid()}",
+                    "".join([*(f"{name} {count}\n" for name, count in listed.items()),
+                             *(f"{name} {count} deltas\n" for name, count in deltas.items()),
+                             f"repacked {repacked}\n"]).encode("ascii"), mode=0o644)
+
+    def _start_deltas(self, folder: str, names: list[str]) -> None:
+        """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background."""
+        ids, fed = [], []
+        for name in names:
+            with contextlib.suppress(OSError, ValueError):
+                ids += _Pack(folder, name).names()
+                fed.append(name)  # only packs whose every object git is given are replaced
+        try:
+            job = subprocess.Popen(["git", f"--git-dir={self.dir.parent}", "pack-objects", "-q", "--delta-base-offset",
+                                    f"{folder}/pack"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)
+        except OSError:
+            return  # no git: the packs stay as they are
+        assert job.stdin is not None
+        threading.Thread(target=_feed, args=(job.stdin, b"".join(i.hex().encode() + b"\n" for i in ids)),
+                         daemon=True).start()
+        self._delta_job = (job, fed)
+
+    def _collect_deltas(self, folder: str, listed: dict[str, int], deltas: dict[str, int]) -> list[str]:
+        """Once git's pack-objects has finished: list its pack, and return the packs it replaces."""
+        if self._delta_job is None or self._delta_job[0].poll() is None:
+            return []
+        (job, names), self._delta_job = self._delta_job, None
+        assert job.stdout is not None
+        made = job.stdout.read().decode("ascii", "replace").strip()
+        job.stdout.close()
+        if job.returncode != 0 or not os.path.exists(f"{folder}/pack-{made}.idx"):
+            return []  # failed: the packs stay, and are tried again later
+        deltas[f"pack-{made}"] = 0
+        return [name for name in names if listed.pop(name, None) is not None]
 
     def read(self, binsha: bytes) -> tuple[str, bytes]:
         """Return (kind, data) of an object, loose or packed."""
@@ -429,8 +462,8 @@ class ObjectStore:
                 if offset is not None:
                     try:
                         return pack.read(offset)
-                    except FileNotFoundError:
-                        break  # merged or repacked meanwhile: look again
+                    except OSError:
+                        break  # merged or repacked meanwhile (on Windows, maybe still being removed): look again
             if attempt == 0 and not self._list_packs():
                 return None
         return None
@@ -722,6 +755,12 @@ class _Pack:
             raise ValueError(f"{name}: not a version 2 pack index")
         self._fanout = struct.unpack_from(">256I", self._idx, 8)
         self._count = self._fanout[255]
+        if len(self._idx) < 1072 + 28 * self._count:
+            raise ValueError(f"{name}: a pack index cut short")
+
+    def names(self) -> list[bytes]:
+        """The ids of every object in the pack."""
+        return [self._idx[at : at + 20] for at in range(1032, 1032 + 20 * self._count, 20)]
 
     def find(self, binsha: bytes) -> int | None:
         """The offset of ``binsha`` in the pack, or None."""
@@ -781,6 +820,28 @@ class _Pack:
         return kind.decode(), out
 
 
+def _feed(pipe: Any, data: bytes) -> None:
+    try:
+        pipe.write(data)
+    except OSError:
+        pass  # git ended early: its exit status says so
+    finally:
+        with contextlib.suppress(OSError):
+            pipe.close()
+
+
+def _remove_pack(folder: str, name: str, kept: list[str]) -> None:
+    """Remove one of memsite's packs (its index first: git stops looking in it); ``kept`` gets it if it stays."""
+    for suffix in (".idx", ".pack"):
+        try:
+            os.unlink(f"{folder}/{name}{suffix}")
+        except FileNotFoundError:
+            pass
+        except OSError:  # open elsewhere (Windows): a harmless copy, removed at a later merge
+            kept.append(name)
+            return
+
+
 def _whole_entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]]:
     """(id, CRC-32, entry bytes) of every object in a pack that stores them all whole.
 
@@ -793,6 +854,8 @@ def _whole_entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]]:
         pack = handle.read()
     if idx[:8] != b"\xfftOc\x00\x00\x00\x02" or pack[:4] != b"PACK":
         raise ValueError(f"{name}: not a version 2 pack")
+    if hashlib.sha1(memoryview(pack)[:-20]).digest() != pack[-20:] or idx[-40:-20] != pack[-20:]:
+        raise ValueError(f"{name}: damaged (its checksum does not match)")
     count = struct.unpack_from(">I", idx, 1028)[0]
     shas = [idx[1032 + 20 * i : 1052 + 20 * i] for i in range(count)]
     crcs = struct.unpack_from(f">{count}I", idx, 1032 + 20 * count)

@@ -715,7 +715,7 @@ class _FolderNames:
         if names is None:
             try:
                 listed = set(os.listdir(f"{self._root}/{folder}" if folder else self._root))
-            except (FileNotFoundError, NotADirectoryError):
+            except OSError:  # missing, not a folder, or unreadable: as os.path.lexists, nothing there
                 listed = set()
             names = self._folders[folder] = (listed, {n.casefold() for n in listed})
         if name in names[0]:

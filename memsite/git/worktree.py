@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from ..errors import RepositoryError
+from . import files
 from . import index as gitindex
 from .locks import LockFile
 
@@ -35,26 +36,15 @@ INDEX_COPY_PREFIX = "memsite-index."  # in the git dir: private copies 'git upda
 T = TypeVar("T")
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
+def atomic_write(path: str | Path, data: bytes, *, fsync: bool = False) -> None:
     """Replace ``path`` with ``data`` so a reader or a crash never sees half a file.
 
     A temporary file in the same folder is renamed over the target; a kill
     leaves at most an orphan ``*.memsite-tmp`` file, swept by recovery.
     """
     folder, name = os.path.split(path)  # (on strings: a write of many files makes no Path objects)
-    tmp = f"{folder}/.{name}.{os.getpid()}{TMP_SUFFIX}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    except FileNotFoundError:
-        os.makedirs(folder, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    files.store(str(path), f"{folder}/.{name}.{os.getpid()}{TMP_SUFFIX}", data, mode=0o644,
+                flush=os.fsync if fsync else None)
     if fsync:
         dir_fd = os.open(folder, os.O_RDONLY)
         try:

@@ -215,8 +215,9 @@ class Catalog:
         near = sorted(mid for mid, n in counts.items() if n >= shared)
         if not near:
             return exact, []
+        near = near[:limit]  # the first by id, as the query orders them
         return exact, self.db.execute(f"SELECT id, content FROM memories WHERE id IN ({', '.join('?' * len(near))}) "
-                                      "ORDER BY id LIMIT ?", (*near, limit)).fetchall()
+                                      "ORDER BY id", near).fetchall()
 
     def ranked(
         self,
@@ -357,8 +358,9 @@ class Catalog:
         if self._write_db is None:
             self._write_db = connect(self._path)
             # Its log is copied into the catalog after the write that filled it has returned (see
-            # _committed), not inside that write's COMMIT, where SQLite would do it (and sync twice).
-            self._write_db.execute("PRAGMA wal_autocheckpoint=0")
+            # _committed), not inside that write's COMMIT, where SQLite would do it (and sync twice);
+            # a COMMIT still does it past 16 MB (short-lived writers never reach CHECKPOINT_ROWS).
+            self._write_db.execute("PRAGMA wal_autocheckpoint=4000")
         return self._write_db
 
     def _committed(self, rows: int) -> None:
