@@ -341,9 +341,10 @@ class ObjectStore:
 
         Copied entries are never deltas, so once the listed packs hold more
         objects than ``gc.auto`` (the number of loose objects at which git
-        would pack them), git's own ``repack --geometric`` is started in the
-        background to store them with deltas, as ``git gc --auto`` would have.
-        Callers hold the repository's write lock.
+        would pack them), ``git pack-objects`` is started in the background
+        to store them again with deltas, as ``git gc --auto`` would have; a
+        later merge (or :meth:`finish`) lists its pack and removes the packs
+        it replaces. Callers hold the repository's write lock.
         """
         folder = f"{self._dir}/pack"
         try:
@@ -402,6 +403,22 @@ class ObjectStore:
                     "".join([*(f"{name} {count}\n" for name, count in listed.items()),
                              *(f"{name} {count} deltas\n" for name, count in deltas.items()),
                              f"repacked {repacked}\n"]).encode("ascii"), mode=0o644)
+
+    @property
+    def storing_deltas(self) -> bool:
+        """Whether git is storing memsite's objects with deltas (see :meth:`merge_own_packs`)."""
+        return self._delta_job is not None
+
+    def finish(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for git's pack with deltas, and take it in (under the write lock).
+
+        Otherwise only this process could: its pack would stay beside the
+        packs it replaces until a 'git gc'.
+        """
+        if self._delta_job is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._delta_job[0].wait(timeout)
+            self.merge_own_packs()
 
     def _start_deltas(self, folder: str, names: list[str]) -> None:
         """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background."""

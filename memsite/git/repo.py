@@ -53,6 +53,7 @@ log = logging.getLogger("memsite")
 
 STATE_DIR = ".memsite"
 LOCK_TIMEOUT_SECONDS = 120.0
+DELTAS_TIMEOUT_SECONDS = 60.0  # how long closing a store waits for git to store memsite's objects with deltas
 # memsite never runs 'git commit', so git's own 'gc --auto' never triggers.
 # It is run instead after commits whose id starts with these characters: one
 # write in 256, the rate at which git samples objects/17/ to decide.
@@ -155,7 +156,13 @@ class Repository:
                 raise RepositoryError(f"git config {key} failed: {result.stderr.strip()}")
 
     def close(self) -> None:
-        """Stop the ``git cat-file`` helpers GitPython keeps per repository."""
+        """Take in git's pack with deltas if one is being made, and stop GitPython's ``git cat-file`` helpers."""
+        if self.objects.storing_deltas:
+            try:
+                with self.locked(recover=False):
+                    self.objects.finish(DELTAS_TIMEOUT_SECONDS)
+            except Exception as exc:  # its packs stay; a later 'git gc' tidies them
+                log.warning("could not take in git's pack of memsite's objects (%s)", exc)
         self.journal.close()
         self._file_lock.close()
         self.git.close()
