@@ -13,9 +13,11 @@ kernel. memsite lists the packs it writes (``.git/memsite-packs``) and merges
 them as they add up, geometrically as ``git repack --geometric`` does but by
 copying their entries (a git repack would cost a process and delta searches
 every few writes), so their number stays far below the 50 at which ``git gc
---auto`` repacks everything; it never touches a pack it did not write. With
-``gc.auto`` or ``gc.autoPackLimit`` set to 0 (maintenance left to someone
-else), objects are written loose instead, as git writes them.
+--auto`` repacks everything; it never touches a pack it did not write. Once
+they hold more objects than ``gc.auto``, ``git pack-objects`` stores them
+again with deltas in the background (see :meth:`ObjectStore.merge_own_packs`).
+With ``gc.auto`` or ``gc.autoPackLimit`` set to 0 (maintenance left to
+someone else), objects are written loose instead, as git writes them.
 
 Objects are read from loose files and from packs directly (objects stored
 whole, as memsite stores them and git stores many); a delta, or an object
