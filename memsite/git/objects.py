@@ -436,8 +436,7 @@ class ObjectStore:
         except OSError:
             return  # no git: the packs stay as they are
         assert job.stdin is not None
-        threading.Thread(target=_feed, args=(job.stdin, b"".join(i.hex().encode() + b"\n" for i in ids)),
-                         daemon=True).start()
+        threading.Thread(target=_feed, args=(job.stdin, ids), daemon=True).start()
         self._delta_job = (job, fed)
 
     def _collect_deltas(self, folder: str, listed: dict[str, int], deltas: dict[str, int]) -> list[str]:
@@ -778,8 +777,20 @@ class _Pack:
             raise ValueError(f"{name}: a pack index cut short")
 
     def names(self) -> list[bytes]:
-        """The ids of every object in the pack."""
+        """The ids of every object in the pack, in the index's order."""
         return [self._idx[at : at + 20] for at in range(1032, 1032 + 20 * self._count, 20)]
+
+    def crcs(self) -> tuple[int, ...]:
+        """Each object's CRC-32, in the index's order."""
+        return struct.unpack_from(f">{self._count}I", self._idx, 1032 + 20 * self._count)
+
+    def offsets(self) -> tuple[int, ...]:
+        """Each object's offset as the index stores it (the high bit set: in the table of large offsets)."""
+        return struct.unpack_from(f">{self._count}I", self._idx, 1032 + 24 * self._count)
+
+    def pack_checksum(self) -> bytes:
+        """The checksum of the pack this index was written for."""
+        return self._idx[-40:-20]
 
     def find(self, binsha: bytes) -> int | None:
         """The offset of ``binsha`` in the pack, or None."""
@@ -807,7 +818,7 @@ class _Pack:
         Raises:
             FileNotFoundError: the pack is gone (merged or repacked meanwhile).
         """
-        fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = os.open(self._path, os.O_RDONLY | files.BINARY)
         try:
             os.lseek(fd, offset, os.SEEK_SET)
             data = os.read(fd, 4096)
@@ -839,9 +850,10 @@ class _Pack:
         return kind.decode(), out
 
 
-def _feed(pipe: Any, data: bytes) -> None:
+def _feed(pipe: Any, shas: list[bytes]) -> None:
+    """Write object ids to a git command's input, a line each, then close it."""
     try:
-        pipe.write(data)
+        pipe.write(b"".join(sha.hex().encode() + b"\n" for sha in shas))
     except OSError:
         pass  # git ended early: its exit status says so
     finally:
@@ -865,20 +877,16 @@ def _whole_entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]]:
     """(id, CRC-32, entry bytes) of every object in a pack that stores them all whole.
 
     Raises:
-        ValueError: the pack holds a delta, or is not a version-2 pack.
+        ValueError: the pack holds a delta, is damaged, or is not a version-2 pack.
     """
-    with open(f"{folder}/{name}.idx", "rb") as handle:
-        idx = handle.read()
+    index = _Pack(folder, name)
     with open(f"{folder}/{name}.pack", "rb") as handle:
         pack = handle.read()
-    if idx[:8] != b"\xfftOc\x00\x00\x00\x02" or pack[:4] != b"PACK":
+    if pack[:4] != b"PACK":
         raise ValueError(f"{name}: not a version 2 pack")
-    if hashlib.sha1(memoryview(pack)[:-20]).digest() != pack[-20:] or idx[-40:-20] != pack[-20:]:
+    if hashlib.sha1(memoryview(pack)[:-20]).digest() != pack[-20:] or index.pack_checksum() != pack[-20:]:
         raise ValueError(f"{name}: damaged (its checksum does not match)")
-    count = struct.unpack_from(">I", idx, 1028)[0]
-    shas = [idx[1032 + 20 * i : 1052 + 20 * i] for i in range(count)]
-    crcs = struct.unpack_from(f">{count}I", idx, 1032 + 20 * count)
-    offsets = struct.unpack_from(f">{count}I", idx, 1032 + 24 * count)
+    shas, crcs, offsets = index.names(), index.crcs(), index.offsets()
     ends = dict(zip(sorted(offsets), [*sorted(offsets)[1:], len(pack) - 20]))
     entries = []
     for binsha, crc, offset in zip(shas, crcs, offsets):
@@ -893,14 +901,7 @@ def _cat_file_batch(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:
     proc = subprocess.Popen(["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
-
-    def feed() -> None:
-        try:
-            proc.stdin.write(b"".join(sha.hex().encode() + b"\n" for sha in shas))  # type: ignore[union-attr]
-        finally:
-            proc.stdin.close()  # type: ignore[union-attr]
-
-    writer = threading.Thread(target=feed, daemon=True)
+    writer = threading.Thread(target=_feed, args=(proc.stdin, shas), daemon=True)
     writer.start()
     found: dict[bytes, bytes] = {}
     try:
