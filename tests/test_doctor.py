@@ -33,8 +33,10 @@ def test_what_a_killed_writer_leaves_is_reported_then_repaired(store: MemoryStor
     store.close()
     dead = 2**22 + 12345  # above the kernel's default pid_max: no process has it
     orphans = [root / "content" / f".x.md.{dead}.memsite-tmp",
-               root / ".git" / "objects" / "ab" / f"tmp_obj_{dead}_1"]
-    orphans[1].parent.mkdir(exist_ok=True)
+               root / ".git" / "objects" / "ab" / f"tmp_obj_{dead}_1",
+               root / ".memsite" / "ahead" / f".7.{dead}.memsite-tmp"]  # a file a large commit wrote ahead
+    for path in orphans:
+        path.parent.mkdir(exist_ok=True)
     for path in orphans:
         path.write_bytes(b"half written")
     alive = root / "content" / f".y.md.{os.getpid()}.memsite-tmp"  # a writer still running: left alone
@@ -47,10 +49,11 @@ def test_what_a_killed_writer_leaves_is_reported_then_repaired(store: MemoryStor
     assert result.exit_code == 1
     assert f"content/.x.md.{dead}.memsite-tmp: temporary file of a memsite writer (process {dead})" in result.output
     assert f"tmp_obj_{dead}_1" in result.output and "tmp_obj_Xa9Qz1" not in result.output
+    assert f".memsite/ahead/.7.{dead}.memsite-tmp: temporary file of a memsite writer" in result.output
     assert f"note: content/.y.md.{os.getpid()}.memsite-tmp: being written" in result.output
     assert "problem: .git/index: missing" in result.output
     assert "problem: .memsite/catalog.sqlite3: damaged" in result.output
-    assert result.output.endswith("Error: 4 problem(s) found (4 repaired by 'memsite doctor --fix')\n")
+    assert result.output.endswith("Error: 5 problem(s) found (5 repaired by 'memsite doctor --fix')\n")
     fixed = doctor(root, "--fix")
     assert fixed.exit_code == 0, fixed.output
     assert not any(path.exists() for path in orphans)

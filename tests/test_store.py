@@ -409,6 +409,60 @@ def test_a_large_transaction_is_written_as_a_pack(store: MemoryStore) -> None:
     assert subprocess.run(["git", "verify-pack", str(packs[0])], capture_output=True).returncode == 0
 
 
+def test_a_large_transaction_writes_its_files_ahead_and_the_working_tree_ends_as_committed(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsite.git import worktree
+
+    placed: list[bool] = []
+    place = worktree.FilesAhead.place
+
+    def counting(self: worktree.FilesAhead, path: str, target: str, data: bytes) -> bool:
+        placed.append(place(self, path, target, data))
+        return placed[-1]
+
+    monkeypatch.setattr(worktree.FilesAhead, "place", counting)
+    with store.transaction("bulk import") as tx:
+        first = tx.remember("the first imported memory, about the build server", category="events")
+        made = [tx.remember(f"imported memory number {i} about topic {i * 7}", category="events") for i in range(250)]
+        changed = tx.update(first.id, content="the first imported memory, about the build server, now retired")
+        tx.forget(made[5].id, reason="a mistake")
+    assert placed.count(True) >= 150  # written ahead and renamed into place
+    assert placed.count(False) >= 1  # the changed memory: its final bytes, not those written ahead
+    assert store.get(first.id).content == changed.content
+    rel = Path(changed.path).relative_to(store.root)  # type: ignore[arg-type]
+    committed = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=store.root, capture_output=True, check=True).stdout
+    assert Path(changed.path).read_bytes() == committed  # type: ignore[arg-type]
+    assert not Path(made[5].path).exists()  # type: ignore[arg-type]
+    assert len(store.list(category="events")) == 250
+    assert_clean(store.root)
+    assert not list((store.root / ".memsite" / "ahead").iterdir())
+
+
+def test_a_large_transaction_that_raises_leaves_no_file_behind(store: MemoryStore) -> None:
+    head_before = head(store.root)
+    with pytest.raises(RuntimeError), store.transaction("bulk import") as tx:
+        for i in range(250):
+            tx.remember(f"imported memory number {i}", category="events")
+        raise RuntimeError("the import failed half way")
+    assert head(store.root) == head_before
+    assert not (store.root / "content" / "memories" / "events").exists()
+    assert not list((store.root / ".memsite" / "ahead").iterdir())
+    assert_clean(store.root)
+
+
+def test_a_journal_record_torn_before_it_was_cut_to_length_is_ignored(store: MemoryStore) -> None:
+    kept = store.remember("the release train leaves on thursdays")
+    journal = store.repo.state_dir / "journal.json"
+    new = b'{"ref": "refs/heads/main", "paths": ["content/memories/general/x.md"]}'
+    journal.write_bytes(new + b', "other/y.md"]}')  # a kill between writing the record and cutting the old tail
+    assert store.repo.journal.pending() == []
+    store.remember("the deploy freeze starts on fridays")
+    assert Path(kept.path).exists()  # type: ignore[arg-type]
+    assert journal.read_bytes().startswith(b'{"done": "refs/heads/main"')
+    assert_clean(store.root)
+
+
 def test_memory_objects_compare_by_content_not_location() -> None:
     from datetime import datetime, timezone
 

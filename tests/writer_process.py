@@ -27,6 +27,8 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     "git-lock-taken": (Locks, "acquire", "after"),
     "journal-begun": (worktree.Journal, "begin", "after"),
     "file-written": (repo, "atomic_write", "after"),
+    "files-written-ahead": (worktree.FilesAhead, "finish", "after"),  # (a large commit) none placed yet
+    "file-placed": (worktree.FilesAhead, "place", "after"),
     "index-started": (repo, "IndexUpdate", "after"),
     "index-lock-held": (os, "replace", "before-index"),
     "ref-lock-held": (os, "replace", "before-ref"),

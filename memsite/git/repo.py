@@ -40,12 +40,15 @@ from .objects import MODE_FILE, Entry, ObjectStore, blob_id
 from .refs import RefMoved, Refs
 from .settings import GitSettings
 from .worktree import (
+    AHEAD_DIR,
     Background,
+    FilesAhead,
     IndexUpdate,
     Journal,
     atomic_write,
     remove_file,
     restore,
+    sweep_ahead,
     sweep_index_copies,
 )
 
@@ -58,6 +61,7 @@ DELTAS_TIMEOUT_SECONDS = 60.0  # how long closing a store waits for git to store
 # It is run instead after commits whose id starts with these characters: one
 # write in 256, the rate at which git samples objects/17/ to decide.
 GC_SAMPLE = "17"
+LISTED_FILES = 16  # files in one commit from which the working tree is checked by listing folders
 BACKGROUND_FILES = 64  # files in one commit from which the working tree is written on a second thread
 CATCH_UP_COMMITS = 64  # how far back an index left behind by a 'git checkout' racing a write is looked for
 # git operations that leave the checkout between two states, and how to end each.
@@ -205,6 +209,7 @@ class Repository:
         If that branch is no longer checked out, the files belong to the
         branch a person checked out since, and are left as they are.
         """
+        sweep_ahead(self.state_dir)
         record = self.journal.read()
         self._take_back_left_behind(record)
         ref, paths = self.journal.pending_write(record)
@@ -432,6 +437,10 @@ class Repository:
 
     # --- writing -----------------------------------------------------------
 
+    def files_ahead(self) -> FilesAhead:
+        """A place to write a large commit's working-tree files while it is prepared (pass it to :meth:`commit`)."""
+        return FilesAhead(self.state_dir / AHEAD_DIR)
+
     def write_working_file(self, path: str, data: bytes) -> None:
         """Write a file to the working tree only (working memory, committed later)."""
         atomic_write(self.root / path, data)
@@ -447,6 +456,7 @@ class Repository:
         when: int,
         owned: Mapping[str, bytes] | None = None,
         record: Callable[[], Callable[[str | None], None]] | None = None,
+        ahead: FilesAhead | None = None,
     ) -> str | None:
         """Commit ``files`` (path -> bytes, or None to delete) on top of ``parent``.
 
@@ -460,7 +470,9 @@ class Repository:
         caller can write its own account of it meanwhile (on a thread of its
         own); it returns a function that is called once: with the commit id
         when the branch points at it, or None when it never will (its failure
-        once the branch has moved is logged: the commit stands).
+        once the branch has moved is logged: the commit stands). ``ahead``:
+        files of this commit already written ahead (see :class:`FilesAhead`),
+        renamed into the working tree rather than written there.
 
         Returns:
             The new commit id, or None when the files already had that content.
@@ -509,7 +521,7 @@ class Repository:
                     if sha is not None:
                         move(sha)
                 else:
-                    sha = self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock)
+                    sha = self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
             except BaseException:
                 if settle is not None:
                     made = built[0] if built else None
@@ -583,6 +595,7 @@ class Repository:
         build: Callable[[], str | None],
         move: Callable[[str], None],
         lock: LockFile,
+        ahead: FilesAhead | None,
     ) -> str | None:
         """Commit with the working tree and the index: ``files`` are written there (``committed`` and any catch-up)."""
         new_paths = [path for path, data in committed.items()
@@ -592,10 +605,12 @@ class Repository:
 
         def update_working_tree() -> None:
             root = str(self.root)  # paths as strings: a transaction writes thousands of files
+            if ahead is not None:
+                ahead.finish()
             for path, data in files.items():
                 if data is None:
                     remove_file(self.root, path)
-                else:
+                elif ahead is None or not ahead.place(path, f"{root}/{path}", data):
                     atomic_write(f"{root}/{path}", data)
             new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]
             index.append(IndexUpdate(self.root, self.git_dir, lock, files, new_files))
@@ -684,7 +699,7 @@ class Repository:
     def _refuse_unsaved_edits(
         self, base: bytes | None, files: Mapping[str, bytes | None], owned: Mapping[str, bytes]
     ) -> None:
-        on_disk_names = _FolderNames(str(self.root))
+        on_disk_names = _FolderNames(str(self.root), listed=len(files) >= LISTED_FILES)
         for path in files:
             entry = self.objects.lookup(base, path)
             if entry is None and not on_disk_names.may_exist(path):
@@ -706,17 +721,21 @@ class Repository:
 
 
 class _FolderNames:
-    """Whether working-tree files may exist, from one listing per folder (not a system call per file).
+    """Whether working-tree files may exist: for many files, from one listing per folder (not a system
+    call per file); for a few, asked one by one (a month folder of a large store lists hundreds of names).
 
     A name that differs from a listed one only in case is checked on disk:
     on a case-insensitive file system it is the same file.
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, *, listed: bool) -> None:
         self._root = root
+        self._listed = listed
         self._folders: dict[str, tuple[set[str], set[str]]] = {}
 
     def may_exist(self, path: str) -> bool:
+        if not self._listed:
+            return os.path.lexists(f"{self._root}/{path}")
         folder, _, name = path.rpartition("/")
         names = self._folders.get(folder)
         if names is None:

@@ -16,8 +16,10 @@ the branch says (the branch is the truth) before it starts.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
+import queue
 import secrets
 import shutil
 import subprocess
@@ -32,6 +34,7 @@ from . import index as gitindex
 from .locks import LockFile
 
 TMP_SUFFIX = ".memsite-tmp"
+AHEAD_DIR = "ahead"  # in the state folder: files of a large commit written while it is prepared (see FilesAhead)
 INDEX_COPY_PREFIX = "memsite-index."  # in the git dir: private copies 'git update-index' works on
 T = TypeVar("T")
 
@@ -91,6 +94,107 @@ class Background(Generic[T]):
         if self._error is not None:
             raise self._error
         return self.value  # type: ignore[return-value]
+
+
+class FilesAhead:
+    """Working-tree files of a large commit, written ahead on a thread while the caller prepares the rest.
+
+    Creating a file is kernel time that a second core can spend while the
+    caller's Python stages the next memories. Each file is written whole
+    into a folder of memsite's own (``.memsite/ahead``, git-ignored, so a
+    person's ``git status`` never lists it), under a name no other process
+    uses; the commit, holding ``index.lock``, then only renames it into the
+    working tree (:meth:`place`), instead of creating it there. A file whose
+    bytes changed since, or that could not be written, is written by the
+    commit as usual. Whatever a killed writer left in the folder is removed
+    by the next writer (:func:`sweep_ahead`); :meth:`discard` removes what a
+    commit did not use.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = str(folder)
+        self._names = itertools.count()
+        self._inbox: queue.SimpleQueue[list[tuple[str, bytes]] | None] = queue.SimpleQueue()
+        self._written: dict[str, tuple[bytes, str]] = {}  # path -> (its bytes, the file holding them)
+        self._thread: threading.Thread | None = None
+
+    def add(self, items: Iterable[tuple[str, bytes]]) -> None:
+        """Write these (working-tree path, bytes) files ahead."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="memsite-files-ahead", daemon=True)
+            self._thread.start()
+        self._inbox.put(list(items))
+
+    def _run(self) -> None:
+        suffix = f".{os.getpid()}{TMP_SUFFIX}"  # named as atomic_write's files are: 'memsite doctor' knows them
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | files.BINARY
+        while (items := self._inbox.get()) is not None:
+            for path, data in items:
+                name = f"{self.folder}/.{next(self._names)}{suffix}"
+                try:
+                    try:
+                        fd = os.open(name, flags, 0o644)
+                    except FileNotFoundError:
+                        os.makedirs(self.folder, exist_ok=True)
+                        fd = os.open(name, flags, 0o644)
+                    try:
+                        files.write_all(fd, data)
+                    finally:
+                        os.close(fd)
+                except OSError:  # (a full disk, say) the commit writes this one itself
+                    with contextlib.suppress(OSError):
+                        os.unlink(name)
+                    continue
+                old = self._written.get(path)
+                self._written[path] = (data, name)
+                if old is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(old[1])
+
+    def finish(self) -> None:
+        """Wait until every file added is written."""
+        if self._thread is not None:
+            self._inbox.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def place(self, path: str, target: str, data: bytes) -> bool:
+        """Rename the file written ahead for ``path`` to ``target`` if it holds ``data``; False if there is none."""
+        found = self._written.pop(path, None)
+        if found is None:
+            return False
+        if found[0] is data or found[0] == data:
+            try:
+                try:
+                    os.replace(found[1], target)
+                except FileNotFoundError:
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    os.replace(found[1], target)
+                return True
+            except OSError:  # (another file system under the working tree, say) written as usual
+                pass
+        with contextlib.suppress(OSError):
+            os.unlink(found[1])
+        return False
+
+    def discard(self) -> None:
+        """Remove the files not placed (after :meth:`finish`, or it is called here)."""
+        self.finish()
+        for _, name in self._written.values():
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        self._written.clear()
+
+
+def sweep_ahead(state_dir: Path) -> None:
+    """Remove files a killed writer wrote ahead (under the write lock, no other writer of this checkout has any)."""
+    folder = state_dir / AHEAD_DIR
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        (folder / name).unlink(missing_ok=True)
 
 
 def remove_file(root: Path, rel: str) -> None:
@@ -204,11 +308,14 @@ class Journal:
     """The paths a write is changing in the working tree, kept until it is done.
 
     One file, rewritten in place (no file is created per write: on some disks
-    that costs more than the rest of the write). Between writes it is empty,
-    or names what the last write left in the working tree of its branch (see
-    :meth:`end`). A torn write leaves a prefix of the JSON, which does not
-    parse; that can only happen before the working tree is touched, so it is
-    ignored.
+    that costs more than the rest of the write). Between writes it holds an
+    empty list, or names what the last write left in the working tree of its
+    branch (see :meth:`end`). A record is written over the last one and the
+    file then cut to its length (never to zero: freeing and allocating its
+    block at every write costs a disk with online discard more). A write
+    torn in between leaves the new record followed by the old one's tail, or
+    a prefix of it: neither parses, and that can only happen before the
+    working tree is touched, so it is ignored.
     """
 
     def __init__(self, path: Path) -> None:
@@ -222,10 +329,15 @@ class Journal:
 
     def begin(self, paths: Iterable[str], ref: str | None = None) -> None:
         """Record that ``paths`` of the checked-out branch ``ref`` are being changed in the working tree."""
-        fd = self._file()
-        os.ftruncate(fd, 0)
         record = {"ref": ref, "paths": sorted(paths)} if ref is not None else sorted(paths)
-        os.pwrite(fd, json.dumps(record).encode("utf-8", "surrogateescape"), 0)
+        self._write(json.dumps(record).encode("utf-8", "surrogateescape"))
+
+    def _write(self, data: bytes) -> None:
+        fd = self._file()
+        view, done = memoryview(data), 0
+        while done < len(data):
+            done += os.pwrite(fd, view[done:], done)
+        os.ftruncate(fd, len(data))
 
     def end(self, ref: str | None = None, left: Mapping[str, str | None] | None = None) -> None:
         """The write is done; ``left``: what it put in ``ref``'s working tree (path -> blob id, None: removed).
@@ -234,11 +346,13 @@ class Journal:
         index for the branch it left (they had the same tree) would keep these
         files; :meth:`left_behind` lets the next writer take them back out.
         """
-        fd = self._file()
-        os.ftruncate(fd, 0)
+        data = b"[]"
         if ref is not None and left:
-            with contextlib.suppress(OSError):  # only a note (a full disk loses it; the write itself is done)
-                os.pwrite(fd, json.dumps({"done": ref, "left": dict(left)}).encode("utf-8", "surrogateescape"), 0)
+            data = json.dumps({"done": ref, "left": dict(left)}).encode("utf-8", "surrogateescape")
+        try:
+            self._write(data)
+        except OSError:  # a full disk: the note is lost (the write itself is done); empty, the file needs no block
+            os.ftruncate(self._file(), 0)
 
     def left_behind(self, record: object = None) -> tuple[str | None, dict[str, str | None]]:
         """(branch, path -> blob id) of what the last finished write left in that branch's working tree.

@@ -18,6 +18,7 @@ from ..config import Category
 from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
 from ..fileformat import decode, format_memory
 from ..git import Author, Repository, blob_id
+from ..git.worktree import FilesAhead
 from ..model import ID_RE, Memory, format_time, one_line, parse_time, slugify, truncate
 from ..ranking import TrimCandidate, plan_trim
 from ..text import fingerprint, shared_needed, similarity, sketch
@@ -33,8 +34,9 @@ log = logging.getLogger("memsite")
 T = TypeVar("T")
 
 AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
-# Once a transaction has staged this many memories, their catalog rows are
-# written while it stages the rest, this many at a time (see _send_ahead).
+# Once a transaction has staged this many memories, their catalog rows and
+# their files are written while it stages the rest, this many at a time (see
+# _send_ahead).
 AHEAD_BATCH = 100
 
 
@@ -84,6 +86,7 @@ class Transaction:
         self._categories: set[str] = set()
         self._owned: dict[str, bytes] = {}
         self._ahead: Recording | None = None  # the catalog's record of this commit, once rows are sent ahead
+        self._files_ahead: FilesAhead | None = None  # its working-tree files, once written ahead
         self._unsent: list[str] = []  # ids staged since rows were last sent ahead
         self._folders: dict[tuple[str, datetime], str] = {}  # (category, created) -> folder of new memories
         self._blobs: dict[str, tuple[bytes, str]] = {}  # path -> (the bytes staged, their blob id), see _blob
@@ -368,9 +371,12 @@ class Transaction:
         return memory
 
     def _send_ahead(self) -> None:
-        """Hand the catalog the rows of the memories staged since last time, to write while the rest is staged.
+        """Hand the catalog the rows of the memories staged since last time, and have their files written,
+        while the rest is staged.
 
-        The catalog checks them against the commit's final rows (see _record).
+        The catalog checks them against the commit's final rows (see _record);
+        the commit uses a file written ahead only if its bytes are still the
+        ones staged (see FilesAhead).
         """
         rows = []
         for mid in dict.fromkeys(self._unsent):
@@ -381,7 +387,10 @@ class Transaction:
         self._unsent.clear()
         if self._ahead is None:
             self._ahead = self.store.catalog.recording()
+            self._files_ahead = self.store.repo.files_ahead()
         self._ahead.add(rows)
+        assert self._files_ahead is not None
+        self._files_ahead.add((path, self._files[path]) for _, path, _ in rows)  # type: ignore[misc]
 
     def _blob(self, path: str) -> str:
         """The blob id of the file staged for ``path`` (computed once for the rows sent ahead and the commit's)."""
@@ -392,10 +401,13 @@ class Transaction:
         return known[1]
 
     def _drop_ahead(self) -> None:
-        """Drop the rows sent ahead of a commit that is not made."""
+        """Drop the rows sent ahead of a commit that is not made, and the files written ahead and not used."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.settle(None)
+        files, self._files_ahead = self._files_ahead, None
+        if files is not None:
+            files.discard()
 
     def _path_of(self, memory: Memory) -> str:
         """The file of ``memory`` relative to the repository root."""
@@ -465,7 +477,7 @@ class Transaction:
         sha = store.repo.commit(
             self.ref, self.parent, self._files,
             message=self._message(), author=self._author(),
-            when=int(store.now().timestamp()), owned=self._owned, record=self._record,
+            when=int(store.now().timestamp()), owned=self._owned, record=self._record, ahead=self._files_ahead,
         )
         if sha is not None:
             store.repo.maintain(sha)
