@@ -375,6 +375,19 @@ def test_the_index_stays_exact_without_split_index(store: MemoryStore) -> None:
     assert_clean(store.root)
 
 
+def test_a_file_a_person_marked_skip_worktree_stays_so_across_writes_and_folds(store: MemoryStore) -> None:
+    notes = store.root / "notes.txt"
+    notes.write_text("local settings\n")
+    git(store.root, "add", "notes.txt")
+    git(store.root, "commit", "-qm", "notes")
+    git(store.root, "update-index", "--skip-worktree", "notes.txt")  # an entry with extended flags: index v3
+    git(store.root, "update-index", "--split-index")  # now in the shared base too
+    for i in range(3):
+        store.remember(f"a memory written beside a skip-worktree file {i}")
+    assert git(store.root, "ls-files", "-v", "notes.txt").strip() == "S notes.txt"
+    assert_clean(store.root)
+
+
 def test_git_commands_between_writes_keep_the_index_exact(store: MemoryStore) -> None:
     def human_commit() -> None:
         notes = store.root / "notes.txt"

@@ -50,10 +50,27 @@ NOT_APPLICABLE = "not-applicable"
 RESPLIT = "resplit"  # the delta is large: run git with --split-index to fold it
 
 # Names in a shared index file never change (the file is named by its hash),
-# so they are kept per file: a process writing to several repositories in
-# turn keeps each one's (reading a base of 100,000 names costs ~90 ms).
-_base_names: OrderedDict[Path, frozenset[bytes]] = OrderedDict()
+# so they are kept per file, sorted: a process writing to several
+# repositories in turn keeps each one's (reading a base of 100,000 names
+# costs ~60 ms).
+_base_names: OrderedDict[Path, _Names] = OrderedDict()
 BASE_CACHE_SIZE = 8
+
+
+class _Names:
+    """The names of a shared index, sorted, asked by bisection (no set to build: a base of 100,000 names took
+    30 ms to hash); a name too many only sends that name's write to git."""
+
+    def __init__(self, names: list[bytes]) -> None:
+        names.sort()  # (the order git wrote them in: sorting a sorted list is one pass)
+        self.sorted = names
+
+    def __contains__(self, name: bytes) -> bool:
+        i = bisect.bisect_left(self.sorted, name)
+        return i < len(self.sorted) and self.sorted[i] == name
+
+    def with_(self, *more: list[bytes]) -> _Names:
+        return _Names([*self.sorted, *(name for names in more for name in names)])
 
 
 @dataclass(frozen=True)
@@ -110,7 +127,7 @@ def _read(path: Path, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes
 
 
 def _parse(data: bytes, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
-    if len(data) < 32 or (verify and hashlib.sha1(data[:-20]).digest() != data[-20:]):
+    if len(data) < 32 or (verify and hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]):
         raise _NotApplicable
     signature, version, count = _HEADER.unpack_from(data)
     if signature != b"DIRC" or version not in (2, 3):
@@ -124,12 +141,32 @@ def _parse(data: bytes, verify: bool = True) -> tuple[int, list[tuple[bytes, byt
     return version, entries, extensions
 
 
-def _shared_names(git_dir: Path, base: bytes) -> frozenset[bytes]:
+def _shared_names(git_dir: Path, base: bytes) -> _Names:
     path = git_dir / f"sharedindex.{base.hex()}"
     names = _base_names.get(path)
     if names is None:
-        names = frozenset(name for name, _ in _read(path)[1])
+        names = _Names(_names(path.read_bytes()))
     _keep(_base_names, path, names)
+    return names
+
+
+def _names(data: bytes) -> list[bytes]:
+    """The names of an index file's entries (only these: a base of 100,000 is read 3x faster than whole)."""
+    if len(data) < 32 or hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]:
+        raise _NotApplicable
+    signature, version, count = _HEADER.unpack_from(data)
+    if signature != b"DIRC" or version not in (2, 3):
+        raise _NotApplicable
+    names, pos = [], _HEADER.size
+    for _ in range(count):
+        flags = data[pos + 60] << 8 | data[pos + 61]
+        if flags & _FLAG_EXTENDED:  # (version 3 only) two more bytes of flags: parsed entry by entry
+            return [name for name, _ in _entries(data, version, count, _HEADER.size)[0]]
+        length = flags & _NAME_MASK
+        if length == _NAME_MASK:
+            length = data.index(b"\x00", pos + 62) - pos - 62
+        names.append(data[pos + 62 : pos + 62 + length])
+        pos += (62 + length + 8) & ~7
     return names
 
 
@@ -175,8 +212,8 @@ def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str],
     _keep(_written, index, delta)
     shared = git_dir / f"sharedindex.{new.hex()}"
     if before is not None and old_names is not None and shared not in _base_names:
-        added = (path.encode("utf-8", "surrogateescape") for path in paths)
-        _keep(_base_names, shared, old_names.union(before.names, added))
+        added = [path.encode("utf-8", "surrogateescape") for path in paths]
+        _keep(_base_names, shared, old_names.with_(before.names, added))
 
 
 def _entry(root: Path, name: bytes, sha: bytes) -> bytes:
