@@ -8,6 +8,7 @@ when git's maintenance is off), and caches belong to one repository each.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -224,10 +225,16 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
         store.remember("a pack a person keeps", category="events")
         kept = max((root / ".git" / "objects" / "pack").glob("*.idx"), key=lambda p: p.stat().st_mtime_ns).stem
         (root / ".git" / "objects" / "pack" / f"{kept}.keep").write_text("")
+        priorities = set()
         for i in range(60):
             store.remember(f"note {i}: the canary for service {i} " + "and its long shared runbook text " * 20,
                            category="events")
+            job = store.repo.objects._delta_job
+            if job is not None and hasattr(os, "getpriority"):
+                with contextlib.suppress(ProcessLookupError):  # (reaped already)
+                    priorities.add(os.getpriority(os.PRIO_PROCESS, job[0].pid))
         assert len(store.list()) == 61
+        assert priorities == {19}  # git's background work takes only the time writers leave
         # git's pack with deltas, started in the background past gc.auto objects, is taken in by the
         # next merge or, at the latest, when the store closes
     assert (root / ".git" / "objects" / "pack" / f"{kept}.pack").exists()

@@ -435,6 +435,7 @@ class ObjectStore:
                                    stderr=subprocess.DEVNULL)
         except OSError:
             return  # no git: the packs stay as they are
+        idle_priority(job.pid)  # (before it is fed: the threads git searches deltas on inherit it)
         assert job.stdin is not None
         threading.Thread(target=_feed, args=(job.stdin, ids), daemon=True).start()
         self._delta_job = (job, fed)
@@ -848,6 +849,17 @@ class _Pack:
         if not inflate.eof or len(out) != size:
             return None
         return kind.decode(), out
+
+
+def idle_priority(pid: int) -> None:
+    """Run git's background maintenance only on time the writers leave: at the lowest priority (POSIX).
+
+    On two cores, ``git pack-objects`` storing thousands of objects with
+    deltas at normal priority took a third of the time 8 writing processes
+    needed.
+    """
+    with contextlib.suppress(AttributeError, OSError):  # (Windows has no setpriority; the process may have ended)
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
 
 
 def _feed(pipe: Any, shas: list[bytes]) -> None:

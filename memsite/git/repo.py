@@ -36,7 +36,7 @@ from ..errors import InvalidInput, RepositoryError
 from . import index as gitindex
 from .locks import DEFAULT_TIMEOUT, LockFile, Locks
 from .mutex import LockTimeout, ProcessLock
-from .objects import MODE_FILE, Entry, ObjectStore, blob_id
+from .objects import MODE_FILE, Entry, ObjectStore, blob_id, idle_priority
 from .refs import RefMoved, Refs
 from .settings import GitSettings
 from .worktree import (
@@ -693,8 +693,10 @@ class Repository:
         except Exception as exc:
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
-            subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with subprocess.Popen(["git", "gc", "--auto", "--quiet"], cwd=self.root,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as gc:
+                idle_priority(gc.pid)  # what it detaches to do inherits it
+                gc.wait()
 
     def _refuse_unsaved_edits(
         self, base: bytes | None, files: Mapping[str, bytes | None], owned: Mapping[str, bytes]
