@@ -132,6 +132,19 @@ def test_a_store_keeps_writing_to_its_branch_after_a_person_checks_out_another(s
     assert_clean(store.root)
 
 
+def test_a_large_transaction_to_a_branch_not_checked_out_writes_no_file(store: MemoryStore) -> None:
+    git(store.root, "checkout", "-q", "-b", "person")
+    with store.transaction("bulk import") as tx:  # the store opened on main
+        for i in range(250):
+            tx.remember(f"imported memory number {i}", category="events")
+    assert len(git(store.root, "ls-tree", "-r", "--name-only", "main", "content/memories/events").split()) == 250
+    assert git(store.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert not (store.root / ".memsite" / "ahead").exists()  # nothing was written ahead for a tree not there
+    git(store.root, "checkout", "-q", "main")
+    assert len(list((store.root / "content" / "memories" / "events").rglob("*.md"))) == 250
+    assert_clean(store.root)
+
+
 def test_an_index_left_behind_by_a_racing_checkout_is_brought_forward(store: MemoryStore) -> None:
     before = git(store.root, "rev-parse", "HEAD").strip()
     first = store.remember("Deploys freeze on Fridays", category="preferences")

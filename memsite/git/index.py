@@ -69,7 +69,7 @@ class _Names:
         i = bisect.bisect_left(self.sorted, name)
         return i < len(self.sorted) and self.sorted[i] == name
 
-    def with_(self, *more: list[bytes]) -> _Names:
+    def plus(self, *more: list[bytes]) -> _Names:
         return _Names([*self.sorted, *(name for names in more for name in names)])
 
 
@@ -213,7 +213,7 @@ def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str],
     shared = git_dir / f"sharedindex.{new.hex()}"
     if before is not None and old_names is not None and shared not in _base_names:
         added = [path.encode("utf-8", "surrogateescape") for path in paths]
-        _keep(_base_names, shared, old_names.with_(before.names, added))
+        _keep(_base_names, shared, old_names.plus(before.names, added))
 
 
 def _entry(root: Path, name: bytes, sha: bytes) -> bytes:
@@ -284,7 +284,7 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: L
             # next fold, a second or more later, moves them to the base.
             return RESPLIT
         base_names = _shared_names(git_dir, link)
-    except (_NotApplicable, FileNotFoundError, ValueError, struct.error):
+    except (_NotApplicable, FileNotFoundError, ValueError, IndexError, struct.error):
         return NOT_APPLICABLE
     names = {name.encode("utf-8", "surrogateescape"): sha for name, sha in files.items()}
     if any(delta.has(name) or name in base_names for name in names):

@@ -852,11 +852,11 @@ class _Pack:
 
 
 def idle_priority(pid: int) -> None:
-    """Run git's background maintenance only on time the writers leave: at the lowest priority (POSIX).
+    """Run git's background maintenance on the time writers leave: at the lowest priority (POSIX).
 
-    On two cores, ``git pack-objects`` storing thousands of objects with
-    deltas at normal priority took a third of the time 8 writing processes
-    needed.
+    ``git pack-objects`` storing thousands of objects with deltas is seconds
+    of CPU; on a machine of two cores it would otherwise take one from the
+    writers while it runs.
     """
     with contextlib.suppress(AttributeError, OSError):  # (Windows has no setpriority; the process may have ended)
         os.setpriority(os.PRIO_PROCESS, pid, 19)

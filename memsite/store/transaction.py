@@ -387,10 +387,12 @@ class Transaction:
         self._unsent.clear()
         if self._ahead is None:
             self._ahead = self.store.catalog.recording()
-            self._files_ahead = self.store.repo.files_ahead()
+            repo = self.store.repo
+            if repo.refs.head_target() == self.ref:  # (a branch not checked out has no files to write)
+                self._files_ahead = repo.files_ahead()
         self._ahead.add(rows)
-        assert self._files_ahead is not None
-        self._files_ahead.add((path, self._files[path]) for _, path, _ in rows)  # type: ignore[misc]
+        if self._files_ahead is not None:
+            self._files_ahead.add((path, self._files[path]) for _, path, _ in rows)  # type: ignore[misc]
 
     def _blob(self, path: str) -> str:
         """The blob id of the file staged for ``path`` (computed once for the rows sent ahead and the commit's)."""
