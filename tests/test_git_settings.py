@@ -234,7 +234,7 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
                 with contextlib.suppress(ProcessLookupError):  # (reaped already)
                     priorities.add(os.getpriority(os.PRIO_PROCESS, job[0].pid))
         assert len(store.list()) == 61
-        assert priorities == {19}  # git's background work takes only the time writers leave
+        assert priorities == {19} or not hasattr(os, "getpriority")  # git works on the time writers leave
         # git's pack with deltas, started in the background past gc.auto objects, is taken in by the
         # next merge or, at the latest, when the store closes
     assert (root / ".git" / "objects" / "pack" / f"{kept}.pack").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -464,15 +465,67 @@ def test_a_large_transaction_that_raises_leaves_no_file_behind(store: MemoryStor
     assert_clean(store.root)
 
 
+def test_ctrl_c_while_a_failed_large_transaction_drops_its_files_leaves_the_store_usable(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import _thread
+    import threading
+    import time
+
+    from memsite.git import files
+
+    write_all = files.write_all
+
+    def slow_disk(fd: int, data: bytes) -> None:
+        time.sleep(0.5)
+        write_all(fd, data)
+
+    monkeypatch.setattr(files, "write_all", slow_disk)
+    with pytest.raises(KeyboardInterrupt), store.transaction("bulk import") as tx:
+        for i in range(250):
+            tx.remember(f"imported memory number {i}", category="events")
+        threading.Timer(0.1, _thread.interrupt_main).start()  # a second Ctrl-C, while the files are dropped
+        raise RuntimeError("the import failed half way")
+    monkeypatch.undo()
+    store.remember("written after the interrupted import")  # same thread: the transaction and its lock are gone
+    assert not list((store.root / ".memsite" / "ahead").iterdir())
+    assert len(store.list()) == 1
+    assert_clean(store.root)
+
+
+def test_something_in_the_files_ahead_folder_that_cannot_be_removed_never_fails_a_write(store: MemoryStore) -> None:
+    (store.root / ".memsite" / "ahead" / "a folder someone made").mkdir(parents=True)
+    memory = store.remember("written beside a folder in .memsite/ahead")
+    assert Path(memory.path).exists()  # type: ignore[arg-type]
+    assert_clean(store.root)
+
+
+def test_the_names_of_a_shared_index_are_read_as_git_lists_them(store: MemoryStore) -> None:
+    from memsite.git import index as gitindex
+
+    for name in ("a-first.txt", "b.txt", "c" * 200 + ".txt"):
+        (store.root / name).write_text(name)
+    git(store.root, "add", ".")
+    git(store.root, "commit", "-qm", "files")
+    git(store.root, "update-index", "--skip-worktree", "a-first.txt")  # extended flags before other entries
+    git(store.root, "update-index", "--split-index")
+    link = gitindex._link(gitindex._read(store.root / ".git" / "index")[2])
+    assert link is not None
+    shared = store.root / ".git" / f"sharedindex.{link.hex()}"
+    listed = git(store.root, "ls-files", "-z").split("\0")[:-1]
+    assert gitindex._names(shared.read_bytes()) == [name.encode() for name in listed]
+
+
 def test_a_journal_record_torn_before_it_was_cut_to_length_is_ignored(store: MemoryStore) -> None:
     kept = store.remember("the release train leaves on thursdays")
     journal = store.repo.state_dir / "journal.json"
     new = b'{"ref": "refs/heads/main", "paths": ["content/memories/general/x.md"]}'
-    journal.write_bytes(new + b', "other/y.md"]}')  # a kill between writing the record and cutting the old tail
+    old_tail = b"".join(b', "content/memories/general/old-%d.md"' % i for i in range(20)) + b"]}"
+    journal.write_bytes(new + old_tail)  # a kill between writing the record and cutting the old one's tail
     assert store.repo.journal.pending() == []
     store.remember("the deploy freeze starts on fridays")
     assert Path(kept.path).exists()  # type: ignore[arg-type]
-    assert journal.read_bytes().startswith(b'{"done": "refs/heads/main"')
+    assert json.loads(journal.read_bytes())["done"] == "refs/heads/main"  # cut to the new record's length
     assert_clean(store.root)
 
 

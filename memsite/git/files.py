@@ -16,6 +16,13 @@ def write_all(fd: int, data: bytes) -> None:
         done += os.write(fd, view[done:])
 
 
+def pwrite_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at the start of the file ``fd`` (whatever follows it stays)."""
+    view, done = memoryview(data), 0
+    while done < len(data):
+        done += os.pwrite(fd, view[done:], done)
+
+
 def store(path: str, tmp: str, data: bytes, *, mode: int, flush: Callable[[int], None] | None = None) -> None:
     """Put ``data`` at ``path`` through ``tmp`` (same folder): a reader or a crash never sees half a file.
 

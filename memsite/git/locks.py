@@ -40,6 +40,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from ..errors import RepositoryError
+from . import files
 
 log = logging.getLogger("memsite")
 
@@ -144,9 +145,7 @@ class LockFile:
     def write(self, data: bytes) -> None:
         """Make ``data`` the whole content of the lock (replacing what was written before)."""
         os.ftruncate(self.fd, 0)
-        view, offset = memoryview(data), 0
-        while offset < len(data):
-            offset += os.pwrite(self.fd, view[offset:], offset)
+        files.pwrite_all(self.fd, data)
 
     def commit(self, flush: Callable[[int], None] | None = None) -> None:
         """Put the content in place: rename the lock over its target, as git does.

@@ -345,7 +345,7 @@ class ObjectStore:
         objects than ``gc.auto`` (the number of loose objects at which git
         would pack them), ``git pack-objects`` is started in the background
         to store them again with deltas, as ``git gc --auto`` would have; a
-        later merge (or :meth:`finish`) lists its pack and removes the packs
+        later merge (or closing the store) lists its pack and removes the packs
         it replaces. Callers hold the repository's write lock.
         """
         folder = f"{self._dir}/pack"
@@ -411,16 +411,13 @@ class ObjectStore:
         """Whether git is storing memsite's objects with deltas (see :meth:`merge_own_packs`)."""
         return self._delta_job is not None
 
-    def finish(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for git's pack with deltas, and take it in (under the write lock).
-
-        Otherwise only this process could: its pack would stay beside the
-        packs it replaces until a 'git gc'.
-        """
+    def wait_for_deltas(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for git's pack with deltas (no lock needed); the next
+        :meth:`merge_own_packs` takes it in. Otherwise only this process could: its pack would
+        stay beside the packs it replaces until a 'git gc'."""
         if self._delta_job is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._delta_job[0].wait(timeout)
-            self.merge_own_packs()
 
     def _start_deltas(self, folder: str, names: list[str]) -> None:
         """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background."""
@@ -435,7 +432,7 @@ class ObjectStore:
                                    stderr=subprocess.DEVNULL)
         except OSError:
             return  # no git: the packs stay as they are
-        idle_priority(job.pid)  # (before it is fed: the threads git searches deltas on inherit it)
+        _idle_priority(job.pid)  # (before it is fed: the threads git searches deltas on inherit it)
         assert job.stdin is not None
         threading.Thread(target=_feed, args=(job.stdin, ids), daemon=True).start()
         self._delta_job = (job, fed)
@@ -851,7 +848,7 @@ class _Pack:
         return kind.decode(), out
 
 
-def idle_priority(pid: int) -> None:
+def _idle_priority(pid: int) -> None:
     """Run git's background maintenance on the time writers leave: at the lowest priority (POSIX).
 
     ``git pack-objects`` storing thousands of objects with deltas is seconds

@@ -36,7 +36,7 @@ from ..errors import InvalidInput, RepositoryError
 from . import index as gitindex
 from .locks import DEFAULT_TIMEOUT, LockFile, Locks
 from .mutex import LockTimeout, ProcessLock
-from .objects import MODE_FILE, Entry, ObjectStore, blob_id, idle_priority
+from .objects import MODE_FILE, Entry, ObjectStore, blob_id
 from .refs import RefMoved, Refs
 from .settings import GitSettings
 from .worktree import (
@@ -163,8 +163,9 @@ class Repository:
         """Take in git's pack with deltas if one is being made, and stop GitPython's ``git cat-file`` helpers."""
         if self.objects.storing_deltas:
             try:
+                self.objects.wait_for_deltas(DELTAS_TIMEOUT_SECONDS)  # (other writers go on meanwhile)
                 with self.locked(recover=False):
-                    self.objects.finish(DELTAS_TIMEOUT_SECONDS)
+                    self.objects.merge_own_packs()
             except Exception as exc:  # its packs stay; a later 'git gc' tidies them
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
         self.journal.close()
@@ -693,10 +694,8 @@ class Repository:
         except Exception as exc:
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
-            with subprocess.Popen(["git", "gc", "--auto", "--quiet"], cwd=self.root,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as gc:
-                idle_priority(gc.pid)  # what it detaches to do inherits it
-                gc.wait()
+            subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _refuse_unsaved_edits(
         self, base: bytes | None, files: Mapping[str, bytes | None], owned: Mapping[str, bytes]

@@ -117,6 +117,7 @@ class FilesAhead:
         self._inbox: queue.SimpleQueue[list[tuple[str, bytes]] | None] = queue.SimpleQueue()
         self._written: dict[str, tuple[bytes, str]] = {}  # path -> (its bytes, the file holding them)
         self._thread: threading.Thread | None = None
+        self._dropped = False  # (discard) the files still queued are not written
 
     def add(self, items: Iterable[tuple[str, bytes]]) -> None:
         """Write these (working-tree path, bytes) files ahead."""
@@ -130,6 +131,8 @@ class FilesAhead:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | files.BINARY
         while (items := self._inbox.get()) is not None:
             for path, data in items:
+                if self._dropped:
+                    break
                 name = f"{self.folder}/.{next(self._names)}{suffix}"
                 try:
                     try:
@@ -137,11 +140,14 @@ class FilesAhead:
                     except FileNotFoundError:
                         os.makedirs(self.folder, exist_ok=True)
                         fd = os.open(name, flags, 0o644)
+                except OSError:  # (not writable, say) the commit writes this one itself
+                    continue
+                try:
                     try:
                         files.write_all(fd, data)
                     finally:
                         os.close(fd)
-                except OSError:  # (a full disk, say) the commit writes this one itself
+                except OSError:  # (a full disk) as above
                     with contextlib.suppress(OSError):
                         os.unlink(name)
                     continue
@@ -152,11 +158,21 @@ class FilesAhead:
                         os.unlink(old[1])
 
     def finish(self) -> None:
-        """Wait until every file added is written."""
-        if self._thread is not None:
-            self._inbox.put(None)
-            self._thread.join()
-            self._thread = None
+        """Wait until every file added is written (a Ctrl-C meanwhile is raised once the thread is done,
+        so that no file is written after the caller has moved on)."""
+        if self._thread is None:
+            return
+        self._inbox.put(None)
+        interrupted = None
+        while self._thread.is_alive():
+            try:
+                self._thread.join()
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+                self._dropped = True  # the rest is not needed: stop soon
+        self._thread = None
+        if interrupted is not None:
+            raise interrupted
 
     def place(self, path: str, target: str, data: bytes) -> bool:
         """Rename the file written ahead for ``path`` to ``target`` if it holds ``data``; False if there is none."""
@@ -178,12 +194,15 @@ class FilesAhead:
         return False
 
     def discard(self) -> None:
-        """Remove the files not placed (after :meth:`finish`, or it is called here)."""
-        self.finish()
-        for _, name in self._written.values():
-            with contextlib.suppress(OSError):
-                os.unlink(name)
-        self._written.clear()
+        """Remove the files not placed; those still queued are not written."""
+        self._dropped = True
+        try:
+            self.finish()
+        finally:
+            for _, name in self._written.values():
+                with contextlib.suppress(OSError):
+                    os.unlink(name)
+            self._written.clear()
 
 
 def sweep_ahead(state_dir: Path) -> None:
@@ -194,7 +213,8 @@ def sweep_ahead(state_dir: Path) -> None:
     except OSError:
         return
     for name in names:
-        (folder / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # (not memsite's to remove, or in use): never a reason to fail a write
+            (folder / name).unlink()
 
 
 def remove_file(root: Path, rel: str) -> None:
@@ -334,9 +354,7 @@ class Journal:
 
     def _write(self, data: bytes) -> None:
         fd = self._file()
-        view, done = memoryview(data), 0
-        while done < len(data):
-            done += os.pwrite(fd, view[done:], done)
+        files.pwrite_all(fd, data)
         os.ftruncate(fd, len(data))
 
     def end(self, ref: str | None = None, left: Mapping[str, str | None] | None = None) -> None:

@@ -125,10 +125,12 @@ class Transaction:
             if kind is None:
                 self._commit()
         finally:
-            self._drop_ahead()
-            self._open = False
-            self.store._local.tx = None
-            self._lock.__exit__(None, None, None)
+            try:
+                self._drop_ahead()
+            finally:  # (a second Ctrl-C while the rows and files sent ahead are dropped) still unlocked
+                self._open = False
+                self.store._local.tx = None
+                self._lock.__exit__(None, None, None)
 
     def _check_open(self) -> None:
         if not self._open:
@@ -405,11 +407,13 @@ class Transaction:
     def _drop_ahead(self) -> None:
         """Drop the rows sent ahead of a commit that is not made, and the files written ahead and not used."""
         ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            ahead.settle(None)
         files, self._files_ahead = self._files_ahead, None
-        if files is not None:
-            files.discard()
+        try:
+            if ahead is not None:
+                ahead.settle(None)
+        finally:
+            if files is not None:
+                files.discard()
 
     def _path_of(self, memory: Memory) -> str:
         """The file of ``memory`` relative to the repository root."""
