@@ -17,8 +17,7 @@ from .. import checks
 from ..config import Category
 from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
 from ..fileformat import decode, format_memory
-from ..git import Author, Repository, blob_id
-from ..git.worktree import FilesAhead
+from ..git import Author, FilesAhead, Repository, blob_id
 from ..model import ID_RE, Memory, format_time, one_line, parse_time, slugify, truncate
 from ..ranking import TrimCandidate, plan_trim
 from ..text import fingerprint, shared_needed, similarity, sketch
