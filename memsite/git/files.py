@@ -23,18 +23,22 @@ def pwrite_all(fd: int, data: bytes) -> None:
         done += os.pwrite(fd, view[done:], done)
 
 
+def open_in_folder(path: str, flags: int, mode: int) -> int:
+    """``os.open(path, flags, mode)``, making the folder first if it is missing."""
+    try:
+        return os.open(path, flags, mode)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, flags, mode)
+
+
 def store(path: str, tmp: str, data: bytes, *, mode: int, flush: Callable[[int], None] | None = None) -> None:
     """Put ``data`` at ``path`` through ``tmp`` (same folder): a reader or a crash never sees half a file.
 
     The temporary file is removed if anything fails (a full disk leaves no
     partial file behind); its folder is made if missing.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | BINARY
-    try:
-        fd = os.open(tmp, flags, mode)
-    except FileNotFoundError:
-        os.makedirs(os.path.dirname(tmp), exist_ok=True)
-        fd = os.open(tmp, flags, mode)
+    fd = open_in_folder(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | BINARY, mode)
     try:
         try:
             write_all(fd, data)

@@ -126,12 +126,18 @@ def _read(path: Path, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes
     return _parse(path.read_bytes(), verify)
 
 
-def _parse(data: bytes, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+def _header(data: bytes, verify: bool) -> tuple[int, int]:
+    """(version, entry count) of an index file of version 2 or 3, its checksum checked if ``verify``."""
     if len(data) < 32 or (verify and hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]):
         raise _NotApplicable
     signature, version, count = _HEADER.unpack_from(data)
     if signature != b"DIRC" or version not in (2, 3):
         raise _NotApplicable
+    return version, count
+
+
+def _parse(data: bytes, verify: bool = True) -> tuple[int, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    version, count = _header(data, verify)
     entries, pos = _entries(data, version, count, _HEADER.size)
     extensions = []
     while pos < len(data) - 20:
@@ -152,11 +158,7 @@ def _shared_names(git_dir: Path, base: bytes) -> _Names:
 
 def _names(data: bytes) -> list[bytes]:
     """The names of an index file's entries (only these: a base of 100,000 is read 3x faster than whole)."""
-    if len(data) < 32 or hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]:
-        raise _NotApplicable
-    signature, version, count = _HEADER.unpack_from(data)
-    if signature != b"DIRC" or version not in (2, 3):
-        raise _NotApplicable
+    version, count = _header(data, verify=True)
     names, pos = [], _HEADER.size
     for _ in range(count):
         flags = data[pos + 60] << 8 | data[pos + 61]

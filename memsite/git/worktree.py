@@ -135,11 +135,7 @@ class FilesAhead:
                     break
                 name = f"{self.folder}/.{next(self._names)}{suffix}"
                 try:
-                    try:
-                        fd = os.open(name, flags, 0o644)
-                    except FileNotFoundError:
-                        os.makedirs(self.folder, exist_ok=True)
-                        fd = os.open(name, flags, 0o644)
+                    fd = files.open_in_folder(name, flags, 0o644)
                 except OSError:  # (not writable, say) the commit writes this one itself
                     continue
                 try:
