@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -100,3 +102,20 @@ def assert_clean(repo: Path) -> None:
 
 def head(repo: Path) -> str:
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_writer(repo: Path, agent: str, count: int, *extra: str) -> subprocess.Popen[str]:
+    """A writer process (``tests/writer_process.py``) of ``count`` memories as ``agent``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.writer_process", str(repo), agent, str(count), *extra],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def acknowledged(output: str) -> dict[str, str]:
+    """id -> commit of each memory a writer process acknowledged."""
+    return {line.split()[1]: line.split()[2] for line in output.splitlines() if line.startswith("ACK ")}

@@ -23,7 +23,7 @@ from memsite.git import index as gitindex
 from memsite.git.settings import GitSettings, parse_fsync
 from memsite.git.worktree import IndexUpdate
 
-from .conftest import Clock, assert_clean, git
+from .conftest import Clock, acknowledged, assert_clean, git, start_writer
 
 
 def listing(path: Path) -> list[str]:
@@ -246,6 +246,36 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
                 if line.startswith("pack-") and not line.endswith(" deltas"))
     assert whole < 300  # of about 430: most of memsite's objects left its whole-object packs for git's
     assert_clean(root)
+
+def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stays_listed(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memsite.git import objects
+
+    root = store.root
+    for i in range(4):
+        store.remember(f"memory {i} written before the merge", category="events")
+    copy, during = objects._whole_entries, {}
+
+    def copy_while_another_process_writes(folder: str, name: str) -> list:
+        if not during:  # the merge holds no lock a writer needs: a writer in another process lands meanwhile
+            writer = start_writer(root, "other", 2)
+            out, err = writer.communicate(timeout=60)
+            assert writer.returncode == 0, err
+            during.update(acknowledged(out))
+        return copy(folder, name)
+
+    monkeypatch.setattr(objects, "_whole_entries", copy_while_another_process_writes)
+    listed_before = pack_names(root)
+    monkeypatch.setattr(store.repo.objects, "_merge_at", 1)  # this write's merge is due: it runs once its lock is free
+    store.remember("the write after which the merge runs", category="events")
+    assert len(during) == 2
+    listed = {line.split()[0] for line in (root / ".git" / "memsite-packs").read_text().splitlines()
+              if line.startswith("pack-")}
+    assert listed == pack_names(root)  # the writer's packs are listed beside the merged one: none left to git
+    assert len(listed_before - listed) >= 2  # merged and removed
+    assert {m.id for m in store.list()} >= set(during) and len(store.list()) == 7
+    assert_clean(root)
+
 
 def test_a_failed_merge_of_packs_never_fails_a_write(store: MemoryStore, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture) -> None:

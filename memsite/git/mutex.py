@@ -67,6 +67,8 @@ class ProcessLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if time.monotonic() >= deadline:  # (asked not to wait)
+                raise LockTimeout(str(self.path)) from None
             self._wait(deadline)
         try:  # '.memsite/' is git-ignored: 'git clean -X' may have removed the file since it was opened
             same = os.path.samestat(os.fstat(self._fd), os.stat(self.path))
@@ -139,3 +141,30 @@ class ProcessLock:
         if self._fd != -1 and self._pid == os.getpid():
             os.close(self._fd)
         self._fd = -1
+
+
+class SharedLock:
+    """An exclusive lock between processes and between the threads of this one (not re-entrant)."""
+
+    def __init__(self, path: Path) -> None:
+        self._thread_lock = threading.Lock()
+        self._process_lock = ProcessLock(path)
+
+    def acquire(self, timeout: float) -> bool:
+        """Take it, waiting up to ``timeout`` seconds (0: only if free); whether it was taken."""
+        deadline = time.monotonic() + timeout
+        if not self._thread_lock.acquire(timeout=timeout):
+            return False
+        try:
+            self._process_lock.acquire(max(0.0, deadline - time.monotonic()))
+        except LockTimeout:
+            self._thread_lock.release()
+            return False
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        return True
+
+    def release(self) -> None:
+        self._process_lock.release()
+        self._thread_lock.release()

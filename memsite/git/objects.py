@@ -31,6 +31,7 @@ import bisect
 import contextlib
 import hashlib
 import itertools
+import logging
 import os
 import struct
 import subprocess
@@ -44,6 +45,7 @@ from typing import Any
 
 from ..errors import RepositoryError
 from . import files
+from .mutex import SharedLock
 from .settings import Flush, GitSettings
 
 MODE_FILE = 0o100644
@@ -54,12 +56,16 @@ MODE_GITLINK = 0o160000
 
 PACK_THRESHOLD = 64  # objects in one write from which a pack beats loose files when git's maintenance is off
 PACKS_FILE = "memsite-packs"  # in the git dir: the packs memsite wrote (name, objects), which it alone merges
+PACKS_LOCK = "memsite-packs-lock"  # in the git dir: a lock file for that list (linked worktrees share it)
+MERGE_LOCK = "memsite-merge-lock"  # in the git dir: held by the process merging memsite's packs
+LIST_LOCK_SECONDS = 30.0
 MERGE_PACKS = 24  # listed packs from which memsite merges its small ones (git gc --auto repacks all at 50)
 LARGE_TREE_BYTES = 16 * 1024  # folders above this are stored uncompressed (see _large_tree)
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _KINDS = {code: kind for kind, code in _PACK_TYPES.items()}
 
 _tmp_counter = itertools.count()
+log = logging.getLogger("memsite")
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,8 @@ class ObjectStore:
         self._packing = settings.maintained
         self._merge_at = max(2, min(MERGE_PACKS, settings.auto_pack_limit // 2))
         self._listed = f"{objects_dir.parent}/{PACKS_FILE}"
+        self._list_lock = SharedLock(objects_dir.parent / PACKS_LOCK)  # taken briefly: to add a pack, or rewrite the list
+        self._merge_lock = SharedLock(objects_dir.parent / MERGE_LOCK)  # held by the one merge at a time
         self._merge_due = False
         self._delta_after = settings.auto_gc
         self._delta_job: tuple[subprocess.Popen[bytes], list[str]] | None = None  # git pack-objects, its inputs
@@ -313,22 +321,28 @@ class ObjectStore:
     # --- merging memsite's own packs ---------------------------------------
 
     def _list_own(self, name: str, count: int) -> None:
-        """Add a pack memsite wrote to its list."""
+        """Add a pack memsite wrote to its list (a merge rewriting the list meanwhile keeps the line)."""
         line = f"{name} {count}\n".encode()
-        fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
+        if not self._list_lock.acquire(LIST_LOCK_SECONDS):
+            log.warning("%s stayed locked; pack %s is left to git's maintenance", self._listed, name)
+            return
         try:
-            files.write_all(fd, line)
-            self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
+            fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
+            try:
+                files.write_all(fd, line)
+                self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
+            finally:
+                os.close(fd)
         finally:
-            os.close(fd)
+            self._list_lock.release()
 
     def maintain(self) -> None:
-        """Merge memsite's small packs once enough are listed (after a commit, under the write lock)."""
+        """Merge memsite's small packs once enough are listed (after a commit; no lock needed)."""
         if self._merge_due:
             self._merge_due = False
             self.merge_own_packs()
 
-    def merge_own_packs(self) -> None:
+    def merge_own_packs(self, wait: float = 0.0) -> None:
         """Merge the small packs memsite wrote into one, as ``git repack --geometric=2`` would.
 
         Only packs on memsite's list are touched: the smallest ones, until
@@ -346,20 +360,35 @@ class ObjectStore:
         would pack them), ``git pack-objects`` is started in the background
         to store them again with deltas, as ``git gc --auto`` would have; a
         later merge (or closing the store) lists its pack and removes the packs
-        it replaces. Callers hold the repository's write lock.
+        it replaces.
+
+        One process merges at a time, and writers go on meanwhile: a merge
+        holds a lock of its own (skipping this one when another process holds
+        it longer than ``wait`` seconds), and the list's lock only while it
+        reads the list and when it writes it back with the packs listed since.
+        A reader that finds a merged pack gone looks for the new one.
         """
-        folder = f"{self._dir}/pack"
-        try:
-            with open(self._listed, "rb") as handle:
-                lines = handle.read().split(b"\n")
-        except FileNotFoundError:
+        if not self._merge_lock.acquire(wait):
             return
+        try:
+            self._merge()
+        finally:
+            self._merge_lock.release()
+
+    def _merge(self) -> None:
+        folder = f"{self._dir}/pack"
+        with self._list_held():
+            try:
+                with open(self._listed, "rb") as handle:
+                    before = handle.read()
+            except FileNotFoundError:
+                return
         if os.path.exists(f"{folder}/multi-pack-index"):
             return
         listed: dict[str, int] = {}
         deltas: dict[str, int] = {}  # packs git wrote with deltas from memsite's: listed, never merged here
         repacked = 0  # objects listed when git last repacked them (a line 'repacked <n>')
-        for line in lines:
+        for line in before.split(b"\n"):
             name, _, rest = line.decode("ascii", "replace").strip().partition(" ")
             count, _, mark = rest.partition(" ")
             if name == "repacked" and count.isdigit():
@@ -400,11 +429,29 @@ class ObjectStore:
                 _remove_pack(folder, name, kept)
             listed[new] = len(entries)
         listed.update((name, 0) for name in kept)
-        # Replaced whole: a kill leaves the old list, whose removed packs are skipped next time.
-        files.store(self._listed, f"{self._listed}.tmp_{os.getpid()}",
-                    "".join([*(f"{name} {count}\n" for name, count in listed.items()),
-                             *(f"{name} {count} deltas\n" for name, count in deltas.items()),
-                             f"repacked {repacked}\n"]).encode("ascii"), mode=0o644)
+        text = "".join([*(f"{name} {count}\n" for name, count in listed.items()),
+                        *(f"{name} {count} deltas\n" for name, count in deltas.items()),
+                        f"repacked {repacked}\n"]).encode("ascii")
+        with self._list_held():
+            try:
+                with open(self._listed, "rb") as handle:
+                    now = handle.read()
+            except FileNotFoundError:
+                now = b""
+            # The packs listed since it was read (only a merge rewrites it, and this one holds the merge lock).
+            since = b"".join(line for line in (now[len(before):] if now.startswith(before) else now).splitlines(True)
+                             if line.startswith(b"pack-") and line.endswith(b"\n"))
+            # Replaced whole: a kill leaves the old list, whose removed packs are skipped next time.
+            files.store(self._listed, f"{self._listed}.tmp_{os.getpid()}", text + since, mode=0o644)
+
+    @contextlib.contextmanager
+    def _list_held(self) -> Iterator[None]:
+        if not self._list_lock.acquire(LIST_LOCK_SECONDS):
+            raise RepositoryError(f"{self._listed}: stayed locked for {LIST_LOCK_SECONDS:.0f} s")
+        try:
+            yield
+        finally:
+            self._list_lock.release()
 
     @property
     def storing_deltas(self) -> bool:

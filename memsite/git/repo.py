@@ -164,8 +164,7 @@ class Repository:
         if self.objects.storing_deltas:
             try:
                 self.objects.wait_for_deltas(DELTAS_TIMEOUT_SECONDS)  # (other writers go on meanwhile)
-                with self.locked(recover=False):
-                    self.objects.merge_own_packs()
+                self.objects.merge_own_packs(wait=DELTAS_TIMEOUT_SECONDS)
             except Exception as exc:  # its packs stay; a later 'git gc' tidies them
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
         self.journal.close()
@@ -686,9 +685,10 @@ class Repository:
         return commit
 
     def maintain(self, commit: str) -> None:
-        """After a commit, under the write lock: merge memsite's small packs when due, and let git
-        pack loose objects now and then (it decides; it detaches to do it). A failure here never
-        fails the write: it is logged, and git's own maintenance still works."""
+        """After a commit (once the write lock is released: other writers go on meanwhile), merge
+        memsite's small packs when due, and let git pack loose objects now and then (it decides;
+        it detaches to do it). A failure here never fails the write: it is logged, and git's own
+        maintenance still works."""
         try:
             self.objects.maintain()
         except Exception as exc:

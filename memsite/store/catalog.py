@@ -132,8 +132,14 @@ class Catalog:
         _math_functions(self.db)
         version = self._meta_or_none("schema")
         if version != SCHEMA_VERSION:  # new, or made by another version: it is derived, so start over
-            self.db.executescript(_DROP + _SCHEMA + _DELETE_TRIGGER + ";")
-            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            # In one transaction: two processes opening a new checkout at once each make it whole, in turn.
+            try:
+                self.db.executescript(f"BEGIN IMMEDIATE; {_DROP} {_SCHEMA} {_DELETE_TRIGGER}; "
+                                      f"INSERT INTO meta VALUES ('schema', '{SCHEMA_VERSION}'); COMMIT;")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
         self.db.execute("ATTACH DATABASE ? AS activity", (str(activity),))
 
     def _meta_or_none(self, key: str) -> str | None:

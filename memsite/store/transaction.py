@@ -120,9 +120,10 @@ class Transaction:
         return self
 
     def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        made = None
         try:
             if kind is None:
-                self._commit()
+                made = self._commit()
         finally:
             try:
                 self._drop_ahead()
@@ -130,6 +131,8 @@ class Transaction:
                 self._open = False
                 self.store._local.tx = None
                 self._lock.__exit__(None, None, None)
+        if made is not None:
+            self.store.repo.maintain(made)  # other writers commit meanwhile
 
     def _check_open(self) -> None:
         if not self._open:
@@ -474,18 +477,17 @@ class Transaction:
                     self._files[archive_path] = format_memory(archived).encode("utf-8")
                 self.ops.append(_Op("trimmed", memory, reason))
 
-    def _commit(self) -> None:
+    def _commit(self) -> str | None:
+        """Make the commit (under the write lock); its id, None when there was nothing to commit."""
         store = self.store
         self._trim()
         if not self._files:
-            return
-        sha = store.repo.commit(
+            return None
+        return store.repo.commit(
             self.ref, self.parent, self._files,
             message=self._message(), author=self._author(),
             when=int(store.now().timestamp()), owned=self._owned, record=self._record, ahead=self._files_ahead,
         )
-        if sha is not None:
-            store.repo.maintain(sha)
 
     def _author(self) -> Author:
         name = self.author or self.store.agent
