@@ -18,6 +18,11 @@ owner record:
   removed.
 - any other lock (no record: git's own; or a live owner) is waited for, up to
   a timeout, and then reported with what to do. It is never removed.
+- when memsite renames its lock over the target, the file it replaces is
+  first linked beside the record (``<record>.old``), and both are removed
+  once the writer has released its locks: freeing a file's blocks is the
+  slowest part of such a rename, and is then done outside the lock. Those a
+  killed writer left are removed with its records.
 
 Liveness uses ``/proc/<pid>/stat`` on Linux (a zombie counts as dead), else
 ``os.kill(pid, 0)`` on other POSIX systems; where neither exists, or the
@@ -29,6 +34,7 @@ rather than taken back.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -47,7 +53,9 @@ log = logging.getLogger("memsite")
 RECORDS_DIR = "memsite-locks"
 DEFAULT_TIMEOUT = 10.0
 _TAKEN = ".taken"  # a stale lock moved aside while it is checked and removed
+_OLD = ".old"  # a record's name + this: the file its lock replaced, removed once the writer is done
 _counter = itertools.count()
+_fallocate = getattr(os, "posix_fallocate", None)  # (not on Windows or macOS)
 
 
 @dataclass(frozen=True)
@@ -134,10 +142,12 @@ class LockState:
 class LockFile:
     """A git lock memsite holds: write the new content into it, then :meth:`commit` or :meth:`rollback`."""
 
-    def __init__(self, path: Path, target: Path, record: Path | None, fd: int) -> None:
+    def __init__(self, path: Path, target: Path, record: Path | None, fd: int,
+                 retired: list[Path] | None = None) -> None:
         self.path = path
         self.target = target
         self._record = record
+        self._retired = retired
         self.fd = fd
         self._file = os.fstat(fd)
         self.done = False
@@ -145,20 +155,39 @@ class LockFile:
     def write(self, data: bytes) -> None:
         """Make ``data`` the whole content of the lock (replacing what was written before)."""
         os.ftruncate(self.fd, 0)
+        if _fallocate is not None:
+            with contextlib.suppress(OSError):
+                # Its blocks taken now, not when it is renamed: ext4 writes out a file renamed over
+                # another whose blocks are not allocated yet (auto_da_alloc), within the rename.
+                _fallocate(self.fd, 0, len(data))
         files.pwrite_all(self.fd, data)
 
     def commit(self, flush: Callable[[int], None] | None = None) -> None:
         """Put the content in place: rename the lock over its target, as git does.
 
-        ``flush`` (a function of the descriptor) makes it durable first.
+        ``flush`` (a function of the descriptor) makes it durable first. The
+        file it replaces is kept (a hard link beside the record) until
+        :meth:`Locks.drop_retired`, so that freeing its blocks, the slowest
+        part of the rename, happens once the writer has let go of its locks.
         """
         if flush is not None:
             flush(self.fd)
         fd, self.fd = self.fd, -1
         os.close(fd)
+        old = None
+        if self._retired is not None and self._record is not None:
+            old = self._record.with_name(self._record.name + _OLD)
+            try:
+                os.link(self.target, old)
+            except OSError:  # nothing there yet (a new ref), or no hard links here
+                old = None
         os.replace(self.path, self.target)
         self.done = True
-        self._drop_record()
+        if self._retired is None:
+            self._drop_record()
+            return
+        self._retired += [path for path in (old, self._record) if path is not None]
+        self._record = None
 
     def rollback(self) -> None:
         """Remove the lock, leaving the target as it was (nothing once committed)."""
@@ -193,6 +222,19 @@ class Locks:
         self.records = common_dir / RECORDS_DIR
         self.timeout = timeout
         self._keys: dict[Path, str] = {}
+        self._retired: list[Path] = []  # records of locks committed, and the files they replaced (see drop_retired)
+
+    def drop_retired(self) -> None:
+        """Remove the records of the locks committed since last time, and the files those replaced.
+
+        Called once the writer has released its locks: removing a replaced
+        file frees its blocks, which costs the file system more than the
+        rename did.
+        """
+        retired, self._retired[:] = list(self._retired), []
+        for path in retired:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def _key(self, lock: Path) -> str:
         key = self._keys.get(lock)
@@ -221,7 +263,7 @@ class Locks:
             while True:
                 try:
                     os.link(record, lock)
-                    return LockFile(lock, target, record, fd)
+                    return LockFile(lock, target, record, fd, self._retired)
                 except FileExistsError:
                     pass
                 except FileNotFoundError:
@@ -362,6 +404,11 @@ class Locks:
             return
         for name in names:
             path = self.records / name
+            if name.endswith(_OLD):  # a file a lock replaced, its writer gone: nothing refers to it
+                old = _parse(name[: -len(_OLD)])
+                if old is not None and is_dead(old[1]):
+                    path.unlink(missing_ok=True)
+                continue
             parsed = _parse(name)
             if parsed is None:
                 if name.endswith(_TAKEN):

@@ -167,6 +167,7 @@ class Repository:
                 self.objects.merge_own_packs(wait=DELTAS_TIMEOUT_SECONDS)
             except Exception as exc:  # its packs stay; a later 'git gc' tidies them
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
+        self.locks.drop_retired()  # (of a lock taken outside the write lock)
         self.journal.close()
         self._file_lock.close()
         self.git.close()
@@ -198,6 +199,7 @@ class Repository:
                 self._depth -= 1
                 if self._depth == 0:
                     self._file_lock.release()
+                    self.locks.drop_retired()  # (other writers go on meanwhile)
 
     def recover(self) -> None:
         """Finish or undo the working-tree part of a write whose writer died.
