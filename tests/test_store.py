@@ -259,6 +259,34 @@ def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edi
     assert _changed_window(old, new) == expected
 
 
+_TREE_NAMES = st.text(st.characters(blacklist_characters="\x00/", blacklist_categories=("Cs",)), min_size=1,
+                      max_size=24).filter(lambda name: name not in (".", ".."))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.dictionaries(_TREE_NAMES, st.tuples(st.sampled_from(["100644", "100755", "40000", "120000"]),
+                                                      st.binary(min_size=20, max_size=20)), min_size=1, max_size=40))
+def test_a_tree_git_wrote_reads_back_entry_for_entry(tmp_path: Path, entries: dict[str, tuple[str, bytes]]) -> None:
+    from memsite.git.objects import MODE_TREE, Tree
+
+    repo = tmp_path / "trees"
+    if not repo.exists():
+        git(tmp_path, "init", "-q", str(repo))
+    listing = b"".join(b"%s %s %s\t%s\x00" % (mode.encode(), b"tree" if mode == "40000" else b"blob", sha.hex().encode(),
+                                              name.encode("utf-8", "surrogateescape"))
+                       for name, (mode, sha) in entries.items())
+    made = subprocess.run(["git", "mktree", "-z", "--missing"], cwd=repo, input=listing, capture_output=True, check=True)
+    data = subprocess.run(["git", "cat-file", "tree", made.stdout.decode().strip()], cwd=repo, capture_output=True,
+                          check=True).stdout
+    tree = Tree.parse(data)
+    assert tree.serialize() == data
+    assert {name: (entry.mode, entry.sha) for name, entry in tree.items()} == {
+        name: (int(mode, 8), sha) for name, (mode, sha) in entries.items()}
+    assert all(tree.get(name).is_tree == (entry.mode == MODE_TREE) for name, entry in tree.items())
+    with pytest.raises(RepositoryError, match="truncated"):
+        Tree.parse(data[:-1])
+
+
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=70_000) | st.integers(0, 200_000).map(lambda n: b"tree entry " * (n // 11)),
        level=st.sampled_from([0, 1, 6]), chunks=st.integers(1, 3))
