@@ -168,6 +168,22 @@ def pack_names(root: Path) -> set[str]:
     return {path.stem for path in (root / ".git" / "objects" / "pack").glob("*.idx")}
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc")
+def test_a_process_opening_and_closing_stores_keeps_no_file_open(store: MemoryStore, clock: Clock) -> None:
+    def open_files() -> list[str]:
+        return sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                      if os.path.exists(f"/proc/self/fd/{fd}"))
+
+    root = store.root
+    store.close()
+    before = open_files()
+    for i in range(5):  # writes, merges of packs, and a close each time
+        with MemoryStore(root, agent="planner", clock=clock) as again:
+            again.remember(f"memory {i} written by a short-lived store", category="events")
+            again.repo.objects.merge_own_packs()
+    assert open_files() == before
+
+
 def test_a_write_stores_its_objects_in_one_pack_that_git_reads(store: MemoryStore, clock: Clock) -> None:
     root = store.root
     before, loose = pack_names(root), loose_objects(root)

@@ -168,3 +168,6 @@ class SharedLock:
     def release(self) -> None:
         self._process_lock.release()
         self._thread_lock.release()
+
+    def close(self) -> None:
+        self._process_lock.close()

@@ -466,6 +466,11 @@ class ObjectStore:
         finally:
             self._list_lock.release()
 
+    def close(self) -> None:
+        """Close the files its locks hold open."""
+        self._list_lock.close()
+        self._merge_lock.close()
+
     @property
     def storing_deltas(self) -> bool:
         """Whether git is storing memsite's objects with deltas (see :meth:`merge_own_packs`)."""

@@ -168,6 +168,7 @@ class Repository:
             except Exception as exc:  # its packs stay; a later 'git gc' tidies them
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
         self.locks.drop_retired()  # (of a lock taken outside the write lock)
+        self.objects.close()
         self.journal.close()
         self._file_lock.close()
         self.git.close()
