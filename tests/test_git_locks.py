@@ -166,6 +166,23 @@ def test_the_record_of_a_writer_killed_just_after_renaming_its_lock_is_dropped(s
     assert_clean(store.root)
 
 
+def test_a_replaced_file_left_by_a_writer_on_another_host_is_removed_once_old(store: MemoryStore,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from memsite.git import locks
+
+    records = store.root / ".git" / "memsite-locks"
+    records.mkdir(exist_ok=True)
+    # What a writer on another machine sharing the repository left: its liveness cannot be told.
+    left = records / "refs%2Fheads%2Fmain.lock+4242+123+another-host+7.old"
+    os.link(store.root / ".git" / "refs" / "heads" / "main", left)
+    store.remember("a write while it is recent", category="events")
+    assert left.exists()
+    monkeypatch.setattr(locks, "OLD_SECONDS", -1.0)  # as if linked longer ago than that
+    store.remember("a write once it is old", category="events")
+    assert not left.exists()
+    assert_clean(store.root)
+
+
 def test_a_reused_pid_does_not_make_a_dead_writers_lock_look_alive(store: MemoryStore) -> None:
     lock = kill_while_holding(store.root, "refs/heads/main")
     records = store.root / ".git" / "memsite-locks"

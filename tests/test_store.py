@@ -287,6 +287,36 @@ def test_a_tree_git_wrote_reads_back_entry_for_entry(tmp_path: Path, entries: di
         Tree.parse(data[:-1])
 
 
+@pytest.mark.parametrize("data", [b"0 " * 100_000, b"0" * 200_000 + b"\x00" * 21, b"100644 " + b"a" * 300_000,
+                                  b"100644 a.md\x00" + b"\x01" * 20 + b"100644 b.md\x00" + b"\x02" * 19])
+def test_a_malformed_tree_is_refused(data: bytes) -> None:
+    from memsite.git.objects import Tree
+
+    with pytest.raises(RepositoryError, match="truncated"):
+        Tree.parse(data)
+
+
+def test_a_process_that_found_no_catalog_keeps_the_one_another_made_meanwhile(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes open a new checkout at once: the second looked before the first made the catalog."""
+    Catalog = catalog_module.Catalog
+    first = Catalog(tmp_path / "catalog.sqlite3", tmp_path, tmp_path / "activity.sqlite3")
+    first.db.execute("INSERT INTO meta VALUES ('commit', 'abc123')")  # and went on to use it
+    looked, read = [], Catalog._meta_or_none
+
+    def stale_first_look(self: catalog_module.Catalog, key: str) -> str | None:
+        if key == "schema" and not looked:
+            looked.append(key)
+            return None
+        return read(self, key)
+
+    monkeypatch.setattr(Catalog, "_meta_or_none", stale_first_look)
+    second = Catalog(tmp_path / "catalog.sqlite3", tmp_path, tmp_path / "activity.sqlite3")
+    assert looked and second.commit == "abc123" and first.commit == "abc123"
+    first.close()
+    second.close()
+
+
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=70_000) | st.integers(0, 200_000).map(lambda n: b"tree entry " * (n // 11)),
        level=st.sampled_from([0, 1, 6]), chunks=st.integers(1, 3))

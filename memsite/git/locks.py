@@ -22,7 +22,8 @@ owner record:
   first linked beside the record (``<record>.old``), and both are removed
   once the writer has released its locks: freeing a file's blocks is the
   slowest part of such a rename, and is then done outside the lock. Those a
-  killed writer left are removed with its records.
+  killed writer left are removed with its records, and any writer removes one
+  linked more than ten minutes ago (its owner may be on another machine).
 
 Liveness uses ``/proc/<pid>/stat`` on Linux (a zombie counts as dead), else
 ``os.kill(pid, 0)`` on other POSIX systems; where neither exists, or the
@@ -56,6 +57,8 @@ _TAKEN = ".taken"  # a stale lock moved aside while it is checked and removed
 _OLD = ".old"  # a record's name + this: the file its lock replaced, removed once the writer is done
 _counter = itertools.count()
 _fallocate = getattr(os, "posix_fallocate", None)  # (not on Windows or macOS)
+FALLOCATE_BYTES = 1 << 20  # locks up to this size have their blocks allocated before they are written
+OLD_SECONDS = 600.0  # a replaced file kept longer than this is removed by any writer (its owner's host may differ)
 
 
 @dataclass(frozen=True)
@@ -155,10 +158,11 @@ class LockFile:
     def write(self, data: bytes) -> None:
         """Make ``data`` the whole content of the lock (replacing what was written before)."""
         os.ftruncate(self.fd, 0)
-        if _fallocate is not None:
+        if _fallocate is not None and len(data) <= FALLOCATE_BYTES:
             with contextlib.suppress(OSError):
                 # Its blocks taken now, not when it is renamed: ext4 writes out a file renamed over
                 # another whose blocks are not allocated yet (auto_da_alloc), within the rename.
+                # (Small ones only: where the file system cannot, the C library writes each block.)
                 _fallocate(self.fd, 0, len(data))
         files.pwrite_all(self.fd, data)
 
@@ -181,7 +185,12 @@ class LockFile:
                 os.link(self.target, old)
             except OSError:  # nothing there yet (a new ref), or no hard links here
                 old = None
-        os.replace(self.path, self.target)
+        try:
+            os.replace(self.path, self.target)
+        except BaseException:
+            if old is not None:
+                old.unlink(missing_ok=True)
+            raise
         self.done = True
         if self._retired is None:
             self._drop_record()
@@ -404,10 +413,11 @@ class Locks:
             return
         for name in names:
             path = self.records / name
-            if name.endswith(_OLD):  # a file a lock replaced, its writer gone: nothing refers to it
+            if name.endswith(_OLD):  # a file a lock replaced: nothing reads it, its writer removes it
                 old = _parse(name[: -len(_OLD)])
-                if old is not None and is_dead(old[1]):
-                    path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # (its writer gone, or it was linked minutes ago)
+                    if (old is not None and is_dead(old[1])) or time.time() - path.stat().st_ctime > OLD_SECONDS:
+                        path.unlink()
                 continue
             parsed = _parse(name)
             if parsed is None:

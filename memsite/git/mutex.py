@@ -148,10 +148,13 @@ class SharedLock:
 
     def __init__(self, path: Path) -> None:
         self._thread_lock = threading.Lock()
+        self._pid = os.getpid()
         self._process_lock = ProcessLock(path)
 
     def acquire(self, timeout: float) -> bool:
         """Take it, waiting up to ``timeout`` seconds (0: only if free); whether it was taken."""
+        if self._pid != os.getpid():  # a forked child: a thread of the parent may have held it then
+            self._thread_lock, self._pid = threading.Lock(), os.getpid()
         deadline = time.monotonic() + timeout
         if not self._thread_lock.acquire(timeout=timeout):
             return False

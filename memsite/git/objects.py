@@ -66,7 +66,7 @@ _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _KINDS = {code: kind for kind, code in _PACK_TYPES.items()}
 
 _tmp_counter = itertools.count()
-_TREE_ENTRY = re.compile(rb"([0-7]+ ([^\x00]*)\x00.{20})", re.DOTALL)  # a tree's entry: mode, name, id
+_TREE_ENTRY = re.compile(rb"([0-7]{5,6} ([^\x00]*)\x00.{20})", re.DOTALL)  # a tree's entry: mode, name, id
 log = logging.getLogger("memsite")
 
 
@@ -125,8 +125,11 @@ class Tree:
 
     @classmethod
     def parse(cls, data: bytes) -> Tree:
-        entries = _TREE_ENTRY.findall(data)  # (about twice as fast as the loop below: a folder of 500 in 0.2 ms)
-        if sum(len(entry) for entry, _ in entries) == len(data):  # every byte is in an entry: well formed
+        # One pass (about twice as fast as the loop: a folder of 500 in 0.2 ms) when the last entry's
+        # name ends where it should: then a search started anywhere finds a NUL and matches, so it
+        # never scans the same bytes twice. Used when its entries cover every byte: well formed.
+        entries = _TREE_ENTRY.findall(data) if len(data) >= 21 and data[-21] == 0 else []
+        if entries and sum(len(entry) for entry, _ in entries) == len(data):
             keys = [name + b"/" if entry.startswith(b"40000 ") else name for entry, name in entries]
             raw = [entry for entry, _ in entries]
         else:

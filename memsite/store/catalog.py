@@ -130,17 +130,23 @@ class Catalog:
         self._unchecked = 0  # rows committed through it since its log was last copied into the catalog
         self.db = connect(path)
         _math_functions(self.db)
-        version = self._meta_or_none("schema")
-        if version != SCHEMA_VERSION:  # new, or made by another version: it is derived, so start over
-            # In one transaction: two processes opening a new checkout at once each make it whole, in turn.
-            try:
-                self.db.executescript(f"BEGIN IMMEDIATE; {_DROP} {_SCHEMA} {_DELETE_TRIGGER}; "
-                                      f"INSERT INTO meta VALUES ('schema', '{SCHEMA_VERSION}'); COMMIT;")
-            except BaseException:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
+        if self._meta_or_none("schema") != SCHEMA_VERSION:  # new, or made by another version: it is derived
+            self._start_over()
         self.db.execute("ATTACH DATABASE ? AS activity", (str(activity),))
+
+    def _start_over(self) -> None:
+        """Make the tables anew, unless another process did since this one looked (it holds the write lock)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if self._meta_or_none("schema") != SCHEMA_VERSION:
+                for statement in _statements_of(_DROP + _SCHEMA + _DELETE_TRIGGER + ";"):
+                    self.db.execute(statement)
+                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
 
     def _meta_or_none(self, key: str) -> str | None:
         try:
@@ -692,6 +698,17 @@ def _insert(db: sqlite3.Connection, statements: list[tuple[str, list[Any]]]) -> 
         db.execute(sql, values)  # each new row gets n = max(n) + 1, in order
     db.execute(_INDEX_AFTER, (last,))
     return last
+
+
+def _statements_of(script: str) -> Iterator[str]:
+    """The statements of ``script`` one by one (a trigger's body holds several)."""
+    statement = ""
+    for part in script.split(";"):
+        statement += part + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                yield statement
+            statement = ""
 
 
 def _json(values: Iterable[str]) -> str:
