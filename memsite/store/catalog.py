@@ -135,7 +135,8 @@ class Catalog:
         self.db.execute("ATTACH DATABASE ? AS activity", (str(activity),))
 
     def _start_over(self) -> None:
-        """Make the tables anew, unless another process did since this one looked (it holds the write lock)."""
+        """Make the tables anew, unless another process made them since this one looked (checked again inside
+        one SQLite write transaction, which two processes take in turn)."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if self._meta_or_none("schema") != SCHEMA_VERSION:
