@@ -39,10 +39,10 @@ def assert_no_partial_files(repo: Path) -> None:
         parse_memory(path.read_text(), str(path), category=path.relative_to(memories).parts[0])
 
 
-def run_together(store: MemoryStore, writers: list[tuple[str, int]], *options: str) -> dict[str, str]:
-    """Start writer processes (agent, count), release them at once, and return what they acknowledged."""
-    start = store.root / ".memsite" / "go"
-    procs = [start_writer(store.root, agent, count, "--start", str(start), *options) for agent, count in writers]
+def run_together(writers: list[tuple[Path, str, int]], *options: str) -> dict[str, str]:
+    """Start writer processes (checkout, agent, count), release them at once, and return what they acknowledged."""
+    start = writers[0][0] / ".memsite" / "go"
+    procs = [start_writer(where, agent, count, "--start", str(start), *options) for where, agent, count in writers]
     time.sleep(0.5)
     start.touch()
     acks: dict[str, str] = {}
@@ -54,7 +54,7 @@ def run_together(store: MemoryStore, writers: list[tuple[str, int]], *options: s
 
 
 def test_many_processes_writing_at_once_lose_nothing(store: MemoryStore) -> None:
-    acks = run_together(store, [(f"agent{i}", 20) for i in range(6)])
+    acks = run_together([(store.root, f"agent{i}", 20) for i in range(6)])
     assert len(acks) == 120
     assert_all_present(store.root, acks)
     assert len(store.list()) == 120
@@ -63,7 +63,7 @@ def test_many_processes_writing_at_once_lose_nothing(store: MemoryStore) -> None
 
 
 def test_processes_writing_transactions_at_once_lose_nothing(store: MemoryStore) -> None:
-    acks = run_together(store, [(f"batcher{i}", 40) for i in range(3)], "--batch", "8")
+    acks = run_together([(store.root, f"batcher{i}", 40) for i in range(3)], "--batch", "8")
     assert len(acks) == 120 and len(set(acks.values())) == 15
     assert_all_present(store.root, acks)
     assert_clean(store.root)
@@ -75,15 +75,7 @@ def test_writers_in_two_linked_worktrees_share_one_list_of_packs_and_lose_none(s
     git(root, "config", "gc.autoPackLimit", "4")  # memsite merges its packs every two: merges often overlap writes
     other = tmp_path / "second-checkout"
     git(root, "worktree", "add", "-q", "-b", "second", str(other))
-    start = tmp_path / "go"
-    procs = [start_writer(where, f"{where.name}-{i}", 15, "--start", str(start)) for where in (root, other) for i in range(2)]
-    time.sleep(0.5)
-    start.touch()
-    acks: dict[str, str] = {}
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        acks.update(acknowledged(out))
+    acks = run_together([(where, f"{where.name}-{i}", 15) for where in (root, other) for i in range(2)])
     assert len(acks) == 60
     listed = {line.split()[0] for line in (root / ".git" / "memsite-packs").read_text().splitlines()
               if line.startswith("pack-")}
