@@ -339,18 +339,16 @@ class ObjectStore:
     def _list_own(self, name: str, count: int) -> None:
         """Add a pack memsite wrote to its list (a merge rewriting the list meanwhile keeps the line)."""
         line = f"{name} {count}\n".encode()
-        if not self._list_lock.acquire(LIST_LOCK_SECONDS):
-            log.warning("%s stayed locked; pack %s is left to git's maintenance", self._listed, name)
-            return
         try:
-            fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
-            try:
-                files.write_all(fd, line)
-                self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
-            finally:
-                os.close(fd)
-        finally:
-            self._list_lock.release()
+            with self._list_held():
+                fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
+                try:
+                    files.write_all(fd, line)
+                    self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
+                finally:
+                    os.close(fd)
+        except RepositoryError as exc:  # (the list's lock stayed taken)
+            log.warning("%s; pack %s is left to git's maintenance", exc, name)
 
     def maintain(self) -> None:
         """Merge memsite's small packs once enough are listed (after a commit; no lock needed)."""
