@@ -119,3 +119,9 @@ def start_writer(repo: Path, agent: str, count: int, *extra: str) -> subprocess.
 def acknowledged(output: str) -> dict[str, str]:
     """id -> commit of each memory a writer process acknowledged."""
     return {line.split()[1]: line.split()[2] for line in output.splitlines() if line.startswith("ACK ")}
+
+
+def listed_packs(repo: Path) -> set[str]:
+    """The packs on memsite's list (``.git/memsite-packs``), by name."""
+    lines = (repo / ".git" / "memsite-packs").read_text().splitlines()
+    return {line.split()[0] for line in lines if line.startswith("pack-")}

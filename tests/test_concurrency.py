@@ -17,7 +17,7 @@ from memsite import MemoryStore
 from memsite.errors import RepositoryError
 from memsite.fileformat import parse_memory
 
-from .conftest import acknowledged, assert_clean, git, start_writer
+from .conftest import acknowledged, assert_clean, git, listed_packs, start_writer
 from .writer_process import KILL_POINTS
 
 
@@ -77,8 +77,7 @@ def test_writers_in_two_linked_worktrees_share_one_list_of_packs_and_lose_none(s
     git(root, "worktree", "add", "-q", "-b", "second", str(other))
     acks = run_together([(where, f"{where.name}-{i}", 15) for where in (root, other) for i in range(2)])
     assert len(acks) == 60
-    listed = {line.split()[0] for line in (root / ".git" / "memsite-packs").read_text().splitlines()
-              if line.startswith("pack-")}
+    listed = listed_packs(root)
     folder = root / ".git" / "objects" / "pack"
     # Every pack either checkout wrote is on the one list (none dropped by a merge in the other); one
     # off it is git's own, from the 'git gc --auto' memsite runs now and then (with deltas: memsite's have none).

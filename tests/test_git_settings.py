@@ -23,7 +23,7 @@ from memsite.git import index as gitindex
 from memsite.git.settings import GitSettings, parse_fsync
 from memsite.git.worktree import IndexUpdate
 
-from .conftest import Clock, acknowledged, assert_clean, git, start_writer
+from .conftest import Clock, acknowledged, assert_clean, git, listed_packs, start_writer
 
 
 def listing(path: Path) -> list[str]:
@@ -285,8 +285,7 @@ def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stay
     monkeypatch.setattr(store.repo.objects, "_merge_at", 1)  # this write's merge is due: it runs once its lock is free
     store.remember("the write after which the merge runs", category="events")
     assert len(during) == 2
-    listed = {line.split()[0] for line in (root / ".git" / "memsite-packs").read_text().splitlines()
-              if line.startswith("pack-")}
+    listed = listed_packs(root)
     assert listed == pack_names(root)  # the writer's packs are listed beside the merged one: none left to git
     assert len(listed_before - listed) >= 2  # merged and removed
     assert {m.id for m in store.list()} >= set(during) and len(store.list()) == 7
