@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -511,6 +513,42 @@ def test_a_large_transaction_writes_its_files_ahead_and_the_working_tree_ends_as
     assert not list((store.root / ".memsite" / "ahead").iterdir())
 
 
+def test_files_the_helper_could_not_write_ahead_are_written_by_the_commit(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsite.git import worktree
+
+    placed: list[bool] = []
+    place = worktree.FilesAhead.place
+    monkeypatch.setattr(worktree.FilesAhead, "place",
+                        lambda self, *args: placed.append(place(self, *args)) or placed[-1])
+    ahead = store.root / ".memsite" / "ahead"
+    with store.transaction("bulk import") as tx:
+        ahead.mkdir(parents=True, exist_ok=True)  # (after the write's sweep of the folder)
+        for n in (0, 7):  # names the helper will be given, taken: it cannot write those two
+            (ahead / f".{n}.{os.getpid()}.memsite-tmp").write_text("in the way")
+        made = [tx.remember(f"imported memory number {i} about topic {i * 7}", category="events") for i in range(150)]
+    assert placed.count(True) == 98 and placed.count(False) == 52  # two refused, and the 50 never sent ahead
+    assert [path.read_text() for path in sorted(ahead.iterdir())] == ["in the way"] * 2  # not memsite's to remove
+    for memory in made:
+        rel = Path(memory.path).relative_to(store.root)  # type: ignore[arg-type]
+        assert Path(memory.path).read_bytes() == git(store.root, "show", f"HEAD:{rel}").encode()  # type: ignore[arg-type]
+    assert_clean(store.root)
+
+
+def test_without_a_helper_process_a_large_transaction_writes_its_files_itself(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsite.git import worktree
+
+    monkeypatch.setattr(worktree.sys, "executable", str(store.root / "no-such-python"))
+    with store.transaction("bulk import") as tx:
+        made = [tx.remember(f"imported memory number {i}", category="events") for i in range(150)]
+    assert all(Path(m.path).exists() for m in made)  # type: ignore[arg-type]
+    assert len(store.list()) == 150
+    assert_clean(store.root)
+
+
 def test_a_large_transaction_that_raises_leaves_no_file_behind(store: MemoryStore) -> None:
     head_before = head(store.root)
     with pytest.raises(RuntimeError), store.transaction("bulk import") as tx:
@@ -530,21 +568,23 @@ def test_ctrl_c_while_a_failed_large_transaction_drops_its_files_leaves_the_stor
     import threading
     import time
 
-    from memsite.git import files
+    unlink = os.unlink
+    slowed: list[str] = []
 
-    write_all = files.write_all
+    def slow_disk(path: Any, *args: Any, **kwargs: Any) -> None:
+        if f"{os.sep}ahead{os.sep}" in os.fspath(path) and not slowed:
+            slowed.append(os.fspath(path))
+            time.sleep(0.5)
+        unlink(path, *args, **kwargs)
 
-    def slow_disk(fd: int, data: bytes) -> None:
-        time.sleep(0.5)
-        write_all(fd, data)
-
-    monkeypatch.setattr(files, "write_all", slow_disk)
+    monkeypatch.setattr(os, "unlink", slow_disk)
     with pytest.raises(KeyboardInterrupt), store.transaction("bulk import") as tx:
         for i in range(250):
             tx.remember(f"imported memory number {i}", category="events")
         threading.Timer(0.1, _thread.interrupt_main).start()  # a second Ctrl-C, while the files are dropped
         raise RuntimeError("the import failed half way")
     monkeypatch.undo()
+    assert slowed  # the Ctrl-C came while the files written ahead were removed
     store.remember("written after the interrupted import")  # same thread: the transaction and its lock are gone
     assert not list((store.root / ".memsite" / "ahead").iterdir())
     assert len(store.list()) == 1

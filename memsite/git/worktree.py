@@ -19,10 +19,11 @@ import contextlib
 import itertools
 import json
 import os
-import queue
 import secrets
 import shutil
+import struct
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -34,6 +35,7 @@ from . import index as gitindex
 from .locks import LockFile
 
 TMP_SUFFIX = ".memsite-tmp"
+_FRAME = struct.Struct("<II")  # see _WRITER
 AHEAD_DIR = "ahead"  # in the state folder: files of a large commit written while it is prepared (see FilesAhead)
 INDEX_COPY_PREFIX = "memsite-index."  # in the git dir: private copies 'git update-index' works on
 T = TypeVar("T")
@@ -96,77 +98,133 @@ class Background(Generic[T]):
         return self.value  # type: ignore[return-value]
 
 
+# The program of the process that writes a commit's files ahead (see FilesAhead): frames of
+# (name length, data length, name, data) on its input; at the end of it, the names it could not
+# write on its output, one a line. It imports nothing of memsite's, so it starts in ~10 ms. Once
+# its caller is gone (killed: the next writer sweeps the folder) it writes nothing more, and
+# removes the file it was writing (where a process outliving its parent gets a new one: POSIX).
+_WRITER = """
+import os, signal, struct, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it ends this by closing the input
+read, failed, caller = sys.stdin.buffer.read, [], int(sys.argv[1])
+flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+while len(head := read(8)) == 8 and os.getppid() == caller:
+    size, length = struct.unpack("<II", head)
+    name, data = read(size), read(length)
+    try:
+        try:
+            fd = os.open(name, flags, 0o644)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+            fd = os.open(name, flags, 0o644)
+    except OSError:  # (not writable, or the name taken) the caller writes this one itself
+        failed.append(name)
+        continue
+    try:
+        try:
+            view, done = memoryview(data), 0
+            while done < len(data):
+                done += os.write(fd, view[done:])
+        finally:
+            os.close(fd)
+        if os.getppid() != caller:
+            raise OSError("the caller is gone")
+    except OSError:  # (a full disk) no half file left
+        failed.append(name)
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+sys.stdout.buffer.write(b"\\n".join(failed))
+"""
+
+
 class FilesAhead:
-    """Working-tree files of a large commit, written ahead on a thread while the caller prepares the rest.
+    """Working-tree files of a large commit, written ahead by a helper process while the caller prepares the rest.
 
     Creating a file is kernel time that a second core can spend while the
-    caller's Python stages the next memories. Each file is written whole
-    into a folder of memsite's own (``.memsite/ahead``, git-ignored, so a
-    person's ``git status`` never lists it), under a name no other process
-    uses; the commit, holding ``index.lock``, then only renames it into the
-    working tree (:meth:`place`), instead of creating it there. A file whose
-    bytes changed since, or that could not be written, is written by the
-    commit as usual. Whatever a killed writer left in the folder is removed
-    by the next writer (:func:`sweep_ahead`); :meth:`discard` removes what a
-    commit did not use.
+    caller's Python stages the next memories. A process rather than a thread:
+    a thread takes Python's lock back after each of its system calls, and
+    the caller's staging slowed by as much as the thread saved. Each file is
+    written whole into a folder of memsite's own (``.memsite/ahead``,
+    git-ignored, so a person's ``git status`` never lists it), under a name no
+    other process uses; the commit, holding ``index.lock``, then only renames
+    it into the working tree (:meth:`place`), instead of creating it there. A
+    file whose bytes changed since, or that could not be written (or no helper
+    could start), is written by the commit as usual. Whatever a killed writer
+    left in the folder is removed by the next writer (:func:`sweep_ahead`);
+    :meth:`discard` removes what a commit did not use.
     """
 
     def __init__(self, folder: Path) -> None:
         self.folder = str(folder)
         self._names = itertools.count()
-        self._inbox: queue.SimpleQueue[list[tuple[str, bytes]] | None] = queue.SimpleQueue()
-        self._written: dict[str, tuple[bytes, str]] = {}  # path -> (its bytes, the file holding them)
-        self._thread: threading.Thread | None = None
-        self._dropped = False  # (discard) the files still queued are not written
+        self._suffix = f".{os.getpid()}{TMP_SUFFIX}"  # named as atomic_write's files are: 'memsite doctor' knows them
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._broken = False  # no helper, or it stopped: nothing more is sent
+        self._sent: dict[str, tuple[bytes, str]] = {}  # path -> (its bytes, the file the helper writes them to)
+        self._stale: list[str] = []  # files sent for a path sent again since
+        self._written: dict[str, tuple[bytes, str]] = {}  # once finished: what the helper wrote
 
     def add(self, items: Iterable[tuple[str, bytes]]) -> None:
-        """Write these (working-tree path, bytes) files ahead."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="memsite-files-ahead", daemon=True)
-            self._thread.start()
-        self._inbox.put(list(items))
-
-    def _run(self) -> None:
-        suffix = f".{os.getpid()}{TMP_SUFFIX}"  # named as atomic_write's files are: 'memsite doctor' knows them
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | files.BINARY
-        while (items := self._inbox.get()) is not None:
-            for path, data in items:
-                if self._dropped:
-                    break
-                name = f"{self.folder}/.{next(self._names)}{suffix}"
-                try:
-                    fd = files.open_in_folder(name, flags, 0o644)
-                except OSError:  # (not writable, say) the commit writes this one itself
-                    continue
-                try:
-                    try:
-                        files.write_all(fd, data)
-                    finally:
-                        os.close(fd)
-                except OSError:  # (a full disk) as above
-                    with contextlib.suppress(OSError):
-                        os.unlink(name)
-                    continue
-                old = self._written.get(path)
-                self._written[path] = (data, name)
-                if old is not None:
-                    with contextlib.suppress(OSError):
-                        os.unlink(old[1])
+        """Have these (working-tree path, bytes) files written ahead."""
+        if self._broken:
+            return
+        if self._proc is None:
+            try:
+                self._proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WRITER, str(os.getpid())],
+                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL)
+            except (OSError, ValueError):  # (an embedded Python without an executable) the commit writes them
+                self._broken = True
+                return
+        frames = []
+        for path, data in items:
+            name = f"{self.folder}/.{next(self._names)}{self._suffix}"
+            encoded = os.fsencode(name)
+            frames += [_FRAME.pack(len(encoded), len(data)), encoded, data]
+            old = self._sent.get(path)
+            self._sent[path] = (data, name)
+            if old is not None:
+                self._stale.append(old[1])
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(b"".join(frames))
+            self._proc.stdin.flush()
+        except OSError:  # the helper died: what it wrote is found by finish()
+            self._broken = True
 
     def finish(self) -> None:
-        """Wait until every file added is written (a Ctrl-C meanwhile is raised once the thread is done,
+        """Wait until the helper has written every file added (a Ctrl-C meanwhile is raised once it is done,
         so that no file is written after the caller has moved on)."""
-        if self._thread is None:
+        proc, self._proc = self._proc, None
+        if proc is None:
             return
-        self._inbox.put(None)
         interrupted = None
-        while self._thread.is_alive():
+        failed = b""
+        while True:
             try:
-                self._thread.join()
+                failed = proc.communicate()[0]
+                break
             except KeyboardInterrupt as exc:
                 interrupted = exc
-                self._dropped = True  # the rest is not needed: stop soon
-        self._thread = None
+            except (OSError, ValueError):  # (its pipes broken) it is stopped
+                proc.kill()
+                proc.wait()
+                break
+        # What it could not write, or (stopped, killed) None: every file sent may be there, half written.
+        missing = set(failed.split(b"\n")) if proc.returncode == 0 else None
+        for path, (data, name) in self._sent.items():
+            if missing is None:
+                self._stale.append(name)
+            elif os.fsencode(name) not in missing:
+                self._written[path] = (data, name)
+        self._sent.clear()
+        for name in self._stale:
+            if missing is None or os.fsencode(name) not in missing:  # (a name it could not write: not its file)
+                with contextlib.suppress(OSError):
+                    os.unlink(name)
+        self._stale.clear()
         if interrupted is not None:
             raise interrupted
 
@@ -190,8 +248,10 @@ class FilesAhead:
         return False
 
     def discard(self) -> None:
-        """Remove the files not placed; those still queued are not written."""
-        self._dropped = True
+        """Remove the files not placed."""
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()  # what it wrote is removed below, with the rest
         try:
             self.finish()
         finally:

@@ -351,22 +351,17 @@ class Catalog:
         nothing else: its text is the same, so the full-text index and the
         sketches stay as they are.
         """
-        return self.recording().finish(upserts, deletes, moves)
-
-    def recording(self) -> Recording:
-        """Start recording a commit whose rows may be known before it is made (see :class:`Recording`)."""
         self.settle_pending()
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
-        recording = Recording(self, self._worker)
-        self._unsettled = recording
-        return recording
+        recording = self._unsettled = Recording(self, self._worker, list(upserts), list(deletes), list(moves))
+        return recording.settle
 
     def _writer(self) -> sqlite3.Connection:
         """The connection the catalog's thread writes through (opened there, on first use).
 
-        A connection of its own: rows written ahead of a commit stay unseen by
-        the reads made meanwhile (dedup must see the catalog as committed).
+        A connection of its own: rows written while a commit is made stay
+        unseen by the reads made meanwhile (dedup must see the catalog as committed).
         """
         if self._write_db is None:
             self._write_db = connect(self._path)
@@ -530,49 +525,16 @@ class Catalog:
 class Recording:
     """A commit's rows, written on the catalog's thread in one SQLite transaction while the commit is made.
 
-    A transaction staging many memories hands their rows over as it goes
-    (:meth:`add`), so they are written while it stages the rest rather than
-    after; :meth:`finish` gives the commit's final rows, and a row added
-    ahead that is final already (the same Memory, path and blob) is not
-    written again. See :meth:`Catalog.record` for ``settle``.
+    See :meth:`Catalog.record`.
     """
 
-    def __init__(self, catalog: Catalog, worker: ThreadPoolExecutor) -> None:
+    def __init__(self, catalog: Catalog, worker: ThreadPoolExecutor, upserts: list[tuple[Memory, str, str]],
+                 deletes: list[str], moves: list[tuple[str, str]]) -> None:
         self._catalog = catalog
-        # ('rows', rows) as staged, then ('finish', upserts, deletes, moves), or None: dropped.
-        self._inbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._sent: dict[str, tuple[Memory, str, str]] = {}  # id -> the row last added ahead
-        self._finished = False
         self._settled = False
-        self._rows = 0  # how many it writes
-        self._done = worker.submit(self._work)
-
-    def add(self, rows: Iterable[tuple[Memory, str, str]]) -> None:
-        """Write these (memory, path, blob id) rows now, ahead of the commit (they are its rows unless it changes them)."""
-        rows = list(rows)
-        self._rows += len(rows)
-        self._inbox.put(("rows", _Upsert(rows)))
-        for row in rows:  # after: a row noted as sent always was
-            self._sent[row[0].id] = row
-
-    def sent(self, mid: str) -> bool:
-        """Whether a row for ``mid`` was added ahead."""
-        return mid in self._sent
-
-    def finish(self, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
-               moves: Iterable[tuple[str, str]] = ()) -> Callable[[str | None], None]:
-        """The commit's rows, as :meth:`Catalog.record` takes them; returns ``settle``."""
-        def written(memory: Memory, path: str, blob: str) -> bool:
-            ahead = self._sent.get(memory.id)
-            return ahead is not None and ahead[0] is memory and ahead[1:] == (path, blob)
-
-        upserts = [row for row in upserts if not written(*row)]
-        deletes, moves = list(deletes), list(moves)
-        self._rows += len(upserts) + len(deletes) + len(moves)
-        self._finished = True
-        self._inbox.put(("finish", _Upsert(upserts), deletes, moves))
-        return self.settle
+        self._rows = len(upserts) + len(deletes) + len(moves)  # how many it writes
+        self._done = worker.submit(self._work, _Upsert(upserts), deletes, moves)
 
     def settle(self, commit: str | None) -> None:
         """Commit the rows as ``commit``'s and wait for them (raising what went wrong); None drops them."""
@@ -580,10 +542,7 @@ class Recording:
             self._catalog._unsettled = None
         if not self._settled:
             self._settled = True
-            if self._finished:
-                self._decision.put(commit)
-            else:
-                self._inbox.put(None)  # dropped before the commit was made
+            self._decision.put(commit)
         interrupted = None
         while True:  # the connection is used again after this: never leave it mid-transaction
             try:
@@ -598,22 +557,14 @@ class Recording:
         if commit is not None:
             self._catalog._committed(self._rows)
 
-    def _work(self) -> None:
+    def _work(self, upserts: _Upsert, deletes: list[str], moves: list[tuple[str, str]]) -> None:
         db = self._catalog._writer()
         # Deferred: its first write locks the catalog; catalog writes are serialised by the repository lock.
         db.execute("BEGIN")
         try:
-            # Rows inserted here are numbered above the lowest maximum any insert saw (a delete can lower it).
-            first = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
-            while (item := self._inbox.get()) is not None and item[0] == "rows":
-                first = min(first, item[1].run(db))
-            if item is None:
-                db.execute("ROLLBACK")
-                return
-            _, upserts, deletes, moves = item
             db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
             db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
-            first = min(first, upserts.run(db))
+            first = upserts.run(db)  # the rows inserted are numbered above it
             commit = self._decision.get()
             if commit is not None:  # the branch points at it: the rows written here are its
                 db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, first))

@@ -27,15 +27,14 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..config import Config
-    from .catalog import Catalog, Recording
+    from .catalog import Catalog
 
 log = logging.getLogger("memsite")
 T = TypeVar("T")
 
 AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
-# Once a transaction has staged this many memories, their catalog rows and
-# their files are written while it stages the rest, this many at a time (see
-# _send_ahead).
+# Once a transaction has staged this many memories, their files are written
+# while it stages the rest, this many at a time (see _send_ahead).
 AHEAD_BATCH = 100
 
 
@@ -84,11 +83,9 @@ class Transaction:
         self._moved: set[str] = set()  # ids of memories only moved to another file, bytes unchanged
         self._categories: set[str] = set()
         self._owned: dict[str, bytes] = {}
-        self._ahead: Recording | None = None  # the catalog's record of this commit, once rows are sent ahead
         self._files_ahead: FilesAhead | None = None  # its working-tree files, once written ahead
         self._unsent: list[str] = []  # ids staged since rows were last sent ahead
         self._folders: dict[tuple[str, datetime], str] = {}  # (category, created) -> folder of new memories
-        self._blobs: dict[str, tuple[bytes, str]] = {}  # path -> (the bytes staged, their blob id), see _blob
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
         self.author: str | None = None  # the commit's author when not the store's agent (recalls of another agent)
         self._lock: Any = None
@@ -375,47 +372,26 @@ class Transaction:
         return memory
 
     def _send_ahead(self) -> None:
-        """Hand the catalog the rows of the memories staged since last time, and have their files written,
-        while the rest is staged.
+        """Have the files of the memories staged since last time written, while the rest is staged.
 
-        The catalog checks them against the commit's final rows (see _record);
-        the commit uses a file written ahead only if its bytes are still the
+        The commit uses a file written ahead only if its bytes are still the
         ones staged (see FilesAhead).
         """
-        rows = []
-        for mid in dict.fromkeys(self._unsent):
-            memory = self._pending.get(mid)
-            if memory is not None and mid not in self._moved:
-                path = self._paths[mid]
-                rows.append((memory, path, self._blob(path)))
+        paths = [self._paths[mid] for mid in dict.fromkeys(self._unsent)
+                 if self._pending.get(mid) is not None and mid not in self._moved]
         self._unsent.clear()
-        if self._ahead is None:
-            self._ahead = self.store.catalog.recording()
+        if self._files_ahead is None:
             repo = self.store.repo
-            if repo.refs.head_target() == self.ref:  # (a branch not checked out has no files to write)
-                self._files_ahead = repo.files_ahead()
-        self._ahead.add(rows)
-        if self._files_ahead is not None:
-            self._files_ahead.add((path, self._files[path]) for _, path, _ in rows)  # type: ignore[misc]
-
-    def _blob(self, path: str) -> str:
-        """The blob id of the file staged for ``path`` (computed once for the rows sent ahead and the commit's)."""
-        data = self._files[path] or b""
-        known = self._blobs.get(path)
-        if known is None or known[0] is not data:
-            known = self._blobs[path] = (data, blob_id(data).hex())
-        return known[1]
+            if repo.refs.head_target() != self.ref:  # (a branch not checked out has no files to write)
+                return
+            self._files_ahead = repo.files_ahead()
+        self._files_ahead.add((path, self._files[path]) for path in paths)  # type: ignore[misc]
 
     def _drop_ahead(self) -> None:
-        """Drop the rows sent ahead of a commit that is not made, and the files written ahead and not used."""
-        ahead, self._ahead = self._ahead, None
+        """Remove the files written ahead of a commit that is not made, and those it did not use."""
         files, self._files_ahead = self._files_ahead, None
-        try:
-            if ahead is not None:
-                ahead.settle(None)
-        finally:
-            if files is not None:
-                files.discard()
+        if files is not None:
+            files.discard()
 
     def _path_of(self, memory: Memory) -> str:
         """The file of ``memory`` relative to the repository root."""
@@ -495,17 +471,16 @@ class Transaction:
 
     def _record(self) -> Callable[[str | None], None]:
         """Start recording this transaction's memories in the catalog while the commit is made (see Repository.commit)."""
-        recording, self._ahead = self._ahead or self.store.catalog.recording(), None
         upserts, moves = [], []
         for mid, memory in self._pending.items():
             if memory is not None:
                 path = self._path_of(memory)
-                if mid in self._moved and not recording.sent(mid):  # same text: the catalog changes its path alone
+                if mid in self._moved:  # same text: the catalog changes its path alone
                     moves.append((mid, path))
                 else:
-                    upserts.append((memory, path, self._blob(path)))
+                    upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        settle = recording.finish(upserts, deletes, moves)
+        settle = self.store.catalog.record(upserts, deletes, moves)
 
         def landed(sha: str | None) -> None:
             if sha is not None:
