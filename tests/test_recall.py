@@ -314,8 +314,8 @@ def _catalogued(store: MemoryStore) -> dict[str, tuple]:
 
 
 def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStore) -> None:
-    """Past AHEAD_BATCH memories, a transaction's catalog rows are written while it stages the rest: dedup
-    against the store and within the transaction, search and the catalog are as if written at the end."""
+    """Past AHEAD_BATCH memories, a transaction's files are written while it stages the rest: dedup
+    against the store and within the transaction, search and the catalog are as for a small one."""
     kept = store.remember("The payments service retries failed webhooks five times", category="cases")
     newest = store.remember("Rotate the staging database password every quarter", category="cases")
     texts = [f"Service {i} owns queue q{i} and its alerts go to team t{i % 13}" for i in range(2 * AHEAD_BATCH + 30)]
@@ -323,7 +323,7 @@ def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStor
         # Merged into first: the catalog's last row is replaced, and the rows after it are this commit's.
         grown = tx.remember("Rotate the staging database password every quarter, on Mondays", category="cases")
         made = [tx.remember(text, category="entities") for text in texts]
-        again = tx.remember(texts[3] + ".", category="entities")  # its twin's row went ahead long ago
+        again = tx.remember(texts[3] + ".", category="entities")  # its twin's file went ahead long ago
         dup = tx.remember("the payments service retries failed webhooks five times!", category="cases")
         merged = tx.remember(texts[10] + " since March", category="entities", tags=["queues"])
         tx.update(made[20].id, tags=["changed"])
@@ -354,7 +354,7 @@ def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStor
 def test_a_large_transaction_that_stops_leaves_the_catalog_as_it_was(
     store: MemoryStore, interruption: type[BaseException]
 ) -> None:
-    """Rows a transaction wrote ahead of its commit are dropped with it, and the next write goes on."""
+    """A large transaction that stops leaves no row, and the next write goes on."""
     kept = store.remember("Deploys need two approvals", category="patterns")
     before = _catalogued(store)
     with pytest.raises(interruption):

@@ -84,7 +84,7 @@ class Transaction:
         self._categories: set[str] = set()
         self._owned: dict[str, bytes] = {}
         self._files_ahead: FilesAhead | None = None  # its working-tree files, once written ahead
-        self._unsent: list[str] = []  # ids staged since rows were last sent ahead
+        self._unsent: list[str] = []  # ids staged since files were last sent ahead
         self._folders: dict[tuple[str, datetime], str] = {}  # (category, created) -> folder of new memories
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
         self.author: str | None = None  # the commit's author when not the store's agent (recalls of another agent)
