@@ -213,15 +213,15 @@ class FilesAhead:
                 proc.wait()
                 break
         # What it could not write, or (stopped, killed) None: every file sent may be there, half written.
-        missing = set(failed.split(b"\n")) if proc.returncode == 0 else None
+        missing = {os.fsdecode(name) for name in failed.split(b"\n")} if proc.returncode == 0 else None
         for path, (data, name) in self._sent.items():
             if missing is None:
                 self._stale.append(name)
-            elif os.fsencode(name) not in missing:
+            elif name not in missing:
                 self._written[path] = (data, name)
         self._sent.clear()
         for name in self._stale:
-            if missing is None or os.fsencode(name) not in missing:  # (a name it could not write: not its file)
+            if missing is None or name not in missing:  # (a name it could not write: not its file)
                 with contextlib.suppress(OSError):
                     os.unlink(name)
         self._stale.clear()
