@@ -213,6 +213,9 @@ class Repository:
         branch a person checked out since, and are left as they are.
         """
         sweep_ahead(self.state_dir)
+        finished = self.journal.finished()
+        if finished is not None and finished == self.refs.head_target():
+            return  # the last write finished, and its branch is still checked out: nothing to repair or take back
         record = self.journal.read()
         self._take_back_left_behind(record)
         ref, paths = self.journal.pending_write(record)

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import secrets
 import shutil
 import struct
@@ -37,6 +38,7 @@ from .locks import LockFile
 TMP_SUFFIX = ".memsite-tmp"
 _FRAME = struct.Struct("<II")  # see _WRITER
 AHEAD_DIR = "ahead"  # in the state folder: files of a large commit written while it is prepared (see FilesAhead)
+_FINISHED = re.compile(rb'\{"done": ("(?:[^"\\]|\\.)*")')  # how Journal.end's note starts (see Journal.finished)
 INDEX_COPY_PREFIX = "memsite-index."  # in the git dir: private copies 'git update-index' works on
 T = TypeVar("T")
 
@@ -439,6 +441,15 @@ class Journal:
             return None, {}
         return record["done"], {p: b for p, b in record["left"].items() if isinstance(p, str)
                                 and (b is None or isinstance(b, str))}
+
+    def finished(self) -> str | None:
+        """The branch of a finished write's note, read from the journal's first bytes; None for any other record.
+
+        The note of a large write names every file it wrote: the next writer
+        reads only this much of it while that branch is still checked out.
+        """
+        found = _FINISHED.match(os.pread(self._file(), 4096, 0))
+        return json.loads(found[1]) if found else None
 
     def read(self) -> object:
         """The journal's record as it is now (for :meth:`left_behind` and :meth:`pending_write`)."""
