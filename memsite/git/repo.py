@@ -167,7 +167,7 @@ class Repository:
                 self.objects.merge_own_packs(wait=DELTAS_TIMEOUT_SECONDS)
             except Exception as exc:  # its packs stay; a later 'git gc' tidies them
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
-        self.locks.drop_retired()  # (of a lock taken outside the write lock)
+        self.locks.close()  # (the files of locks taken outside the write lock too)
         self.objects.close()
         self.journal.close()
         self._file_lock.close()
