@@ -432,12 +432,22 @@ class Locks:
             names = os.listdir(self.records)
         except FileNotFoundError:
             return
+        me = current_owner()
+        known: dict[Owner, bool] = {}  # whether each writer seen has ended: one look per process
+
+        def ended(owner: Owner) -> bool:
+            if owner == me:  # (this process's own, which its thread is removing)
+                return False
+            if owner not in known:
+                known[owner] = is_dead(owner)
+            return known[owner]
+
         for name in names:
             path = self.records / name
             if name.endswith(_OLD):  # a file a lock replaced: nothing reads it, its writer removes it
                 old = _parse(name[: -len(_OLD)])
                 with contextlib.suppress(OSError):  # (its writer gone, or it was linked minutes ago)
-                    if (old is not None and is_dead(old[1])) or time.time() - path.stat().st_ctime > OLD_SECONDS:
+                    if (old is not None and ended(old[1])) or time.time() - path.stat().st_ctime > OLD_SECONDS:
                         path.unlink()
                 continue
             parsed = _parse(name)
@@ -446,7 +456,7 @@ class Locks:
                     path.unlink(missing_ok=True)  # a stale lock already moved out of git's way
                 continue
             key, owner = parsed
-            if not is_dead(owner):
+            if not ended(owner):
                 continue
             lock = self.common_dir / unquote(key)
             try:
