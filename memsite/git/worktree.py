@@ -338,7 +338,9 @@ class IndexUpdate:
             with contextlib.suppress(OSError), open(copy, "rb") as handle:  # index.lock is held: it stays so
                 handle.seek(-20, os.SEEK_END)
                 self._source = (os.stat(self.git_dir / "index"), handle.read(20))
-        command = ["git", "update-index", "--add", "--remove"]
+        # --info-only: every file's blob is memsite's to write (the commit's pack, stored before the
+        # index is), so git only hashes the files, and never writes a loose copy of one it does not find yet.
+        command = ["git", "update-index", "--add", "--remove", "--info-only"]
         if resplit:
             # With split index on (as init sets), fold a large delta into a
             # new shared base so later updates stay small.
