@@ -404,3 +404,35 @@ def test_the_index_stays_right_across_folds_and_a_person_staging_files_between_w
     assert len([p for p in tracked if p.startswith("note-")]) == 3
     # Regression: a fold keeps racily-clean entries in the delta; counting them folded again on every write.
     assert 1 <= folds.count(True) <= 4, folds
+
+
+def test_a_transaction_adds_its_new_files_to_the_index_itself_and_a_later_single_write_folds_them(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of new files goes into the split index's delta without a git process while the delta stays
+    within git's own share of the base; the next single write folds the large delta into a new base."""
+    monkeypatch.setattr(gitindex, "MAX_DELTA_ENTRIES", 20)
+    with store.transaction("seed") as tx:  # 200 files: past any share of a base of a few files, so git folds
+        for i in range(200):
+            tx.remember(f"seeded memory {i} about the index", category="events", dedupe=False)
+    folds: list[bool] = []
+    start = IndexUpdate._start
+
+    def spy(update: IndexUpdate, resplit: bool) -> object:
+        folds.append(resplit)
+        return start(update, resplit)
+
+    monkeypatch.setattr(IndexUpdate, "_start", spy)
+    base = gitindex._link(gitindex._read(store.root / ".git" / "index")[2])
+    with store.transaction("batch") as tx:
+        made = [tx.remember(f"batched memory {i} about the index", category="events", dedupe=False) for i in range(30)]
+    assert folds == []  # written by memsite: no git process
+    assert gitindex._link(gitindex._read(store.root / ".git" / "index")[2]) == base
+    assert_clean(store.root)
+    tracked = set(git(store.root, "ls-files").splitlines())
+    assert {str(Path(m.path).relative_to(store.root)) for m in made} <= tracked  # type: ignore[arg-type]
+    store.remember("a single memory after the batch", category="events")
+    assert folds == [True]  # its delta of 31 entries is past 20: folded into a new base
+    assert gitindex._link(gitindex._read(store.root / ".git" / "index")[2]) != base
+    assert len([p for p in git(store.root, "ls-files").splitlines() if "/events/" in p]) == 231
+    assert_clean(store.root)
