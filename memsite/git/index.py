@@ -22,7 +22,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import hashlib
-import heapq
 import os
 import struct
 import threading
@@ -305,9 +304,11 @@ def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: L
     if any(delta.has(name) or name in base_names for name in names):
         return NOT_APPLICABLE
     folder = str(root)
-    new = sorted((name, _entry(folder, name, sha)) for name, sha in names.items())
-    merged = list(heapq.merge(zip(delta.names, delta.added), new))
-    order, added = [name for name, _ in merged], [entry for _, entry in merged]
+    order, added = list(delta.names), list(delta.added)
+    for name, sha in sorted(names.items()):
+        i = bisect.bisect_left(order, name)
+        order.insert(i, name)
+        added.insert(i, _entry(folder, name, sha))
     kept = [(n, d) for n, d in delta.extensions if n in _KEEP_EXTENSIONS]
     body = [_HEADER.pack(b"DIRC", delta.version, len(delta.replaced) + len(added)), *delta.replaced, *added]
     body += [struct.pack(">4sI", n, len(d)) + d for n, d in kept]
