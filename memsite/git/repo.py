@@ -505,8 +505,39 @@ class Repository:
         def move(sha: str) -> None:
             self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
 
-        if self.refs.head_target() != ref and build() is None:
-            return None  # (not checked out: the objects are built before index.lock is taken, to hold it briefly)
+        # The caller's record starts first: it is written on a thread of its own while the rest is done.
+        settle = record() if record is not None else None
+        sha: str | None = None
+        try:
+            # (Not checked out: the objects are built before index.lock is taken, to hold it briefly.)
+            if self.refs.head_target() == ref or build() is not None:
+                sha = self._commit_locked(ref, parent, files, base, build, move, owned, ahead)
+        except BaseException:
+            if settle is not None:
+                made = built[0] if built else None
+                try:
+                    landed = made is not None and self.refs.read(ref) == made
+                except Exception:
+                    landed = False  # the catalog then catches up from git
+                _settle(settle, made if landed else None)
+            raise
+        if settle is not None:
+            _settle(settle, sha)
+        return sha
+
+    def _commit_locked(
+        self,
+        ref: str,
+        parent: str | None,
+        files: Mapping[str, bytes | None],
+        base: bytes | None,
+        build: Callable[[], str | None],
+        move: Callable[[str], None],
+        owned: Mapping[str, bytes] | None,
+        ahead: FilesAhead | None,
+    ) -> str | None:
+        """The part of :meth:`commit` done under git's ``index.lock``: the branch moves (and the index and
+        working tree with it, when checked out)."""
         # As 'git commit' does: HEAD, the branch and the index stay as they
         # are read here until the new index is renamed into place, so a
         # person's 'git checkout' (which takes index.lock too) never
@@ -516,30 +547,13 @@ class Repository:
             if self.refs.read(ref) != parent:
                 raise RefMoved(f"{ref} moved while the write waited for {self.locks.show(lock.path)}")
             catch_up = self._checked_out(ref, base, parent)
-            if catch_up is not None:
-                self._refuse_unsaved_edits(base, files, owned or {})
-            settle: Callable[[str | None], None] | None = None
-            sha: str | None = None
-            try:
-                settle = record() if record is not None else None
-                if catch_up is None:  # the ref's compare-and-swap is all it takes
-                    sha = build()
-                    if sha is not None:
-                        move(sha)
-                else:
-                    sha = self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
-            except BaseException:
-                if settle is not None:
-                    made = built[0] if built else None
-                    try:
-                        landed = made is not None and self.refs.read(ref) == made
-                    except Exception:
-                        landed = False  # the catalog then catches up from git
-                    _settle(settle, made if landed else None)
-                raise
-            if settle is not None:
-                _settle(settle, sha)
-            return sha
+            if catch_up is None:  # the ref's compare-and-swap is all it takes
+                sha = build()
+                if sha is not None:
+                    move(sha)
+                return sha
+            self._refuse_unsaved_edits(base, files, owned or {})
+            return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
         finally:
             lock.rollback()  # nothing once committed
 
