@@ -15,7 +15,7 @@ import math
 import queue
 import sqlite3
 import subprocess
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -338,8 +338,11 @@ class Catalog:
     # --- writes ------------------------------------------------------------
 
     def record(self, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
-               moves: Iterable[tuple[str, str]] = ()) -> Callable[[str | None], None]:
+               moves: Iterable[tuple[str, str]] = (), created: Container[str] = ()) -> Callable[[str | None], None]:
         """Record a commit being made: upsert (memory, path, blob id) rows, delete ids, move (id, path).
+
+        ``created``: ids of upserted memories new to the store (a new id, a
+        path no committed file has), so no row to replace is looked for.
 
         The rows are written on a thread of the catalog's own, in one SQLite
         transaction, while the caller writes the commit's objects and files
@@ -354,7 +357,8 @@ class Catalog:
         self.settle_pending()
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
-        recording = self._unsettled = Recording(self, self._worker, list(upserts), list(deletes), list(moves))
+        recording = self._unsettled = Recording(self, self._worker, _Upsert(list(upserts), created), list(deletes),
+                                                list(moves))
         return recording.settle
 
     def _writer(self) -> sqlite3.Connection:
@@ -528,13 +532,13 @@ class Recording:
     See :meth:`Catalog.record`.
     """
 
-    def __init__(self, catalog: Catalog, worker: ThreadPoolExecutor, upserts: list[tuple[Memory, str, str]],
+    def __init__(self, catalog: Catalog, worker: ThreadPoolExecutor, upserts: _Upsert,
                  deletes: list[str], moves: list[tuple[str, str]]) -> None:
         self._catalog = catalog
         self._decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._settled = False
-        self._rows = len(upserts) + len(deletes) + len(moves)  # how many it writes
-        self._done = worker.submit(self._work, _Upsert(upserts), deletes, moves)
+        self._rows = upserts.count + len(deletes) + len(moves)  # how many it writes
+        self._done = worker.submit(self._work, upserts, deletes, moves)
 
     def settle(self, commit: str | None) -> None:
         """Commit the rows as ``commit``'s and wait for them (raising what went wrong); None drops them."""
@@ -578,7 +582,7 @@ class Recording:
 
 
 class _Upsert:
-    """Rows of (memory, path, blob id) to write, replacing any of the same id or path.
+    """Rows of (memory, path, blob id) to write, replacing any of the same id or path (but those ``created``).
 
     The statements' parameters are made where the rows are (the thread
     staging them), so the catalog's thread only runs SQL, which does not hold
@@ -586,16 +590,19 @@ class _Upsert:
     full-text index's triggers.
     """
 
-    def __init__(self, rows: list[tuple[Memory, str, str]]) -> None:
-        self.deleted = (_json(m.id for m, _, _ in rows), _json(p for _, p, _ in rows)) if rows else None
+    def __init__(self, rows: list[tuple[Memory, str, str]], created: Container[str] = ()) -> None:
+        self.count = len(rows)
+        replacing = [(m.id, path) for m, path, _ in rows if m.id not in created]
+        self.deleted = (_json(mid for mid, _ in replacing), _json(path for _, path in replacing)) if replacing else None
         self.inserts = _statements(_INSERT, [_row(memory, path, blob, None) for memory, path, blob in rows])
         self.sketches = _statements(_INSERT_SKETCHES, sorted(_sketch_rows(memory for memory, _, _ in rows)))
 
     def run(self, db: sqlite3.Connection) -> float:
         """Write them; returns the row number before the new rows (see _insert; infinity when there are none)."""
-        if self.deleted is None:
+        if not self.count:
             return math.inf
-        db.execute(_DELETE_ROWS, self.deleted)
+        if self.deleted is not None:
+            db.execute(_DELETE_ROWS, self.deleted)
         last = _insert(db, self.inserts)
         for sql, values in self.sketches:
             db.execute(sql, values)

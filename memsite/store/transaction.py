@@ -480,7 +480,8 @@ class Transaction:
                 else:
                     upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
-        settle = self.store.catalog.record(upserts, deletes, moves)
+        created = {op.memory.id for op in self.ops if op.action == "created"}  # (no row has their id or path)
+        settle = self.store.catalog.record(upserts, deletes, moves, created)
 
         def landed(sha: str | None) -> None:
             if sha is not None:
