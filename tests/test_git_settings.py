@@ -378,12 +378,8 @@ def test_a_bad_lock_timeout_is_reported_by_name(value: object) -> None:
     assert parse_config({"lock_timeout": 2.5}).lock_timeout == 2.5
 
 
-def test_the_index_stays_right_across_folds_and_a_person_staging_files_between_writes(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The delta index a write leaves is reused by the next write of the process; it must never hide
-    what git wrote meanwhile, and folding the delta into a new base (a resplit) must keep every entry."""
-    monkeypatch.setattr(gitindex, "MAX_DELTA_ENTRIES", 3)
+def _folds_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The ``git update-index`` runs from now on, as whether each folds the delta into a new base."""
     folds: list[bool] = []
     start = IndexUpdate._start
 
@@ -392,6 +388,21 @@ def test_the_index_stays_right_across_folds_and_a_person_staging_files_between_w
         return start(update, resplit)
 
     monkeypatch.setattr(IndexUpdate, "_start", spy)
+    return folds
+
+
+def _shared_base(root: Path) -> bytes | None:
+    """The id of the shared index the split index at ``root`` names."""
+    return gitindex._link(gitindex._read(root / ".git" / "index")[2])
+
+
+def test_the_index_stays_right_across_folds_and_a_person_staging_files_between_writes(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delta index a write leaves is reused by the next write of the process; it must never hide
+    what git wrote meanwhile, and folding the delta into a new base (a resplit) must keep every entry."""
+    monkeypatch.setattr(gitindex, "MAX_DELTA_ENTRIES", 3)
+    folds = _folds_counted(monkeypatch)
     for i in range(15):
         store.remember(f"memory number {i} about the index", category="events", dedupe=False)
         assert_clean(store.root)
@@ -415,24 +426,17 @@ def test_a_transaction_adds_its_new_files_to_the_index_itself_and_a_later_single
     with store.transaction("seed") as tx:  # 200 files: past any share of a base of a few files, so git folds
         for i in range(200):
             tx.remember(f"seeded memory {i} about the index", category="events", dedupe=False)
-    folds: list[bool] = []
-    start = IndexUpdate._start
-
-    def spy(update: IndexUpdate, resplit: bool) -> object:
-        folds.append(resplit)
-        return start(update, resplit)
-
-    monkeypatch.setattr(IndexUpdate, "_start", spy)
-    base = gitindex._link(gitindex._read(store.root / ".git" / "index")[2])
+    folds = _folds_counted(monkeypatch)
+    base = _shared_base(store.root)
     with store.transaction("batch") as tx:
         made = [tx.remember(f"batched memory {i} about the index", category="events", dedupe=False) for i in range(30)]
     assert folds == []  # written by memsite: no git process
-    assert gitindex._link(gitindex._read(store.root / ".git" / "index")[2]) == base
+    assert _shared_base(store.root) == base
     assert_clean(store.root)
     tracked = set(git(store.root, "ls-files").splitlines())
     assert {str(Path(m.path).relative_to(store.root)) for m in made} <= tracked  # type: ignore[arg-type]
     store.remember("a single memory after the batch", category="events")
     assert folds == [True]  # its delta of 31 entries is past 20: folded into a new base
-    assert gitindex._link(gitindex._read(store.root / ".git" / "index")[2]) != base
+    assert _shared_base(store.root) != base
     assert len([p for p in git(store.root, "ls-files").splitlines() if "/events/" in p]) == 231
     assert_clean(store.root)
