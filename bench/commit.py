@@ -70,14 +70,16 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def file_create_cost(folder: Path, count: int = 200) -> float:
-    """Microseconds to create a small file in ``folder``: the disk condition of this run."""
+    """Microseconds to create a small file in ``folder``: the disk condition of this run.
+
+    The files stay until the run's folder is removed: removing them now would
+    slow the writes measured next (see main).
+    """
     probe = Path(tempfile.mkdtemp(dir=folder))
     start = time.perf_counter()
     for i in range(count):
         (probe / f"f{i}").write_bytes(b"x" * 300)
-    cost = (time.perf_counter() - start) / count * 1e6
-    shutil.rmtree(probe)
-    return cost
+    return (time.perf_counter() - start) / count * 1e6
 
 
 def log(message: str) -> None:
@@ -350,10 +352,11 @@ def main() -> None:
     sizes = args.sizes or ([500] if args.quick else [10_000, 100_000])
     args.dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    # Removed only once everything is measured: on a disk mounted with online
-    # discard (ext4 '-o discard', as on the machine the README's figures come
-    # from), removing a copy of a repository slows every file creation,
-    # memsite's and git's, for about 20 seconds after.
+    # Removed only once everything is measured: on ext4 without a journal (as on
+    # the machine the README's figures come from), a new file skips past every
+    # inode of its block group freed in the last minute (six while that part
+    # of the inode table is not written back), so removing a copy of a
+    # repository slows file creations, memsite's and git's, for minutes after.
     with tempfile.TemporaryDirectory(prefix="memsite-bench-", dir=args.dir) as tmp:
         for i, size in enumerate(sizes):
             rows += measure(size, Path(tmp), args.quick, first=i == 0)
