@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import signal
+import sqlite3
 import subprocess
 import sys
 from datetime import timedelta
@@ -18,6 +20,9 @@ from hypothesis import strategies as st
 
 from memsite import MemoryStore, decay_score
 from memsite.cli import main
+from memsite.model import new_id
+from memsite.store import sketch_filter
+from memsite.store.sqlite import transaction
 from memsite.store.transaction import AHEAD_BATCH
 
 from .conftest import START, Clock, assert_clean, checkout, git, head
@@ -348,6 +353,64 @@ def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStor
     assert _catalogued(store) == catalogued
     assert {hit.memory.id for hit in store.recall("queue q7", limit=1000)} == found
     assert_clean(store.root)
+
+
+def _sketch_questions(store: MemoryStore) -> list[str]:
+    """Dedup's queries of the catalog's sketches, as the store's read connection runs them from now on."""
+    asked: list[str] = []
+    store.catalog.db.set_trace_callback(lambda sql: asked.append(sql) if "FROM sketches WHERE k" in sql else None)
+    return asked
+
+
+def test_a_large_transaction_finds_duplicates_of_memories_however_they_reached_the_catalog(
+    store: MemoryStore,
+) -> None:
+    """Past SEEN_AFTER questions, a transaction asks the catalog only about texts whose sketch values its
+    filter has seen (most new texts are not): memories written alone, by a transaction, by a person with
+    plain git, and read again by a rebuild are all still found."""
+    alone = store.remember("The nightly backup job writes to bucket ops-backups in eu-west-1", category="cases")
+    with store.transaction("earlier") as tx:
+        batch = [tx.remember(f"Host h{i} runs service s{i} behind balancer b{i % 5} in rack r{i}",
+                             category="entities") for i in range(60)]
+    assert alone.path is not None
+    by_hand = alone.path.with_name("written-by-hand.md")
+    by_hand.write_text(alone.path.read_text().replace(alone.id, new_id()).replace(
+        alone.content, "Deploys to production need two approvals from the on-call team"))
+    git(store.root, "add", str(by_hand))
+    git(store.root, "commit", "-qm", "A memory written by hand")
+    rng = random.Random(7)
+    for month, other in (("March", "events"), ("April", "patterns")):  # as written, then after a rebuild
+        texts = [" ".join(f"word{rng.randrange(10**6)}" for _ in range(8)) for _ in range(200)]
+        asked = _sketch_questions(store)
+        with store.transaction("import") as tx:
+            made = [tx.remember(text, category="events") for text in texts]
+            exact = tx.remember(alone.content.upper() + "!", category="cases")
+            near = tx.remember(batch[7].content + f" since {month}", category="entities")
+            hand = tx.remember("deploys to production need two approvals from the on-call team.", category="cases")
+            elsewhere = tx.remember(alone.content, category=other)
+        assert {m.action for m in made} == {"created"}
+        assert (exact.action, exact.id) == ("skipped", alone.id)
+        assert (near.action, near.id) == ("merged", batch[7].id)
+        assert (hand.action, hand.id) == ("skipped", store.get(hand.id).id)
+        assert store.get(hand.id).path == by_hand
+        assert elsewhere.action == "created"
+        assert len(asked) < len(texts) / 2  # (without the filter: one question a memory)
+        store.rebuild_index()
+    assert_clean(store.root)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**63 - 1), max_size=300), min_size=1, max_size=6))
+def test_the_sketch_filter_keeps_every_value_written_in_any_write(writes: list[list[int]]) -> None:
+    """A value whose bit is clear must be in no row: a write sets its own bits and keeps those before it."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.execute(sketch_filter.SCHEMA)
+    for keys in writes:
+        with transaction(db):
+            sketch_filter.add(db, sketch_filter.rows_of(keys))
+    seen = sketch_filter.load(db)
+    written = [key for keys in writes for key in keys]
+    assert sketch_filter.known(seen, written) == len(written)
 
 
 @pytest.mark.parametrize("interruption", [RuntimeError, KeyboardInterrupt])

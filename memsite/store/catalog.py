@@ -27,11 +27,12 @@ from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
 from ..text import category_key, fingerprint, sketch
 from .problems import claimed_id, duplicate_message, read_memory
-from .sqlite import connect, transaction
+from . import sketch_filter
+from .sqlite import connect, statements, transaction
 
 log = logging.getLogger("memsite")
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 # Rows written between two checkpoints of the catalog's log: about the
 # 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
 CHECKPOINT_ROWS = 50
@@ -45,7 +46,7 @@ _COLUMNS = (
 # 'n' is an explicit rowid so it never renumbers. Rows are indexed by one
 # statement after each batch of inserts (see _insert: a trigger per row cost
 # three times as much) and unindexed by a trigger when they are deleted.
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS memories (
     n INTEGER PRIMARY KEY,
@@ -60,6 +61,7 @@ CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
 CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
 CREATE TABLE IF NOT EXISTS sketches (k INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sketches_id ON sketches (id);
+{sketch_filter.SCHEMA}
 CREATE TABLE IF NOT EXISTS problems (
     path TEXT PRIMARY KEY, blob TEXT NOT NULL, id TEXT, duplicate INTEGER NOT NULL, message TEXT NOT NULL
 );
@@ -85,7 +87,8 @@ _DELETE_ROWS = ("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?
                 "OR path IN (SELECT value FROM json_each(?))")
 _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
-DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS sketch_filter;
+DROP TABLE IF EXISTS memories;
 DROP TABLE IF EXISTS problems;
 DROP TABLE IF EXISTS meta;
 """
@@ -201,14 +204,16 @@ class Catalog:
         return [TrimCandidate(r[0], parse_time(r[1]), r[2], bool(r[3]), r[4]) for r in rows]
 
     def dedup_candidates(self, category: str, fingerprint: str | None, hashes: tuple[int, ...], shared: int,
-                         limit: int = 20) -> tuple[Memory | None, list[tuple[str, str]]]:
+                         limit: int = 20, seen: bytes | None = None) -> tuple[Memory | None, list[tuple[str, str]]]:
         """What a new memory of ``category`` may duplicate.
 
         Returns the first memory created whose text normalises to the same
         words (its ``fingerprint``; not looked for when None), and (id, text)
         of the first ``limit`` memories (by id) whose sketch shares ``shared``
         values with ``hashes``. One query finds both (and a second reads the
-        texts of the near ones, when there are any).
+        texts of the near ones, when there are any). ``seen``, the
+        :meth:`seen_sketches` read since the catalog last changed, spares the
+        query when it shows the query would find nothing.
         """
         keys = list(dict.fromkeys(hashes))
         shape = (fingerprint is not None, len(keys))
@@ -218,9 +223,12 @@ class Catalog:
         if not sql:
             return None, []
         high = category_key(category)
+        wanted = [high | h for h in keys]
+        if seen is not None and wanted and sketch_filter.known(seen, wanted) < shared:
+            return None, []  # (an exact duplicate has every value of its own)
         args = [category, fingerprint] if fingerprint is not None else []
         exact, counts = None, dict[str, int]()
-        for row in self.db.execute(sql, args + [high | h for h in keys]):
+        for row in self.db.execute(sql, args + wanted):
             if row[0]:
                 exact = self._memory(row[1:])
             else:
@@ -231,6 +239,10 @@ class Catalog:
         near = near[:limit]  # the first by id, as the query orders them
         return exact, self.db.execute(f"SELECT id, content FROM memories WHERE id IN ({', '.join('?' * len(near))}) "
                                       "ORDER BY id", near).fetchall()
+
+    def seen_sketches(self) -> bytes:
+        """The sketch values the catalog holds, as :mod:`~memsite.store.sketch_filter` bits for dedup_candidates."""
+        return sketch_filter.load(self.db)
 
     def ranked(
         self,
@@ -457,15 +469,18 @@ class Catalog:
                 self.db.execute("DROP TRIGGER memories_fts_delete")
                 self.db.execute("DELETE FROM memories")
                 self.db.execute("DELETE FROM sketches")
+                self.db.execute("DELETE FROM sketch_filter")
                 self.db.execute("DELETE FROM problems")
                 self.db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
                 self.db.execute(_DELETE_TRIGGER)
             gone_rows = [(p,) for p in [*touched, *(b[0] for b in demoted), *settled]]
             self.db.executemany("DELETE FROM memories WHERE path = ?", gone_rows)
             self.db.executemany("DELETE FROM problems WHERE path = ?", gone_rows)
-            _insert(self.db, _statements(_INSERT, [_row(m, p, b, commits.get(p)) for m, p, b in upserts]))
-            for sql, values in _statements(_INSERT_SKETCHES, list(_sketch_rows(m for m, _, _ in upserts))):
+            _insert(self.db, statements(_INSERT, [_row(m, p, b, commits.get(p)) for m, p, b in upserts]))
+            sketches = list(_sketch_rows(m for m, _, _ in upserts))
+            for sql, values in statements(_INSERT_SKETCHES, sketches):
                 self.db.execute(sql, values)
+            sketch_filter.add(self.db, sketch_filter.rows_of(k for k, _ in sketches))
             self.db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)", bad)
             if commit is None:
                 self.db.execute("DELETE FROM meta WHERE key = 'commit'")
@@ -594,8 +609,10 @@ class _Upsert:
         self.count = len(rows)
         replacing = [(m.id, path) for m, path, _ in rows if m.id not in created]
         self.deleted = (_json(mid for mid, _ in replacing), _json(path for _, path in replacing)) if replacing else None
-        self.inserts = _statements(_INSERT, [_row(memory, path, blob, None) for memory, path, blob in rows])
-        self.sketches = _statements(_INSERT_SKETCHES, sorted(_sketch_rows(memory for memory, _, _ in rows)))
+        self.inserts = statements(_INSERT, [_row(memory, path, blob, None) for memory, path, blob in rows])
+        sketches = sorted(_sketch_rows(memory for memory, _, _ in rows))
+        self.sketches = statements(_INSERT_SKETCHES, sketches)
+        self.filter = sketch_filter.rows_of(k for k, _ in sketches)
 
     def run(self, db: sqlite3.Connection) -> float:
         """Write them; returns the row number before the new rows (see _insert; infinity when there are none)."""
@@ -606,6 +623,7 @@ class _Upsert:
         last = _insert(db, self.inserts)
         for sql, values in self.sketches:
             db.execute(sql, values)
+        sketch_filter.add(db, self.filter)
         return last
 
 
@@ -648,12 +666,12 @@ def _last_commits(
     return found
 
 
-def _insert(db: sqlite3.Connection, statements: list[tuple[str, list[Any]]]) -> int:
-    """Insert memory rows (:func:`_statements` of them) and add them to the full-text index (in the caller's
-    transaction). Returns the row number before them: theirs are the ones above it.
+def _insert(db: sqlite3.Connection, inserts: list[tuple[str, list[Any]]]) -> int:
+    """Insert memory rows (:func:`~memsite.store.sqlite.statements` of them) and add them to the full-text
+    index (in the caller's transaction). Returns the row number before them: theirs are the ones above it.
     """
     last: int = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
-    for sql, values in statements:
+    for sql, values in inserts:
         db.execute(sql, values)  # each new row gets n = max(n) + 1, in order
     db.execute(_INDEX_AFTER, (last,))
     return last
@@ -673,17 +691,6 @@ def _statements_of(script: str) -> Iterator[str]:
 def _json(values: Iterable[str]) -> str:
     """A JSON array of texts, for json_each."""
     return json.dumps(list(values), ensure_ascii=False)
-
-
-def _statements(insert: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]]:
-    """``insert`` (ending in VALUES) for ``rows``, in order, as few statements as 999 parameters allow."""
-    if not rows:
-        return []
-    width = len(rows[0])
-    per = 999 // width
-    group = f"({', '.join('?' * width)})"
-    return [(insert + ", ".join([group] * len(chunk)), [value for row in chunk for value in row])
-            for chunk in (rows[start : start + per] for start in range(0, len(rows), per))]
 
 
 def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any, ...]:

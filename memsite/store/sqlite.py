@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -28,6 +29,17 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def statements(insert: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]]:
+    """``insert`` (ending in VALUES) for ``rows``, in order, as few statements as 999 parameters allow."""
+    if not rows:
+        return []
+    width = len(rows[0])
+    per = 999 // width
+    group = f"({', '.join('?' * width)})"
+    return [(insert + ", ".join([group] * len(chunk)), [value for row in chunk for value in row])
+            for chunk in (rows[start : start + per] for start in range(0, len(rows), per))]
 
 
 # SQLITE_CORRUPT and SQLITE_NOTADB: the file is damaged (a lock, a full disk or a read-only file is not).

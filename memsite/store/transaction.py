@@ -36,6 +36,9 @@ AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
 # Once a transaction has staged this many memories, their files are written
 # while it stages the rest, this many at a time (see _send_ahead).
 AHEAD_BATCH = 100
+# Dedup questions a transaction asks before it reads the catalog's sketch
+# filter (~1 ms, the time of about 30 questions; see _seen_sketches).
+SEEN_AFTER = 32
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class Transaction:
         # What this transaction added, found the way the catalog finds what is committed:
         self._by_fingerprint: dict[tuple[str, str], str] = {}  # (category, fingerprint) -> id
         self._by_sketch: dict[tuple[str, int], set[str]] = {}  # (category, sketch value) -> ids
+        self._dedup_queries = 0
+        self._seen: bytes | None = None  # the catalog's sketch filter, once read (see _seen_sketches)
         self._files: dict[str, bytes | None] = {}
         self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
         self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
@@ -301,13 +306,13 @@ class Transaction:
         if staged:
             exact = self._pending.get(staged)
         else:
-            exact, near = catalog.dedup_candidates(category, mark, marks, shared)
+            exact, near = catalog.dedup_candidates(category, mark, marks, shared, seen=self._seen_sketches())
         if exact is not None and exact.id in self._pending:
             exact = self._pending[exact.id]  # as this transaction has it (None: forgotten here)
         if exact is not None and fingerprint(exact.content) == mark:
             return exact, True
         if near is None:
-            near = catalog.dedup_candidates(category, None, marks, shared)[1]
+            near = catalog.dedup_candidates(category, None, marks, shared, seen=self._seen_sketches())[1]
         counts: dict[str, int] = {}
         for h in marks:
             for i in self._by_sketch.get((category, h), ()):
@@ -325,6 +330,18 @@ class Transaction:
             return None, False
         twin = self._pending.get(best) or self.store.catalog.get(best, live=False)
         return (twin if twin is not None and twin.category == category else None), False
+
+    def _seen_sketches(self) -> bytes | None:
+        """The catalog's sketch filter, read once this transaction has asked enough dedup questions for it to pay.
+
+        Read once: the transaction holds the repository lock, so the catalog
+        changes meanwhile only when another process catches it up with a
+        commit made by hand, which this transaction's commit cannot follow.
+        """
+        self._dedup_queries += 1
+        if self._seen is None and self._dedup_queries == SEEN_AFTER:
+            self._seen = self.store.catalog.seen_sketches()
+        return self._seen
 
     def _merged(self, existing: Memory, new: Memory) -> Memory:
         """``existing`` with what ``new`` adds: the fuller text, the union of tags, its source."""
