@@ -606,6 +606,7 @@ class _Upsert:
     """
 
     def __init__(self, rows: list[tuple[Memory, str, str]], created: Container[str] = ()) -> None:
+        rows = sorted(rows, key=lambda row: row[1])  # by path (so by category too): the indexes take them in order
         self.count = len(rows)
         replacing = [(m.id, path) for m, path, _ in rows if m.id not in created]
         self.deleted = (_json(mid for mid, _ in replacing), _json(path for _, path in replacing)) if replacing else None
