@@ -12,6 +12,7 @@ import contextlib
 import os
 import subprocess
 import time
+from collections import OrderedDict
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -415,6 +416,39 @@ def test_the_index_stays_right_across_folds_and_a_person_staging_files_between_w
     assert len([p for p in tracked if p.startswith("note-")]) == 3
     # Regression: a fold keeps racily-clean entries in the delta; counting them folded again on every write.
     assert 1 <= folds.count(True) <= 4, folds
+
+
+def test_a_writer_takes_the_names_of_a_new_shared_index_from_the_writer_that_made_it(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writers take turns: the one that folds the index into a new base leaves its names, and another
+    writer's next write reads them there instead of parsing the base; a damaged list is never trusted."""
+    monkeypatch.setattr(gitindex, "MAX_DELTA_ENTRIES", 3)
+    folds = _folds_counted(monkeypatch)
+    parsed: list[int] = []
+    names = gitindex._names
+    monkeypatch.setattr(gitindex, "_names", lambda data: parsed.append(len(data)) or names(data))
+    for i in range(6):
+        store.remember(f"memory number {i} before the fold", category="events", dedupe=False)
+    assert True in folds
+    monkeypatch.setattr(gitindex, "MAX_DELTA_ENTRIES", 200)  # no more folds: the writes below add to this base
+    base = _shared_base(store.root)
+    assert base is not None
+    published = store.root / ".git" / gitindex.NAMES_FILE
+    assert published.read_bytes().startswith(base.hex().encode() + b" ")
+    parsed.clear()
+    monkeypatch.setattr(gitindex, "_base_names", OrderedDict())  # as another process knows it: not at all
+    store.remember("the first write of another writer", category="events", dedupe=False)
+    assert parsed == []
+    assert _shared_base(store.root) == base
+    assert_clean(store.root)
+    header, _, body = published.read_bytes().partition(b"\n")
+    published.write_bytes(header + b"\n" + body.split(b"\x00", 1)[1])  # one name short: it would lie
+    monkeypatch.setattr(gitindex, "_base_names", OrderedDict())
+    store.remember("the first write of a third writer", category="events", dedupe=False)
+    assert len(parsed) == 1 and _shared_base(store.root) == base  # the base itself was read
+    assert len([p for p in git(store.root, "ls-files").splitlines() if "/events/" in p]) == 8
+    assert_clean(store.root)
 
 
 def test_a_transaction_adds_its_new_files_to_the_index_itself_and_a_later_single_write_folds_them(
