@@ -261,6 +261,61 @@ def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edi
     assert _changed_window(old, new) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(entries=st.dictionaries(_NAME, st.tuples(_MODE, _ID), min_size=1, max_size=60),
+       edits=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["drop", "change", "add"]), _NAME, _ID),
+                      min_size=1, max_size=5))
+def test_a_folder_parsed_from_its_last_version_is_the_folder_parsed_whole(entries, edits) -> None:  # type: ignore[no-untyped-def]
+    from memsite.git.objects import Tree
+
+    def serialize(items: dict[bytes, tuple[bytes, bytes]]) -> bytes:
+        key = lambda name: name + b"/" if items[name][0] == b"40000" else name  # noqa: E731 - git's order
+        return b"".join(b"%s %s\x00%s" % (items[n][0], n, items[n][1]) for n in sorted(items, key=key))
+
+    changed = dict(entries)
+    names = sorted(changed)
+    for index, action, name, sha in edits:
+        target = names[index % len(names)]
+        if action == "drop":
+            changed.pop(target, None)
+        elif action == "change":
+            changed[target] = (changed.get(target, (b"100644", sha))[0], sha)
+        else:
+            changed[name] = (b"100644", sha)
+    new = serialize(changed)
+    whole = Tree.parse(new)
+    again = Tree.parse(serialize(entries)).reparsed(new)
+    if again is None:  # (only where a name looks like the start of an entry and fools the search for one)
+        assert not all(name.isalnum() for name in entries.keys() | changed.keys())
+    else:
+        assert (again._keys, again._raw) == (whole._keys, whole._raw)
+
+
+def test_a_large_folder_others_added_to_is_parsed_around_their_files_only() -> None:
+    from memsite.git.objects import Tree
+
+    def folder(names: list[str], edited: str = "") -> bytes:
+        def sha(name: str) -> bytes:  # (the edited one's id differs in its last byte only)
+            digest = hashlib.sha1(name.encode()).digest()
+            return digest[:-1] + bytes([digest[-1] ^ 1]) if name == edited else digest
+
+        return b"".join(b"100644 %s\x00%s" % (n.encode(), sha(n)) for n in sorted(names))
+
+    names = [f"memory-{i * 7919 % 1000:03d}-{i}.md" for i in range(500)]
+    parsed = Tree.parse(folder(names))
+    for later, edited in [(names + ["memory-500-a.md", "memory-000-b.md", "memory-999-c.md"], ""),
+                          (names + ["a.md"], ""), (names + ["z.md"], ""), (names[1:], ""), (names[:-1], ""),
+                          (names[:200] + names[201:], ""), ([], ""), (names, names[300]), (names, names[0])]:
+        data = folder(later, edited)
+        again = parsed.reparsed(data)
+        assert again is not None and again.serialize() == data and len(again) == len(later)
+        assert all(again.get(name) is not None for name in later)
+    middle = sorted(names)[250].encode()
+    swapped = folder(names).replace(middle, b"~" + middle[1:])  # out of git's order: made by hand
+    again = parsed.reparsed(swapped)
+    assert again is None or list(again.items()) == list(Tree.parse(swapped).items())
+
+
 _TREE_NAMES = st.text(st.characters(blacklist_characters="\x00/", blacklist_categories=("Cs",)), min_size=1,
                       max_size=24).filter(lambda name: name not in (".", ".."))
 

@@ -157,6 +157,48 @@ class Tree:
             pos = nul + 21
         return keys, raw
 
+    def reparsed(self, data: bytes) -> Tree | None:
+        """``Tree.parse(data)`` for a later version of this folder, parsing only the entries that changed
+        (when other writers each added a file to a folder of hundreds); None when it cannot (the caller
+        then parses ``data`` whole).
+
+        Walks both versions from their start: a run of bytes the two share
+        is found in C, its whole entries are taken from this tree, and at the
+        first entry that differs the next entry of ``data`` is parsed and put
+        in order against this tree's next one (new, or this one removed or
+        changed). Parsed one after another from an entry's start, entries end
+        where they end, so both walks stay on entry boundaries.
+        """
+        old, keys, raw = self.serialize(), [], []
+        ends = list(itertools.accumulate(map(len, self._raw)))
+        count, i, at_old, at_new = len(self._raw), 0, 0, 0
+        while True:
+            same = _common_length(old, data, min(len(old) - at_old, len(data) - at_new), at=(at_old, at_new))
+            k = bisect.bisect_right(ends, at_old + same, i)  # this tree's entries [i, k) lie in the shared run
+            if k > i:
+                keys += self._keys[i:k]
+                raw += self._raw[i:k]
+                at_new += ends[k - 1] - at_old
+                at_old, i = ends[k - 1], k
+            if at_new == len(data):
+                if i == count:
+                    break
+                at_old, i = ends[i], i + 1  # removed
+                continue
+            end = _entry_end(data, at_new)
+            if end == -1:
+                return None
+            entry = data[at_new:end]
+            name = entry[entry.index(b" ") + 1 : -21]
+            key = name + b"/" if entry.startswith(b"40000 ") else name
+            if i < count and self._keys[i] <= key:
+                at_old, i = ends[i], i + 1  # removed, or changed: the new entry comes next
+                continue
+            keys.append(key)
+            raw.append(entry)
+            at_new = end
+        return Tree(keys, raw) if keys == sorted(keys) else None
+
     def serialize(self) -> bytes:
         return b"".join(self._raw)
 
@@ -214,6 +256,7 @@ class ObjectStore:
         self._packs: tuple[_Pack, ...] = ()  # newest first
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._folders: dict[tuple[bytes | None, str], bytes | None] = {}
+        self._seen_at: dict[str, bytes] = {}  # folder path -> the tree last found there (see _tree_at)
         self._tree_cache_size = 256
         # Large folders diffed by their bytes alone (never parsed): the newest is
         # the old side of the next diff, so it is kept rather than read again.
@@ -594,15 +637,31 @@ class ObjectStore:
 
     # --- trees -------------------------------------------------------------
 
-    def tree(self, binsha: bytes | None) -> Tree:
-        """The parsed tree with id ``binsha`` (the empty tree for None)."""
+    def tree(self, binsha: bytes | None, *, was: bytes | None = None) -> Tree:
+        """The parsed tree with id ``binsha`` (the empty tree for None); ``was``, an earlier version of the
+        same folder: when it is parsed already, only what changed since is parsed (see Tree.reparsed)."""
         if binsha is None:
             return Tree.empty()
         cached = self._trees.get(binsha)
         if cached is not None:
             self._trees.move_to_end(binsha)
             return cached
-        return self._parsed(binsha, self._tree_data(binsha))
+        data = self._tree_data(binsha)
+        earlier = self._trees.get(was) if was is not None and len(data) > LARGE_TREE_BYTES else None
+        tree = earlier.reparsed(data) if earlier is not None else None
+        if tree is None:
+            return self._parsed(binsha, data)
+        self._remember_tree(binsha, tree)
+        return tree
+
+    def _tree_at(self, folder: str, binsha: bytes | None) -> Tree:
+        """The tree ``binsha`` found at the path ``folder``, parsed from the version last found there."""
+        was = self._seen_at.get(folder)
+        if binsha is not None and binsha != was:
+            if len(self._seen_at) > 4096:
+                self._seen_at.clear()
+            self._seen_at[folder] = binsha
+        return self.tree(binsha, was=was)
 
     def _parsed(self, binsha: bytes, data: bytes) -> Tree:
         tree = self._trees.get(binsha)
@@ -642,7 +701,7 @@ class ObjectStore:
         """The entry at ``path`` (``a/b/c.md``) under tree ``root``, or None."""
         folder, _, name = path.rpartition("/")
         sha = self._folder(root, folder) if folder else root
-        return None if sha is None else self.tree(sha).get(name)
+        return None if sha is None else self._tree_at(folder, sha).get(name)
 
     def _folder(self, root: bytes | None, folder: str) -> bytes | None:
         # Trees never change, so (root, folder) -> tree id can be remembered;
@@ -650,10 +709,11 @@ class ObjectStore:
         key = (root, folder)
         if key in self._folders:
             return self._folders[key]
-        sha = root
+        sha, walked = root, ""
         for part in folder.split("/"):
-            entry = self.tree(sha).get(part) if sha is not None else None
+            entry = self._tree_at(walked, sha).get(part) if sha is not None else None
             sha = entry.sha if entry is not None and entry.is_tree else None
+            walked = f"{walked}/{part}" if walked else part
         if len(self._folders) > 4096:
             self._folders.clear()
         self._folders[key] = sha
@@ -744,15 +804,18 @@ def _entry_end(data: bytes, pos: int) -> int:
     return -1 if nul < 0 or nul + 21 > len(data) else nul + 21
 
 
-def _common_length(a: bytes, b: bytes, limit: int, *, from_end: bool = False) -> int:
-    """How many leading (or trailing) bytes ``a`` and ``b`` share, at most ``limit``.
+def _common_length(a: bytes, b: bytes, limit: int, *, from_end: bool = False, at: tuple[int, int] = (0, 0)) -> int:
+    """How many leading (or trailing) bytes ``a`` and ``b`` share, at most ``limit``; leading ones
+    from offsets ``at`` (in ``a``, in ``b``).
 
     Compared in C a block at a time, then by halving inside the block that differs.
     """
+    i, j = at
+
     def same(start: int, stop: int) -> bool:  # bytes [start, stop) counted from the chosen end
         if from_end:
             return a[len(a) - stop : len(a) - start] == b[len(b) - stop : len(b) - start]
-        return a[start:stop] == b[start:stop]
+        return a[i + start : i + stop] == b[j + start : j + stop]
 
     low, step = 0, 4096
     while low + step <= limit and same(low, low + step):
