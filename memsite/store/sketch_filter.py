@@ -2,7 +2,7 @@
 
 Dedup looks a new memory's sketch values (:func:`memsite.text.sketch`) up in
 the catalog's ``sketches`` table: one query a memory, which for most new
-memories finds nothing (at 10,000 memories, nine in ten of a bulk import's).
+memories finds nothing (at 10,000 memories, about 85% of a bulk import's).
 The filter holds one bit per (category, value) in ``BITS`` bits, stored beside
 the table in rows of ``ROW_BITS``; each bit is set in the SQLite transaction
 that adds a row holding its value, and cleared only when the table is emptied.
