@@ -32,7 +32,7 @@ from .sqlite import connect, statements, transaction
 
 log = logging.getLogger("memsite")
 
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 # Rows written between two checkpoints of the catalog's log: about the
 # 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
 CHECKPOINT_ROWS = 50
@@ -88,7 +88,7 @@ _DELETE_ROWS = ("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?
 _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
 DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS sketch_filter;
-DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS sketch_recent; DROP TABLE IF EXISTS memories;
 DROP TABLE IF EXISTS problems;
 DROP TABLE IF EXISTS meta;
 """
@@ -470,6 +470,7 @@ class Catalog:
                 self.db.execute("DELETE FROM memories")
                 self.db.execute("DELETE FROM sketches")
                 self.db.execute("DELETE FROM sketch_filter")
+                self.db.execute("DELETE FROM sketch_recent")
                 self.db.execute("DELETE FROM problems")
                 self.db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
                 self.db.execute(_DELETE_TRIGGER)
@@ -480,7 +481,7 @@ class Catalog:
             sketches = list(_sketch_rows(m for m, _, _ in upserts))
             for sql, values in statements(_INSERT_SKETCHES, sketches):
                 self.db.execute(sql, values)
-            sketch_filter.add(self.db, sketch_filter.rows_of(k for k, _ in sketches))
+            sketch_filter.add(self.db, sketch_filter.prepare([k for k, _ in sketches]))
             self.db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)", bad)
             if commit is None:
                 self.db.execute("DELETE FROM meta WHERE key = 'commit'")
@@ -613,7 +614,7 @@ class _Upsert:
         self.inserts = statements(_INSERT, [_row(memory, path, blob, None) for memory, path, blob in rows])
         sketches = sorted(_sketch_rows(memory for memory, _, _ in rows))
         self.sketches = statements(_INSERT_SKETCHES, sketches)
-        self.filter = sketch_filter.rows_of(k for k, _ in sketches)
+        self.filter = sketch_filter.prepare([k for k, _ in sketches])
 
     def run(self, db: sqlite3.Connection) -> float:
         """Write them; returns the row number before the new rows (see _insert; infinity when there are none)."""
