@@ -232,13 +232,14 @@ _NAME = st.binary(min_size=1, max_size=12).filter(lambda n: b"\x00" not in n and
 _ID = st.binary(max_size=8).map(lambda data: hashlib.sha1(data).digest())
 
 
-@settings(max_examples=300, deadline=None)
-@given(entries=st.dictionaries(_NAME, st.tuples(_MODE, _ID), min_size=1, max_size=60),
-       edits=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["drop", "change", "add"]), _NAME, _ID),
-                      min_size=1, max_size=5))
-def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edits) -> None:  # type: ignore[no-untyped-def]
-    from memsite.git.objects import Tree, _changed_window, _decode_entry
+_FOLDER = st.dictionaries(_NAME, st.tuples(_MODE, _ID), min_size=1, max_size=60)
+_EDITS = st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["drop", "change", "add"]), _NAME, _ID),
+                  min_size=1, max_size=5)
 
+
+def _folder_versions(entries: dict[bytes, tuple[bytes, bytes]], edits: list[tuple[int, str, bytes, bytes]]
+                     ) -> tuple[bytes, bytes]:
+    """A serialized tree of ``entries`` (name -> (mode, id)) and the same tree with ``edits`` applied."""
     def serialize(items: dict[bytes, tuple[bytes, bytes]]) -> bytes:
         key = lambda name: name + b"/" if items[name][0] == b"40000" else name  # noqa: E731 - git's order
         return b"".join(b"%s %s\x00%s" % (items[n][0], n, items[n][1]) for n in sorted(items, key=key))
@@ -253,7 +254,15 @@ def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edi
             changed[target] = (changed.get(target, (b"100644", sha))[0], sha)
         else:
             changed[name] = (b"100644", sha)
-    old, new = serialize(entries), serialize(changed)
+    return serialize(entries), serialize(changed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=_FOLDER, edits=_EDITS)
+def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edits) -> None:  # type: ignore[no-untyped-def]
+    from memsite.git.objects import Tree, _changed_window, _decode_entry
+
+    old, new = _folder_versions(entries, edits)
     if old == new:
         return
     old_raw, new_raw = set(Tree.parse(old)._raw), set(Tree.parse(new)._raw)
@@ -262,29 +271,13 @@ def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edi
 
 
 @settings(max_examples=300, deadline=None)
-@given(entries=st.dictionaries(_NAME, st.tuples(_MODE, _ID), min_size=1, max_size=60),
-       edits=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["drop", "change", "add"]), _NAME, _ID),
-                      min_size=1, max_size=5))
+@given(entries=_FOLDER, edits=_EDITS)
 def test_a_folder_parsed_from_its_last_version_is_the_folder_parsed_whole(entries, edits) -> None:  # type: ignore[no-untyped-def]
     from memsite.git.objects import Tree
 
-    def serialize(items: dict[bytes, tuple[bytes, bytes]]) -> bytes:
-        key = lambda name: name + b"/" if items[name][0] == b"40000" else name  # noqa: E731 - git's order
-        return b"".join(b"%s %s\x00%s" % (items[n][0], n, items[n][1]) for n in sorted(items, key=key))
-
-    changed = dict(entries)
-    names = sorted(changed)
-    for index, action, name, sha in edits:
-        target = names[index % len(names)]
-        if action == "drop":
-            changed.pop(target, None)
-        elif action == "change":
-            changed[target] = (changed.get(target, (b"100644", sha))[0], sha)
-        else:
-            changed[name] = (b"100644", sha)
-    new = serialize(changed)
+    old, new = _folder_versions(entries, edits)
     whole = Tree.parse(new)
-    again = Tree.parse(serialize(entries)).reparsed(new)
+    again = Tree.parse(old).reparsed(new)
     assert again is not None and (again._keys, again._raw) == (whole._keys, whole._raw)
 
 
