@@ -8,7 +8,9 @@ and SIGKILL:
    killed writer left (see ``recover``);
 2. take git's ``index.lock`` (as ``git commit`` does, waiting for one a
    person's git command holds; ``git checkout`` takes it too) and read there
-   whether the branch is checked out and still where the write started;
+   whether the branch is checked out and still where the write started
+   (a person's git command caught between writing the index and moving a
+   ref, a checkout or a commit in its hooks, is waited for);
 3. build the commit from the parent commit's trees, never from the index;
 4. move the branch with compare-and-swap; the returned commit id is the
    acknowledgement;
@@ -25,6 +27,7 @@ import logging
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -64,6 +67,7 @@ GC_SAMPLE = "17"
 LISTED_FILES = 16  # files in one commit from which the working tree is checked by listing folders
 BACKGROUND_FILES = 64  # files in one commit from which the working tree is written on a second thread
 CATCH_UP_COMMITS = 64  # how far back an index left behind by a 'git checkout' racing a write is looked for
+SETTLE_POLL_SECONDS = 0.02  # how often a write waiting for a person's git command to end looks again
 # git operations that leave the checkout between two states, and how to end each.
 OPERATIONS = (
     ("rebase-merge", "a rebase", "git rebase --continue or --abort"),
@@ -542,30 +546,54 @@ class Repository:
         # are read here until the new index is renamed into place, so a
         # person's 'git checkout' (which takes index.lock too) never
         # interleaves with the write.
-        lock = self.locks.acquire(self.git_dir / "index")
-        try:
-            if self.refs.read(ref) != parent:
-                raise RefMoved(f"{ref} moved while the write waited for {self.locks.show(lock.path)}")
-            catch_up = self._checked_out(ref, base, parent)
-            if catch_up is None:  # the ref's compare-and-swap is all it takes
-                sha = build()
-                if sha is not None:
-                    move(sha)
-                return sha
-            self._refuse_unsaved_edits(base, files, owned or {})
-            return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
-        finally:
-            lock.rollback()  # nothing once committed
+        deadline: float | None = None
+        while True:
+            lock = self.locks.acquire(self.git_dir / "index")
+            try:
+                if self.refs.read(ref) != parent:
+                    raise RefMoved(f"{ref} moved while the write waited for {self.locks.show(lock.path)}")
+                over = deadline is not None and time.monotonic() >= deadline
+                catch_up = self._checked_out(ref, base, parent, waited=self.locks.timeout if over else None)
+                if catch_up is None:  # the ref's compare-and-swap is all it takes
+                    sha = build()
+                    if sha is not None:
+                        move(sha)
+                    return sha
+                self._refuse_unsaved_edits(base, files, owned or {})
+                return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
+            except _Unsettled:
+                seen = self._checkout_state(ref)
+            finally:
+                lock.rollback()  # nothing once committed
+            deadline = deadline or time.monotonic() + self.locks.timeout
+            while self._checkout_state(ref) == seen and time.monotonic() < deadline:
+                time.sleep(SETTLE_POLL_SECONDS)
 
-    def _checked_out(self, ref: str, base: bytes | None, parent: str | None) -> dict[str, bytes | None] | None:
+    def _checkout_state(self, ref: str) -> tuple[object, ...]:
+        """What a person's git command changes as it ends: HEAD, the branch and the index file."""
+        try:
+            st = os.stat(self.git_dir / "index")
+            index: tuple[int, ...] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            index = None
+        return self.refs.head_target(), self.refs.read(ref), index
+
+    def _checked_out(self, ref: str, base: bytes | None, parent: str | None,
+                     waited: float | None = None) -> dict[str, bytes | None] | None:
         """Under index.lock: None if the index and working tree are not ``ref``'s; else the files they lag behind by.
 
-        HEAD naming ``ref`` is not enough: ``git checkout`` writes the index
-        first and HEAD after releasing index.lock, so an index whose
-        cache-tree vouches for another tree is mid-switch (left alone) or was
-        left behind by a checkout that read the branch just before a write
-        moved it (brought forward here: the paths of those commits whose
-        working file is still as the older commit has it).
+        HEAD naming ``ref`` is not enough. An index whose cache-tree vouches
+        for a tree that is not the branch's may have been left behind by a
+        ``git checkout`` that read the branch just before a write moved it
+        (brought forward here: the paths of those commits whose working file
+        is still as the older commit has it). Otherwise a git command is
+        between writing the index and moving a ref, with no lock held:
+        ``git checkout`` writes the index, then HEAD; a plain ``git commit``
+        of staged changes writes the index, runs its hooks and editor, then
+        moves the branch, and fails if it moved meanwhile. That raises
+        _Unsettled: the caller waits for the command to end. Once it has
+        ``waited`` that long, the index is taken as one with changes staged
+        (left by a commit its hook refused, say): the write goes into it.
         """
         if self.refs.head_target() != ref:
             return None
@@ -580,8 +608,11 @@ class Repository:
             return {}
         behind = self._ancestor_with_tree(parent, tree)
         if behind is None:
-            log.info("the index of %s is for another tree (a branch switch under way?): committing by ref only", ref)
-            return None
+            if waited is None:
+                raise _Unsettled
+            log.warning("the index of %s has been for another tree for %g s (a 'git commit' waiting in its hook "
+                        "or editor will fail and need running again): writing through it", ref, waited)
+            return {}
         files: dict[str, bytes | None] = {}
         for path, old, new in self.objects.diff(tree, base):
             try:
@@ -768,6 +799,10 @@ class _FolderNames:
         if name in names[0]:
             return True
         return name.casefold() in names[1] and os.path.lexists(f"{self._root}/{path}")
+
+
+class _Unsettled(Exception):
+    """A person's git command is between writing the index and moving a ref (see Repository._checked_out)."""
 
 
 def _settle(settle: Callable[[str | None], None], sha: str | None) -> None:
