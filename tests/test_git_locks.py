@@ -91,6 +91,61 @@ def test_a_commit_with_a_slow_pre_commit_hook_and_memsite_writes_both_land(store
     assert_clean(root)
 
 
+def test_a_plain_commit_of_staged_files_with_a_slow_hook_and_memsite_writes_both_land(store: MemoryStore) -> None:
+    """Regression: a plain ``git commit`` writes the index (vouching for its new tree), releases
+    index.lock and runs its hooks; a write meanwhile took the index for a branch switch, moved the
+    branch alone, and the person's commit failed with "cannot lock ref 'HEAD'"."""
+    root = store.root
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch .git/hook-running\nsleep 2\n")
+    hook.chmod(0o755)
+    (root / "by-hand.txt").write_text("written by a person\n")
+    git(root, "add", "by-hand.txt")
+    person = subprocess.Popen(["git", "commit", "-q", "-m", "A file by hand"], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(root / ".git" / "hook-running")
+    assert not (root / ".git" / "index.lock").exists()  # nothing but the index tells a commit is under way
+    started = time.monotonic()
+    memories = [store.remember(f"observed while a person commits, number {i}", category="events", dedupe=False)
+                for i in range(3)]
+    waited = time.monotonic() - started
+    _, err = person.communicate(timeout=30)
+    assert person.returncode == 0, err
+    assert waited > 1.0  # the first write waited for the person's commit
+    paths = committed_paths(root)
+    assert "by-hand.txt" in paths
+    for memory in memories:
+        assert memory.path is not None and memory.path.relative_to(root).as_posix() in paths
+    log = git(root, "log", "--format=%an: %s").splitlines()
+    assert len(log) == 5 and log[3] == "Test Person: A file by hand", log
+    assert_clean(root)
+
+
+def test_a_write_after_a_commit_its_hook_refused_joins_the_staged_changes(quick_store: MemoryStore) -> None:
+    """A refused commit leaves the index vouching for a tree no commit has: after waiting, the write goes
+    into that index as into any with changes staged, so the person's next commit keeps the memory."""
+    root = quick_store.root
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'lint failed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    (root / "by-hand.txt").write_text("written by a person\n")
+    git(root, "add", "by-hand.txt")
+    refused = subprocess.run(["git", "commit", "-q", "-m", "A file by hand"], cwd=root, capture_output=True, text=True)
+    assert refused.returncode != 0 and "lint failed" in refused.stderr
+    started = time.monotonic()
+    memory = quick_store.remember("written after a refused commit", category="events")
+    assert time.monotonic() - started >= 1.0  # lock_timeout: a commit might still have been under way
+    assert memory.commit is not None and memory.path is not None and memory.path.exists()
+    rel = memory.path.relative_to(root).as_posix()
+    assert git(root, "status", "--porcelain", "--untracked-files=all").splitlines() == ["A  by-hand.txt"]
+    hook.unlink()  # the person fixes what the hook refused and commits again
+    git(root, "commit", "-q", "-m", "A file by hand")
+    paths = committed_paths(root)
+    assert {"by-hand.txt", rel} <= paths  # the memory is kept, not deleted by the person's commit
+    assert quick_store.get(memory.id).content == "written after a refused commit"
+    assert_clean(root)
+
+
 def test_a_commit_waiting_in_its_editor_makes_memsite_fail_clearly_and_is_left_alone(
     quick_store: MemoryStore, tmp_path: Path
 ) -> None:
@@ -181,6 +236,25 @@ def test_a_replaced_file_left_by_a_writer_on_another_host_is_removed_once_old(st
     store.remember("a write once it is old", category="events")
     assert not left.exists()
     assert_clean(store.root)
+
+
+def test_a_dead_writers_lock_that_cannot_be_moved_aside_to_be_checked_is_left_in_place(
+        quick_store: MemoryStore) -> None:
+    """Taking back a dead writer's lock moves it aside first, to check it is still that writer's file
+    (another process may have taken the lock since); one that cannot be moved is never removed unchecked."""
+    lock = kill_while_holding(quick_store.root, "refs/heads/main")
+    [record] = list((quick_store.root / ".git" / "memsite-locks").iterdir())
+    blocker = record.with_name(record.name + ".taken")  # where it would be moved: a folder is in the way
+    blocker.mkdir()
+    (blocker / "kept").touch()
+    with pytest.raises(RepositoryError, match=r"^\.git/refs/heads/main\.lock is held by memsite process \d+ "):
+        quick_store.remember("written beside a lock that cannot be checked", category="events")
+    assert lock.exists()
+    (blocker / "kept").unlink()
+    blocker.rmdir()
+    quick_store.remember("written once it can be", category="events")
+    assert not lock.exists()
+    assert_clean(quick_store.root)
 
 
 def test_a_reused_pid_does_not_make_a_dead_writers_lock_look_alive(store: MemoryStore) -> None:

@@ -414,9 +414,8 @@ class Locks:
             os.rename(lock, aside)
         except FileNotFoundError:
             return True
-        except OSError:  # another file system (a linked worktree elsewhere): remove it where it is
-            os.unlink(lock)
-            return True
+        except OSError:  # it cannot be moved aside to be checked: left in place, and the wait for it names it
+            return False
         if _same_file(os.stat(aside), os.stat(record)):
             aside.unlink(missing_ok=True)
             return True
@@ -453,7 +452,8 @@ class Locks:
             parsed = _parse(name)
             if parsed is None:
                 if name.endswith(_TAKEN):
-                    path.unlink(missing_ok=True)  # a stale lock already moved out of git's way
+                    with contextlib.suppress(OSError):  # a stale lock already moved out of git's way
+                        path.unlink()
                 continue
             key, owner = parsed
             if not ended(owner):
