@@ -142,7 +142,7 @@ def create_repository(path: Path, *, when: datetime) -> None:
                 repo.refs.read(ref),
                 {rel: text.encode() for rel, text in files.items()},
                 message="Initialise memsite memory repository\n\nmkdocs.yml holds the site and memsite settings.",
-                author=Author(INIT_AGENT, f"{INIT_AGENT}@memsite.invalid"),
+                author=Author.writer(INIT_AGENT),
                 when=int(when.timestamp()),
             )
     finally:

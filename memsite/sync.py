@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from .errors import ConflictError, RepositoryError
+from .git import Author
 from .store import Store
 
 ATTEMPTS = 8
@@ -99,7 +100,7 @@ def _on_remote(store: Store, remote: str, branch: str) -> bool:
 
 
 def _merge(store: Store, theirs: str, remote: str, target: str) -> None:
-    merge = _git(store, "-c", f"user.name={store.agent}", "-c", f"user.email={store.agent}@memsite.invalid",
+    merge = _git(store, "-c", f"user.name={store.agent}", "-c", f"user.email={Author.writer(store.agent).email}",
                  "merge", "--no-edit", "--quiet", "-m", f"Sync memory with {remote}/{target}", theirs, check=False)
     if merge.returncode == 0:
         return

@@ -146,12 +146,15 @@ def test_a_large_transaction_to_a_branch_not_checked_out_writes_no_file(store: M
 
 
 def test_an_index_left_behind_by_a_racing_checkout_is_brought_forward(store: MemoryStore) -> None:
-    before = git(store.root, "rev-parse", "HEAD").strip()
-    first = store.remember("Deploys freeze on Fridays", category="preferences")
-    # What 'git checkout main' leaves when it read main just before a write moved it:
-    git(store.root, "read-tree", "-u", "--reset", before)
+    git(store.root, "checkout", "-q", "-b", "person")  # (the same commit as main)
+    first = store.remember("Deploys freeze on Fridays", category="preferences")  # main moves, by its ref alone
+    # What 'git checkout main' leaves when it read main just before that write: the index and files of
+    # the commit it read, then HEAD (and HEAD's reflog) written once it has released index.lock.
+    git(store.root, "symbolic-ref", "-m", "checkout: moving from person to main", "HEAD", "refs/heads/main")
     assert git(store.root, "status", "--porcelain") != ""
+    started = time.monotonic()
     second = store.remember("Billing moved to Stripe", category="entities")
+    assert time.monotonic() - started < 5  # known at once: not waited for as a command under way
     assert first.path.exists() and second.path.exists()
     assert_clean(store.root)
 

@@ -146,6 +146,39 @@ def test_a_write_after_a_commit_its_hook_refused_joins_the_staged_changes(quick_
     assert_clean(root)
 
 
+@pytest.mark.parametrize("whose", ["a person's", "memsite's", "a person's, then a checkout"])
+def test_a_staged_undo_of_the_last_commit_is_the_persons_to_commit(quick_store: MemoryStore, whose: str) -> None:
+    """Regression: a file the last commit added, removed again and staged (its commit refused by a hook),
+    makes the index the tree of an older commit; a write took that for an index a racing checkout
+    left behind, put the file back and unstaged the removal."""
+    root = quick_store.root
+    if whose == "memsite's":
+        added = quick_store.remember("the memory a person removes by hand", category="events")
+        assert added.path is not None
+        rel = added.path.relative_to(root).as_posix()
+    else:
+        rel = "by-hand.txt"
+        (root / rel).write_text("written by a person\n")
+        git(root, "add", rel)
+        git(root, "commit", "-q", "-m", "Add a file by hand")
+        if whose.endswith("checkout"):  # HEAD's reflog then ends as a racing checkout leaves it
+            git(root, "checkout", "-q", "-b", "side")
+            git(root, "checkout", "-q", "main")
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    git(root, "rm", "-q", rel)
+    assert subprocess.run(["git", "commit", "-q", "-m", "Remove it"], cwd=root, capture_output=True).returncode != 0
+    memory = quick_store.remember("written while the removal is staged", category="events")
+    assert not (root / rel).exists()
+    assert git(root, "status", "--porcelain", "--untracked-files=all").splitlines() == [f"D  {rel}"]
+    hook.unlink()
+    git(root, "commit", "-q", "-m", "Remove it")
+    paths = committed_paths(root)
+    assert rel not in paths and memory.path is not None and memory.path.relative_to(root).as_posix() in paths
+    assert_clean(root)
+
+
 def test_a_commit_waiting_in_its_editor_makes_memsite_fail_clearly_and_is_left_alone(
     quick_store: MemoryStore, tmp_path: Path
 ) -> None:

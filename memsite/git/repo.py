@@ -67,6 +67,7 @@ GC_SAMPLE = "17"
 LISTED_FILES = 16  # files in one commit from which the working tree is checked by listing folders
 BACKGROUND_FILES = 64  # files in one commit from which the working tree is written on a second thread
 CATCH_UP_COMMITS = 64  # how far back an index left behind by a 'git checkout' racing a write is looked for
+WRITER_DOMAIN = "memsite.invalid"  # of the email on every commit memsite writes (.invalid: a name, not a mailbox)
 SETTLE_POLL_SECONDS = 0.02  # how often a write waiting for a person's git command to end looks again
 # git operations that leave the checkout between two states, and how to end each.
 OPERATIONS = (
@@ -84,6 +85,11 @@ OPERATIONS = (
 class Author:
     name: str
     email: str
+
+    @classmethod
+    def writer(cls, name: str) -> Author:
+        """The identity of ``name`` (an agent) on the commits memsite writes: a name at WRITER_DOMAIN."""
+        return cls(name, f"{name}@{WRITER_DOMAIN}")
 
     def ident(self, when: int) -> str:
         return f"{self.name} <{self.email}> {when} +0000"
@@ -348,16 +354,18 @@ class Repository:
 
     def parents(self, commit: str) -> list[str]:
         """The parent commit ids of ``commit``."""
+        return [parent.decode() for parent in self._header(commit).get(b"parent", [])]
+
+    def _header(self, commit: str) -> dict[bytes, list[bytes]]:
+        """The header of ``commit``: each field's values (tree, parent, author, committer), in order."""
         kind, data = self.objects.read(bytes.fromhex(commit))
         if kind != "commit":
             raise RepositoryError(f"{commit}: is not a commit")
-        parents = []
-        for line in data.split(b"\n"):
-            if not line:
-                break
-            if line.startswith(b"parent "):
-                parents.append(line[7:47].decode())
-        return parents
+        fields: dict[bytes, list[bytes]] = {}
+        for line in data.partition(b"\n\n")[0].split(b"\n"):
+            key, _, value = line.partition(b" ")
+            fields.setdefault(key, []).append(value)
+        return fields
 
     def last_commits(self, paths: list[str], since: str | None, tip: str, limit: int = 64) -> dict[str, str] | None:
         """The newest commit after ``since`` that changed each path, walking at most ``limit`` commits.
@@ -586,7 +594,9 @@ class Repository:
         for a tree that is not the branch's may have been left behind by a
         ``git checkout`` that read the branch just before a write moved it
         (brought forward here: the paths of those commits whose working file
-        is still as the older commit has it). Otherwise a git command is
+        is still as the older commit has it; see _left_by_checkout). A
+        person's staged changes can make it an older tree too (the file the
+        last commit added removed again): those are theirs. Otherwise a git command is
         between writing the index and moving a ref, with no lock held:
         ``git checkout`` writes the index, then HEAD; a plain ``git commit``
         of staged changes writes the index, runs its hooks and editor, then
@@ -606,7 +616,7 @@ class Repository:
         tree = gitindex.cached_tree(self.git_dir)
         if tree is None or tree == base or base is None or parent is None:
             return {}
-        behind = self._ancestor_with_tree(parent, tree)
+        behind = self._left_by_checkout(parent, tree)
         if behind is None:
             if waited is None:
                 raise _Unsettled
@@ -624,18 +634,39 @@ class Repository:
         log.info("the working tree of %s was %s behind it: brought %d file(s) forward", ref, behind[:12], len(files))
         return files
 
-    def _ancestor_with_tree(self, commit: str, tree: bytes) -> str | None:
-        """A recent ancestor of ``commit`` whose root tree is ``tree``."""
-        queue, seen = self.parents(commit), set()
+    def _left_by_checkout(self, tip: str, tree: bytes) -> str | None:
+        """The recent ancestor of ``tip`` with root tree ``tree`` that a ``git checkout`` left the index at, or None.
+
+        Left by a checkout that read the branch just before memsite's writes
+        moved it: every commit since is memsite's, and HEAD last moved by
+        that checkout (when HEAD has a reflog). An index that matches an
+        older tree otherwise holds a person's staged changes.
+        """
+        queue, seen = [tip], set()
         while queue and len(seen) < CATCH_UP_COMMITS:
             current = queue.pop(0)
             if current in seen:
                 continue
             seen.add(current)
-            if self.root_tree(current) == tree:
-                return current
-            queue.extend(self.parents(current))
+            header = self._header(current)
+            if current != tip and header[b"tree"][0] == tree.hex().encode():
+                return current if self._head_moved_by_checkout() else None
+            if not any(f"@{WRITER_DOMAIN}>".encode() in line for line in header.get(b"committer", [])):
+                return None  # a commit of someone else's since
+            queue.extend(parent.decode() for parent in header.get(b"parent", []))
         return None
+
+    def _head_moved_by_checkout(self) -> bool:
+        """HEAD's reflog ends with a 'git checkout' (or has no reflog to tell)."""
+        try:
+            with open(self.git_dir / "logs" / "HEAD", "rb") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - 4096))
+                last = handle.read().rstrip(b"\n").rpartition(b"\n")[2]
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return last.partition(b"\t")[2].startswith(b"checkout: moving from ")
 
     def _commit_checked_out(
         self,

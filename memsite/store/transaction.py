@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("memsite")
 T = TypeVar("T")
 
-AUTHOR_EMAIL = "{agent}@memsite.invalid"  # .invalid: a name, not a mailbox
 # Once a transaction has staged this many memories, their files are written
 # while it stages the rest, this many at a time (see _send_ahead).
 AHEAD_BATCH = 100
@@ -484,7 +483,7 @@ class Transaction:
 
     def _author(self) -> Author:
         name = self.author or self.store.agent
-        return Author(name, AUTHOR_EMAIL.format(agent=name))
+        return Author.writer(name)
 
     def _record(self) -> Callable[[str | None], None]:
         """Start recording this transaction's memories in the catalog while the commit is made (see Repository.commit)."""
