@@ -134,7 +134,7 @@ def test_a_write_after_a_commit_its_hook_refused_joins_the_staged_changes(quick_
     assert refused.returncode != 0 and "lint failed" in refused.stderr
     started = time.monotonic()
     memory = quick_store.remember("written after a refused commit", category="events")
-    assert time.monotonic() - started >= 1.0  # lock_timeout: a commit might still have been under way
+    assert time.monotonic() - started > 0.5  # until the index was lock_timeout old: a commit might have been under way
     assert memory.commit is not None and memory.path is not None and memory.path.exists()
     rel = memory.path.relative_to(root).as_posix()
     assert git(root, "status", "--porcelain", "--untracked-files=all").splitlines() == ["A  by-hand.txt"]
@@ -169,7 +169,11 @@ def test_a_staged_undo_of_the_last_commit_is_the_persons_to_commit(quick_store: 
     hook.chmod(0o755)
     git(root, "rm", "-q", rel)
     assert subprocess.run(["git", "commit", "-q", "-m", "Remove it"], cwd=root, capture_output=True).returncode != 0
+    old = time.time() - 60  # the refused commit was a minute ago: no command can be under way still
+    os.utime(root / ".git" / "index", (old, old))
+    started = time.monotonic()
     memory = quick_store.remember("written while the removal is staged", category="events")
+    assert time.monotonic() - started < 0.9  # (lock_timeout: 1 s) not waited for
     assert not (root / rel).exists()
     assert git(root, "status", "--porcelain", "--untracked-files=all").splitlines() == [f"D  {rel}"]
     hook.unlink()

@@ -554,14 +554,12 @@ class Repository:
         # are read here until the new index is renamed into place, so a
         # person's 'git checkout' (which takes index.lock too) never
         # interleaves with the write.
-        deadline: float | None = None
         while True:
             lock = self.locks.acquire(self.git_dir / "index")
             try:
                 if self.refs.read(ref) != parent:
                     raise RefMoved(f"{ref} moved while the write waited for {self.locks.show(lock.path)}")
-                over = deadline is not None and time.monotonic() >= deadline
-                catch_up = self._checked_out(ref, base, parent, waited=self.locks.timeout if over else None)
+                catch_up = self._checked_out(ref, base, parent)
                 if catch_up is None:  # the ref's compare-and-swap is all it takes
                     sha = build()
                     if sha is not None:
@@ -569,12 +567,11 @@ class Repository:
                     return sha
                 self._refuse_unsaved_edits(base, files, owned or {})
                 return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
-            except _Unsettled:
-                seen = self._checkout_state(ref)
+            except _Unsettled as unsettled:
+                seen, until = self._checkout_state(ref), unsettled.until
             finally:
                 lock.rollback()  # nothing once committed
-            deadline = deadline or time.monotonic() + self.locks.timeout
-            while self._checkout_state(ref) == seen and time.monotonic() < deadline:
+            while self._checkout_state(ref) == seen and time.time() < until:
                 time.sleep(SETTLE_POLL_SECONDS)
 
     def _checkout_state(self, ref: str) -> tuple[object, ...]:
@@ -586,8 +583,7 @@ class Repository:
             index = None
         return self.refs.head_target(), self.refs.read(ref), index
 
-    def _checked_out(self, ref: str, base: bytes | None, parent: str | None,
-                     waited: float | None = None) -> dict[str, bytes | None] | None:
+    def _checked_out(self, ref: str, base: bytes | None, parent: str | None) -> dict[str, bytes | None] | None:
         """Under index.lock: None if the index and working tree are not ``ref``'s; else the files they lag behind by.
 
         HEAD naming ``ref`` is not enough. An index whose cache-tree vouches
@@ -601,9 +597,9 @@ class Repository:
         ``git checkout`` writes the index, then HEAD; a plain ``git commit``
         of staged changes writes the index, runs its hooks and editor, then
         moves the branch, and fails if it moved meanwhile. That raises
-        _Unsettled: the caller waits for the command to end. Once it has
-        ``waited`` that long, the index is taken as one with changes staged
-        (left by a commit its hook refused, say): the write goes into it.
+        _Unsettled: the caller waits for the command to end, until the index
+        is ``lock_timeout`` old. An index that old is taken as one with changes
+        staged (left by a commit its hook refused, say): the write goes into it.
         """
         if self.refs.head_target() != ref:
             return None
@@ -618,10 +614,11 @@ class Repository:
             return {}
         behind = self._left_by_checkout(parent, tree)
         if behind is None:
-            if waited is None:
-                raise _Unsettled
-            log.warning("the index of %s has been for another tree for %g s (a 'git commit' waiting in its hook "
-                        "or editor will fail and need running again): writing through it", ref, waited)
+            age = time.time() - st.st_mtime
+            if 0 <= age < self.locks.timeout:  # (a time ahead of this clock's, on a shared disk: no telling)
+                raise _Unsettled(st.st_mtime + self.locks.timeout)
+            log.warning("the index of %s has been for another tree for %.0f s (a 'git commit' waiting in its hook "
+                        "or editor will fail and need running again): writing through it", ref, age)
             return {}
         files: dict[str, bytes | None] = {}
         for path, old, new in self.objects.diff(tree, base):
@@ -833,7 +830,11 @@ class _FolderNames:
 
 
 class _Unsettled(Exception):
-    """A person's git command is between writing the index and moving a ref (see Repository._checked_out)."""
+    """A person's git command may be between writing the index and moving a ref (see Repository._checked_out)."""
+
+    def __init__(self, until: float) -> None:
+        super().__init__(until)
+        self.until = until  # (time.time()) when the index will have stayed as it is long enough to be staged changes
 
 
 def _settle(settle: Callable[[str | None], None], sha: str | None) -> None:
