@@ -590,10 +590,10 @@ class Repository:
         for a tree that is not the branch's may have been left behind by a
         ``git checkout`` that read the branch just before a write moved it
         (brought forward here: the paths of those commits whose working file
-        is still as the older commit has it; see _left_by_checkout). A
-        person's staged changes can make it an older tree too (the file the
-        last commit added removed again): those are theirs. Otherwise a git command is
-        between writing the index and moving a ref, with no lock held:
+        is still as the older commit has it; see _left_by_checkout), or hold
+        a person's staged changes (the file the last commit added, removed
+        again), or a git command is between writing the index and moving a
+        ref, with no lock held:
         ``git checkout`` writes the index, then HEAD; a plain ``git commit``
         of staged changes writes the index, runs its hooks and editor, then
         moves the branch, and fails if it moved meanwhile. That raises
