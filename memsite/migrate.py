@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from .config import Config, place_of
 from .errors import FormatError
-from .fileformat import decode, parse_memory
 from .model import Memory
+from .store.problems import read_memory
 
 if TYPE_CHECKING:
     from .git import ObjectStore
@@ -40,8 +40,7 @@ class Migration:
 @dataclass(frozen=True)
 class _Move:
     path: str
-    category_folder: str  # the folder it is in
-    to_folder: str | None  # None: an archived file of the flat layout, placed once its creation month is read
+    to_folder: str | None  # None: an archived file, placed once its creation month is read
     archived: bool
     memory: Memory | None = None  # as the catalog has it; archived ones are read from the file
 
@@ -63,7 +62,8 @@ def migrate(store: Store, progress: Callable[[int, int], None] | None = None) ->
         How many memories and archived memories moved, and the commit.
 
     Raises:
-        FormatError: a memory file cannot be read (the message names file and field).
+        FormatError: an archived file of the flat layout cannot be read (the message names file and field);
+            one in a month folder is left where it is.
         MemsiteError: a file is already where one would move; nothing is written.
     """
     message = "Migrate memories to the month folders"
@@ -74,7 +74,7 @@ def migrate(store: Store, progress: Callable[[int, int], None] | None = None) ->
 def _stage(store: Store, tx: Transaction, progress: Callable[[int, int], None] | None) -> tuple[int, int]:
     config, objects = store.config, store.repo.objects
     root = store.repo.root_tree(tx.parent)
-    moves = _misplaced(store) + _flat_archive(config, objects, root)
+    moves = _misplaced(store) + _archived(config, objects, root)
     counts = [0, 0]
     for start in range(0, len(moves), CHUNK):
         chunk = moves[start : start + CHUNK]
@@ -83,11 +83,15 @@ def _stage(store: Store, tx: Transaction, progress: Callable[[int, int], None] |
         for move, entry in zip(chunk, entries):
             assert entry is not None  # the catalog and the walk read this same commit
             data = blobs[entry.sha]
-            memory = move.memory or _read(config, move, data)  # the catalog read the memories at this commit
+            memory = move.memory or _read_archived(config, move, data)  # the catalog read the memories at this commit
+            if memory is None:
+                continue
             folder = move.to_folder or config.memory_folder(config.category(memory.category), memory.created,
                                                             archived=True)
-            tx.relocate(move.path, f"{folder}/{move.path.rsplit('/', 1)[1]}", data, memory, archived=move.archived)
-            counts[move.archived] += 1
+            folder_now, name = move.path.rsplit("/", 1)
+            if folder != folder_now:
+                tx.relocate(move.path, f"{folder}/{name}", data, memory, archived=move.archived)
+                counts[move.archived] += 1
         if progress is not None:
             progress(start + len(chunk), len(moves))
     return counts[0], counts[1]
@@ -101,23 +105,33 @@ def _misplaced(store: Store) -> list[_Move]:
         path = memory.path.relative_to(store.root).as_posix()
         folder = config.memory_folder(config.category(memory.category), memory.created)
         if path.rsplit("/", 1)[0] != folder:
-            moves.append(_Move(path, config.category(memory.category).folder, folder, False, memory))
+            moves.append(_Move(path, folder, False, memory))
     return moves
 
 
-def _flat_archive(config: Config, objects: ObjectStore, root: bytes | None) -> list[_Move]:
-    """Archived memories of the flat layout: ``archive/<category>/<file>.md``."""
+def _archived(config: Config, objects: ObjectStore, root: bytes | None) -> list[_Move]:
+    """Every archived memory (``archive/<category>/[<YYYY-MM>/]<file>.md``): its month is read from the file.
+
+    Archived memories are not in the catalog, so each file is read to learn
+    where it belongs; those already there are left as they are.
+    """
     archive = objects.lookup(root, config.archive_dir)
     if archive is None or not archive.is_tree:
         return []
-    return [_Move(f"{config.archive_dir}/{rel}", place.folder, None, archived=True)
-            for rel, _ in objects.walk(archive.sha) if (place := place_of(rel)) is not None and place.month is None]
+    return [_Move(f"{config.archive_dir}/{rel}", None, archived=True)
+            for rel, _ in objects.walk(archive.sha) if place_of(rel) is not None]
 
 
-def _read(config: Config, move: _Move, data: bytes) -> Memory:
-    """The memory in ``data``; its folder must be a configured category, as everywhere."""
-    category = config.by_folder(move.category_folder)
-    if category is None:
-        raise FormatError(f"{move.path}: folder '{move.category_folder}' is not a configured category; "
-                          "add it under extra.memsite.categories in mkdocs.yml or move the file")
-    return parse_memory(decode(data, move.path), move.path, category=category.name)
+def _read_archived(config: Config, move: _Move, data: bytes) -> Memory | None:
+    """The archived memory in ``data``; None for one in a month folder that cannot be read (it stays there).
+
+    Raises:
+        FormatError: an archived file of the flat layout cannot be read, so its month is unknown.
+    """
+    rel = move.path.removeprefix(f"{config.archive_dir}/")
+    try:
+        return read_memory(config, move.path, rel, data)
+    except FormatError:
+        if place_of(rel).month is None:  # type: ignore[union-attr]  # it is a memory file: _archived chose it
+            raise
+        return None

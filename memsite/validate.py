@@ -44,7 +44,7 @@ def check_working_tree(root: Path, base: str | None = None) -> Checked:
     if base is not None:
         problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
     memory_problems, misplaced, count = _memories(root, config)
-    return Checked(problems + memory_problems, _misplaced_warnings(misplaced + _flat_archive(root, config)), count)
+    return Checked(problems + memory_problems, _misplaced_warnings(misplaced + _archive(root, config)), count)
 
 
 def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
@@ -83,11 +83,30 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
     return problems, misplaced, len(memories)
 
 
-def _flat_archive(root: Path, config: Config) -> list[str]:
-    folder = root / config.archive_dir
-    return [f"{path.relative_to(root).as_posix()}: archived in the flat layout; 'memsite migrate' moves it to "
-            f"{config.archive_dir}/{path.parent.name}/<YYYY-MM>/"
-            for path in (sorted(folder.glob("*/*.md")) if folder.is_dir() else [])]
+def _archive(root: Path, config: Config) -> list[str]:
+    """Archived memory files not in the month folder they were created in.
+
+    A flat one is named even when it cannot be read (its month is then unknown); one in a month folder is not.
+    """
+    folder, misplaced = root / config.archive_dir, []
+    for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
+        rel, under = path.relative_to(root).as_posix(), path.relative_to(folder).as_posix()
+        place = place_of(under)
+        if place is None:
+            continue
+        try:
+            memory = read_memory(config, rel, under, path.read_bytes())
+        except FormatError:
+            memory = None  # its month is unknown
+        home = (f"{config.archive_dir}/{place.folder}/<YYYY-MM>" if memory is None else
+                config.memory_folder(config.category(memory.category), memory.created, archived=True))
+        month = home.rsplit("/", 1)[1]
+        if place.month is None:
+            misplaced.append(f"{rel}: archived in the flat layout; 'memsite migrate' moves it to {home}/")
+        elif memory is not None and place.month != month:
+            misplaced.append(f"{rel}: archived in the month folder {place.month}, but created in {month}; "
+                             f"'memsite migrate' moves it to {home}/")
+    return misplaced
 
 
 def _misplaced_warnings(misplaced: list[str]) -> list[str]:

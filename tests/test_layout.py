@@ -220,6 +220,34 @@ def test_check_warns_about_misplaced_files_and_fails_on_another_categorys_folder
                              f"'events'; move it to {MEMORIES}/cases/2026-11/ (git mv) or set 'category: events'\n")
 
 
+def test_an_archived_memory_in_the_wrong_month_folder_is_warned_about_and_moved(store: MemoryStore) -> None:
+    archived = archive_flat(store, -45, "The ledger crashed on a full disk")  # created 2026-09
+    flat = rel(store, archived)
+    assert run(store, "check").stdout == (f"warning: {flat}: archived in the flat layout; "
+                                          "'memsite migrate' moves it to content/archive/cases/2026-09/\n")
+    store.migrate()
+    wrong = f"content/archive/cases/2026-11/{archived.name}"
+    (store.root / wrong).parent.mkdir()
+    git(store.root, "mv", f"content/archive/cases/2026-09/{archived.name}", wrong)
+    broken = store.root / "content/archive/cases/2026-10/broken.md"  # unreadable, so its month is unknown: left
+    broken.parent.mkdir()
+    broken.write_text("no frontmatter here\n")
+    git(store.root, "add", "-A")
+    git(store.root, "commit", "-qm", "Archive rearranged by hand")
+
+    result = run(store, "check")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (f"warning: {wrong}: archived in the month folder 2026-11, but created in 2026-09; "
+                             "'memsite migrate' moves it to content/archive/cases/2026-09/\n")
+    done = store.migrate()
+    assert (done.memories, done.archived) == (0, 1)
+    assert git(store.root, "show", "--name-status", "--format=", "HEAD").split() == \
+           ["R100", wrong, f"content/archive/cases/2026-09/{archived.name}"]
+    assert broken.read_text() == "no frontmatter here\n"
+    assert run(store, "check").stdout == "" and store.migrate().commit is None
+    assert_clean(store.root)
+
+
 # --- review ---------------------------------------------------------------------------------------------------------
 
 
