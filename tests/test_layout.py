@@ -273,25 +273,30 @@ def test_diff_and_check_base_read_a_migration_as_files_moved(store: MemoryStore)
 # --- the site ---------------------------------------------------------------------------------------------------------
 
 
-def test_a_memorys_address_on_the_site_survives_the_migration(store: MemoryStore, tmp_path: Path) -> None:
+def test_the_site_reads_both_layouts_at_once_and_a_memorys_address_survives_migration(store: MemoryStore, tmp_path: Path) -> None:
     flat = write_flat(store, OLD)
+    sharded = store.remember("Staging deploys need the vega VPN", category="entities")  # beside a flat file
+    written = git(store.root, "log", "-1", "--format=%s").strip()
     home = tmp_path / "home"
     home.mkdir()
 
     def articles() -> dict[str, str]:
         memsite("-C", str(store.root), "build", home=home)
         found = {}
-        for memory in flat:
+        for memory in [*flat, sharded]:
             folder = store.config.category(memory.category).folder
             page = (store.root / "site" / "memories" / folder / f"{memory.created:%Y-%m}" / "index.html").read_text()
             start = page.rindex('<article class="memsite-memory"', 0, page.index(f'id="{memory.id}"'))
             found[memory.id] = page[start:page.index("</article>", start)]
         return found
 
-    before = articles()
+    before = articles()  # both layouts at once: the flat file and the month folder share the page of 2026-11
+    assert rel(store, sharded.path).startswith(f"{MEMORIES}/entities/2026-11/")
+    assert "Staging deploys need the vega VPN" in before[sharded.id] and written in before[sharded.id]
     store.migrate()
     after = articles()
     assert after.keys() == before.keys()
+    assert "Staging deploys need the vega VPN" in after[sharded.id] and written in after[sharded.id]
     for memory in flat:  # the same URL and anchor hold the memory, with its text and its whole history
         assert memory.content in after[memory.id]
         assert "Memories written before sharding" in after[memory.id]  # followed back to the flat file
