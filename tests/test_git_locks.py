@@ -190,7 +190,9 @@ def test_a_commit_waiting_in_its_editor_makes_memsite_fail_clearly_and_is_left_a
 LOCK_AND_DIE = """
 import os, signal, sys
 from pathlib import Path
+from memsite.git import locks
 from memsite.git.locks import Locks
+locks._HAS_PROC = locks._HAS_PROC and sys.argv[4] == "proc"
 git_dir = Path(sys.argv[1])
 lock = Locks(git_dir, git_dir.parent).acquire(git_dir / sys.argv[2])
 if sys.argv[3] == "renamed":  # killed after the rename, before its record was removed
@@ -203,9 +205,13 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def kill_while_holding(root: Path, target: str, when: str = "holding") -> Path:
-    """Run a memsite process that takes ``.git/<target>.lock`` and is killed holding it (or just after)."""
-    proc = subprocess.run([sys.executable, "-c", LOCK_AND_DIE, str(root / ".git"), target, when],
+def kill_while_holding(root: Path, target: str, when: str = "holding", proc_fs: bool = True) -> Path:
+    """Run a memsite process that takes ``.git/<target>.lock`` and is killed holding it (or just after).
+
+    ``proc_fs=False``: the process runs as where there is no ``/proc`` (its record has no start time).
+    """
+    proc = subprocess.run([sys.executable, "-c", LOCK_AND_DIE, str(root / ".git"), target, when,
+                           "proc" if proc_fs else "none"],
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     lock = root / ".git" / f"{target}.lock"
@@ -279,6 +285,32 @@ def test_a_reused_pid_does_not_make_a_dead_writers_lock_look_alive(store: Memory
     store.remember("written after the pid was reused", category="events")
     assert not lock.exists()
     assert_clean(store.root)
+
+
+def test_without_proc_a_dead_writers_lock_is_taken_back_and_a_live_ones_waited_for(
+        quick_store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where there is no /proc (macOS, the BSDs), liveness is asked of the system with signal 0."""
+    from memsite.git import locks
+    from memsite.git.locks import Locks
+
+    monkeypatch.setattr(locks, "_HAS_PROC", False)
+    monkeypatch.setattr(locks, "_me", None)  # this process's record is made again, without a start time
+    lock = kill_while_holding(quick_store.root, "refs/heads/main", proc_fs=False)
+    [record] = list((quick_store.root / ".git" / "memsite-locks").iterdir())
+    assert record.name.split("+")[2] == "-"  # no start time where /proc is missing
+    quick_store.remember("written after a writer was killed, without /proc", category="events")
+    assert not lock.exists()
+
+    git_dir = quick_store.root / ".git"
+    held = Locks(git_dir, quick_store.root).acquire(git_dir / "index")  # this process: alive
+    try:
+        with pytest.raises(RepositoryError, match=rf"^\.git/index\.lock is held by memsite process {os.getpid()} "):
+            quick_store.remember("written while a live writer holds the index, without /proc", category="events")
+        assert held.path.exists()
+    finally:
+        held.rollback()
+    quick_store.remember("written once it is released, without /proc", category="events")
+    assert_clean(quick_store.root)
 
 
 @pytest.mark.parametrize("name", ["index.lock", "refs/heads/main.lock"])
