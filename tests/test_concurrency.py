@@ -227,6 +227,33 @@ def test_a_write_waits_for_the_memory_lock_and_gives_up_after_its_timeout(
     assert_clean(store.root)
 
 
+def test_without_fcntl_the_memory_lock_is_filelocks_and_still_keeps_processes_apart(
+    store: MemoryStore, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where Python has no fcntl (Windows), the memory lock is filelock's: it waits and gives up as flock does."""
+    import memsite.git.mutex as mutex
+    import memsite.git.repo as gitrepo
+
+    monkeypatch.setattr(mutex, "fcntl", None)
+    with MemoryStore(store.root, agent="coder", clock=clock) as portable:
+        holder = hold_memory_lock(store.root, 1.0)
+        start = time.monotonic()
+        portable.remember("written once the other process let go", category="events")
+        waited = time.monotonic() - start
+        holder.wait()
+        assert 0.5 < waited < 10
+
+        monkeypatch.setattr(gitrepo, "LOCK_TIMEOUT_SECONDS", 0.3)
+        holder = hold_memory_lock(store.root, 1.0)
+        with pytest.raises(RepositoryError, match="another writer held the memory lock"):
+            portable.remember("never written", category="events")
+        holder.wait()
+        portable.remember("written after the timeout", category="events")
+    assert [m.abstract for m in store.list(category="events")] == ["written once the other process let go",
+                                                                  "written after the timeout"]
+    assert_clean(store.root)
+
+
 def test_a_memory_lock_file_removed_under_a_running_store_still_keeps_writers_apart(store: MemoryStore) -> None:
     """'.memsite/' is git-ignored, so 'git clean -X' may remove the lock file a long-lived store keeps open:
     its next write must lock the file the path names now, the one other processes lock."""
