@@ -96,6 +96,39 @@ def test_a_commit_with_a_slow_pre_commit_hook_and_memsite_writes_both_land(store
     assert_clean(root)
 
 
+HOOK = f"""#!/bin/sh
+PYTHONPATH={ROOT} {sys.executable} -m memsite --agent hook remember "$(basename $0) saw: $(git log -1 --format=%s)" \\
+    -c events > .git/$(basename $0).out 2>&1
+echo $? >> .git/$(basename $0).out
+exit 0
+"""
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["commit -a", "plain commit"])
+def test_a_write_from_a_pre_commit_hook_fails_at_once_and_one_from_post_commit_lands(
+        quick_store: MemoryStore, plain: bool) -> None:
+    """A pre-commit hook's write would wait for the commit that waits for the hook: it is refused at once,
+    the person's commit goes through, and a post-commit hook's write lands after it."""
+    root = quick_store.root
+    for name in ("pre-commit", "post-commit"):
+        (root / ".git" / "hooks" / name).write_text(HOOK)
+        (root / ".git" / "hooks" / name).chmod(0o755)
+    (root / "by-hand.txt").write_text("written by a person\n")
+    git(root, "add", "by-hand.txt")
+    git(root, "commit", *([] if plain else ["-a"]), "-q", "-m", "A file by hand")
+
+    refused = (root / ".git" / "pre-commit.out").read_text().splitlines()
+    assert refused[-1] == "1" and len(refused) == 2, refused
+    assert refused[0].endswith(f"{root}: cannot write from a hook of the 'git commit' running there: its commit "
+                               "lands after the hook returns; write from a post-commit hook instead "
+                               "(nothing was written)")
+    assert (root / ".git" / "post-commit.out").read_text().splitlines()[-1] == "0"
+    assert git(root, "log", "--format=%an: %s", "-2").splitlines() == \
+           ["hook: Remember events: post-commit saw: A file by hand", "Test Person: A file by hand"]
+    assert [m.abstract for m in quick_store.list()] == ["post-commit saw: A file by hand"]
+    assert_clean(root)
+
+
 def test_a_write_after_a_commit_its_hook_refused_joins_the_staged_changes(quick_store: MemoryStore) -> None:
     """A refused commit leaves the index vouching for a tree no commit has: after waiting, the write goes
     into that index as into any with changes staged, so the person's next commit keeps the memory."""

@@ -554,6 +554,9 @@ class Repository:
         # are read here until the new index is renamed into place, so a
         # person's 'git checkout' (which takes index.lock too) never
         # interleaves with the write.
+        hook = self._hook_index()
+        if hook is not None and hook.name != "index":  # the command running this hook holds index.lock till it ends
+            raise RepositoryError(_IN_HOOK.format(root=self.root))
         while True:
             lock = self.locks.acquire(self.git_dir / "index")
             try:
@@ -573,6 +576,19 @@ class Repository:
                 lock.rollback()  # nothing once committed
             while self._checkout_state(ref) == seen and time.time() < until:
                 time.sleep(SETTLE_POLL_SECONDS)
+
+    def _hook_index(self) -> Path | None:
+        """The index a git command running this process as its hook commits in, if it is this repository's.
+
+        git names it in ``GIT_INDEX_FILE`` for the hooks of ``git commit``:
+        ``index`` for a commit of what is staged (written, its lock let go),
+        ``index.lock`` (or a ``next-index-*.lock``) while it holds the lock.
+        """
+        named = os.environ.get("GIT_INDEX_FILE")
+        if not named:
+            return None
+        path = Path(named).resolve()
+        return path if path.parent == self.git_dir.resolve() else None
 
     def _checkout_state(self, ref: str) -> tuple[object, ...]:
         """What a person's git command changes as it ends: HEAD, the branch and the index file."""
@@ -616,6 +632,8 @@ class Repository:
         if behind is None:
             age = time.time() - st.st_mtime
             if 0 <= age < self.locks.timeout:  # (a time ahead of this clock's, on a shared disk: no telling)
+                if self._hook_index() is not None:  # the command to wait for is waiting for this hook
+                    raise RepositoryError(_IN_HOOK.format(root=self.root))
                 raise _Unsettled(st.st_mtime + self.locks.timeout)
             log.warning("the index of %s has been for another tree for %.0f s (a 'git commit' waiting in its hook "
                         "or editor will fail and need running again): writing through it", ref, age)
@@ -827,6 +845,10 @@ class _FolderNames:
         if name in names[0]:
             return True
         return name.casefold() in names[1] and os.path.lexists(f"{self._root}/{path}")
+
+
+_IN_HOOK = ("{root}: cannot write from a hook of the 'git commit' running there: its commit lands after the "
+            "hook returns; write from a post-commit hook instead (nothing was written)")
 
 
 class _Unsettled(Exception):
