@@ -17,7 +17,7 @@ from memsite import MemoryStore
 from memsite.errors import RepositoryError
 from memsite.fileformat import parse_memory
 
-from .conftest import acknowledged, assert_clean, git, listed_packs, start_writer
+from .conftest import Clock, acknowledged, assert_clean, git, listed_packs, start_writer
 from .writer_process import KILL_POINTS
 
 
