@@ -43,7 +43,7 @@ def test_a_sha256_repository_is_refused_before_anything_is_written(tmp_path: Pat
             MemoryStore(repo, agent="planner")
         else:
             MemoryStore.init(repo, agent="planner")
-    assert str(failure.value) == "memsite supports SHA-1 repositories; this one uses sha256"
+    assert str(failure.value) == f"{repo}: memsite supports SHA-1 repositories; this one uses sha256"
     assert listing(repo) == before
     assert git(repo, "rev-parse", "--show-object-format").strip() == "sha256"
 

@@ -167,15 +167,16 @@ class GitSettings:
         )
 
     def check_supported(self, where: object) -> None:
-        """Refuse a repository memsite would write wrongly.
+        """Refuse a repository memsite would write wrongly; ``where`` names it in the message.
 
         Raises:
             RepositoryError: it uses another object format or ref storage.
         """
         if self.object_format != "sha1":
-            raise RepositoryError(f"memsite supports SHA-1 repositories; this one uses {self.object_format}")
+            raise RepositoryError(f"{where}: memsite supports SHA-1 repositories; this one uses {self.object_format}")
         if self.ref_storage != "files":
-            raise RepositoryError(f"memsite supports repositories with loose ref files; this one uses {self.ref_storage}")
+            raise RepositoryError(f"{where}: memsite supports repositories with loose ref files; "
+                                  f"this one uses {self.ref_storage}")
 
     def autocreate_reflog(self, ref: str) -> bool:
         """Whether a ref update creates a missing reflog (as git's ``should_autocreate_reflog``)."""
