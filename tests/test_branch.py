@@ -132,6 +132,32 @@ def test_a_store_keeps_writing_to_its_branch_after_a_person_checks_out_another(s
     assert_clean(store.root)
 
 
+def test_a_branch_checked_out_in_another_worktree_is_written_from_that_worktree_only(store: MemoryStore) -> None:
+    """As git refuses to move a branch another worktree has checked out: written from here, the memory was
+    missing from that worktree's index, and the person's next commit there deleted it."""
+    root = store.root
+    linked = root.parent / "linked"
+    git(root, "worktree", "add", "-q", "-b", "agent/coder", str(linked))
+    before = git(root, "rev-parse", "agent/coder")
+    with MemoryStore(root, agent="coder", branch="agent/coder") as here:
+        with pytest.raises(RepositoryError, match=rf"^agent/coder: is checked out in the worktree {linked}; write "
+                                                  rf"to it from there \(MemoryStore\('{linked}'\)\) or to another"):
+            here.remember("The coder agent works in the linked worktree", category="events")
+    assert git(root, "rev-parse", "agent/coder") == before
+
+    with MemoryStore(linked, agent="coder") as there:  # the linked worktree writes its own branch
+        memory = there.remember("The coder agent works in the linked worktree", category="events")
+        assert memory.path is not None and memory.path.is_relative_to(linked) and memory.path.exists()
+    with MemoryStore(linked, agent="coder", branch="main") as there:  # and not the main worktree's
+        with pytest.raises(RepositoryError, match=rf"^main: is checked out in the worktree {root}; "):
+            there.remember("Never written to main from the linked worktree", category="events")
+    assert git(linked, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(linked, "log", "-1", "--format=%s").strip() == \
+           "Remember events: The coder agent works in the linked worktree"
+    assert [m.id for m in store.list()] == []  # main is as it was
+    assert_clean(root)
+
+
 def test_a_large_transaction_to_a_branch_not_checked_out_writes_no_file(store: MemoryStore) -> None:
     git(store.root, "checkout", "-q", "-b", "person")
     with store.transaction("bulk import") as tx:  # the store opened on main

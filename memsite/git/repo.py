@@ -113,7 +113,7 @@ class Repository:
             raise
         self.root = Path(self.git.working_tree_dir)
         self.git_dir = Path(self.git.git_dir)
-        self.common_dir = Path(self.git.common_dir)
+        self.common_dir = Path(os.path.normpath(self.git.common_dir))  # a linked worktree's ends in '../..'
         self.locks = Locks(self.common_dir, self.root, lock_timeout)
         self.objects = ObjectStore(self.common_dir / "objects", self.git, self.settings)
         self.refs = Refs(self.git_dir, self.common_dir, self.locks, self.settings)
@@ -323,16 +323,42 @@ class Repository:
 
         Raises:
             RepositoryError: naming the cause: a rebase (merge, ...) in
-                progress, or the first folder memsite would write to that is read-only.
+                progress, ``ref`` checked out in another worktree, or the
+                first folder memsite would write to that is read-only.
         """
         busy = self.in_progress()
         if busy:
             raise RepositoryError(f"{self.root}: {busy}; memories are written once it is done")
-        folders = self._write_folders if self.refs.head_target() == ref else self._write_folders[:-1]
+        here = self.refs.head_target() == ref
+        elsewhere = None if here else self._checked_out_elsewhere(ref)
+        if elsewhere is not None:  # as git refuses 'git branch -f': that worktree's index and files would lag behind
+            raise RepositoryError(f"{ref.removeprefix('refs/heads/')}: is checked out in the worktree {elsewhere}; "
+                                  f"write to it from there (MemoryStore('{elsewhere}')) or to another branch")
+        folders = self._write_folders if here else self._write_folders[:-1]
         for folder in folders:
             if not os.access(folder, os.W_OK):
                 raise RepositoryError(f"{self.locks.show(Path(folder))}: is read-only, so memsite cannot write "
                                       "memories here; make it writable, or write from a clone you can write to")
+
+    def _checked_out_elsewhere(self, ref: str) -> Path | None:
+        """The other worktree of this repository that has ``ref`` checked out, if one has (as ``git worktree list``)."""
+        heads: list[tuple[Path, Path]] = []  # (its HEAD file, the worktree)
+        if self.git_dir != self.common_dir and self.common_dir.name == ".git":
+            heads.append((self.common_dir / "HEAD", self.common_dir.parent))  # the main worktree
+        try:
+            linked = os.listdir(self.common_dir / "worktrees")
+        except (FileNotFoundError, NotADirectoryError):
+            linked = []
+        for name in linked:
+            admin = self.common_dir / "worktrees" / name
+            if admin != self.git_dir:
+                with contextlib.suppress(OSError):
+                    heads.append((admin / "HEAD", Path((admin / "gitdir").read_text(encoding="utf-8").strip()).parent))
+        for head, worktree in heads:
+            with contextlib.suppress(OSError):
+                if head.read_text(encoding="utf-8").strip() == f"ref: {ref}" and worktree.is_dir():
+                    return worktree
+        return None
 
     def root_tree(self, commit: str | None) -> bytes | None:
         """The root tree id of ``commit`` (None for no commit)."""
