@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -139,9 +140,10 @@ def test_a_branch_checked_out_in_another_worktree_is_written_from_that_worktree_
     linked = root.parent / "linked"
     git(root, "worktree", "add", "-q", "-b", "agent/coder", str(linked))
     before = git(root, "rev-parse", "agent/coder")
+    shown = re.escape(str(linked.resolve()))  # (git records the folder's real path)
     with MemoryStore(root, agent="coder", branch="agent/coder") as here:
-        with pytest.raises(RepositoryError, match=rf"^agent/coder: is checked out in the worktree {linked}; write "
-                                                  rf"to it from there \(MemoryStore\('{linked}'\)\) or to another"):
+        with pytest.raises(RepositoryError, match=rf"^agent/coder: is checked out in the worktree {shown}; write "
+                                                  rf"to it from there \(MemoryStore\('{shown}'\)\) or to another"):
             here.remember("The coder agent works in the linked worktree", category="events")
     assert git(root, "rev-parse", "agent/coder") == before
 
@@ -149,13 +151,40 @@ def test_a_branch_checked_out_in_another_worktree_is_written_from_that_worktree_
         memory = there.remember("The coder agent works in the linked worktree", category="events")
         assert memory.path is not None and memory.path.is_relative_to(linked) and memory.path.exists()
     with MemoryStore(linked, agent="coder", branch="main") as there:  # and not the main worktree's
-        with pytest.raises(RepositoryError, match=rf"^main: is checked out in the worktree {root}; "):
+        with pytest.raises(RepositoryError, match=rf"^main: is checked out in the worktree {re.escape(str(root))}; "):
             there.remember("Never written to main from the linked worktree", category="events")
     assert git(linked, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(linked, "log", "-1", "--format=%s").strip() == \
            "Remember events: The coder agent works in the linked worktree"
     assert [m.id for m in store.list()] == []  # main is as it was
     assert_clean(root)
+
+
+def test_a_branch_another_worktree_is_rebasing_is_not_written_and_a_bare_repositorys_worktree_is(
+        tmp_path: Path) -> None:
+    """Worktrees of a bare repository (a common way to keep several): each writes its own branch; a branch
+    another worktree is rebasing is refused, as git refuses it (the rebase would drop the memory)."""
+    MemoryStore.init(tmp_path / "seed", agent="planner").close()
+    bare = tmp_path / "memory.git"
+    git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "seed"), str(bare))
+    first, second = tmp_path / "first", tmp_path / "second"
+    git(bare, "worktree", "add", "-q", str(first), "main")
+    git(bare, "worktree", "add", "-q", "-b", "agent/coder", str(second))
+    with MemoryStore(second, agent="coder") as coder:
+        coder.remember("The coder agent keeps its own worktree", category="events")
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i s/^pick/edit/"}
+    subprocess.run(["git", "rebase", "-q", "-i", "HEAD~1"], cwd=second, env=env, check=True, capture_output=True)
+    with MemoryStore(first, agent="planner", branch="agent/coder") as planner:  # HEAD there is detached meanwhile
+        with pytest.raises(RepositoryError, match=r"^agent/coder: is checked out in the worktree .*second; "):
+            planner.remember("Never written into a rebase", category="events")
+    git(second, "rebase", "--abort")
+    with MemoryStore(first, agent="planner") as planner:
+        memory = planner.remember("The planner writes main from the first worktree", category="events")
+        assert memory.path is not None and memory.path.is_relative_to(first)
+    assert git(first, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(second, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(bare, "log", "-1", "--format=%s", "agent/coder").strip() == \
+           "Remember events: The coder agent keeps its own worktree"
 
 
 def test_a_large_transaction_to_a_branch_not_checked_out_writes_no_file(store: MemoryStore) -> None:

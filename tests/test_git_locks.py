@@ -97,36 +97,55 @@ def test_a_commit_with_a_slow_pre_commit_hook_and_memsite_writes_both_land(store
 
 
 HOOK = f"""#!/bin/sh
-PYTHONPATH={ROOT} {sys.executable} -m memsite --agent hook remember "$(basename $0) saw: $(git log -1 --format=%s)" \\
-    -c events > .git/$(basename $0).out 2>&1
-echo $? >> .git/$(basename $0).out
+cd content && PYTHONPATH={ROOT} {sys.executable} -m memsite --agent hook remember \\
+    "$(basename $0) saw: $(git log -1 --format=%s)" -c events > ../.git/$(basename $0).out 2>&1
+echo $? >> ../.git/$(basename $0).out
 exit 0
 """
 
 
-@pytest.mark.parametrize("plain", [False, True], ids=["commit -a", "plain commit"])
+@pytest.mark.parametrize("how", ["commit -a", "plain commit", "partial commit"])
 def test_a_write_from_a_pre_commit_hook_fails_at_once_and_one_from_post_commit_lands(
-        quick_store: MemoryStore, plain: bool) -> None:
+        quick_store: MemoryStore, how: str) -> None:
     """A pre-commit hook's write would wait for the commit that waits for the hook: it is refused at once,
-    the person's commit goes through, and a post-commit hook's write lands after it."""
+    the person's commit goes through, and a post-commit hook's write lands after it (the hooks run
+    memsite from a subfolder, where git's GIT_INDEX_FILE, relative to the top, does not resolve)."""
     root = quick_store.root
     for name in ("pre-commit", "post-commit"):
         (root / ".git" / "hooks" / name).write_text(HOOK)
         (root / ".git" / "hooks" / name).chmod(0o755)
     (root / "by-hand.txt").write_text("written by a person\n")
     git(root, "add", "by-hand.txt")
-    git(root, "commit", *([] if plain else ["-a"]), "-q", "-m", "A file by hand")
+    if how == "partial commit":  # 'git commit <path>' with something else staged: it stays staged
+        (root / "staged.txt").write_text("staged, not committed yet\n")
+        git(root, "add", "staged.txt")
+    git(root, "commit", "-q", "-m", "A file by hand",
+        *{"commit -a": ["-a"], "plain commit": [], "partial commit": ["--", "by-hand.txt"]}[how])
 
     refused = (root / ".git" / "pre-commit.out").read_text().splitlines()
     assert refused[-1] == "1" and len(refused) == 2, refused
-    assert refused[0].endswith(f"{root}: cannot write from a hook of the 'git commit' running there: its commit "
-                               "lands after the hook returns; write from a post-commit hook instead "
+    assert f"{root}: cannot write from a hook of the 'git commit' running there (GIT_INDEX_FILE=" in refused[0]
+    assert refused[0].endswith("): its commit lands after the hook returns; write from a post-commit hook instead "
                                "(nothing was written)")
     assert (root / ".git" / "post-commit.out").read_text().splitlines()[-1] == "0"
     assert git(root, "log", "--format=%an: %s", "-2").splitlines() == \
            ["hook: Remember events: post-commit saw: A file by hand", "Test Person: A file by hand"]
     assert [m.abstract for m in quick_store.list()] == ["post-commit saw: A file by hand"]
+    if how == "partial commit":
+        assert git(root, "status", "--porcelain") == "A  staged.txt\n"  # the person's staged file is still theirs
+        git(root, "commit", "-q", "--no-verify", "-m", "The staged file")
     assert_clean(root)
+
+
+@pytest.mark.parametrize("named", ["index.lock", "other-index"])
+def test_an_index_named_in_the_environment_that_no_running_commit_holds_does_not_stop_writes(
+        quick_store: MemoryStore, monkeypatch: pytest.MonkeyPatch, named: str) -> None:
+    """A process a commit hook left running keeps GIT_INDEX_FILE; a script may name an index of its own."""
+    monkeypatch.setenv("GIT_INDEX_FILE", str(quick_store.root / ".git" / named))
+    memory = quick_store.remember("written with GIT_INDEX_FILE set", category="events")
+    assert memory.commit is not None
+    monkeypatch.delenv("GIT_INDEX_FILE")  # (git itself would read that index)
+    assert_clean(quick_store.root)
 
 
 def test_a_write_after_a_commit_its_hook_refused_joins_the_staged_changes(quick_store: MemoryStore) -> None:
@@ -188,6 +207,23 @@ def test_a_staged_undo_of_the_last_commit_is_the_persons_to_commit(quick_store: 
     git(root, "commit", "-q", "-m", "Remove it")
     paths = committed_paths(root)
     assert rel not in paths and memory.path is not None and memory.path.relative_to(root).as_posix() in paths
+    assert_clean(root)
+
+
+def test_a_write_after_git_reset_soft_goes_in_at_once_and_leaves_the_undo_staged(store: MemoryStore) -> None:
+    """'git reset --soft HEAD~1' moves the branch and leaves the index of the commit it undid: no git command
+    is pending on it (the branch moved after the index was written), so the write does not wait."""
+    root = store.root
+    (root / "by-hand.txt").write_text("written by a person\n")
+    git(root, "add", "by-hand.txt")
+    git(root, "commit", "-q", "-m", "A file by hand")  # git's index vouches for its tree
+    git(root, "reset", "-q", "--soft", "HEAD~1")
+    started = time.monotonic()
+    memory = store.remember("written just after the reset", category="events")
+    assert time.monotonic() - started < 5  # (lock_timeout: 10 s) not waited for
+    assert git(root, "status", "--porcelain").splitlines() == ["A  by-hand.txt"]
+    assert memory.path is not None and memory.path.relative_to(root).as_posix() in committed_paths(root)
+    git(root, "commit", "-q", "-m", "The file again")
     assert_clean(root)
 
 

@@ -78,6 +78,12 @@ def test_reflogs_follow_core_log_all_ref_updates(store: MemoryStore, clock: Cloc
         third = reopened.remember("always: created again", category="events")
     assert third.commit in reflog(root, "refs/heads/main").read_text()
     assert third.commit in reflog(root, "HEAD").read_text()
+
+    git(root, "config", "--unset", "core.logAllRefUpdates")  # unset (as in a bare repository's worktrees): git's
+    reflog(root, "HEAD").unlink()                             # default with a working tree, reflogs, is kept
+    with MemoryStore(root, agent="planner", clock=clock) as reopened:
+        fourth = reopened.remember("unset: created as by default", category="events")
+    assert fourth.commit in reflog(root, "HEAD").read_text()
     assert_clean(root)
 
 

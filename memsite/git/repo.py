@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import subprocess
 import threading
 import time
@@ -107,7 +108,7 @@ class Repository:
             if self.git.bare or self.git.working_tree_dir is None:
                 raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
             self.settings = GitSettings.read(self.git.config_reader())
-            self.settings.check_supported(path)  # before anything is written
+            self.settings.check_supported(self.git.working_tree_dir)  # before anything is written
         except BaseException:
             self.git.close()
             raise
@@ -341,10 +342,15 @@ class Repository:
                                       "memories here; make it writable, or write from a clone you can write to")
 
     def _checked_out_elsewhere(self, ref: str) -> Path | None:
-        """The other worktree of this repository that has ``ref`` checked out, if one has (as ``git worktree list``)."""
-        heads: list[tuple[Path, Path]] = []  # (its HEAD file, the worktree)
-        if self.git_dir != self.common_dir and self.common_dir.name == ".git":
-            heads.append((self.common_dir / "HEAD", self.common_dir.parent))  # the main worktree
+        """The other worktree of this repository that has ``ref`` checked out (or is rebasing or bisecting it).
+
+        As git finds it before it refuses to move such a branch; a worktree
+        whose folder is gone is passed over ('git worktree prune' removes it).
+        """
+        worktrees: list[tuple[Path, Path]] = []  # (its git dir, its folder)
+        if self.git_dir != self.common_dir and not self.settings.bare:  # the main worktree, seen from a linked one
+            worktrees.append((self.common_dir,
+                              self.common_dir.parent if self.common_dir.name == ".git" else self.common_dir))
         try:
             linked = os.listdir(self.common_dir / "worktrees")
         except (FileNotFoundError, NotADirectoryError):
@@ -352,12 +358,12 @@ class Repository:
         for name in linked:
             admin = self.common_dir / "worktrees" / name
             if admin != self.git_dir:
-                with contextlib.suppress(OSError):
-                    heads.append((admin / "HEAD", Path((admin / "gitdir").read_text(encoding="utf-8").strip()).parent))
-        for head, worktree in heads:
-            with contextlib.suppress(OSError):
-                if head.read_text(encoding="utf-8").strip() == f"ref: {ref}" and worktree.is_dir():
-                    return worktree
+                with contextlib.suppress(OSError):  # (git 2.48 can write it relative to the admin folder)
+                    gitdir = (admin / "gitdir").read_text(encoding="utf-8").strip()
+                    worktrees.append((admin, Path(os.path.normpath(admin / gitdir)).parent))
+        for git_dir, folder in worktrees:
+            if ref in _branches_in_use(git_dir) and folder.is_dir():
+                return folder
         return None
 
     def root_tree(self, commit: str | None) -> bytes | None:
@@ -582,7 +588,7 @@ class Repository:
         # interleaves with the write.
         hook = self._hook_index()
         if hook is not None and hook.name != "index":  # the command running this hook holds index.lock till it ends
-            raise RepositoryError(_IN_HOOK.format(root=self.root))
+            self._refuse_in_hook()
         while True:
             lock = self.locks.acquire(self.git_dir / "index")
             try:
@@ -604,17 +610,35 @@ class Repository:
                 time.sleep(SETTLE_POLL_SECONDS)
 
     def _hook_index(self) -> Path | None:
-        """The index a git command running this process as its hook commits in, if it is this repository's.
+        """The index a ``git commit`` running this process as its hook commits from, if it is this repository's.
 
-        git names it in ``GIT_INDEX_FILE`` for the hooks of ``git commit``:
-        ``index`` for a commit of what is staged (written, its lock let go),
-        ``index.lock`` (or a ``next-index-*.lock``) while it holds the lock.
+        git names it in ``GIT_INDEX_FILE`` for its hooks (relative to the top
+        of the worktree): ``index`` for a commit of what is staged (written,
+        its lock let go), ``index.lock`` or a ``next-index-<pid>.lock`` while
+        it holds the lock; None once that lock is gone (a process a hook left
+        running) or for any other index a script names.
         """
         named = os.environ.get("GIT_INDEX_FILE")
         if not named:
             return None
-        path = Path(named).resolve()
-        return path if path.parent == self.git_dir.resolve() else None
+        path = self.root / named  # (an absolute path stays as it is)
+        if os.path.realpath(path.parent) != os.path.realpath(self.git_dir):
+            return None
+        if path.name == "index" or (_HOOK_LOCK.fullmatch(path.name) is not None and path.exists()):
+            return path
+        return None
+
+    def _refuse_in_hook(self) -> None:
+        raise RepositoryError(f"{self.root}: cannot write from a hook of the 'git commit' running there "
+                              f"(GIT_INDEX_FILE={os.environ.get('GIT_INDEX_FILE')}): its commit lands after the hook "
+                              "returns; write from a post-commit hook instead (nothing was written)")
+
+    def _moved_after(self, ref: str, index: os.stat_result) -> bool:
+        """Whether ``ref`` moved after the index was written (its file is newer): no commit is pending on it."""
+        try:
+            return os.stat(self.common_dir / ref).st_mtime_ns > index.st_mtime_ns
+        except OSError:
+            return False  # (packed, or gone: no telling)
 
     def _checkout_state(self, ref: str) -> tuple[object, ...]:
         """What a person's git command changes as it ends: HEAD, the branch and the index file."""
@@ -641,7 +665,9 @@ class Repository:
         moves the branch, and fails if it moved meanwhile. That raises
         _Unsettled: the caller waits for the command to end, until the index
         is ``lock_timeout`` old. An index that old is taken as one with changes
-        staged (left by a commit its hook refused, say): the write goes into it.
+        staged (left by a commit its hook refused, say): the write goes into it,
+        as into one written before the branch last moved (staged after a
+        commit: ``git reset --soft``, a commit of some of the staged paths).
         """
         if self.refs.head_target() != ref:
             return None
@@ -656,10 +682,12 @@ class Repository:
             return {}
         behind = self._left_by_checkout(parent, tree)
         if behind is None:
+            if self._moved_after(ref, st):
+                return {}  # staged after a commit ('git reset --soft', a partial commit): nothing pending
             age = time.time() - st.st_mtime
             if 0 <= age < self.locks.timeout:  # (a time ahead of this clock's, on a shared disk: no telling)
                 if self._hook_index() is not None:  # the command to wait for is waiting for this hook
-                    raise RepositoryError(_IN_HOOK.format(root=self.root))
+                    self._refuse_in_hook()
                 raise _Unsettled(st.st_mtime + self.locks.timeout)
             log.warning("the index of %s has been for another tree for %.0f s (a 'git commit' waiting in its hook "
                         "or editor will fail and need running again): writing through it", ref, age)
@@ -873,8 +901,17 @@ class _FolderNames:
         return name.casefold() in names[1] and os.path.lexists(f"{self._root}/{path}")
 
 
-_IN_HOOK = ("{root}: cannot write from a hook of the 'git commit' running there: its commit lands after the "
-            "hook returns; write from a post-commit hook instead (nothing was written)")
+def _branches_in_use(git_dir: Path) -> set[str]:
+    """The branches a worktree (its git dir) has checked out, or is rebasing or bisecting."""
+    found = set()
+    for name in ("HEAD", "rebase-merge/head-name", "rebase-apply/head-name", "BISECT_START"):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = (git_dir / name).read_text(encoding="utf-8").strip().removeprefix("ref: ")
+            found.add(text if text.startswith("refs/") else f"refs/heads/{text}")  # (BISECT_START: a branch name)
+    return found
+
+
+_HOOK_LOCK = re.compile(r"index\.lock|next-index-\d+\.lock")  # the index a running 'git commit' holds
 
 
 class _Unsettled(Exception):

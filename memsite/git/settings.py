@@ -137,12 +137,13 @@ class GitSettings:
     loose_compression: int = 1  # core.looseCompression, else core.compression, else 1 (git's default)
     auto_gc: int = 6700  # gc.auto: 0 turns git's automatic maintenance off
     auto_pack_limit: int = 50  # gc.autoPackLimit: packs from which 'git gc --auto' repacks everything; 0: never
+    bare: bool = False  # core.bare: in a linked worktree, whether the repository it belongs to has no worktree itself
 
     @classmethod
     def read(cls, reader: Any) -> GitSettings:
         """Read from a GitPython config reader (``repo.config_reader()``)."""
-        def get(section: str, option: str, default: Any) -> Any:
-            return reader.get_value(section, option, default)
+        def get(section: str, option: str, default: Any) -> Any:  # (GitPython takes a default of None for none)
+            return reader.get_value(section, option, default) if reader.has_option(section, option) else default
 
         log = get("core", "logallrefupdates", None)
         if log is None:
@@ -164,6 +165,7 @@ class GitSettings:
             loose_compression=_level(get("core", "loosecompression", get("core", "compression", 1))),
             auto_gc=_int(get("gc", "auto", 6700), 6700),
             auto_pack_limit=_int(get("gc", "autopacklimit", 50), 50),
+            bare=_bool(get("core", "bare", "false"), "core.bare"),
         )
 
     def check_supported(self, where: object) -> None:
