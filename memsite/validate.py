@@ -86,7 +86,9 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
 def _archive(root: Path, config: Config) -> list[str]:
     """Archived memory files not in the month folder they were created in.
 
-    A flat one is named even when it cannot be read (its month is then unknown); one in a month folder is not.
+    One of the flat layout that cannot be read is named with what to fix first
+    (its month is unknown, so 'memsite migrate' stops at it); one in a month
+    folder is left alone.
     """
     folder, misplaced = root / config.archive_dir, []
     for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
@@ -96,14 +98,16 @@ def _archive(root: Path, config: Config) -> list[str]:
             continue
         try:
             memory = read_memory(config, rel, under, path.read_bytes())
-        except FormatError:
-            memory = None  # its month is unknown
-        home = (f"{config.archive_dir}/{place.folder}/<YYYY-MM>" if memory is None else
-                config.memory_folder(config.category(memory.category), memory.created, archived=True))
+        except FormatError as exc:
+            if place.month is None:
+                misplaced.append(f"{exc}; 'memsite migrate' moves this archived memory once it can be read")
+            continue
+        assert memory is not None  # it is in a category folder
+        home = config.memory_folder(config.category(memory.category), memory.created, archived=True)
         month = home.rsplit("/", 1)[1]
         if place.month is None:
             misplaced.append(f"{rel}: archived in the flat layout; 'memsite migrate' moves it to {home}/")
-        elif memory is not None and place.month != month:
+        elif place.month != month:
             misplaced.append(f"{rel}: archived in the month folder {place.month}, but created in {month}; "
                              f"'memsite migrate' moves it to {home}/")
     return misplaced

@@ -248,6 +248,26 @@ def test_an_archived_memory_in_the_wrong_month_folder_is_warned_about_and_moved(
     assert_clean(store.root)
 
 
+def test_an_unreadable_archived_file_of_the_flat_layout_is_named_by_check_and_stops_migrate(
+        store: MemoryStore) -> None:
+    broken = store.root / "content/archive/cases/broken.md"  # its month is unknown: it cannot be placed
+    broken.parent.mkdir(parents=True)
+    broken.write_text("no frontmatter here\n")
+    git(store.root, "add", "-A")
+    git(store.root, "commit", "-qm", "A broken archive file")
+    result = run(store, "check")
+    assert result.exit_code == 0, result.output
+    [line] = result.stdout.splitlines()
+    assert line.startswith("warning: content/archive/cases/broken.md: ")
+    assert line.endswith("or move it out of content/archive/ if it is not a memory; "
+                         "'memsite migrate' moves this archived memory once it can be read")
+    before = head(store.root)
+    migrated = run(store, "migrate")
+    assert migrated.exit_code != 0
+    assert "content/archive/cases/broken.md: " in migrated.output and "move it out of content/archive/" in migrated.output
+    assert head(store.root) == before
+
+
 # --- review ---------------------------------------------------------------------------------------------------------
 
 

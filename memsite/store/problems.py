@@ -47,7 +47,8 @@ def read_memory(config: Config, path: str, rel: str, data: bytes) -> Memory | No
         if "field 'category'" in message:
             message = other_category(config, path, text, category) or message
         elif "no frontmatter" in message:
-            message += f", or move it out of {config.memories_dir}/ if it is not a memory"
+            top = path.removesuffix(f"/{rel}") if path.endswith(f"/{rel}") else config.memories_dir  # (or archive/)
+            message += f", or move it out of {top}/ if it is not a memory"
         raise FormatError(message) from None
 
 
