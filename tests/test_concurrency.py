@@ -230,7 +230,8 @@ def test_a_write_waits_for_the_memory_lock_and_gives_up_after_its_timeout(
 def test_without_fcntl_the_memory_lock_is_filelocks_and_still_keeps_processes_apart(
     store: MemoryStore, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where Python has no fcntl (Windows), the memory lock is filelock's: it waits and gives up as flock does."""
+    """Where Python has no fcntl (Windows), the memory lock is filelock's: here filelock's flock, so this checks
+    that memsite falls back to it and waits and gives up as with its own lock, not filelock's Windows lock."""
     import memsite.git.mutex as mutex
     import memsite.git.repo as gitrepo
 
