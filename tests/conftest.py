@@ -19,7 +19,7 @@ START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=timezone.utc)
 
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the real ~/.gitconfig or a MEMSITE_* setting of the machine."""
+    """No test reads the real ~/.gitconfig, a MEMSITE_* setting of the machine or a git hook's GIT_* paths."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -27,7 +27,9 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "person@example.com")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Person")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "person@example.com")
-    for name in ("MEMSITE_AGENT", "MEMSITE_DIR", "MEMSITE_ENABLED", "MEMSITE_AUTO_LOAD_LINES"):
+    for name in ("MEMSITE_AGENT", "MEMSITE_DIR", "MEMSITE_ENABLED", "MEMSITE_AUTO_LOAD_LINES",
+                 # (set when the tests run from a git hook: they would point git elsewhere)
+                 "GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX"):
         monkeypatch.delenv(name, raising=False)
     # Recall by words only, as on a base install, whether or not wordllama is
     # installed here; tests of recall by meaning choose their embedder.

@@ -143,7 +143,7 @@ def test_a_branch_checked_out_in_another_worktree_is_written_from_that_worktree_
     shown = re.escape(str(linked.resolve()))  # (git records the folder's real path)
     with MemoryStore(root, agent="coder", branch="agent/coder") as here:
         with pytest.raises(RepositoryError, match=rf"^agent/coder: is checked out in the worktree {shown}; write "
-                                                  rf"to it from there \(MemoryStore\('{shown}'\)\) or to another"):
+                                                  rf"to it from there \(MemoryStore\('{shown}'\)\), or to another"):
             here.remember("The coder agent works in the linked worktree", category="events")
     assert git(root, "rev-parse", "agent/coder") == before
 
@@ -162,29 +162,35 @@ def test_a_branch_checked_out_in_another_worktree_is_written_from_that_worktree_
 
 def test_a_branch_another_worktree_is_rebasing_is_not_written_and_a_bare_repositorys_worktree_is(
         tmp_path: Path) -> None:
-    """Worktrees of a bare repository (a common way to keep several): each writes its own branch; a branch
-    another worktree is rebasing is refused, as git refuses it (the rebase would drop the memory)."""
+    """Worktrees of a bare repository (a common way to keep several): each writes its own branch, and the
+    branch the bare repository's HEAD names is checked out nowhere; a branch another worktree is rebasing is
+    refused, as git refuses it (the rebase would drop the memory)."""
     MemoryStore.init(tmp_path / "seed", agent="planner").close()
     bare = tmp_path / "memory.git"
-    git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "seed"), str(bare))
+    git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "seed"), str(bare))  # its HEAD: main
     first, second = tmp_path / "first", tmp_path / "second"
-    git(bare, "worktree", "add", "-q", str(first), "main")
+    git(bare, "worktree", "add", "-q", "-b", "planner", str(first))
     git(bare, "worktree", "add", "-q", "-b", "agent/coder", str(second))
     with MemoryStore(second, agent="coder") as coder:
         coder.remember("The coder agent keeps its own worktree", category="events")
-    env = {**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i s/^pick/edit/"}
-    subprocess.run(["git", "rebase", "-q", "-i", "HEAD~1"], cwd=second, env=env, check=True, capture_output=True)
+    with MemoryStore(second, agent="coder", branch="main") as coder:  # main: in no worktree
+        coder.remember("Written to main, which no worktree has", category="events")
+    stopped = subprocess.run(["git", "rebase", "--exec", "false", "HEAD~1"], cwd=second, capture_output=True)
+    assert stopped.returncode != 0 and (bare / "worktrees" / "second" / "rebase-merge").is_dir()
     with MemoryStore(first, agent="planner", branch="agent/coder") as planner:  # HEAD there is detached meanwhile
-        with pytest.raises(RepositoryError, match=r"^agent/coder: is checked out in the worktree .*second; "):
+        with pytest.raises(RepositoryError, match=r"^agent/coder: is being rebased in the worktree .*second; write "
+                                                  r"to it once that is done, or to another branch$"):
             planner.remember("Never written into a rebase", category="events")
     git(second, "rebase", "--abort")
     with MemoryStore(first, agent="planner") as planner:
-        memory = planner.remember("The planner writes main from the first worktree", category="events")
+        memory = planner.remember("The planner writes its branch from the first worktree", category="events")
         assert memory.path is not None and memory.path.is_relative_to(first)
     assert git(first, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(second, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(bare, "log", "-1", "--format=%s", "agent/coder").strip() == \
            "Remember events: The coder agent keeps its own worktree"
+    assert git(bare, "log", "-1", "--format=%s", "main").strip() == \
+           "Remember events: Written to main, which no worktree has"
 
 
 def test_a_large_transaction_to_a_branch_not_checked_out_writes_no_file(store: MemoryStore) -> None:

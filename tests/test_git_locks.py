@@ -57,8 +57,8 @@ def committed_paths(root: Path) -> set[str]:
     return set(git(root, "ls-tree", "-r", "--name-only", "HEAD").splitlines())
 
 
-@pytest.mark.parametrize("plain", [False, True], ids=["commit -a", "plain commit"])
-def test_a_commit_with_a_slow_pre_commit_hook_and_memsite_writes_both_land(store: MemoryStore, plain: bool) -> None:
+@pytest.mark.parametrize("how", ["commit -a", "plain commit", "editor after reset --soft"])
+def test_a_commit_with_a_slow_pre_commit_hook_and_memsite_writes_both_land(store: MemoryStore, how: str) -> None:
     """Regression: memsite moved the branch under the person's commit, which then failed
     with "cannot lock ref 'HEAD': is at <memsite's commit> but expected <old>".
 
@@ -66,20 +66,31 @@ def test_a_commit_with_a_slow_pre_commit_hook_and_memsite_writes_both_land(store
     hook runs. A plain ``git commit`` of staged changes writes the index
     (vouching for its new tree) and releases it before its hooks: a write
     meanwhile took that index for a branch switch and moved the branch alone.
+    A commit redoing one undone with ``git reset --soft`` waits in its editor.
     """
     root = store.root
-    hook = root / ".git" / "hooks" / "pre-commit"
-    hook.write_text("#!/bin/sh\ntouch .git/hook-running\nsleep 2\n")
-    hook.chmod(0o755)
     (root / "by-hand.txt").write_text("written by a person\n")
     git(root, "add", "by-hand.txt")
-    if not plain:
-        (root / "content" / "index.md").write_text("# Changed by a person\n")
-    person = subprocess.Popen(["git", "commit", *([] if plain else ["-a"]), "-q", "-m", "A file by hand"], cwd=root,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ)
+    if how == "editor after reset --soft":
+        git(root, "commit", "-q", "-m", "A file by hand")
+        git(root, "reset", "-q", "--soft", "HEAD~1")
+        editor = root / ".git" / "slow-editor"
+        editor.write_text('#!/bin/sh\ntouch .git/hook-running\nsleep 2\necho "A file by hand" > "$1"\n')
+        editor.chmod(0o755)
+        env["GIT_EDITOR"] = str(editor)
+        command = ["git", "commit", "-q"]
+    else:
+        hook = root / ".git" / "hooks" / "pre-commit"
+        hook.write_text("#!/bin/sh\ntouch .git/hook-running\nsleep 2\n")
+        hook.chmod(0o755)
+        if how == "commit -a":
+            (root / "content" / "index.md").write_text("# Changed by a person\n")
+        command = ["git", "commit", *(["-a"] if how == "commit -a" else []), "-q", "-m", "A file by hand"]
+    person = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(root / ".git" / "hook-running")
     # Only 'commit -a' holds index.lock while its hook runs; a plain commit leaves nothing but the index.
-    assert (root / ".git" / "index.lock").exists() == (not plain)
+    assert (root / ".git" / "index.lock").exists() == (how == "commit -a")
     started = time.monotonic()
     memories = [store.remember(f"observed while a person commits, number {i}", category="events", dedupe=False)
                 for i in range(3)]
@@ -106,11 +117,11 @@ exit 0
 
 @pytest.mark.parametrize("how", ["commit -a", "plain commit", "partial commit"])
 def test_a_write_from_a_pre_commit_hook_fails_at_once_and_one_from_post_commit_lands(
-        quick_store: MemoryStore, how: str) -> None:
+        store: MemoryStore, how: str) -> None:
     """A pre-commit hook's write would wait for the commit that waits for the hook: it is refused at once,
     the person's commit goes through, and a post-commit hook's write lands after it (the hooks run
     memsite from a subfolder, where git's GIT_INDEX_FILE, relative to the top, does not resolve)."""
-    root = quick_store.root
+    root = store.root
     for name in ("pre-commit", "post-commit"):
         (root / ".git" / "hooks" / name).write_text(HOOK)
         (root / ".git" / "hooks" / name).chmod(0o755)
@@ -130,7 +141,7 @@ def test_a_write_from_a_pre_commit_hook_fails_at_once_and_one_from_post_commit_l
     assert (root / ".git" / "post-commit.out").read_text().splitlines()[-1] == "0"
     assert git(root, "log", "--format=%an: %s", "-2").splitlines() == \
            ["hook: Remember events: post-commit saw: A file by hand", "Test Person: A file by hand"]
-    assert [m.abstract for m in quick_store.list()] == ["post-commit saw: A file by hand"]
+    assert [m.abstract for m in store.list()] == ["post-commit saw: A file by hand"]
     if how == "partial commit":
         assert git(root, "status", "--porcelain") == "A  staged.txt\n"  # the person's staged file is still theirs
         git(root, "commit", "-q", "--no-verify", "-m", "The staged file")
@@ -225,6 +236,28 @@ def test_a_write_after_git_reset_soft_goes_in_at_once_and_leaves_the_undo_staged
     assert memory.path is not None and memory.path.relative_to(root).as_posix() in committed_paths(root)
     git(root, "commit", "-q", "-m", "The file again")
     assert_clean(root)
+
+
+@pytest.mark.parametrize("message", ["being written", "left by the last commit"])
+def test_an_index_older_than_the_branch_is_waited_for_only_while_a_commit_message_is_written(
+        quick_store: MemoryStore, message: str) -> None:
+    """After 'git reset --soft', a 'git commit' that finds the index unchanged does not write it: what git
+    writes before its editor and commit-msg hook is COMMIT_EDITMSG, newer than the branch while it runs."""
+    root = quick_store.root
+    (root / "by-hand.txt").write_text("written by a person\n")
+    git(root, "add", "by-hand.txt")
+    git(root, "commit", "-q", "-m", "A file by hand")
+    git(root, "reset", "-q", "--soft", "HEAD~1")
+    branch = (root / ".git" / "refs" / "heads" / "main").stat().st_mtime
+    os.utime(root / ".git" / "index", (branch - 5, branch - 5))  # as the reset left it: older than the branch
+    edited = time.time() if message == "being written" else branch - 1  # (a commit in its editor wrote it)
+    os.utime(root / ".git" / "COMMIT_EDITMSG", (edited, edited))
+    started = time.monotonic()
+    memory = quick_store.remember("written after a reset --soft", category="events")
+    waited = time.monotonic() - started
+    assert (waited > 0.9) == (message == "being written"), waited  # (lock_timeout: 1 s; then written through)
+    assert git(root, "status", "--porcelain").splitlines() == ["A  by-hand.txt"]  # the person's to commit
+    assert memory.path is not None and memory.path.relative_to(root).as_posix() in committed_paths(root)
 
 
 def test_a_commit_waiting_in_its_editor_makes_memsite_fail_clearly_and_is_left_alone(

@@ -331,22 +331,23 @@ class Repository:
         if busy:
             raise RepositoryError(f"{self.root}: {busy}; memories are written once it is done")
         here = self.refs.head_target() == ref
-        elsewhere = None if here else self._checked_out_elsewhere(ref)
+        elsewhere = None if here else self._in_use_elsewhere(ref)
         if elsewhere is not None:  # as git refuses 'git branch -f': that worktree's index and files would lag behind
-            raise RepositoryError(f"{ref.removeprefix('refs/heads/')}: is checked out in the worktree {elsewhere}; "
-                                  f"write to it from there (MemoryStore('{elsewhere}')) or to another branch")
+            folder, how = elsewhere
+            then = (f"write to it from there (MemoryStore('{folder}'))" if how == "checked out" else
+                    "write to it once that is done")
+            gone = "" if folder.is_dir() else " (its folder is gone: 'git worktree prune' forgets it)"
+            raise RepositoryError(f"{ref.removeprefix('refs/heads/')}: is {how} in the worktree {folder}{gone}; "
+                                  f"{then}, or to another branch")
         folders = self._write_folders if here else self._write_folders[:-1]
         for folder in folders:
             if not os.access(folder, os.W_OK):
                 raise RepositoryError(f"{self.locks.show(Path(folder))}: is read-only, so memsite cannot write "
                                       "memories here; make it writable, or write from a clone you can write to")
 
-    def _checked_out_elsewhere(self, ref: str) -> Path | None:
-        """The other worktree of this repository that has ``ref`` checked out (or is rebasing or bisecting it).
-
-        As git finds it before it refuses to move such a branch; a worktree
-        whose folder is gone is passed over ('git worktree prune' removes it).
-        """
+    def _in_use_elsewhere(self, ref: str) -> tuple[Path, str] | None:
+        """The other worktree of this repository that has ``ref`` checked out (or is rebasing or bisecting it),
+        and which of those, as git finds them before it refuses to move a branch."""
         worktrees: list[tuple[Path, Path]] = []  # (its git dir, its folder)
         if self.git_dir != self.common_dir and not self.settings.bare:  # the main worktree, seen from a linked one
             worktrees.append((self.common_dir,
@@ -362,8 +363,9 @@ class Repository:
                     gitdir = (admin / "gitdir").read_text(encoding="utf-8").strip()
                     worktrees.append((admin, Path(os.path.normpath(admin / gitdir)).parent))
         for git_dir, folder in worktrees:
-            if ref in _branches_in_use(git_dir) and folder.is_dir():
-                return folder
+            how = _use_of(git_dir, ref)
+            if how is not None:
+                return folder, how
         return None
 
     def root_tree(self, commit: str | None) -> bytes | None:
@@ -621,7 +623,9 @@ class Repository:
         named = os.environ.get("GIT_INDEX_FILE")
         if not named:
             return None
-        path = self.root / named  # (an absolute path stays as it is)
+        root, here = os.path.realpath(self.root), os.path.realpath(os.getcwd())
+        inside = os.path.commonpath([root, here]) == root  # else it is another repository's hook
+        path = (self.root if inside else Path(here)) / named  # (an absolute path stays as it is)
         if os.path.realpath(path.parent) != os.path.realpath(self.git_dir):
             return None
         if path.name == "index" or (_HOOK_LOCK.fullmatch(path.name) is not None and path.exists()):
@@ -633,12 +637,25 @@ class Repository:
                               f"(GIT_INDEX_FILE={os.environ.get('GIT_INDEX_FILE')}): its commit lands after the hook "
                               "returns; write from a post-commit hook instead (nothing was written)")
 
-    def _moved_after(self, ref: str, index: os.stat_result) -> bool:
-        """Whether ``ref`` moved after the index was written (its file is newer): no commit is pending on it."""
+    def _pending_since(self, ref: str, index: os.stat_result) -> float | None:
+        """When a ``git commit`` that may still move ``ref`` last showed itself; None if none can be pending.
+
+        It writes the index before its hooks run (unless it is unchanged) and
+        ``COMMIT_EDITMSG`` before the editor and the commit-msg hook, then
+        moves the branch: files written before the branch last moved (a
+        ``git reset --soft``, a commit of some of the staged paths) were left
+        by a command that has ended.
+        """
         try:
-            return os.stat(self.common_dir / ref).st_mtime_ns > index.st_mtime_ns
+            moved = os.stat(self.common_dir / ref).st_mtime_ns
         except OSError:
-            return False  # (packed, or gone: no telling)
+            moved = 0  # (packed, or gone: no telling)
+        written = [index.st_mtime_ns]
+        with contextlib.suppress(OSError):
+            written.append(os.stat(self.git_dir / "COMMIT_EDITMSG").st_mtime_ns)
+        # (A commit ending writes both within a clock tick; one pending wrote its files well after the branch moved.)
+        since = [ns for ns in written if ns > moved]
+        return max(since) / 1e9 if since else None
 
     def _checkout_state(self, ref: str) -> tuple[object, ...]:
         """What a person's git command changes as it ends: HEAD, the branch and the index file."""
@@ -666,8 +683,7 @@ class Repository:
         _Unsettled: the caller waits for the command to end, until the index
         is ``lock_timeout`` old. An index that old is taken as one with changes
         staged (left by a commit its hook refused, say): the write goes into it,
-        as into one written before the branch last moved (staged after a
-        commit: ``git reset --soft``, a commit of some of the staged paths).
+        as into one no commit can be pending on (see _pending_since).
         """
         if self.refs.head_target() != ref:
             return None
@@ -682,13 +698,14 @@ class Repository:
             return {}
         behind = self._left_by_checkout(parent, tree)
         if behind is None:
-            if self._moved_after(ref, st):
+            pending = self._pending_since(ref, st)
+            if pending is None:
                 return {}  # staged after a commit ('git reset --soft', a partial commit): nothing pending
-            age = time.time() - st.st_mtime
+            age = time.time() - pending
             if 0 <= age < self.locks.timeout:  # (a time ahead of this clock's, on a shared disk: no telling)
                 if self._hook_index() is not None:  # the command to wait for is waiting for this hook
                     self._refuse_in_hook()
-                raise _Unsettled(st.st_mtime + self.locks.timeout)
+                raise _Unsettled(pending + self.locks.timeout)
             log.warning("the index of %s has been for another tree for %.0f s (a 'git commit' waiting in its hook "
                         "or editor will fail and need running again): writing through it", ref, age)
             return {}
@@ -901,14 +918,25 @@ class _FolderNames:
         return name.casefold() in names[1] and os.path.lexists(f"{self._root}/{path}")
 
 
-def _branches_in_use(git_dir: Path) -> set[str]:
-    """The branches a worktree (its git dir) has checked out, or is rebasing or bisecting."""
-    found = set()
-    for name in ("HEAD", "rebase-merge/head-name", "rebase-apply/head-name", "BISECT_START"):
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            text = (git_dir / name).read_text(encoding="utf-8").strip().removeprefix("ref: ")
-            found.add(text if text.startswith("refs/") else f"refs/heads/{text}")  # (BISECT_START: a branch name)
-    return found
+def _use_of(git_dir: Path, ref: str) -> str | None:
+    """How the worktree of ``git_dir`` uses the branch ``ref``: "checked out", "being rebased", "being bisected".
+
+    As git's own rule: a rebase or a bisect counts while HEAD is detached.
+    """
+    def read(name: str) -> str | None:
+        try:
+            return (git_dir / name).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    head = read("HEAD")
+    if head is None or head.startswith("ref: "):
+        return "checked out" if head == f"ref: {ref}" else None
+    if ref in (read("rebase-merge/head-name"), read("rebase-apply/head-name")):
+        return "being rebased"
+    if (git_dir / "BISECT_LOG").exists() and f"refs/heads/{read('BISECT_START')}" == ref:
+        return "being bisected"
+    return None
 
 
 _HOOK_LOCK = re.compile(r"index\.lock|next-index-\d+\.lock")  # the index a running 'git commit' holds
