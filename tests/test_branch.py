@@ -157,6 +157,13 @@ def test_a_branch_checked_out_in_another_worktree_is_written_from_that_worktree_
     assert git(linked, "log", "-1", "--format=%s").strip() == \
            "Remember events: The coder agent works in the linked worktree"
     assert [m.id for m in store.list()] == []  # main is as it was
+
+    shutil.rmtree(linked)  # removed without 'git worktree remove': git still counts it until pruned
+    with MemoryStore(root, agent="coder", branch="agent/coder") as here:
+        with pytest.raises(RepositoryError, match=r"\(its folder is gone: 'git worktree prune' forgets it\)"):
+            here.remember("Written once the worktree is pruned", category="events")
+        git(root, "worktree", "prune")
+        here.remember("Written once the worktree is pruned", category="events")
     assert_clean(root)
 
 
