@@ -160,7 +160,8 @@ def test_a_branch_checked_out_in_another_worktree_is_written_from_that_worktree_
 
     shutil.rmtree(linked)  # removed without 'git worktree remove': git still counts it until pruned
     with MemoryStore(root, agent="coder", branch="agent/coder") as here:
-        with pytest.raises(RepositoryError, match=r"\(its folder is gone: 'git worktree prune' forgets it\)"):
+        with pytest.raises(RepositoryError, match=r"; its folder is gone: run 'git worktree prune' \('git worktree "
+                                                  r"unlock' first if it is locked\) to write to it here$"):
             here.remember("Written once the worktree is pruned", category="events")
         git(root, "worktree", "prune")
         here.remember("Written once the worktree is pruned", category="events")

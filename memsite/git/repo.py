@@ -334,11 +334,14 @@ class Repository:
         elsewhere = None if here else self._in_use_elsewhere(ref)
         if elsewhere is not None:  # as git refuses 'git branch -f': that worktree's index and files would lag behind
             folder, how = elsewhere
-            then = (f"write to it from there (MemoryStore('{folder}'))" if how == "checked out" else
-                    "write to it once that is done")
-            gone = "" if folder.is_dir() else " (its folder is gone: 'git worktree prune' forgets it)"
-            raise RepositoryError(f"{ref.removeprefix('refs/heads/')}: is {how} in the worktree {folder}{gone}; "
-                                  f"{then}, or to another branch")
+            if not folder.is_dir():
+                then = ("its folder is gone: run 'git worktree prune' ('git worktree unlock' first if it is "
+                        "locked) to write to it here")
+            elif how == "checked out":
+                then = f"write to it from there (MemoryStore('{folder}')), or to another branch"
+            else:
+                then = "write to it once that is done, or to another branch"
+            raise RepositoryError(f"{ref.removeprefix('refs/heads/')}: is {how} in the worktree {folder}; {then}")
         folders = self._write_folders if here else self._write_folders[:-1]
         for folder in folders:
             if not os.access(folder, os.W_OK):
@@ -623,9 +626,14 @@ class Repository:
         named = os.environ.get("GIT_INDEX_FILE")
         if not named:
             return None
-        root, here = os.path.realpath(self.root), os.path.realpath(os.getcwd())
-        inside = os.path.commonpath([root, here]) == root  # else it is another repository's hook
-        path = (self.root if inside else Path(here)) / named  # (an absolute path stays as it is)
+        path = Path(named)
+        if not path.is_absolute():
+            try:
+                root, here = os.path.realpath(self.root), os.path.realpath(os.getcwd())
+                inside = os.path.commonpath([root, here]) == root  # else it is another repository's hook
+            except (OSError, ValueError):  # (the current folder removed, or on another drive: not this one's)
+                return None
+            path = (self.root if inside else Path(here)) / path
         if os.path.realpath(path.parent) != os.path.realpath(self.git_dir):
             return None
         if path.name == "index" or (_HOOK_LOCK.fullmatch(path.name) is not None and path.exists()):
