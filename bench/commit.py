@@ -189,7 +189,9 @@ def bench_two_stores(mem: Path, other: Path, writes: int) -> tuple[float, float]
         two: list[float] = []
         for block in range(0, writes, TWO_STORES_BLOCK):
             sides = [(one, (a, a)), (two, (a, b))]
-            for times, stores in sides if block // TWO_STORES_BLOCK % 2 == 0 else sides[::-1]:  # each goes first in turn
+            if block // TWO_STORES_BLOCK % 2:
+                sides.reverse()  # each goes first in turn
+            for times, stores in sides:
                 for i in range(block, min(block + TWO_STORES_BLOCK, writes)):
                     start = time.perf_counter()
                     stores[i % 2].remember(next(texts), category=CATEGORIES[i % 7])

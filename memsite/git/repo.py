@@ -688,8 +688,9 @@ class Repository:
         ``git checkout`` writes the index, then HEAD; a plain ``git commit``
         of staged changes writes the index, runs its hooks and editor, then
         moves the branch, and fails if it moved meanwhile. That raises
-        _Unsettled: the caller waits for the command to end, until the index
-        is ``lock_timeout`` old. An index that old is taken as one with changes
+        _Unsettled: the caller waits for the command to end, until what it
+        wrote last (see _pending_since) is ``lock_timeout`` old. An index that
+        old is taken as one with changes
         staged (left by a commit its hook refused, say): the write goes into it,
         as into one no commit can be pending on (see _pending_since).
         """
