@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MemsiteError
-from .git import Repository, locks
+from .git import Repository, git_environment, locks
 from .migrate import migrate
 from .store import Store
 from .store.sqlite import intact
@@ -87,9 +87,11 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
                 pass
             done.append("put back the files a write left out of line with the checked-out branch")
         if "index" in kinds:
-            result = subprocess.run(["git", "read-tree", "HEAD"], cwd=repo.root, capture_output=True, text=True)
+            result = subprocess.run(["git", "read-tree", "HEAD"], cwd=repo.root, capture_output=True, text=True,
+                                    env=git_environment())
             if result.returncode == 0:
-                subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo.root, capture_output=True)
+                subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo.root, capture_output=True,
+                               env=git_environment())
                 done.append("rebuilt .git/index from HEAD (nothing was staged: it was missing)")
             else:  # most likely index.lock is there: reported on its own
                 done.append(f"not done: could not rebuild .git/index: {result.stderr.strip().splitlines()[0]}")

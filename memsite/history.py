@@ -16,6 +16,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from .errors import RepositoryError
+from .git import git_environment
 
 COUNTED = ("created", "merged", "updated", "forgotten", "trimmed", "recalled")
 _SEP, _END = "\x1f", "\x1e"
@@ -49,7 +50,7 @@ def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Co
     result = subprocess.run(
         ["git", "log", "--reverse", "--no-renames", "--name-status", "-z",
          f"--format={_END}%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}", revision, "--", folder],
-        cwd=root, capture_output=True, text=True,
+        cwd=root, capture_output=True, text=True, env=git_environment(),
     )
     if result.returncode != 0:
         if any(m in result.stderr for m in ("does not have any commits", "unknown revision", "not a git repository")):

@@ -21,7 +21,7 @@ from . import history, world
 from .config import Config, Place, load_config, place_of
 from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
-from .git import Repository
+from .git import Repository, git_environment
 from .model import Memory
 
 SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
@@ -198,7 +198,7 @@ def _transient(root: Path, config: Config, commits: list[history.Commit], seen: 
         return []
     names = sorted({spec for _, spec, _ in wanted})
     result = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="\n".join(names).encode() + b"\n",
-                            capture_output=True, check=False)
+                            capture_output=True, check=False, env=git_environment())
     blobs, data = {}, result.stdout
     for name in names:  # '<sha> blob <size>\n<bytes>\n' for each, in order
         header, _, data = data.partition(b"\n")

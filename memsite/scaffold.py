@@ -11,6 +11,7 @@ import yaml
 from . import workflows, world
 from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
 from .errors import MemsiteError, RepositoryError
+from .git import git_environment
 from .merge import gitattributes
 
 INIT_AGENT = "memsite"
@@ -161,12 +162,12 @@ def _appended(path: Path, lines: list[str]) -> str | None:
 
 def _is_work_tree(path: Path) -> bool:
     result = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True
+        ["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True, env=git_environment()
     )
     return result.returncode == 0 and Path(result.stdout.strip()).resolve() == path.resolve()
 
 
 def _git(path: Path, *args: str) -> None:
-    result = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True)
+    result = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, env=git_environment())
     if result.returncode != 0:
         raise RepositoryError(f"git {' '.join(args)} failed in {path}: {result.stderr.strip()}")

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from .errors import ConflictError, RepositoryError
-from .git import Author
+from .git import Author, git_environment
 from .store import Store
 
 ATTEMPTS = 8
@@ -147,7 +147,7 @@ def propose(store: Store, remote: str = "origin", base: str = "main") -> tuple[s
 
 
 def _git(store: Store, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["git", *args], cwd=store.root, capture_output=True, text=True)
+    result = subprocess.run(["git", *args], cwd=store.root, capture_output=True, text=True, env=git_environment())
     if check and result.returncode != 0:
         raise RepositoryError(f"git {' '.join(args[:2])} failed in {store.root}: {result.stderr.strip()}")
     return result

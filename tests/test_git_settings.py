@@ -18,7 +18,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from memsite import MemoryStore
+from memsite import MemoryStore, history
 from memsite.errors import RepositoryError
 from memsite.git import index as gitindex
 from memsite.git.settings import GitSettings, parse_fsync
@@ -480,3 +480,37 @@ def test_a_transaction_adds_its_new_files_to_the_index_itself_and_a_later_single
     assert _shared_base(store.root) != base
     assert len([p for p in git(store.root, "ls-files").splitlines() if "/events/" in p]) == 231
     assert_clean(store.root)
+
+
+def test_git_variables_a_hook_passes_on_point_no_command_at_another_repository(
+        tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook of another repository's linked worktree runs memsite on this one: git gave it GIT_DIR (and
+    GIT_INDEX_FILE). memsite's git commands (git log for the site's history, 'git gc', GitPython's readers)
+    still work on this repository, and leave that one alone: its history never reaches this site."""
+    project = tmp_path / "project"
+    git(tmp_path, "init", "-q", str(project))
+    (project / "work.txt").write_text("a person's work\n")
+    git(project, "add", "work.txt")
+    git(project, "commit", "-qm", "Work")
+    before = (git(project, "rev-parse", "HEAD"), git(project, "count-objects", "-v"),
+              (project / ".git" / "index").read_bytes())
+    MemoryStore.init(tmp_path / "memory", agent="planner", clock=clock).close()
+    for name, value in (("GIT_DIR", project / ".git"), ("GIT_WORK_TREE", project),
+                        ("GIT_INDEX_FILE", project / ".git" / "index"),
+                        ("GIT_OBJECT_DIRECTORY", project / ".git" / "objects")):
+        monkeypatch.setenv(name, str(value))
+    with MemoryStore(tmp_path / "memory", agent="planner", clock=clock) as store:
+        store.remember("written from another repository's hook", category="events")
+        with store.transaction("A large import") as tx:  # 'git update-index' updates the index
+            for n in range(100):
+                tx.remember(f"Imported memory number {n} about the billing queue", category="cases", dedupe=False)
+        assert store.rebuild_index() == 101
+        assert store.get(store.list(category="events")[0].id).abstract == "written from another repository's hook"
+        subjects = [commit.subject for commit in history.read(store.root)]  # what the site's history shows
+        assert "Work" not in subjects and "Remember events: written from another repository's hook" in subjects
+        store.repo.maintain(store.repo.refs.head_commit())  # (its 'git gc --auto' when the commit is sampled)
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        monkeypatch.delenv(name)
+    assert_clean(tmp_path / "memory")
+    assert (git(project, "rev-parse", "HEAD"), git(project, "count-objects", "-v"),
+            (project / ".git" / "index").read_bytes()) == before

@@ -7,6 +7,8 @@ in the tests (``git fsck --strict``, ``git cat-file``, ``git status``).
 from .objects import Entry, ObjectStore, blob_id
 from .refs import RefMoved, Refs
 from .repo import Author, Repository
+from .settings import git_environment
 from .worktree import FilesAhead
 
-__all__ = ["Author", "Entry", "FilesAhead", "ObjectStore", "RefMoved", "Refs", "Repository", "blob_id"]
+__all__ = ["Author", "Entry", "FilesAhead", "ObjectStore", "RefMoved", "Refs", "Repository", "blob_id",
+           "git_environment"]

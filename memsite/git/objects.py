@@ -47,7 +47,7 @@ from typing import Any
 from ..errors import RepositoryError
 from . import files
 from .mutex import SharedLock
-from .settings import Flush, GitSettings
+from .settings import Flush, GitSettings, git_environment
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -538,7 +538,7 @@ class ObjectStore:
         try:
             job = subprocess.Popen(["git", f"--git-dir={self.dir.parent}", "pack-objects", "-q", "--delta-base-offset",
                                     f"{folder}/pack"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL)
+                                   stderr=subprocess.DEVNULL, env=git_environment())
         except OSError:
             return  # no git: the packs stay as they are
         _idle_priority(job.pid)  # (before it is fed: the threads git searches deltas on inherit it)
@@ -1037,7 +1037,7 @@ def _whole_entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]]:
 def _cat_file_batch(git_dir: Path, shas: list[bytes]) -> dict[bytes, bytes]:
     """Read objects with one ``git cat-file --batch``: requests written by a thread, answers read here."""
     proc = subprocess.Popen(["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=git_environment())
     assert proc.stdin is not None and proc.stdout is not None
     writer = threading.Thread(target=_feed, args=(proc.stdin, shas), daemon=True)
     writer.start()

@@ -42,7 +42,7 @@ from .locks import DEFAULT_TIMEOUT, LockFile, Locks
 from .mutex import LockTimeout, ProcessLock
 from .objects import MODE_FILE, Entry, ObjectStore, blob_id
 from .refs import RefMoved, Refs
-from .settings import GitSettings
+from .settings import LOCATION_VARIABLES, GitSettings, git_environment
 from .worktree import (
     AHEAD_DIR,
     Background,
@@ -115,6 +115,12 @@ class Repository:
         self.root = Path(self.git.working_tree_dir)
         self.git_dir = Path(self.git.git_dir)
         self.common_dir = Path(os.path.normpath(self.git.common_dir))  # a linked worktree's ends in '../..'
+        # GitPython runs git in this process's environment: point what a hook may have set here (git_environment).
+        here = {"GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root),
+                "GIT_INDEX_FILE": str(self.git_dir / "index"), "GIT_COMMON_DIR": str(self.common_dir),
+                "GIT_OBJECT_DIRECTORY": str(self.common_dir / "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
+                "GIT_NAMESPACE": ""}
+        self.git.git.update_environment(**{name: here[name] for name in LOCATION_VARIABLES if name in os.environ})
         self.locks = Locks(self.common_dir, self.root, lock_timeout)
         self.objects = ObjectStore(self.common_dir / "objects", self.git, self.settings)
         self.refs = Refs(self.git_dir, self.common_dir, self.locks, self.settings)
@@ -161,7 +167,8 @@ class Repository:
                 continue
             key = f"{section}.{subsection}.{option}" if subsection else f"{section}.{option}"
             for _ in range(2):
-                result = subprocess.run(["git", "config", key, value], cwd=self.root, capture_output=True, text=True)
+                result = subprocess.run(["git", "config", key, value], cwd=self.root, capture_output=True, text=True,
+                                        env=git_environment())
                 if result.returncode == 0 or current(section, subsection, option) == value:
                     break
                 if "config.lock" not in result.stderr:
@@ -450,7 +457,7 @@ class Repository:
         """The message of the newest commit after ``since`` up to ``tip`` with the trailer ``key: value``, or None."""
         revision = f"{since}..{tip}" if since else tip
         result = subprocess.run(["git", "log", "-z", "--format=%B", "-F", f"--grep={key}: {value}", revision, "--"],
-                                cwd=self.root, capture_output=True, text=True)
+                                cwd=self.root, capture_output=True, text=True, env=git_environment())
         if result.returncode != 0 and since:  # 'since' rewritten away: look through the whole branch
             return self.message_with_trailer(key, value, since=None, tip=tip)
         for message in result.stdout.split("\0"):
@@ -464,7 +471,7 @@ class Repository:
         For large folders: git compares trees in C without anyone parsing them in Python.
         """
         result = subprocess.run(["git", "diff-tree", "-r", "-z", "--raw", "--no-renames", old.hex(), new.hex()],
-                                cwd=self.root, capture_output=True)
+                                cwd=self.root, capture_output=True, env=git_environment())
         if result.returncode != 0:
             raise RepositoryError(f"git diff-tree failed: {result.stderr.decode(errors='replace').strip()}")
         fields = result.stdout.split(b"\x00")
@@ -871,7 +878,7 @@ class Repository:
         except Exception as exc:
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
-            subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root,
+            subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root, env=git_environment(),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _refuse_unsaved_edits(

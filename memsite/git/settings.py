@@ -75,6 +75,20 @@ def parse_fsync(value: str) -> frozenset[str]:
     return frozenset((current - negative) | positive)
 
 
+# What points git at a repository. A git hook inherits them (GIT_DIR from a
+# linked worktree's hooks, GIT_INDEX_FILE from a commit's): passed on, they
+# would send the git commands memsite runs in its repository to that one.
+LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE")
+
+
+def git_environment(**given: str) -> dict[str, str]:
+    """The environment of a git command memsite runs in a repository it names (by folder or ``--git-dir``)."""
+    env = {name: value for name, value in os.environ.items() if name not in LOCATION_VARIABLES}
+    env.update(given)
+    return env
+
+
 def _bool(value: Any, key: str) -> bool:
     text = str(value).strip().lower()
     if text in ("true", "yes", "on"):

@@ -34,6 +34,7 @@ from ..errors import RepositoryError
 from . import files
 from . import index as gitindex
 from .locks import LockFile
+from .settings import git_environment
 
 TMP_SUFFIX = ".memsite-tmp"
 _FRAME = struct.Struct("<II")  # see _WRITER
@@ -348,7 +349,7 @@ class IndexUpdate:
         proc = subprocess.Popen(
             [*command, "-z", "--stdin"],
             cwd=self.root,
-            env={**os.environ, "GIT_INDEX_FILE": str(copy)},
+            env=git_environment(GIT_INDEX_FILE=str(copy)),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

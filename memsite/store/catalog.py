@@ -22,7 +22,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import FormatError, RepositoryError
-from ..git import Repository
+from ..git import Repository, git_environment
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
 from ..text import category_key, fingerprint, sketch
@@ -651,7 +651,7 @@ def _last_commits(
     revision = f"{since}..{commit}" if since else commit
     proc = subprocess.Popen(
         ["git", "log", "--format=%x00%H", "--name-only", "--no-renames", revision, "--", folder],
-        cwd=repo.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        cwd=repo.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_environment(),
     )
     assert proc.stdout is not None
     current = None
