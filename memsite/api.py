@@ -26,6 +26,8 @@ from .model import format_time, utcnow
 from .recall import Hit
 from .store import Store
 from .store.vectors import Embedder, Vectors, mix
+from .sync import IntegrateResult, Syncer, SyncResult, integrate, sync
+from .sync import agent_branch as agent_branch_of
 
 if TYPE_CHECKING:
     from .extract import Extractor
@@ -53,6 +55,12 @@ class MemoryStore(Store):
             store reads HEAD's commit and refuses writes.
         agent_branch: write to the branch ``agent/<agent>`` (``branch`` named
             for this agent), for review as a pull request; nothing is checked out.
+        sync_every: sync with ``remote`` on a background thread after every
+            this many commits, and once more when the store closes (see
+            :meth:`sync`); writes never wait for it. ``store.syncer.error``
+            holds the last failure (logged too), ``store.syncer.last`` the
+            last result.
+        remote: the git remote ``sync_every`` syncs with.
         embedder: makes recall hybrid: relevance mixes word match and cosine
             similarity (``embedding.weight`` in the configuration). A callable
             text -> vector (a sequence of floats; name the model in a ``model``
@@ -79,20 +87,39 @@ class MemoryStore(Store):
         agent_branch: bool = False,
         embedder: Embedder | str | None = None,
         branch: str | None = None,
+        sync_every: int | None = None,
+        remote: str = "origin",
     ) -> None:
+        self.syncer: Syncer | None = None
         super().__init__(path, agent, clock=clock, progress=progress,
                          embedder=embedder if callable(embedder) else None, branch=branch)
         try:
             if agent_branch:
-                from .sync import agent_branch as branch_of
-
-                self.ref = checks.branch(branch_of(self.agent))
+                self.ref = checks.branch(agent_branch_of(self))
             if not callable(embedder):
                 self._use_named_embedder(embedder, progress)
             self._configure_clone()
+            if sync_every is not None:
+                self.syncer = Syncer(self, sync_every, remote)
+                self.commit_listeners.append(self.syncer.committed)
         except BaseException:
             self.close()
             raise
+
+    def close(self) -> None:
+        """Sync what the background syncer has not yet (``sync_every``), then release everything."""
+        if self.syncer is not None:
+            syncer, self.syncer = self.syncer, None
+            syncer.close()
+        super().close()
+
+    def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
+        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.sync.sync`)."""
+        return sync(self, remote, branch)
+
+    def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
+        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.sync.integrate`)."""
+        return integrate(self, remote, branch)
 
     def _configure_clone(self) -> None:
         """Register memsite's merge drivers and index settings in this clone (nothing when they are there).

@@ -111,6 +111,10 @@ class Config:
     """The embedder recall uses: ``wordllama``, ``none`` (words only), or ``auto`` (wordllama when installed)."""
     lock_timeout: float = 10.0
     """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
+    sync_publish: str = "agent/{agent}"
+    """The branch ``memsite sync`` publishes an agent's commits to (``{agent}``: its name); empty: publish none."""
+    sync_attempts: int = 5
+    """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -260,7 +264,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding", "lock_timeout"}
+             "dedupe", "activity", "embedding", "lock_timeout", "sync"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -330,6 +334,14 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         err("embedding.model", "a model name: auto, wordllama or none", model)
         model = defaults.embedding_model
 
+    sync = _section(settings, "sync", ("publish", "attempts"), err)
+    publish = sync.get("publish", defaults.sync_publish)
+    if publish is False or publish is None:
+        publish = ""
+    if not isinstance(publish, str) or (publish and not re.fullmatch(r"[\w./-]*\{agent\}[\w./-]*", publish)):
+        err("sync.publish", "a branch name holding {agent}, such as agent/{agent} (or false)", publish)
+        publish = defaults.sync_publish
+
     config = replace(
         defaults,
         content_dir=docs_dir.strip("/"),
@@ -354,6 +366,8 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         embedding_model=model,
         lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
                             minimum=0, exclusive=True),
+        sync_publish=publish,
+        sync_attempts=number("sync.attempts", sync.get("attempts"), defaults.sync_attempts, kind=int, minimum=1),
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

@@ -1,153 +1,413 @@
-"""Sharing one memory through an ordinary git remote: sync, and proposals for review.
+"""Sharing one memory through an ordinary git remote: publish, integrate, queue.
 
-``sync`` fetches the remote branch, merges it into the local one with
-memsite's merge drivers (world state key by key, memory files with recall
-counts added up), and pushes; a push rejected because someone pushed first
-is retried from the fetch. It never force-pushes and never drops a local
-commit: local commits are merged, not rebased away, and a merge that cannot
-be resolved is aborted, leaving the branch as it was.
+A team's clones share one remote. :func:`sync` publishes this clone's commits
+to a branch only this agent pushes (``agent/<name>``), which never loses a
+race, and integrates them into the shared branch (``main``) as a plain
+fast-forward push, tried a few times with exponential backoff and jitter
+while other clones push first. When the shared branch keeps moving, the sync
+still succeeds: its commits are published and queued, and :func:`integrate`
+(a merge queue that any clone or a CI job runs) merges every published agent
+branch into the shared branch in one commit, pushed once.
 
-The repository lock is held throughout, so memsite writers in this clone
-wait rather than commit under a merge.
+Nothing is force-pushed and no local commit is dropped or rewritten: what the
+remote has is merged in with memsite's merge drivers (world state key by key,
+recall counts adding up), computed by ``git merge-tree`` outside any lock;
+only moving the local branch to the merge takes the repository lock, for a
+few milliseconds, so the agent's own writes go on while a sync waits for the
+network. One sync or integrate runs at a time in a clone.
 """
 
 from __future__ import annotations
 
-import subprocess
+import logging
+import random
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import ConflictError, RepositoryError
-from .git import Author, git_environment
+from .errors import ConflictError, MemsiteError, RepositoryError
+from .git import Author, RefMoved
+from .git.mutex import LockTimeout, ProcessLock
+from .git.remote import Busy, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_trees
 from .store import Store
 
-ATTEMPTS = 8
+log = logging.getLogger("memsite")
+
+BACKOFF_SECONDS = 0.05  # the first wait before trying the shared branch again; doubled each time, with full jitter
+BACKOFF_CAP_SECONDS = 2.0
+INTEGRATE_ATTEMPTS = 12  # an integrator keeps at it longer than an agent's sync: it is the queue
+SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
+
+INTEGRATED, QUEUED, UP_TO_DATE = "integrated", "queued", "up to date"
 
 
 @dataclass(frozen=True)
 class SyncResult:
+    """What a sync did."""
+
+    remote: str
+    branch: str  # the shared branch
+    status: str  # 'integrated' (on the shared branch), 'queued' (published, waiting for integrate) or 'up to date'
+    fetched: int  # commits taken from the remote
+    pushed: int  # local commits the shared branch did not have
+    attempts: int
+    published: str | None = None  # the agent branch the commits were published to
+    created: bool = False  # the shared branch was not on the remote: the push created it
+    restored: int = 0  # commits the remote had lost (a force-push) that this sync published again
+    note: str = ""  # why the commits are queued rather than integrated
+
+
+@dataclass(frozen=True)
+class IntegrateResult:
+    """What one run of the merge queue did."""
+
     remote: str
     branch: str
-    fetched: int  # commits taken from the remote
-    pushed: int  # local commits the remote did not have
+    merged: tuple[str, ...]  # the agent branches merged into the shared branch
+    left_out: tuple[tuple[str, str], ...]  # (agent branch, why): conflicts only a person can resolve
+    commit: str | None  # the commit the shared branch moved to; None when there was nothing to merge
     attempts: int
-    created: bool = False  # the branch was not on the remote: the push created it
 
 
-def sync(store: Store, remote: str = "origin", branch: str | None = None) -> SyncResult:
-    """Merge the remote's memory into this clone's and push the result.
+def publish_branch(store: Store) -> str | None:
+    """The branch this store's agent publishes to (``sync.publish``), or None when agents publish none."""
+    pattern = store.config.sync_publish
+    return pattern.format(agent=store.agent) if pattern else None
+
+
+def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
+         attempts: int | None = None) -> SyncResult:
+    """Merge the remote's shared branch into this clone's, publish this clone's commits and integrate them.
+
+    Args:
+        remote: the git remote to share through.
+        branch: the shared branch on the remote (default: the store's branch's name).
+        attempts: how many times to try the shared branch while it keeps moving (``sync.attempts``).
+
+    Returns:
+        A :class:`SyncResult`; ``status`` is ``queued`` when the commits are
+        published on the agent branch but the shared branch kept moving (or
+        refuses pushes: a protected branch), for ``integrate`` to merge.
 
     Raises:
-        ConflictError: the same world-state key or memory text was changed
-            differently on both sides; the merge was aborted, nothing pushed.
-        RepositoryError: no such remote, the remote cannot be reached, or
-            it keeps rejecting the push.
+        ConflictError: the shared branch changed the same world-state key or
+            memory text differently; nothing merged (the commits are
+            published on the agent branch all the same).
+        RepositoryError: no such remote, the remote cannot be reached, or it refused the push.
     """
-    repo = store.repo
-    with repo.locked():
-        local = store._writable_ref().removeprefix("refs/heads/")
-        if repo.refs.head_target() != store.ref:  # git merges in the working tree
-            raise RepositoryError(f"sync merges {local} in the working tree, where {repo.branch()} is checked out; "
-                                  f"check out {local} first (git checkout {local})")
-        target = branch or local
-        _check_remote(store, remote)
-        for attempt in range(1, ATTEMPTS + 1):
-            exists = _on_remote(store, remote, target)
-            fetched = 0
-            if exists:
-                _git(store, "fetch", "--quiet", remote, f"+refs/heads/{target}:refs/remotes/{remote}/{target}")
-                theirs = f"refs/remotes/{remote}/{target}"
-                fetched = int(_git(store, "rev-list", "--count", f"HEAD..{theirs}").stdout)
-                if fetched:
-                    _merge(store, theirs, remote, target)
-                pushed = int(_git(store, "rev-list", "--count", f"{theirs}..HEAD").stdout)
+    ref = store._writable_ref()
+    _branch_made(store, ref)
+    shared = branch or ref.removeprefix("refs/heads/")
+    publish = publish_branch(store)
+    if publish == shared:  # a store writing to its agent branch (agent_branch=True): publishing is all there is
+        publish = None
+    origin = Remote(store.root, remote)
+    tries = attempts if attempts is not None else store.config.sync_attempts
+    if tries < 1:
+        raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
+    refs = store.repo.refs
+    with _one_at_a_time(store):
+        restored = fetched = 0
+        own_moved = False  # the agent branch holds commits this clone lacks (the same agent on another machine)
+        note = ""
+        for attempt in range(1, tries + 1):
+            seen = refs.read(origin.tracking(shared))
+            missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
+            theirs = None if shared in missing else refs.read(origin.tracking(shared))
+            if seen and theirs and seen != theirs:
+                gone = count(store.root, seen, [theirs])
+                if gone > restored:
+                    restored = gone
+                    log.warning("%s/%s was rewound (a force-push?): %d commit(s) this clone had seen there are gone; "
+                                "publishing them again (forget a memory instead of rewinding the branch)",
+                                remote, shared, gone)
+            if own_moved and publish not in missing:
+                _take_in(store, ref, refs.read(origin.tracking(publish)), f"{remote}/{publish}")
+            brought, mine, pushed = _take_in(store, ref, theirs, f"{remote}/{shared}", publish=publish, origin=origin)
+            fetched += brought
+            if mine is None or mine == theirs:
+                return SyncResult(remote, shared, UP_TO_DATE, fetched, 0, attempt, publish, restored=restored)
+            outcome = _push(origin, {shared: mine, **({publish: mine} if publish else {})})
+            if publish and not outcome[publish].ok and not outcome[publish].rejected and not outcome[shared].ok:
+                # A hook refused the whole push for the shared branch's sake (protected): publish alone.
+                outcome[publish] = _push(origin, {publish: mine})[publish]
+            if publish and not outcome[publish].ok:
+                if not outcome[publish].rejected:
+                    raise RepositoryError(f"{remote} refused {publish}: {outcome[publish].reason}; nothing was "
+                                          "published (the commits stay in this clone)")
+                own_moved = True
+            result = outcome[shared]
+            if result.ok:
+                return SyncResult(remote, shared, INTEGRATED, fetched, pushed, attempt, publish,
+                                  created=theirs is None, restored=restored)
+            if not result.rejected:  # refused by the remote itself: a protected branch, a hook
+                if publish and outcome[publish].ok:
+                    note = f"{remote} refused {shared}: {result.reason}"
+                    break
+                raise RepositoryError(f"{remote} refused the push to {shared}: {result.reason}; "
+                                      "nothing was lost (the commits stay in this clone)")
+            note = f"{remote}/{shared} kept moving"
+            if attempt < tries:
+                _backoff(attempt)
+        if publish and outcome[publish].ok:
+            return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
+                              note=note)
+        raise RepositoryError(f"{note}: the push was rejected {tries} times; nothing was lost; sync again "
+                              "(or publish agent branches: sync.publish in mkdocs.yml)")
+
+
+def integrate(store: Store, remote: str = "origin", branch: str = "main", *,
+              pattern: str | None = None, attempts: int = INTEGRATE_ATTEMPTS) -> IntegrateResult:
+    """Merge every published agent branch into the shared branch, in one commit, pushed once: a merge queue.
+
+    Safe beside agents' syncs and other integrators (in other clones or CI):
+    a push that lost the race is tried again from a new fetch, and a branch
+    already merged is not merged again. An agent branch whose merge leaves a
+    conflict the merge drivers cannot resolve is left out and named; the
+    others are merged. Neither the working tree nor a local branch is touched.
+
+    Raises:
+        RepositoryError: no such remote or shared branch, the remote cannot
+            be reached or refused the push, or it kept moving.
+    """
+    pattern = pattern or (store.config.sync_publish.format(agent="*") if store.config.sync_publish else "agent/*")
+    origin = Remote(store.root, remote)
+    root = store.root
+    author = Author.writer(store.agent)
+    with _one_at_a_time(store):
+        for attempt in range(1, attempts + 1):
+            if branch in _fetch(origin, [branch], [pattern]):
+                raise RepositoryError(f"{remote} has no branch {branch} to integrate into; sync from a clone first")
+            base = store.repo.refs.read(origin.tracking(branch))
+            assert base is not None
+            waiting = sorted((name, sha) for name, sha in origin.unmerged(pattern, base).items() if name != branch)
+            if not waiting:
+                return IntegrateResult(remote, branch, (), (), None, attempt)
+            merged: list[tuple[str, str]] = []
+            left_out: list[tuple[str, str]] = []
+            current = base
+            for name, sha in waiting:
+                outcome = merge_trees(root, current, sha)
+                if outcome.tree is None:
+                    left_out.append((name, _conflict(outcome)))
+                    continue
+                merged.append((name, sha))
+                current = _commit(store, outcome.tree, [current, sha], f"Integrate {name}", author)
+            for name, why in left_out:
+                log.warning("%s left out of this integration: %s", name, why)
+            if not merged:
+                return IntegrateResult(remote, branch, (), tuple(left_out), None, attempt)
+            if len(merged) == 1 and is_ancestor(root, base, merged[0][1]):
+                commit = merged[0][1]  # a fast-forward: nothing to merge
             else:
-                pushed = int(_git(store, "rev-list", "--count", "HEAD").stdout)
-            if not pushed:
-                return SyncResult(remote, target, fetched, 0, attempt)
-            push = _git(store, "push", "--quiet", remote, f"HEAD:refs/heads/{target}", check=False)
-            if push.returncode == 0:
-                return SyncResult(remote, target, fetched, pushed, attempt, created=not exists)
-            if "rejected" not in push.stderr and "fetch first" not in push.stderr and "non-fast-forward" not in push.stderr:
-                raise RepositoryError(f"git push {remote} {target} failed: {push.stderr.strip()}")
-            time.sleep(0.05 * attempt)  # someone pushed first: fetch their work and try again
-        raise RepositoryError(f"{remote}/{target} kept moving: the push was rejected {ATTEMPTS} times; "
-                              "run 'memsite sync' again")
+                names = ", ".join(name for name, _ in merged)
+                lines = [f"Integrate {len(merged)} agent branch{'es' if len(merged) > 1 else ''}: {names}", ""]
+                lines += [f"Integrated: {name} {sha}" for name, sha in merged]
+                lines += [f"Left-Out: {name} ({why})" for name, why in left_out]
+                commit = _commit(store, store.repo.root_tree(current), [base, *(sha for _, sha in merged)],
+                                 "\n".join(lines), author)
+            result = _push(origin, {branch: commit})[branch]
+            if result.ok:
+                return IntegrateResult(remote, branch, tuple(name for name, _ in merged), tuple(left_out), commit,
+                                       attempt)
+            if not result.rejected:
+                raise RepositoryError(f"{remote} refused the push to {branch}: {result.reason}")
+            if attempt < attempts:
+                _backoff(attempt)
+        raise RepositoryError(f"{remote}/{branch} kept moving: the integration was rejected {attempts} times; "
+                              "nothing was lost; run it again")
 
 
-def _check_remote(store: Store, remote: str) -> None:
-    """Refuse a remote this clone does not have, in one line."""
-    names = _git(store, "remote").stdout.split()
-    if not names:
-        raise RepositoryError(f"{store.root}: no git remote is configured to sync with; add one "
-                              "(git remote add origin URL) and run 'memsite sync' again")
-    if remote not in names:
-        raise RepositoryError(f"no git remote named {remote!r}; this clone has {', '.join(names)} "
-                              "(memsite sync --remote NAME)")
+def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish: str | None = None,
+             origin: Remote | None = None) -> tuple[int, str | None, int]:
+    """Merge ``theirs`` into the store's branch ``ref``.
+
+    The merge is computed without the lock; the branch moves under it, and
+    the merge is made again if a write landed meanwhile.
+
+    Returns:
+        (commits it brought, the branch's commit now, commits the branch has that ``theirs`` lacks).
+    """
+    root, repo = store.root, store.repo
+    while True:
+        mine = repo.refs.read(ref)
+        if theirs is None or mine == theirs:
+            return 0, mine, 0 if mine is None or theirs is not None else count(root, mine)
+        ahead, behind = ahead_behind(root, mine, theirs) if mine is not None else (0, 1)
+        if not behind:
+            return 0, mine, ahead
+        tree: bytes | None = None  # a fast-forward
+        if ahead:
+            outcome = merge_trees(root, mine, theirs)  # type: ignore[arg-type]
+            if outcome.tree is None:
+                published = ""
+                if publish and origin is not None:  # the agent's work is safe on the remote all the same
+                    if _push(origin, {publish: mine})[publish].ok:  # type: ignore[dict-item]
+                        published = f"; this clone's commits are published on {publish}"
+                raise ConflictError(f"merging {label} left conflicts in {_conflict(outcome)}: both sides changed "
+                                    f"the same key or text differently; nothing was merged{published}. Merge by hand "
+                                    f"(git merge {label}), resolve, commit, then sync again")
+            tree = outcome.tree
+        with repo.locked():
+            if repo.refs.read(ref) != mine:
+                continue  # a write landed while the merge was computed
+            try:
+                now = repo.merge(ref, mine, theirs, tree, message=f"Sync memory with {label}",
+                                 author=Author.writer(store.agent), when=int(store.now().timestamp()))
+            except RefMoved:
+                continue
+        return behind, now, ahead + (tree is not None)
 
 
-def _on_remote(store: Store, remote: str, branch: str) -> bool:
-    """Whether ``branch`` is on ``remote``; an unreachable remote is an error, not a missing branch."""
-    result = _git(store, "ls-remote", "--exit-code", "--heads", remote, branch, check=False)
-    if result.returncode == 0:
-        return True
-    if result.returncode == 2:  # reached the remote: no such branch there (yet)
-        return False
-    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
-    reason = next((line for line in lines if line.startswith("fatal:")), lines[0] if lines else "no reason given")
-    raise RepositoryError(f"cannot reach the remote {remote} ({reason.removeprefix('fatal: ')}); "
-                          "nothing was fetched or pushed")
-
-
-def _merge(store: Store, theirs: str, remote: str, target: str) -> None:
-    merge = _git(store, "-c", f"user.name={store.agent}", "-c", f"user.email={Author.writer(store.agent).email}",
-                 "merge", "--no-edit", "--quiet", "-m", f"Sync memory with {remote}/{target}", theirs, check=False)
-    if merge.returncode == 0:
+def _branch_made(store: Store, ref: str) -> None:
+    """Create the store's branch from HEAD if it does not exist yet (a store opened on a branch it names)."""
+    repo = store.repo
+    if repo.refs.read(ref) is not None or repo.refs.head_commit() is None:
         return
-    conflicted = _git(store, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
-    _git(store, "merge", "--abort", check=False)
-    if conflicted:
-        raise ConflictError(f"merging {remote}/{target} left conflicts in {', '.join(conflicted)}: both sides "
-                            "changed the same key or text differently; the merge was aborted and nothing pushed. "
-                            "Merge by hand (git merge " + theirs + "), resolve, commit, then sync again")
-    raise RepositoryError(f"git merge {theirs} failed: {merge.stderr.strip() or merge.stdout.strip()}")
+    with repo.locked():
+        head = repo.refs.head_commit()
+        if repo.refs.read(ref) is None and head is not None:
+            repo.refs.update(ref, head, None, ident=Author.writer(store.agent).ident(int(store.now().timestamp())),
+                             message=f"branch: created from HEAD by memsite ({store.agent})")
 
 
-def agent_branch(agent: str) -> str:
-    return f"agent/{agent}"
+def _commit(store: Store, tree: bytes | None, parents: list[str], message: str, author: Author) -> str:
+    """A commit object (no branch moves): the merges of the queue, pushed by their id."""
+    assert tree is not None
+    ident = author.ident(int(store.now().timestamp()))
+    lines = [f"tree {tree.hex()}", *(f"parent {p}" for p in parents), f"author {ident}", f"committer {ident}", "",
+             message.rstrip("\n") + "\n"]
+    return store.repo.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
 
 
-def use_agent_branch(store: Store) -> str:
-    """Check out ``agent/<name>`` (created from the current branch) and write there; for ``propose``, whose merge
-    needs the branch in the working tree. (``MemoryStore(agent_branch=True)`` writes there without a checkout.)"""
-    name = agent_branch(store.agent)
-    with store.repo.locked():
-        if store.repo.refs.head_target() != f"refs/heads/{name}":
-            exists = store.repo.refs.read(f"refs/heads/{name}") is not None
-            _git(store, "checkout", "--quiet", *([name] if exists else ["-b", name]))
-        store.ref = f"refs/heads/{name}"
-    return name
+def _conflict(outcome: TreeMerge) -> str:
+    paths = ", ".join(outcome.conflicts) or "the merge"
+    return f"{paths} ({outcome.detail})" if outcome.detail else paths
+
+
+def _fetch(origin: Remote, branches: list[str], patterns: list[str] | None = None) -> set[str]:
+    """Fetch, trying again while another git command in this clone holds a tracking ref."""
+    for attempt in range(1, 6):
+        try:
+            return origin.fetch(branches, patterns or ())
+        except Busy:
+            if attempt == 5:
+                raise
+            _backoff(attempt)
+    raise AssertionError("unreachable")
+
+
+def _push(origin: Remote, updates: dict[str, str]):  # type: ignore[no-untyped-def]
+    for attempt in range(1, 6):
+        try:
+            return origin.push(updates)
+        except Busy:
+            if attempt == 5:
+                raise
+            _backoff(attempt)
+    raise AssertionError("unreachable")
+
+
+def _backoff(attempt: int) -> None:
+    """Wait before trying again: exponential, with full jitter, so that clones that collided spread out."""
+    time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_SECONDS * 2 ** attempt)))
+
+
+class _one_at_a_time:
+    """One sync or integrate at a time in a clone (they update the same tracking refs), threads included."""
+
+    def __init__(self, store: Store) -> None:
+        self.lock = ProcessLock(store.repo.state_dir / "sync.lock")
+
+    def __enter__(self) -> None:
+        try:
+            self.lock.acquire(SYNC_LOCK_SECONDS)
+        except LockTimeout:
+            self.lock.close()
+            raise RepositoryError(f"another sync of this clone has run for {SYNC_LOCK_SECONDS:.0f} s; "
+                                  "try again when it ends") from None
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+        self.lock.close()
+
+
+class Syncer:
+    """Syncs a store on a thread of its own after every ``every`` commits, and a last time when closed.
+
+    Writes never wait for it: a commit only tells the thread. A failed sync
+    is logged and kept in :attr:`error`; the next one tries again (nothing
+    is lost meanwhile: the commits are in the clone).
+    """
+
+    def __init__(self, store: Store, every: int, remote: str = "origin", branch: str | None = None,
+                 run: Callable[[], SyncResult] | None = None) -> None:
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise RepositoryError(f"sync_every: expected a whole number >= 1, got {every!r}")
+        self.every = every
+        self.last: SyncResult | None = None
+        self.error: MemsiteError | None = None
+        self._run = run or (lambda: sync(store, remote, branch))
+        self._commits = 0
+        self._due = threading.Condition()
+        self._wanted = False
+        self._closing = False
+        self._thread = threading.Thread(target=self._loop, name="memsite-syncer", daemon=True)
+        self._thread.start()
+
+    def committed(self, commit: str) -> None:
+        """Count a commit; every ``every``-th asks for a sync."""
+        with self._due:
+            self._commits += 1
+            if self._commits % self.every == 0:
+                self._wanted = True
+                self._due.notify()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Sync what is left (if anything was committed since the last sync) and stop the thread."""
+        with self._due:
+            self._wanted = self._wanted or self._commits % self.every != 0
+            self._closing = True
+            self._due.notify()
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            with self._due:
+                while not self._wanted and not self._closing:
+                    self._due.wait()
+                wanted, closing, self._wanted = self._wanted, self._closing, False
+            if wanted:
+                try:
+                    self.last, self.error = self._run(), None
+                except MemsiteError as exc:
+                    self.error = exc
+                    log.warning("sync failed: %s", exc)
+            if closing:
+                return
+
+
+def agent_branch(store: Store) -> str:
+    """The branch ``agent_branch=True`` writes to and ``propose`` pushes: the publish branch (``agent/<name>``)."""
+    return publish_branch(store) or f"agent/{store.agent}"
 
 
 def propose(store: Store, remote: str = "origin", base: str = "main") -> tuple[str, str]:
     """Push this agent's branch and return (branch, the pull request's body: the change report).
+
+    The store writes to its agent branch from then on (as with
+    ``MemoryStore(agent_branch=True)``, created from HEAD if need be):
+    that branch is pushed, and main is left to the pull request.
 
     Raises:
         RepositoryError: the branch cannot be pushed.
     """
     from .review import compare, markdown
 
-    name = use_agent_branch(store)
+    name = agent_branch(store)
+    store.ref = f"refs/heads/{name}"  # (created from HEAD if need be; nothing is checked out)
     sync(store, remote, name)
-    _git(store, "fetch", "--quiet", remote, f"+refs/heads/{base}:refs/remotes/{remote}/{base}", check=False)
-    start = f"refs/remotes/{remote}/{base}"
-    if _git(store, "rev-parse", "--verify", "--quiet", start, check=False).returncode != 0:
-        start = base
+    origin = Remote(store.root, remote)
+    start = base if base in _fetch(origin, [base]) else origin.tracking(base)
     return name, markdown(compare(store.root, start, name))
-
-
-def _git(store: Store, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["git", *args], cwd=store.root, capture_output=True, text=True, env=git_environment())
-    if check and result.returncode != 0:
-        raise RepositoryError(f"git {' '.join(args[:2])} failed in {store.root}: {result.stderr.strip()}")
-    return result

@@ -4,6 +4,8 @@
   ``memsite diff`` report as the job summary (and a PR comment where the token
   may write one), ``mkdocs build --strict``, the site uploaded for preview.
 - ``pages.yml``: the site deployed to GitHub Pages from the default branch.
+- ``integrate.yml``: the merge queue, ``memsite integrate`` on every push to
+  an agent branch (one run at a time), then the site deployed again.
 
 Each validates against GitHub's workflow schema and passes ``zizmor``:
 read-only permissions unless a job needs more, no persisted credentials,
@@ -116,6 +118,63 @@ jobs:
 """
 
 
+def integrate(install: str = INSTALL_FROM_PYPI) -> str:
+    """The merge queue: each push to an agent branch runs ``memsite integrate``, one run at a time."""
+    env = f"\n    env:\n      {PACKAGE_ENV}" if "MEMSITE_PACKAGE" in install else ""
+    return f"""\
+# The merge queue: a push to an agent branch merges every published agent
+# branch into main with memsite's merge drivers (memsite integrate), one run
+# at a time. A branch with a conflict only a person can resolve is left out
+# and named, and the job fails so that someone looks.
+name: Integrate agent memory
+
+on:
+  push:
+    branches: ["agent/**"]
+  workflow_dispatch:
+
+permissions:
+  contents: read
+
+concurrency:
+  group: memsite-integrate
+  cancel-in-progress: false
+
+jobs:
+  integrate:
+    runs-on: ubuntu-latest
+    permissions:
+      contents: write
+      actions: write{env}
+    steps:
+      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683  # v4.2.2
+        with:
+          ref: main
+          fetch-depth: 0
+          # memsite integrate pushes main with this job's token.
+          persist-credentials: true
+      - uses: actions/setup-python@a26af69be951a213d495a4c3e4e4022e16d87065  # v5.6.0
+        with:
+          python-version: "3.12"
+      - name: Install memsite
+        run: {install}
+      - name: Merge the published agent branches into main
+        id: integrate
+        run: |
+          status=0
+          memsite --agent integrator integrate --branch main --json > integrate.json || status=$?
+          cat integrate.json
+          echo "commit=$(jq -r '.commit // empty' integrate.json)" >> "$GITHUB_OUTPUT"
+          exit "$status"
+      - name: Deploy the site of the new main
+        # A push made with this job's token starts no workflow; a dispatch does.
+        if: ${{{{ always() && steps.integrate.outputs.commit != '' }}}}
+        env:
+          GH_TOKEN: ${{{{ github.token }}}}
+        run: gh workflow run pages.yml --ref main
+"""
+
+
 def tests() -> str:
     """memsite's own tests (the product repository only)."""
     return """\
@@ -146,7 +205,8 @@ jobs:
 
 def for_memory_repository() -> dict[str, str]:
     """What ``memsite init`` writes: path -> text."""
-    return {".github/workflows/memory-review.yml": memory_review(), ".github/workflows/pages.yml": pages()}
+    return {".github/workflows/memory-review.yml": memory_review(), ".github/workflows/pages.yml": pages(),
+            ".github/workflows/integrate.yml": integrate()}
 
 
 def for_product_repository() -> dict[str, str]:

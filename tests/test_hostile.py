@@ -271,6 +271,6 @@ def test_sync_tells_no_remote_unknown_remote_and_unreachable_remote_apart(tmp_pa
     assert head(repo) == before
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "missing.git")], check=True)
     created = run(repo, "sync")
-    assert created.exit_code == 0 and created.output.startswith("Branch ") and "was not on origin: created it" in created.output
-    assert run(repo, "sync").output.startswith("Synced with origin/")
+    assert created.exit_code == 0 and created.output.startswith("Synced with origin/main (created it)")
+    assert run(repo, "sync").output.startswith("Up to date with origin/main")
     assert os.path.isdir(tmp_path / "missing.git")

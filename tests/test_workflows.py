@@ -31,11 +31,14 @@ def test_memsites_own_workflows_are_valid_and_clean() -> None:
 def test_init_writes_the_memory_workflows_valid_and_clean(tmp_path: Path) -> None:
     with MemoryStore.init(tmp_path / "memory", agent="planner") as store:
         folder = store.root / ".github" / "workflows"
-        assert sorted(p.name for p in folder.glob("*.yml")) == ["memory-review.yml", "pages.yml"]
+        assert sorted(p.name for p in folder.glob("*.yml")) == ["integrate.yml", "memory-review.yml", "pages.yml"]
         for path, text in for_memory_repository().items():
             assert (store.root / path).read_text() == text
         review = (folder / "memory-review.yml").read_text()
         assert 'memsite check --base "origin/$BASE_REF"' in review and "GITHUB_STEP_SUMMARY" in review
         assert "mkdocs build --strict" in review and "upload-artifact" in review
         assert "deploy-pages" in (folder / "pages.yml").read_text()
+        queue = (folder / "integrate.yml").read_text()
+        assert 'branches: ["agent/**"]' in queue and "group: memsite-integrate" in queue
+        assert "memsite --agent integrator integrate --branch main" in queue and "contents: write" in queue
     lint(folder)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..errors import MemsiteError
 from ..merge import DRIVERS
 from ..merge import run as run_merge
-from .common import Context, echo, errors_as_messages, main, pass_context, repo_root
+from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, repo_root
 
 
 def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -137,28 +140,95 @@ def _shell(path: Path) -> str:
 
 @main.command()
 @click.option("--remote", default="origin", show_default=True, help="The git remote to share memory through.")
-@click.option("--branch", help="The remote branch (default: the checked-out branch's name).")
+@click.option("--branch", help="The shared branch (default: the checked-out branch's name).")
+@click.option("--every", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Keep syncing, every SECONDS, until Ctrl-C.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_context
 @errors_as_messages
-def sync(ctx: Context, remote: str, branch: str | None) -> None:
-    """Merge the remote's memory into this clone's with memsite's merge drivers, and push.
+def sync(ctx: Context, remote: str, branch: str | None, every: float | None, as_json: bool) -> None:
+    """Share this clone's memory through a git remote: merge, publish, integrate.
 
-    A push rejected because someone pushed first is retried; nothing is ever
-    force-pushed and no local commit is dropped.
+    Merges the remote's shared branch in with memsite's merge drivers,
+    publishes this agent's commits to its own branch (agent/<name>, which
+    only it pushes) and pushes them to the shared branch. When other clones
+    keep pushing first, the sync still succeeds: the commits are published
+    and queued, and 'memsite integrate' (a CI job) merges them. Nothing is
+    ever force-pushed and no local commit is dropped. Exit status 0 for
+    integrated, queued and up to date.
 
     \b
-    Example:
-        memsite sync --remote origin
+    Examples:
+        memsite sync
+        memsite sync --every 30        # keep syncing until Ctrl-C
     """
     from ..sync import sync as sync_memory
 
     with ctx.store() as store:
-        result = sync_memory(store, remote, branch)
-    if result.created:
-        echo(f"Branch {result.branch} was not on {result.remote}: created it with {result.pushed} commits")
-    else:
-        echo(f"Synced with {result.remote}/{result.branch}: {result.fetched} commits fetched, "
-             f"{result.pushed} pushed")
+        while True:
+            try:
+                result = sync_memory(store, remote, branch)
+            except MemsiteError as exc:
+                if every is None:
+                    raise
+                echo(f"Error: {exc}; trying again in {every:g} s", err=True)  # a daemon keeps going
+                time.sleep(every)
+                continue
+            if as_json:
+                echo_json(dataclasses.asdict(result))
+            else:
+                echo(_synced(result))
+            if every is None:
+                return
+            time.sleep(every)
+
+
+def _synced(result: Any) -> str:
+    where = f"{result.remote}/{result.branch}"
+    restored = (f"; {result.restored} commit(s) {where} had lost were published again" if result.restored else "")
+    if result.status == "up to date":
+        return f"Up to date with {where} ({result.fetched} commits fetched){restored}"
+    if result.status == "queued":
+        return (f"Published {result.pushed} commit(s) to {result.remote}/{result.published}, queued for "
+                f"{where} ({result.note}); 'memsite integrate' merges them{restored}")
+    created = " (created it)" if result.created else ""
+    return f"Synced with {where}{created}: {result.fetched} commits fetched, {result.pushed} pushed{restored}"
+
+
+@main.command()
+@click.option("--remote", default="origin", show_default=True, help="The git remote the agent branches are on.")
+@click.option("--branch", default="main", show_default=True, help="The shared branch to merge them into.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@pass_context
+@errors_as_messages
+def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
+    """Merge every published agent branch into the shared branch: a merge queue.
+
+    One merge commit per run (memsite's merge drivers resolve world state
+    and recall counts), pushed once. Safe to run from any clone or CI while
+    agents sync, and beside another integrator: the loser tries again, and
+    nothing is merged twice. An agent branch with a conflict only a person
+    can resolve is left out and named (exit status 1); the others are merged.
+
+    \b
+    Example:
+        memsite --agent integrator integrate --branch main
+    """
+    from ..sync import integrate as run_integrate
+
+    with ctx.store() as store:
+        result = run_integrate(store, remote, branch)
+    if as_json:
+        echo_json(dataclasses.asdict(result))
+    elif result.commit is None and not result.left_out:
+        echo(f"Nothing to integrate: every agent branch is on {result.remote}/{result.branch}")
+    elif result.commit is not None:
+        echo(f"Integrated {len(result.merged)} agent branch(es) into {result.remote}/{result.branch} "
+             f"({result.commit[:12]}): {', '.join(result.merged)}")
+    for name, why in result.left_out:
+        echo(f"Left out {name}: {why}; merge it by hand (or sync that clone after resolving)", err=True)
+    if result.left_out:
+        raise click.exceptions.Exit(1)
 
 
 @main.command()

@@ -581,6 +581,60 @@ class Repository:
             _settle(settle, sha)
         return sha
 
+    def merge(self, ref: str, parent: str | None, theirs: str, tree: bytes | None, *, message: str, author: Author,
+              when: int) -> str:
+        """Move ``ref`` from ``parent`` to take in ``theirs``: to a new merge commit of the two whose tree git
+        merged (``tree``, see :func:`memsite.git.remote.merge_trees`), or to ``theirs`` itself when ``tree`` is
+        None (a fast-forward).
+
+        Must be called under :meth:`locked`. As with :meth:`commit`, when ``ref``
+        is checked out, the working tree and the index follow for the paths
+        that change, and a path with uncommitted edits is refused. A merge
+        that brings in files other than plain ones (a person's executable or
+        symlink) moves the checkout with ``git merge --ff-only`` instead.
+
+        Returns:
+            The commit ``ref`` now points at.
+
+        Raises:
+            RefMoved: ``ref`` no longer pointed at ``parent`` (a write landed meanwhile): merge again.
+            InvalidInput: a path that changes has uncommitted edits in the working tree.
+        """
+        base = self.root_tree(parent)
+        target = self.root_tree(theirs) if tree is None else tree
+        changes = list(self.objects.diff(base, target))
+        made: list[str] = []
+
+        def build() -> str:
+            if not made:
+                if tree is None:
+                    made.append(theirs)
+                else:
+                    ident = author.ident(when)
+                    lines = [f"tree {tree.hex()}", f"parent {parent}", f"parent {theirs}", f"author {ident}",
+                             f"committer {ident}", "", message.rstrip("\n") + "\n"]
+                    made.append(self.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex())
+                    self._remember_tree(made[0], tree)
+            return made[0]
+
+        def move(sha: str) -> None:
+            self.refs.update(ref, sha, parent, ident=author.ident(when), message=_reflog(message))
+
+        if any(new is not None and new.mode != MODE_FILE for _, _, new in changes) and self.refs.head_target() == ref:
+            sha = build()
+            if self.refs.read(ref) != parent:
+                raise RefMoved(f"{ref} moved while the merge was made")
+            result = subprocess.run(["git", "merge", "--ff-only", "--quiet", sha], cwd=self.root, capture_output=True,
+                                    text=True, env=git_environment())
+            if result.returncode != 0:
+                raise RepositoryError(f"git merge --ff-only {sha[:12]} failed in {self.root}: "
+                                      f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}")
+            return sha
+        files = {path: None if new is None else self.objects.read_blob(new.sha) for path, _, new in changes}
+        sha = self._commit_locked(ref, parent, files, base, build, move, None, None)
+        assert sha is not None
+        return sha
+
     def _commit_locked(
         self,
         ref: str,

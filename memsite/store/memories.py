@@ -91,6 +91,8 @@ class Store:
             self.repo.close()
             raise
         self._local = threading.local()
+        # Called with each commit this store makes, once the lock is released (a background syncer listens).
+        self.commit_listeners: list[Callable[[str], None]] = []
 
     def close(self) -> None:
         """Release the catalog, the activity journal and git's helper processes."""

@@ -134,6 +134,8 @@ class Transaction:
                 self._lock.__exit__(None, None, None)
         if made is not None:
             self.store.repo.maintain(made)  # other writers commit meanwhile
+            for listener in self.store.commit_listeners:
+                listener(made)
 
     def _check_open(self) -> None:
         if not self._open:

@@ -1,0 +1,423 @@
+"""Benchmark: a team of agents sharing one memory through one remote, beside plain git.
+
+    python bench/team.py                  # every scenario below (about 20 minutes)
+    python bench/team.py --quick          # a small smoke run
+    python bench/team.py --only paced stress
+
+Every clone is a process of its own, on this disk, with one bare remote:
+
+* ``paced``: 50 clones, each writing one memory every 2-8 s (uniform) for 3
+  minutes and syncing after every write (``store.sync()``), while an
+  integrator (``memsite integrate`` in a loop, as the CI workflow runs it on
+  every push to an agent branch) runs in a clone of its own;
+* ``cli``: the same with 12 clones writing every 2-6 s, each sync a
+  ``memsite sync`` process of its own;
+* ``stress``: 50 clones x 20 memories back to back, syncing after every write;
+* ``during``: remember() in a clone while a sync of the same clone runs
+  (another clone keeps pushing, so each sync fetches and merges), beside
+  remember() with no sync running.
+
+Then every clone syncs once more. Plain git carries the same load beside the
+paced and stress runs, in clones of its own: ``git add`` + ``git commit`` per
+memory, then ``git pull --rebase && git push``, tried up to 8 times (a team's
+script).
+
+Reported: memories acknowledged and lost (acknowledged but not on the shared
+branch at the end), failed syncs, sync p50/p95/max, how long after its sync
+each acknowledged memory was on the shared branch (the remote is polled every
+0.25 s), and ``git fsck --strict`` of every clone and of the remote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "baseline", "GIT_AUTHOR_EMAIL": "baseline@example.com",
+           "GIT_COMMITTER_NAME": "baseline", "GIT_COMMITTER_EMAIL": "baseline@example.com"}
+GIT_ATTEMPTS = 8
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=GIT_ENV)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed in {cwd}: {result.stderr.strip()}")
+    return result
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+# --- the processes -----------------------------------------------------------------------------------
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One agent in its own clone: write, sync after every write; one JSON line per event."""
+    from corpus import Corpus
+
+    rng = random.Random(args.seed)
+    corpus = Corpus(seed=args.seed)
+    clone, name = Path(args.clone), args.name
+
+    def say(**event: object) -> None:
+        print(json.dumps(event), flush=True)
+
+    if args.kind == "git":
+        write, sync = _git_agent(clone, name)
+    else:
+        from memsite import MemoryStore, MemsiteError
+
+        store = MemoryStore(clone, agent=name)
+        store.list()  # the catalog is built before the clock starts
+
+        def write(text: str) -> tuple[str, str]:
+            memory = store.remember(text, category="entities", dedupe=False)
+            return memory.id, memory.path.name
+
+        def sync() -> str:
+            try:
+                if args.kind == "cli":
+                    result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(clone), "--agent", name,
+                                             "sync", "--json"], capture_output=True, text=True)
+                    if result.returncode != 0:
+                        return "failed: " + (result.stderr.strip().splitlines() or ["?"])[-1]
+                    return json.loads(result.stdout)["status"]
+                return store.sync().status
+            except MemsiteError as exc:
+                return f"failed: {exc}"
+
+    while time.time() < args.start:
+        time.sleep(0.01)
+    written = 0
+    while (written < args.count) if args.count else (time.time() < args.start + args.duration):
+        if args.pace:
+            lo, hi = args.pace
+            time.sleep(rng.uniform(lo, hi))
+        ident, filename = write(corpus.text())
+        written += 1
+        say(ack=ident, file=filename)
+        started = time.time()
+        status = sync()
+        say(sync=time.time() - started, status=status, file=filename, at=time.time())
+    for _ in range(20):  # the final sync: until it goes through
+        status = sync()
+        if not status.startswith("failed"):
+            break
+        time.sleep(random.uniform(0.2, 1.0))
+    say(final=status)
+
+
+def _git_agent(clone: Path, name: str):  # type: ignore[no-untyped-def]
+    """Plain git doing what memsite does: a file per memory, a commit, then pull --rebase && push."""
+    counter = iter(range(10**9))
+    folder = clone / "content" / "memories" / "entities" / "plain"
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**GIT_ENV, "GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=clone, capture_output=True, text=True, env=env)
+
+    def write(text: str) -> tuple[str, str]:
+        filename = f"{name}-{next(counter)}.md"
+        (folder / filename).write_text(f"---\nagent: {name}\n---\n{text}\n")
+        run("add", str(folder / filename))
+        if run("commit", "-q", "-m", f"Remember {filename}").returncode != 0:
+            raise RuntimeError("git commit failed")
+        return filename, filename
+
+    def sync() -> str:
+        for _ in range(GIT_ATTEMPTS):
+            if run("pull", "--rebase", "-q").returncode == 0 and run("push", "-q").returncode == 0:
+                return "integrated"
+            run("rebase", "--abort")
+        return f"failed: the push was rejected {GIT_ATTEMPTS} times"
+
+    return write, sync
+
+
+def integrator(args: argparse.Namespace) -> None:
+    """'memsite integrate' in a loop, as the CI workflow runs it on each push to an agent branch."""
+    from memsite import MemoryStore, MemsiteError
+
+    store = MemoryStore(args.clone, agent="integrator")
+    stop = Path(args.stop)
+    while not stop.exists():
+        started = time.time()
+        try:
+            result = store.integrate()
+            print(json.dumps({"integrate": time.time() - started, "merged": len(result.merged)}), flush=True)
+        except MemsiteError as exc:
+            print(json.dumps({"integrate": time.time() - started, "error": str(exc)}), flush=True)
+        time.sleep(args.interval)
+
+
+# --- a run -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    name: str
+    acked: dict[str, str] = field(default_factory=dict)  # file name -> clone
+    syncs: list[float] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    queued: int = 0
+    synced_at: dict[str, float] = field(default_factory=dict)  # file name -> when its sync returned
+    seen_at: dict[str, float] = field(default_factory=dict)  # file name -> first seen on the remote's main
+    lost: int = 0
+    fsck: str = ""
+    final_failed: int = 0
+    elapsed: float = 0.0
+    integrations: int = 0
+
+    def delays(self) -> list[float]:
+        return [max(0.0, self.seen_at[f] - self.synced_at[f]) for f in self.synced_at if f in self.seen_at]
+
+
+def make_remote(root: Path, kind: str) -> Path:
+    """A bare remote holding a fresh memory repository."""
+    from memsite import MemoryStore
+
+    remote = root / "remote.git"
+    git(root, "init", "-q", "--bare", "-b", "main", str(remote))
+    seed = root / "seed"
+    MemoryStore.init(seed, agent="seed").close()
+    git(seed, "remote", "add", "origin", str(remote))
+    git(seed, "push", "-q", "origin", "main")
+    return remote
+
+
+def watch(remote: Path, run: Run, stop: threading.Event) -> None:
+    """Record when each memory file first appears on the remote's main."""
+    while not stop.is_set():
+        listed = git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories", check=False).stdout
+        now = time.time()
+        for line in listed.splitlines():
+            run.seen_at.setdefault(line.rpartition("/")[2], now)
+        stop.wait(0.25)
+
+
+def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | None, duration: float,
+             count: int, integrate: bool, keep: bool) -> Run:
+    run = Run(name)
+    root = Path(tempfile.mkdtemp(prefix=f"memsite-team-{kind}-"))
+    try:
+        remote = make_remote(root, kind)
+        paths = []
+        for i in range(clones):
+            path = root / f"clone{i:02d}"
+            git(root, "clone", "-q", str(remote), str(path))
+            git(path, "config", "gc.autoDetach", "false")
+            paths.append(path)
+        start = time.time() + 5 + clones * 0.6  # every worker has opened its store by then
+        procs = []
+        for i, path in enumerate(paths):
+            command = [sys.executable, __file__, "_worker", "--kind", kind, "--clone", str(path), "--name",
+                       f"agent{i:02d}", "--seed", str(1000 + i), "--start", str(start), "--duration", str(duration),
+                       "--count", str(count)]
+            if pace:
+                command += ["--pace", str(pace[0]), str(pace[1])]
+            procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          cwd=HERE.parent))
+        stop_file = root / "stop-integrator"
+        integrator_proc = None
+        if integrate:
+            path = root / "integrator"
+            git(root, "clone", "-q", str(remote), str(path))
+            integrator_proc = subprocess.Popen([sys.executable, __file__, "_integrator", "--clone", str(path),
+                                                "--stop", str(stop_file), "--interval", "1"],
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stop = threading.Event()
+        watcher = threading.Thread(target=watch, args=(remote, run, stop), daemon=True)
+        watcher.start()
+        outputs = [proc.communicate() for proc in procs]
+        run.elapsed = time.time() - start
+        time.sleep(3)  # the integrator's last rounds
+        stop_file.touch()
+        if integrator_proc is not None:
+            out, _ = integrator_proc.communicate(timeout=120)
+            run.integrations = sum(json.loads(line).get("merged", 0) > 0 for line in out.splitlines() if line)
+        stop.set()
+        watcher.join()
+        for (out, err), proc in zip(outputs, procs):
+            if proc.returncode != 0:
+                run.failed.append(f"worker exited {proc.returncode}: {err.strip().splitlines()[-1:]}")
+            for line in out.splitlines():
+                event = json.loads(line)
+                if "ack" in event:
+                    run.acked[event["file"]] = event["ack"]
+                elif "sync" in event:
+                    run.syncs.append(event["sync"])
+                    if event["status"].startswith("failed"):
+                        run.failed.append(event["status"])
+                    else:
+                        run.queued += event["status"] == "queued"
+                        run.synced_at[event["file"]] = event["at"]
+                elif "final" in event:
+                    run.final_failed += event["final"].startswith("failed")
+        on_main = {line.rpartition("/")[2] for line in
+                   git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
+        run.lost = len(set(run.acked) - on_main)
+        bad = [str(p.name) for p in [remote, *paths] if git(p, "fsck", "--strict", "--no-progress", check=False).returncode]
+        run.fsck = "clean" if not bad else "FAILED: " + ", ".join(bad)
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return run
+
+
+def during_sync(rounds: int, keep: bool) -> tuple[list[float], list[float]]:
+    """remember() latencies while a sync of the same clone runs, and with none running (same clone, same run)."""
+    from corpus import Corpus
+
+    from memsite import MemoryStore
+
+    root = Path(tempfile.mkdtemp(prefix="memsite-team-during-"))
+    try:
+        remote = make_remote(root, "memsite")
+        mine, feeder = root / "mine", root / "feeder"
+        for path in (mine, feeder):
+            git(root, "clone", "-q", str(remote), str(path))
+        stop = root / "stop"
+        feed = subprocess.Popen([sys.executable, __file__, "_worker", "--kind", "memsite", "--clone", str(feeder),
+                                 "--name", "feeder", "--seed", "7", "--start", "0", "--duration", "100000",
+                                 "--count", str(rounds * 4)], stdout=subprocess.DEVNULL, cwd=HERE.parent)
+        corpus = Corpus(seed=3)
+        during: list[float] = []
+        idle: list[float] = []
+        syncing = threading.Event()
+        done = threading.Event()
+        with MemoryStore(mine, agent="mine") as store:
+            store.list()
+
+            def keep_syncing() -> None:
+                while not done.is_set():
+                    syncing.set()
+                    try:
+                        store.sync()
+                    finally:
+                        syncing.clear()
+                    time.sleep(0.05)
+
+            for _ in range(rounds):  # no sync running: the baseline
+                started = time.perf_counter()
+                store.remember(corpus.text(), category="entities", dedupe=False)
+                idle.append(time.perf_counter() - started)
+                time.sleep(0.02)
+            thread = threading.Thread(target=keep_syncing, daemon=True)
+            thread.start()
+            while len(during) < rounds:
+                if not syncing.is_set():
+                    time.sleep(0.001)
+                    continue
+                started = time.perf_counter()
+                store.remember(corpus.text(), category="entities", dedupe=False)
+                elapsed = time.perf_counter() - started
+                if syncing.is_set():
+                    during.append(elapsed)
+                time.sleep(random.uniform(0.005, 0.03))
+            done.set()
+            thread.join()
+        stop.touch()
+        feed.kill()
+        feed.wait()
+        return during, idle
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+# --- the report --------------------------------------------------------------------------------------
+
+
+def row(run: Run) -> str:
+    delays = run.delays()
+    synced = len(run.synced_at)
+    waited = (f"{percentile(delays, 50):.1f} / {percentile(delays, 95):.1f} / {max(delays):.1f} s "
+              f"({len(delays)} of {synced})" if delays else "-")
+    return (f"| {run.name} | {len(run.acked)} | {run.lost} | {len(run.failed)} (+{run.final_failed} final) "
+            f"| {run.queued} | {percentile(run.syncs, 50):.2f} / {percentile(run.syncs, 95):.2f} / "
+            f"{max(run.syncs, default=float('nan')):.2f} s | {waited} | {run.fsck} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a small smoke run (minutes)")
+    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "stress", "during"])
+    parser.add_argument("--keep", action="store_true", help="keep the repositories (printed) for a look")
+    args = parser.parse_args()
+    chosen = args.only or ["paced", "cli", "stress", "during"]
+    q = args.quick
+    print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}")
+    runs: list[Run] = []
+    if "paced" in chosen:
+        n, d = (8, 30) if q else (50, 180)
+        for kind in ("memsite", "git"):
+            runs.append(scenario(f"paced, {n} clones x {d} s, {kind}", kind, n, pace=(2, 8), duration=d, count=0,
+                                 integrate=kind == "memsite", keep=args.keep))
+            print(row(runs[-1]), flush=True)
+    if "cli" in chosen:
+        n, d = (4, 20) if q else (12, 180)
+        runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
+                             duration=d, count=0, integrate=True, keep=args.keep))
+        print(row(runs[-1]), flush=True)
+    if "stress" in chosen:
+        n, w = (8, 5) if q else (50, 20)
+        for kind in ("memsite", "git"):
+            runs.append(scenario(f"stress, {n} clones x {w} back to back, {kind}", kind, n, pace=None, duration=0,
+                                 count=w, integrate=kind == "memsite", keep=args.keep))
+            print(row(runs[-1]), flush=True)
+    print()
+    print("| run | acknowledged | lost | failed syncs | queued | sync p50 / p95 / max | on the shared branch after "
+          "its sync, p50 / p95 / max | fsck --strict |")
+    print("|---|---|---|---|---|---|---|---|")
+    for run in runs:
+        print(row(run))
+    if "during" in chosen:
+        during, idle = during_sync(30 if q else 200, args.keep)
+        print()
+        print("| remember() | p50 | p95 | max | writes |")
+        print("|---|---|---|---|---|")
+        for label, values in (("while a sync of the same clone runs", during), ("no sync running (baseline)", idle)):
+            print(f"| {label} | {percentile(values, 50) * 1000:.1f} ms | {percentile(values, 95) * 1000:.1f} ms | "
+                  f"{max(values) * 1000:.1f} ms | {len(values)} |")
+
+
+def _subcommand() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("role")
+    parser.add_argument("--kind", default="memsite")
+    parser.add_argument("--clone")
+    parser.add_argument("--name")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start", type=float, default=0)
+    parser.add_argument("--duration", type=float, default=0)
+    parser.add_argument("--count", type=int, default=0)
+    parser.add_argument("--pace", type=float, nargs=2)
+    parser.add_argument("--stop")
+    parser.add_argument("--interval", type=float, default=1)
+    args = parser.parse_args()
+    (worker if args.role == "_worker" else integrator)(args)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].startswith("_"):
+        _subcommand()
+    else:
+        main()

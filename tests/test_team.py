@@ -1,0 +1,328 @@
+"""A team sharing one remote: agent branches, the merge queue, and the faults a team meets."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memsite import ConflictError, MemoryStore, RepositoryError
+from memsite.cli import main
+from memsite.sync import integrate, sync
+from tests.conftest import assert_clean, git, head
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def remote(tmp_path: Path, store: MemoryStore) -> Path:
+    """A bare remote holding the store's repository (agent 'planner'); the store's clone has it as origin."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(store.root, "remote", "add", "origin", str(bare))
+    sync(store)
+    return bare
+
+
+def clone(remote: Path, name: str, **options: object) -> MemoryStore:
+    where = remote.parent / name
+    git(remote.parent, "clone", "-q", str(remote), str(where))
+    git(where, "config", "gc.autoDetach", "false")
+    return MemoryStore(where, agent=name, **options)  # type: ignore[arg-type]
+
+
+def tip(remote: Path, branch: str) -> str | None:
+    result = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], cwd=remote,
+                            capture_output=True, text=True)
+    return result.stdout.strip() or None
+
+
+def on_main(remote: Path, commit: str) -> bool:
+    return subprocess.run(["git", "merge-base", "--is-ancestor", commit, "main"], cwd=remote).returncode == 0
+
+
+def protect_main(remote: Path, hook: str = "update") -> Path:
+    """Refuse pushes to main (as a protected branch does) until the returned file exists.
+
+    ``update`` refuses that ref alone, as GitHub does; ``pre-receive`` refuses the whole push.
+    """
+    allow = remote / "allow-main"
+    check = f'[ "$ref" = refs/heads/main ] && [ ! -e "{allow}" ] && {{ echo "main is protected: CI integrates"; exit 1; }}'
+    body = (f'ref="$1"\n{check}\nexit 0\n' if hook == "update"
+            else f'while read old new ref; do {check}; done\nexit 0\n')
+    path = remote / "hooks" / hook
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return allow
+
+
+def test_sync_publishes_the_agents_branch_and_integrates_into_main(store: MemoryStore, remote: Path) -> None:
+    memory = store.remember("The build server is orion", category="entities")
+    result = sync(store)
+    assert (result.status, result.published, result.pushed) == ("integrated", "agent/planner", 1)
+    assert tip(remote, "main") == tip(remote, "agent/planner") == head(store.root)
+    assert on_main(remote, memory.commit)
+    again = sync(store)
+    assert (again.status, again.pushed) == ("up to date", 0)
+
+
+@pytest.mark.parametrize("hook", ["update", "pre-receive"])
+def test_a_protected_main_leaves_commits_queued_until_integrate(store: MemoryStore, remote: Path, hook: str) -> None:
+    allow = protect_main(remote, hook)
+    memory = store.remember("Deploys happen on Tuesdays", category="events")
+    before = tip(remote, "main")
+    result = sync(store)
+    assert result.status == "queued" and "main is protected: CI integrates" in result.note
+    assert tip(remote, "agent/planner") == memory.commit and tip(remote, "main") == before
+    allow.touch()  # the integrator (a CI job) may push main
+    with clone(remote, "integrator") as queue:
+        merged = integrate(queue)
+        assert merged.merged == ("agent/planner",) and merged.left_out == ()
+        assert on_main(remote, memory.commit)
+        assert integrate(queue).commit is None  # nothing is merged twice
+    assert_clean(remote.parent / "integrator")
+
+
+def test_a_main_that_keeps_moving_leaves_the_sync_queued_not_failed(store: MemoryStore, remote: Path) -> None:
+    """Each push of the store's clone finds main moved since its fetch: another clone pushed first."""
+    other = remote.parent / "person"
+    git(remote.parent, "clone", "-q", str(remote), str(other))
+    hook = store.root / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"""#!/bin/sh
+unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE
+cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && date +%s%N > moved.txt \\
+  && git add moved.txt && git -c user.name=p -c user.email=p@e commit -qm moved && git push -q origin HEAD:main
+""")
+    hook.chmod(0o755)
+    memory = store.remember("The staging cluster is vega", category="entities")
+    result = sync(store, attempts=2)
+    assert (result.status, result.attempts) == ("queued", 2) and "kept moving" in result.note
+    assert tip(remote, "agent/planner") is not None and not on_main(remote, memory.commit)
+    hook.unlink()
+    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+    assert (store.root / "moved.txt").exists()  # what the other clone pushed was merged in
+    assert_clean(store.root)
+
+
+def test_remember_goes_on_while_a_sync_waits_for_the_network(store: MemoryStore, remote: Path) -> None:
+    started, release = remote / "push-started", remote / "release"
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f'#!/bin/sh\ntouch "{started}"\nfor i in $(seq 200); do [ -e "{release}" ] && exit 0; '
+                    'sleep 0.1; done\nexit 0\n')
+    hook.chmod(0o755)
+    store.remember("Written before the sync", category="events")
+    results = []
+    syncing = threading.Thread(target=lambda: results.append(sync(store)))
+    syncing.start()
+    while not started.exists():
+        time.sleep(0.01)
+    during = store.remember("Written while the sync pushes", category="events")  # does not wait for the push
+    assert syncing.is_alive() and not release.exists()
+    release.touch()
+    syncing.join()
+    assert results[0].status == "integrated"
+    assert sync(store).status == "integrated" and on_main(remote, during.commit)
+    assert_clean(store.root)
+
+
+def test_integrate_merges_in_one_commit_and_leaves_out_a_conflict(store: MemoryStore, remote: Path) -> None:
+    allow = protect_main(remote)
+    base = tip(remote, "main")
+    alpha, beta, gamma = (clone(remote, name) for name in ("alpha", "beta", "gamma"))
+    alpha.world.merge({"ci.status": "green"})
+    beta.world.merge({"ci.status": "red"})
+    made = gamma.remember("The payments service owns refunds", category="entities")
+    for agent in (alpha, beta, gamma):
+        assert sync(agent).status == "queued"
+    allow.touch()
+    result = CliRunner().invoke(main, ["-C", str(store.root), "integrate", "--json"])
+    assert result.exit_code == 1  # a branch was left out: someone has to look
+    report = json.loads(result.stdout)
+    assert report["merged"] == ["agent/alpha", "agent/gamma"]
+    assert [name for name, _ in report["left_out"]] == ["agent/beta"]
+    assert "world_state.md" in report["left_out"][0][1] and "ci.status" in report["left_out"][0][1]
+    assert "Left out agent/beta: " in result.stderr
+    parents = git(remote, "rev-list", "--parents", "-n", "1", "main").split()[1:]
+    assert parents == [base, tip(remote, "agent/alpha"), tip(remote, "agent/gamma")]  # one commit for the run
+    assert on_main(remote, made.commit) and not on_main(remote, tip(remote, "agent/beta") or "")
+    with pytest.raises(ConflictError, match=r"world_state.md.*published on agent/beta"):
+        sync(beta)
+    assert beta.world.read()["ci.status"] == "red"  # nothing merged; its branch is as it was
+    for agent in (alpha, beta, gamma):
+        agent.close()
+
+
+def test_two_integrators_at_once_merge_each_branch_once(store: MemoryStore, remote: Path) -> None:
+    allow = protect_main(remote)
+    agents = [clone(remote, f"agent{i}") for i in range(4)]
+    for agent in agents:
+        agent.remember(f"{agent.agent} knows the port of service {agent.agent}", category="entities")
+        assert sync(agent).status == "queued"
+        agent.close()
+    allow.touch()
+    runners = []
+    for name in ("ci-1", "ci-2"):
+        git(remote.parent, "clone", "-q", str(remote), str(remote.parent / name))
+        runners.append(subprocess.Popen([sys.executable, "-m", "memsite", "-C", str(remote.parent / name), "--agent",
+                                         name, "integrate", "--json"], stdout=subprocess.PIPE, text=True, cwd=ROOT))
+    outputs = [json.loads(proc.communicate(timeout=120)[0]) for proc in runners]
+    assert [proc.returncode for proc in runners] == [0, 0]
+    merged = sorted(name for out in outputs for name in out["merged"])
+    assert merged == [f"agent/agent{i}" for i in range(4)]  # each by one of them, none twice
+    merges = git(remote, "rev-list", "--min-parents=2", "--parents", "main").splitlines()
+    tips = [tip(remote, f"agent/agent{i}") for i in range(4)]
+    assert all(sum(t in line.split()[1:] for line in merges) == 1 for t in tips)
+
+
+def test_a_rewound_main_is_noticed_and_what_it_lost_published_again(store: MemoryStore, remote: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    start = tip(remote, "main")
+    first = store.remember("Release 1.4 shipped on Monday", category="events")
+    second = store.remember("Release 1.5 is planned for June", category="events")
+    sync(store)
+    person = remote.parent / "person"
+    git(remote.parent, "clone", "-q", str(remote), str(person))
+    git(person, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")  # a person rewinds main
+    with caplog.at_level(logging.WARNING, logger="memsite"):
+        result = sync(store)
+    assert result.status == "integrated" and result.restored == 2
+    assert [r.message for r in caplog.records if "rewound" in r.message] == [
+        "origin/main was rewound (a force-push?): 2 commit(s) this clone had seen there are gone; publishing them "
+        "again (forget a memory instead of rewinding the branch)"]
+    assert on_main(remote, first.commit) and on_main(remote, second.commit)
+    cli = CliRunner().invoke(main, ["-C", str(store.root), "sync"])
+    assert cli.exit_code == 0 and cli.output.startswith("Up to date with origin/main")
+
+
+def test_a_deleted_agent_branch_and_a_hand_commit_on_main(store: MemoryStore, remote: Path) -> None:
+    allow = protect_main(remote)
+    memory = store.remember("The cache is flushed nightly", category="patterns")
+    assert sync(store).status == "queued"
+    git(store.root, "push", "-q", "origin", ":refs/heads/agent/planner")  # someone deleted the agent branch
+    allow.touch()
+    person = remote.parent / "person"
+    git(remote.parent, "clone", "-q", str(remote), str(person))
+    (person / "NOTES.txt").write_text("a person's note\n")
+    git(person, "add", "NOTES.txt")
+    git(person, "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qm", "A person's note")
+    git(person, "push", "-q", "origin", "main")
+    with clone(remote, "integrator") as queue:
+        assert integrate(queue).commit is None  # nothing published: nothing to merge
+        allow.unlink()
+        assert sync(store).status == "queued"  # the branch is published again
+        allow.touch()
+        assert integrate(queue).merged == ("agent/planner",)
+    assert on_main(remote, memory.commit) and on_main(remote, head(person))
+    assert git(remote, "show", "main:NOTES.txt") == "a person's note\n"
+
+
+def test_an_unreachable_remote_is_one_line_and_loses_nothing(store: MemoryStore, remote: Path) -> None:
+    memory = store.remember("Backups run at 02:00", category="patterns")
+    git(store.root, "remote", "set-url", "origin", str(remote.parent / "gone.git"))
+    result = CliRunner().invoke(main, ["-C", str(store.root), "sync"])
+    assert result.exit_code == 1 and result.output.startswith("Error: cannot reach the remote origin (")
+    assert result.output.count("\n") == 1
+    git(store.root, "remote", "set-url", "origin", str(remote))
+    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+
+
+def test_a_hook_refusing_a_push_is_named(store: MemoryStore, remote: Path) -> None:
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are frozen for the release'\nexit 1\n")
+    hook.chmod(0o755)
+    memory = store.remember("The release freeze starts Friday", category="events")
+    with pytest.raises(RepositoryError, match="refused agent/planner: pre-receive hook declined: pushes are frozen"):
+        sync(store)
+    hook.unlink()
+    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+
+
+def test_a_merge_bringing_an_executable_keeps_its_mode(store: MemoryStore, remote: Path) -> None:
+    person = remote.parent / "person"
+    git(remote.parent, "clone", "-q", str(remote), str(person))
+    script = person / "tools" / "deploy.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho deploy\n")
+    script.chmod(0o755)
+    git(person, "add", "tools")
+    git(person, "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qm", "A deploy script")
+    git(person, "push", "-q", "origin", "main")
+    store.remember("Deploys go through tools/deploy.sh", category="patterns")
+    assert sync(store).status == "integrated"
+    assert os.access(store.root / "tools" / "deploy.sh", os.X_OK)
+    assert_clean(store.root)
+
+
+def test_sync_every_syncs_in_the_background_and_when_closed(store: MemoryStore, remote: Path) -> None:
+    with clone(remote, "coder", sync_every=2) as coder:
+        made = [coder.remember(f"Fact {n} about the search service", category="entities") for n in range(3)]
+        deadline = time.monotonic() + 30
+        while not on_main(remote, made[1].commit) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the second commit asked for a sync; the third is synced at close
+        assert on_main(remote, made[1].commit)
+    assert on_main(remote, made[2].commit)
+    assert coder.syncer is None  # stopped with the store
+
+
+def test_sync_every_from_the_command_line_stops_cleanly_on_ctrl_c(store: MemoryStore, remote: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "memsite", "-C", str(store.root), "sync", "--every", "1",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    while "}" not in first:
+        first += proc.stdout.readline()
+    store.remember("Written between two syncs", category="events")
+    deadline = time.monotonic() + 30
+    while tip(remote, "main") != head(store.root) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tip(remote, "main") == head(store.root)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err
+    assert json.loads(first)["status"] == "up to date"
+    assert_clean(store.root)
+
+
+def test_killed_syncs_and_integrations_lose_nothing(store: MemoryStore, remote: Path) -> None:
+    """SIGKILL at random moments of a writing-and-syncing agent and of an integrator, then the next runs finish."""
+    allow = protect_main(remote)
+    agent_clone = remote.parent / "agent"
+    git(remote.parent, "clone", "-q", str(remote), str(agent_clone))
+    acked: list[str] = []
+    for round_ in range(4):
+        proc = subprocess.Popen([sys.executable, "-m", "tests.sync_process", str(agent_clone), "kenji", "50", "1"],
+                                stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        assert proc.stdout is not None
+        for _ in range(2 + round_):
+            line = proc.stdout.readline()
+            acked += [line.split()[1]] if line.startswith("ACK ") else []
+        time.sleep(0.05 * round_)
+        proc.kill()
+        acked += [line.split()[1] for line in proc.communicate()[0].splitlines() if line.startswith("ACK ")]
+    allow.touch()
+    integrator = remote.parent / "ci"
+    git(remote.parent, "clone", "-q", str(remote), str(integrator))
+    for delay in (0.3, 0.6):
+        proc = subprocess.Popen([sys.executable, "-m", "memsite", "-C", str(integrator), "integrate"], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+    with MemoryStore(agent_clone, agent="kenji") as agent:
+        sync(agent)
+    with MemoryStore(integrator, agent="ci") as queue:
+        integrate(queue)
+    files = git(remote, "ls-tree", "-r", "--name-only", "main", "content/memories").split()
+    assert acked and all(any(ident[-6:].lower() in name for name in files) for ident in acked)
+    for repo in (agent_clone, integrator):
+        assert_clean(repo)
+    assert subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=remote).returncode == 0
