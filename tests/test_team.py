@@ -19,6 +19,7 @@ from memsite import ConflictError, MemoryStore, RepositoryError
 from memsite.cli import main
 from memsite.sync import integrate, sync
 from tests.conftest import assert_clean, git, head
+from tests.test_hostile import fill, small_disk  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -326,3 +327,27 @@ def test_killed_syncs_and_integrations_lose_nothing(store: MemoryStore, remote: 
     for repo in (agent_clone, integrator):
         assert_clean(repo)
     assert subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=remote).returncode == 0
+
+
+def test_a_full_disk_during_sync_is_one_line_and_the_next_sync_finishes(store: MemoryStore, remote: Path,
+                                                                        small_disk: Path) -> None:
+    where = small_disk / "agent"
+    git(remote.parent, "clone", "-q", str(remote), str(where))
+    agent = MemoryStore(where, agent="kenji")
+    mine = agent.remember("Written before the disk filled up", category="events")
+    with clone(remote, "other") as other:
+        with other.transaction("Many memories to fetch") as tx:
+            for n in range(60):
+                tx.remember(f"Service {n} listens on port {9000 + n}; its owner is team {n % 7}. " * 20,
+                            category="entities", dedupe=False)
+        sync(other)
+    filler = fill(small_disk)
+    result = CliRunner().invoke(main, ["-C", str(where), "--agent", "kenji", "sync"])
+    assert result.exit_code == 1 and result.output.startswith(f"Error: disk full at {where}")
+    assert result.output.count("\n") == 1
+    for path in small_disk.glob("filler*"):
+        path.unlink()
+    assert not filler.exists()
+    assert sync(agent).status == "integrated" and on_main(remote, mine.commit)
+    agent.close()
+    assert_clean(where)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RepositoryError
+from ..errors import DiskFull, RepositoryError
 from .settings import git_environment
 
 # What git says when a ref's lock is held by another git command (a person's
@@ -93,7 +93,7 @@ class Remote:
             gone = [b for b in wanted if b not in missing and f"couldn't find remote ref refs/heads/{b}" in result.stderr]
             if not gone:
                 self.check()  # (no such remote: say so rather than 'not a git repository')
-                raise _failure(self.name, "fetch", result.stderr)
+                raise _failure(self.name, "fetch", result.stderr, self.root)
             missing.update(gone)
 
     def push(self, updates: Mapping[str, str]) -> dict[str, Pushed]:
@@ -126,7 +126,7 @@ class Remote:
             outcome[ref.removeprefix("refs/heads/")] = Pushed(ref, ok, rejected, "" if ok else reason)
         if not outcome:
             self.check()
-            raise _failure(self.name, "push", result.stderr)
+            raise _failure(self.name, "push", result.stderr, self.root)
         return outcome
 
     def unmerged(self, pattern: str, into: str) -> dict[str, str]:
@@ -146,6 +146,11 @@ def merge_trees(root: Path, ours: str, theirs: str) -> TreeMerge:
     """
     result = _git(root, "merge-tree", "--write-tree", "--name-only", "-z", ours, theirs, check=False)
     if result.returncode not in (0, 1):
+        if "write-tree" in result.stderr:  # an option git learnt in 2.38
+            version = _git(root, "--version").stdout.strip()
+            raise RepositoryError(f"merging needs git 2.38 or newer (git merge-tree --write-tree); this is {version}")
+        if "no space left on device" in result.stderr.lower():
+            raise DiskFull(f"disk full at {root}: git merge-tree could not write the merge; nothing was lost")
         raise RepositoryError(f"git merge-tree {ours[:12]} {theirs[:12]} failed: {_last_line(result.stderr)}")
     first, _, rest = result.stdout.partition("\0")
     if result.returncode == 0:
@@ -177,8 +182,11 @@ def count(root: Path, include: str, exclude: Sequence[str] = ()) -> int:
     return int(_git(root, "rev-list", "--count", include, *(f"^{e}" for e in exclude), "--").stdout)
 
 
-def _failure(remote: str, what: str, stderr: str) -> RepositoryError:
+def _failure(remote: str, what: str, stderr: str, root: Path) -> RepositoryError:
     reason = _last_line(stderr, prefer="fatal:")
+    if "no space left on device" in stderr.lower() or "disk quota exceeded" in stderr.lower():
+        return DiskFull(f"disk full at {root}: git {what} {remote} could not write ({reason.removeprefix('fatal: ')}); "
+                        "nothing acknowledged was lost: free some space and sync again")
     if any(word in stderr.lower() for word in BUSY):
         return Busy(f"git {what} {remote}: {reason}")
     return Unreachable(f"cannot reach the remote {remote} ({reason.removeprefix('fatal: ')}); "
