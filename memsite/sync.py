@@ -173,50 +173,78 @@ def integrate(store: Store, remote: str = "origin", branch: str = "main", *,
     """
     pattern = pattern or (store.config.sync_publish.format(agent="*") if store.config.sync_publish else "agent/*")
     origin = Remote(store.root, remote)
-    root = store.root
     author = Author.writer(store.agent)
     with _one_at_a_time(store):
+        chain: _Chain | None = None
         for attempt in range(1, attempts + 1):
-            if branch in _fetch(origin, [branch], [pattern]):
+            # The agent branches are fetched once; a push that lost the race fetches the shared branch alone
+            # and merges what it gained into the merges already made, so each new try is quick.
+            if branch in _fetch(origin, [branch], [pattern] if chain is None else []):
                 raise RepositoryError(f"{remote} has no branch {branch} to integrate into; sync from a clone first")
             base = store.repo.refs.read(origin.tracking(branch))
             assert base is not None
-            waiting = sorted((name, sha) for name, sha in origin.unmerged(pattern, base).items() if name != branch)
-            if not waiting:
-                return IntegrateResult(remote, branch, (), (), None, attempt)
-            merged: list[tuple[str, str]] = []
-            left_out: list[tuple[str, str]] = []
-            current = base
-            for name, sha in waiting:
-                outcome = merge_trees(root, current, sha)
-                if outcome.tree is None:
-                    left_out.append((name, _conflict(outcome)))
-                    continue
-                merged.append((name, sha))
-                current = _commit(store, outcome.tree, [current, sha], f"Integrate {name}", author)
-            for name, why in left_out:
+            waiting = dict(sorted((name, sha) for name, sha in origin.unmerged(pattern, base).items()
+                                  if name != branch))
+            if chain is None or not chain.rebase(base, waiting):
+                chain = _Chain(store, base, waiting, author)
+            for name, why in chain.left_out if attempt == 1 else ():
                 log.warning("%s left out of this integration: %s", name, why)
-            if not merged:
-                return IntegrateResult(remote, branch, (), tuple(left_out), None, attempt)
-            if len(merged) == 1 and is_ancestor(root, base, merged[0][1]):
-                commit = merged[0][1]  # a fast-forward: nothing to merge
-            else:
-                names = ", ".join(name for name, _ in merged)
-                lines = [f"Integrate {len(merged)} agent branch{'es' if len(merged) > 1 else ''}: {names}", ""]
-                lines += [f"Integrated: {name} {sha}" for name, sha in merged]
-                lines += [f"Left-Out: {name} ({why})" for name, why in left_out]
-                commit = _commit(store, store.repo.root_tree(current), [base, *(sha for _, sha in merged)],
-                                 "\n".join(lines), author)
+            if not chain.merged:
+                return IntegrateResult(remote, branch, (), tuple(chain.left_out), None, attempt)
+            commit = chain.commit()
             result = _push(origin, {branch: commit})[branch]
             if result.ok:
-                return IntegrateResult(remote, branch, tuple(name for name, _ in merged), tuple(left_out), commit,
-                                       attempt)
+                return IntegrateResult(remote, branch, tuple(chain.merged), tuple(chain.left_out), commit, attempt)
             if not result.rejected:
                 raise RepositoryError(f"{remote} refused the push to {branch}: {result.reason}")
             if attempt < attempts:
                 _backoff(attempt)
         raise RepositoryError(f"{remote}/{branch} kept moving: the integration was rejected {attempts} times; "
                               "nothing was lost; run it again")
+
+
+class _Chain:
+    """The agent branches waiting to be integrated, merged one after another onto the shared branch's tip."""
+
+    def __init__(self, store: Store, base: str, waiting: dict[str, str], author: Author) -> None:
+        self.store, self.base, self.author = store, base, author
+        self.merged: dict[str, str] = {}
+        self.left_out: list[tuple[str, str]] = []
+        self.current = base  # a commit whose tree is every merge so far
+        for name, sha in waiting.items():
+            outcome = merge_trees(store.root, self.current, sha)
+            if outcome.tree is None:
+                self.left_out.append((name, _conflict(outcome)))
+                continue
+            self.merged[name] = sha
+            self.current = _commit(store, outcome.tree, [self.current, sha], f"Integrate {name}", author)
+
+    def rebase(self, base: str, waiting: dict[str, str]) -> bool:
+        """Carry the merges onto a shared branch that moved to ``base``; False when they must be made again
+        (a branch they merged got there meanwhile, or what was pushed there conflicts with them)."""
+        if base == self.base:
+            return True
+        if any(waiting.get(name) != sha for name, sha in self.merged.items()):
+            return False
+        outcome = merge_trees(self.store.root, self.current, base)
+        if outcome.tree is None:
+            return False
+        self.current = _commit(self.store, outcome.tree, [base, self.current], "Integrate", self.author)
+        self.base = base
+        return True
+
+    def commit(self) -> str:
+        """One commit: the shared branch and every merged agent branch as its parents (or a fast-forward)."""
+        if len(self.merged) == 1:
+            only = next(iter(self.merged.values()))
+            if is_ancestor(self.store.root, self.base, only):
+                return only
+        names = ", ".join(self.merged)
+        lines = [f"Integrate {len(self.merged)} agent branch{'es' if len(self.merged) > 1 else ''}: {names}", ""]
+        lines += [f"Integrated: {name} {sha}" for name, sha in self.merged.items()]
+        lines += [f"Left-Out: {name} ({why})" for name, why in self.left_out]
+        return _commit(self.store, self.store.repo.root_tree(self.current), [self.base, *self.merged.values()],
+                       "\n".join(lines), self.author)
 
 
 def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish: str | None = None,
