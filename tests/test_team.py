@@ -351,3 +351,16 @@ def test_a_full_disk_during_sync_is_one_line_and_the_next_sync_finishes(store: M
     assert sync(agent).status == "integrated" and on_main(remote, mine.commit)
     agent.close()
     assert_clean(where)
+
+
+def test_a_remote_that_hangs_up_mid_push_is_one_line_and_loses_nothing(store: MemoryStore, remote: Path) -> None:
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nkill -9 $PPID\n")  # the connection drops while the push is on its way
+    hook.chmod(0o755)
+    memory = store.remember("The VPN drops every night at 03:00", category="events")
+    result = CliRunner().invoke(main, ["-C", str(store.root), "sync"])
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "origin" in result.output and "Traceback" not in result.output
+    hook.unlink()
+    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+    assert_clean(store.root)
