@@ -27,7 +27,7 @@ from .recall import Hit
 from .store import Store
 from .store.vectors import Embedder, Vectors, mix
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, sync
-from .sync import agent_branch as agent_branch_of
+from .sync import review_branch
 
 if TYPE_CHECKING:
     from .extract import Extractor
@@ -53,8 +53,10 @@ class MemoryStore(Store):
             writes still go to this one, by its ref alone, leaving the person's
             files and index alone. On a detached HEAD with no branch named the
             store reads HEAD's commit and refuses writes.
-        agent_branch: write to the branch ``agent/<agent>`` (``branch`` named
-            for this agent), for review as a pull request; nothing is checked out.
+        agent_branch: write to the branch ``review/<agent>`` (``branch`` named
+            for this agent), for review as a pull request (``propose``);
+            nothing is checked out. (``agent/<agent>`` is where ``sync``
+            publishes for the merge queue, which merges without a review.)
         sync_every: sync with ``remote`` on a background thread after every
             this many commits, and once more when the store closes (see
             :meth:`sync`); writes never wait for it. ``store.syncer.error``
@@ -95,7 +97,7 @@ class MemoryStore(Store):
                          embedder=embedder if callable(embedder) else None, branch=branch)
         try:
             if agent_branch:
-                self.ref = checks.branch(agent_branch_of(self))
+                self.ref = checks.branch(review_branch(self))
             if not callable(embedder):
                 self._use_named_embedder(embedder, progress)
             self._configure_clone()

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from . import secrets
 from .errors import InvalidInput, SecretFound
 
-# Agent names become folders (notes/<agent>/) and branch names (agent/<name>).
+# Agent names become folders (notes/<agent>/) and branch names (agent/<name>, review/<name>).
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Tags are words: letters and digits first, then word characters and . + # -
 _TAG_RE = re.compile(r"^[^\W_][\w.+#-]{0,49}$")

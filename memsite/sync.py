@@ -100,7 +100,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
     _branch_made(store, ref)
     shared = branch or ref.removeprefix("refs/heads/")
     publish = publish_branch(store)
-    if publish == shared:  # a store writing to its agent branch (agent_branch=True): publishing is all there is
+    if publish == shared:  # a store writing to its published branch itself: pushing it is all there is
         publish = None
     origin = Remote(store.root, remote)
     tries = attempts if attempts is not None else store.config.sync_attempts
@@ -416,9 +416,13 @@ class Syncer:
                 return
 
 
-def agent_branch(store: Store) -> str:
-    """The branch ``agent_branch=True`` writes to and ``propose`` pushes: the publish branch (``agent/<name>``)."""
-    return publish_branch(store) or f"agent/{store.agent}"
+def review_branch(store: Store) -> str:
+    """The branch ``agent_branch=True`` writes to and ``propose`` pushes for a pull request: ``review/<name>``.
+
+    Not ``agent/<name>``: the merge queue (``integrate``, run by CI on every
+    push there) would merge it before anyone reviewed it.
+    """
+    return f"review/{store.agent}"
 
 
 def propose(store: Store, remote: str = "origin", base: str = "main") -> tuple[str, str]:
@@ -433,7 +437,7 @@ def propose(store: Store, remote: str = "origin", base: str = "main") -> tuple[s
     """
     from .review import compare, markdown
 
-    name = agent_branch(store)
+    name = review_branch(store)
     store.ref = f"refs/heads/{name}"  # (created from HEAD if need be; nothing is checked out)
     sync(store, remote, name)
     origin = Remote(store.root, remote)

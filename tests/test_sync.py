@@ -136,13 +136,16 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
         # The agent's branch is written by its ref: the person's checkout stays on main, untouched.
         assert git(coder.root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
         assert git(coder.root, "rev-parse", "main").strip() == main
-        assert git(coder.root, "rev-parse", "agent/coder").strip() == m.commit
+        assert git(coder.root, "rev-parse", "review/coder").strip() == m.commit
         assert not m.path.exists()
         assert_clean(coder.root)
         from memsite.sync import propose
 
         branch, body = propose(coder)
-    assert branch == "agent/coder"
+    assert branch == "review/coder"
     assert m.id in body and "## Created (1)" in body
-    assert git(remote, "rev-parse", "agent/coder").strip() == m.commit
+    assert git(remote, "rev-parse", "review/coder").strip() == m.commit
     assert on_remote(remote) == []  # main is untouched until the pull request is merged
+    from memsite.sync import integrate
+
+    assert integrate(store).commit is None and on_remote(remote) == []  # the merge queue leaves it to the review

@@ -237,11 +237,14 @@ def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
 @pass_context
 @errors_as_messages
 def propose(ctx: Context, remote: str, base: str) -> None:
-    """Push this agent's branch (agent/<name>) and print the pull request body.
+    """Push this agent's review branch (review/<name>) and print the pull request body.
+
+    The branch is for a person to review and merge: unlike agent/<name>,
+    where 'memsite sync' publishes, the merge queue leaves it alone.
 
     \b
     Example:
-        memsite --agent coder propose | gh pr create --base main --head agent/coder --body-file -
+        memsite --agent coder propose | gh pr create --base main --head review/coder --body-file -
     """
     from ..sync import propose as propose_branch
 
