@@ -100,8 +100,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
     _branch_made(store, ref)
     shared = branch or ref.removeprefix("refs/heads/")
     publish = publish_branch(store)
-    if publish == shared:  # a store writing to its published branch itself: pushing it is all there is
-        publish = None
+    if publish == shared or ref == f"refs/heads/{review_branch(store)}":
+        publish = None  # (pushing the branch is all there is; a branch for review never goes to the merge queue)
     origin = Remote(store.root, remote)
     tries = attempts if attempts is not None else store.config.sync_attempts
     if tries < 1:
