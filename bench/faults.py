@@ -68,13 +68,13 @@ def main() -> None:
         damaged = faults.Tally()
         warned = 0
         for name in faults.DERIVED_FILES:
-            for how in ("truncated", "garbage"):
+            for how in faults.DAMAGE:
                 failures, warnings = faults.damaged_file_round(template, work, name, how, memory_ids, rng)
                 one = faults.Tally()
                 faults._tally(one, failures, len(memory_ids))
                 damaged.add(one)
                 warned += len(warnings)
-        rows.append((f".memsite/ file truncated / garbage ({warned} warnings)", damaged, "memories"))
+        rows.append((f".memsite/ file truncated / garbage / header+garbage ({warned} warnings)", damaged, "memories"))
         log("hostile values ...")
         hostile = faults.try_hostile(faults.new_repository(work / "h"))
         log("a site with symlinks to the host ...")

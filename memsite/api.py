@@ -25,7 +25,7 @@ from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
 from .store import Store
-from .store.vectors import Embedder, Vectors, mix
+from .store.vectors import Embedder, mix
 
 if TYPE_CHECKING:
     from .extract import Extractor
@@ -88,7 +88,7 @@ class MemoryStore(Store):
 
                 self.ref = checks.branch(branch_of(self.agent))
             if not callable(embedder):
-                self._use_named_embedder(embedder, progress)
+                self._use_named_embedder(embedder)
             self._configure_clone()
         except BaseException:
             self.close()
@@ -108,7 +108,7 @@ class MemoryStore(Store):
                 raise
             self._cannot_write = f"{exc}; make {self.repo.locks.show(config)} writable to write memories here"
 
-    def _use_named_embedder(self, name: object, progress: Callable[[int, int], None] | None) -> None:
+    def _use_named_embedder(self, name: object) -> None:
         from .embedders import by_name, chosen_name
 
         if name is None:
@@ -120,7 +120,8 @@ class MemoryStore(Store):
             raise InvalidInput(f"embedder: expected a callable (text -> vector) or a model name, "
                                f"got {type(name).__name__}")
         if resolved is not None:
-            self._vectors = Vectors(self.state.path / "vectors.sqlite3", resolved, progress)
+            self._embedder = resolved  # opened, and healed, as a callable given to the store is
+            self._open_vectors()
 
     @property
     def embedder(self) -> Embedder | None:

@@ -264,12 +264,18 @@ DERIVED_FILES = [f"{name}{suffix}" for name in ("catalog.sqlite3", "activity.sql
                  for suffix in ("", "-wal", "-shm")]
 
 
+DAMAGE = ("truncated", "garbage", "header")
+
+
 def damage(path: Path, how: str, rng: random.Random) -> None:
+    """Truncate ``path`` to a third, fill it with garbage, or keep its 100-byte header and fill the rest."""
     data = path.read_bytes()
     if how == "truncated":
         path.write_bytes(data[: len(data) // 3])
+    elif how == "header":  # SQLite's header still says "a database": the damage shows only in what follows
+        path.write_bytes(data[:100] + rng.randbytes(max(len(data), 4096) - 100))
     else:
-        path.write_bytes(bytes(rng.randrange(256) for _ in range(len(data) or 4096)))
+        path.write_bytes(rng.randbytes(len(data) or 4096))
 
 
 def damaged_file_round(template: Path, work: Path, name: str, how: str, ids: set[str],

@@ -143,9 +143,12 @@ class Store:
         self.activity = self._opened(state / "activity.sqlite3", ActivityJournal, ACTIVITY_LOST)
         self.catalog = self._opened(state / "catalog.sqlite3",
                                     lambda path: Catalog(path, self.root, self.activity.path), REBUILT)
+        self._open_vectors()
+
+    def _open_vectors(self) -> None:
         if self._embedder is not None:
             embedder = self._embedder
-            self._vectors = self._opened(state / "vectors.sqlite3",
+            self._vectors = self._opened(self.state.path / "vectors.sqlite3",
                                          lambda path: Vectors(path, embedder, self._progress), REBUILT)
 
     def _close_state(self) -> None:
@@ -157,15 +160,17 @@ class Store:
     def _opened(self, path: Path, open_file: Callable[[Path], T], cost: str) -> T:
         try:
             return open_file(path)
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            # (Opening reads only the file's header and schema: a message SQLite could not put in UTF-8 quoted them.)
+            if not is_damage(exc) and not isinstance(exc, UnicodeDecodeError):
                 raise
             self._set_aside(path, exc, cost)
             return open_file(path)
 
-    def _set_aside(self, path: Path, exc: BaseException, cost: str) -> None:
+    def _set_aside(self, path: Path, exc: object, cost: str) -> None:
         aside = set_aside(path, datetime.now(timezone.utc))
-        log.warning("%s could not be read (%s): moved aside to %s; %s", path, exc, aside.name, cost)
+        cause = truncate(repr(str(exc))[1:-1], 160)  # it may quote the damaged bytes: control characters escaped
+        log.warning("%s could not be read (%s): moved aside to %s; %s", path, cause, aside.name, cost)
 
     def _healing(self, work: Callable[[], T]) -> T:
         """``work()``; if a file in .memsite/ turns out damaged, it is set aside and ``work`` runs again.
@@ -176,17 +181,27 @@ class Store:
         """
         try:
             return work()
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            if not self._healed(exc):
                 raise
-            if not self.heal(exc) and not isinstance(exc, sqlite3.OperationalError):
-                with self.state.locked():  # damaged only where it was read
-                    self._close_state()
-                    self._set_aside(self.state.path / "catalog.sqlite3", exc, REBUILT)
-                    self._open_state()
-            return work()
+        return work()
 
-    def heal(self, cause: object = "PRAGMA quick_check failed") -> list[str]:
+    def _healed(self, exc: BaseException) -> bool:
+        """Set aside the files ``exc`` shows damaged; whether it was damage (else the caller raises it)."""
+        damage = is_damage(exc)
+        if not damage and not isinstance(exc, UnicodeDecodeError):  # busy, full, read-only: not for healing
+            return False
+        if self.heal(exc):
+            return True
+        if not damage:  # a UnicodeDecodeError no file accounts for: not SQLite's
+            return False
+        with self.state.locked():  # damaged only where it was read, in a way no check sees: the catalog holds most
+            self._close_state()
+            self._set_aside(self.state.path / "catalog.sqlite3", exc, REBUILT)
+            self._open_state()
+        return True
+
+    def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names.
 
         Runs under the repository lock and checks each file there, so a file

@@ -45,29 +45,53 @@ def statements(insert: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, list
 # SQLITE_CORRUPT and SQLITE_NOTADB: the file is damaged (a lock, a full disk or a read-only file is not).
 _DAMAGE_CODES = {11, 26}
 COMPANIONS = ("-wal", "-shm", "-journal")
+# Every text memsite stores is UTF-8: text that is not was damaged on disk, where SQLite's checks do not look.
+_UNDECODABLE = "Could not decode to UTF-8"
+
+
+class Damaged(sqlite3.DatabaseError):
+    """A row memsite wrote no longer reads back as a value it could have written: damage SQLite does not see."""
 
 
 def is_damage(exc: BaseException) -> bool:
     """Whether ``exc`` says a SQLite file is damaged (garbage, truncated), rather than busy or out of space."""
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
+    message = str(exc)
+    if isinstance(exc, Damaged) or message.startswith(_UNDECODABLE):
+        return True
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return code & 0xFF in _DAMAGE_CODES
-    message = str(exc)
     return "not a database" in message or "malformed" in message
 
 
 def intact(path: Path) -> bool:
-    """Whether the SQLite file at ``path`` (if any) passes ``PRAGMA quick_check``."""
+    """Whether the SQLite file at ``path`` (if any) reads back whole.
+
+    ``PRAGMA integrity_check`` (which, unlike ``quick_check``, compares each
+    index with its table, so a damaged value in an indexed column shows),
+    then every row of every table read once, so text that is no longer
+    UTF-8 shows too. It reads the whole file: for repairs and the doctor,
+    not for every open.
+    """
     if not path.exists():
         return True
     try:
         db = sqlite3.connect(path, timeout=30)
         try:
-            return bool(db.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+            if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                return False
+            tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                "AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%'").fetchall()
+            for (table,) in tables:
+                for _ in db.execute(f'SELECT * FROM "{table.replace(chr(34), chr(34) * 2)}"'):
+                    pass
+            return True
         finally:
             db.close()
+    except UnicodeDecodeError:  # SQLite's own message quoted bytes of the damaged file
+        return False
     except sqlite3.DatabaseError as exc:
         if is_damage(exc):
             return False
