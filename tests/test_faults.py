@@ -86,6 +86,20 @@ def test_a_damaged_derived_file_heals_with_one_warning(damaged_template: tuple[P
         assert lost == (name == "activity.sqlite3")
 
 
+def test_reads_work_on_a_full_disk_and_a_write_is_one_error(tmp_path: Path) -> None:
+    # Found by a tester (issue 32): on a full disk even 'memsite list' failed with "disk full".
+    try:
+        disk = faults.mount_small_disk(tmp_path / "disk")
+    except OSError as exc:
+        pytest.skip(str(exc))
+    try:
+        tally = faults.full_disk_round(disk, tmp_path / "site")
+    finally:
+        faults.unmount(disk)
+    assert_survived(tally, 1)
+    assert (tmp_path / "site" / "index.html").is_file()
+
+
 def test_every_hostile_value_is_refused_and_the_store_still_works(tmp_path: Path) -> None:
     tally = faults.try_hostile(faults.new_repository(tmp_path / "m"))
     assert tally.failures == []

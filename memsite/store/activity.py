@@ -47,7 +47,7 @@ class Batch:
 
 
 class ActivityJournal:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = path
         self.db = connect(path)
         if self.db.execute("SELECT type FROM sqlite_master WHERE name = 'pending'").fetchone() == ("view",):

@@ -124,7 +124,7 @@ _BM25_WEIGHTS = "3.0, 2.0, 1.0, 2.0"  # abstract, overview, content, tags
 class Catalog:
     """SQLite view of the memories at one commit, with a full-text index."""
 
-    def __init__(self, path: Path, root: Path, activity: Path) -> None:
+    def __init__(self, path: Path | str, root: Path, activity: Path | str) -> None:
         self.root = root
         self._worker: ThreadPoolExecutor | None = None  # see record()
         self._unsettled: Recording | None = None

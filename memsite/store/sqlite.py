@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -11,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in WAL mode that waits for other writers (several processes share these files)."""
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-    db.execute("PRAGMA journal_mode=WAL")
+def connect(path: Path | str) -> sqlite3.Connection:
+    """A connection in WAL mode that waits for other writers (several processes share these files).
+
+    ``path`` is a file, or the URI of a copy in memory (see :func:`copy_in_memory`).
+    """
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30, uri=isinstance(path, str))
+    db.execute("PRAGMA journal_mode=WAL")  # ('memory' for a copy in memory)
     db.execute("PRAGMA synchronous=NORMAL")  # a killed process loses nothing; as durable as git by default
     return db
 
@@ -44,6 +48,7 @@ def statements(insert: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, list
 
 # SQLITE_CORRUPT and SQLITE_NOTADB: the file is damaged (a lock, a full disk or a read-only file is not).
 _DAMAGE_CODES = {11, 26}
+_IOERR, _CANTOPEN = 10, 14
 COMPANIONS = ("-wal", "-shm", "-journal")
 # Every text memsite stores is UTF-8: text that is not was damaged on disk, where SQLite's checks do not look.
 _UNDECODABLE = "Could not decode to UTF-8"
@@ -66,6 +71,47 @@ def is_damage(exc: BaseException) -> bool:
     return "not a database" in message or "malformed" in message
 
 
+def read_only(path: Path) -> sqlite3.Connection:
+    """A connection that reads ``path`` and writes nothing, not even the -shm a WAL reader needs when none is
+    there (and the disk is full): then the file is read as it is, without what its -wal adds."""
+    uri = "file:" + urllib.parse.quote(str(path.absolute()))
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as exc:
+        db.close()
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (_CANTOPEN, _IOERR):
+            raise
+    except BaseException:
+        db.close()
+        raise
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+
+def copy_in_memory(path: Path, name: str) -> tuple[str, sqlite3.Connection]:
+    """A copy of the SQLite file ``path`` in this process's memory (empty if there is no file): its URI, which
+    :func:`connect` opens as many times as a file, and the connection that keeps it (closing it frees the copy).
+
+    For reading when the disk is full: nothing is written to disk, and what is written to the copy is lost
+    when it is freed. ``name`` must be unique in the process. The copy is made with ``VACUUM INTO``, which
+    reads every row: a damaged file raises here, as SQLite's damage errors.
+    """
+    uri = f"file:/{urllib.parse.quote(name)}?vfs=memdb"
+    keeper = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+    try:
+        if path.exists():
+            source = read_only(path)
+            try:
+                source.execute("VACUUM INTO ?", (uri,))
+            finally:
+                source.close()
+    except BaseException:
+        keeper.close()
+        raise
+    return uri, keeper
+
+
 def intact(path: Path) -> bool:
     """Whether the SQLite file at ``path`` (if any) reads back whole.
 
@@ -78,7 +124,7 @@ def intact(path: Path) -> bool:
     if not path.exists():
         return True
     try:
-        db = sqlite3.connect(path, timeout=30)
+        db = read_only(path)
         try:
             if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
                 return False
