@@ -7,6 +7,7 @@ nothing printed a traceback (see tests/faults.py, shared with bench/faults.py).
 
 from __future__ import annotations
 
+import logging
 import random
 import shutil
 import subprocess
@@ -179,3 +180,53 @@ def test_damage_of_any_shape_anywhere_in_a_derived_file_heals(
     fixed = CliRunner().invoke(cli, ["-C", str(repo), "doctor", "--fix"])  # what no read met, the doctor finds
     assert fixed.exit_code == 0, fixed.output
     assert CliRunner().invoke(cli, ["-C", str(repo), "doctor"]).exit_code == 0
+
+
+def test_heals_keep_one_copy_of_each_damaged_file_which_the_doctor_names_and_removes(tmp_path: Path) -> None:
+    # Found by a tester (issue 32): every heal kept its copy forever (15 heals, 45 files).
+    repo = faults.new_repository(tmp_path / "m")
+    with MemoryStore(repo, agent="seed", embedder=faults.WordVectors()) as store:
+        store.remember("The gateway listens on port 8080")
+    for round in range(15):
+        for name in ("catalog.sqlite3", "activity.sqlite3", "vectors.sqlite3"):
+            faults.damage(repo / ".memsite" / name, "garbage", random.Random(round))
+        with MemoryStore(repo, agent="after", embedder=faults.WordVectors()) as store:
+            assert store.recall("gateway")
+    copies = sorted(p.name for p in (repo / ".memsite").glob("*.damaged-*"))
+    assert [name.split(".damaged-")[0] for name in copies] == ["activity.sqlite3", "catalog.sqlite3",
+                                                               "vectors.sqlite3"], copies
+    found = CliRunner().invoke(cli, ["-C", str(repo), "doctor"])
+    assert found.exit_code == 0, found.output  # a copy is not a problem: the file it was is healed
+    for name in copies:
+        assert f"note: .memsite/{name}: a copy of the damaged file, set aside on " in found.output
+        assert "--fix removes it" in found.output
+    fixed = CliRunner().invoke(cli, ["-C", str(repo), "doctor", "--fix"])
+    assert fixed.exit_code == 0 and fixed.output.count("repair: removed .memsite/") == 3, fixed.output
+    assert not list((repo / ".memsite").glob("*.damaged-*"))
+    assert CliRunner().invoke(cli, ["-C", str(repo), "doctor"]).output == "no problems found\n"
+
+
+def test_the_recalls_still_readable_in_a_damaged_activity_journal_are_kept(tmp_path: Path) -> None:
+    repo = faults.new_repository(tmp_path / "m")
+    with MemoryStore(repo, agent="seed") as store:
+        memory = store.remember("The gateway listens on port 8080")
+        for _ in range(400):  # (flush_every is higher: they wait in the journal)
+            store.recall("gateway")
+    journal = repo / ".memsite" / "activity.sqlite3"
+    journal.write_bytes(journal.read_bytes()[:-4096])  # its last page gone: the newest recalls
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("memsite").addHandler(handler)
+    try:
+        with MemoryStore(repo, agent="seed") as store:
+            kept = store.get(memory.id).active_count
+            store.flush_activity()
+            assert store.get(memory.id).active_count == kept  # committed, and counted once
+    finally:
+        logging.getLogger("memsite").removeHandler(handler)
+    assert 0 < kept < 400
+    (warning,) = [r.getMessage() for r in records]
+    assert f"{kept} recalls still readable in it were carried into a new journal" in warning
+    with MemoryStore(repo, agent="seed") as store:
+        assert store.get(memory.id).active_count == kept

@@ -38,7 +38,7 @@ from ..model import (
     truncate,
     utcnow,
 )
-from .activity import ActivityJournal
+from .activity import ActivityJournal, carry_over
 from .catalog import Catalog
 from .sqlite import intact, is_damage
 from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
@@ -50,6 +50,8 @@ log = logging.getLogger("memsite")
 REBUILT = "it is derived from git and was rebuilt"
 ACTIVITY_LOST = ("the recalls it held that were not yet committed to the memory files are lost "
                  "(their active_count stays as last committed); a new journal was started")
+ACTIVITY_CARRIED = ("{} recalls still readable in it were carried into a new journal; the recalls it held that were "
+                    "not yet committed to the memory files and could not be read are lost")
 WRITE_ATTEMPTS = 3
 EDITABLE_FIELDS = frozenset({"content", "abstract", "overview", "tags", "source", "pinned", "category"})
 
@@ -182,6 +184,13 @@ class Store:
 
     def _set_aside(self, name: str, exc: object, cost: str) -> None:
         aside = self.state.set_aside(name, datetime.now(timezone.utc))
+        if name == "activity.sqlite3" and not self.state.in_memory:  # (in memory, a new journal would not last)
+            try:
+                carried = carry_over(aside, self.state.path / name)
+            except (sqlite3.Error, OSError) as failed:
+                log.debug("%s: no recall carried over: %s", aside, failed)
+                carried = 0
+            cost = ACTIVITY_CARRIED.format(carried) if carried else cost
         cause = truncate(repr(str(exc))[1:-1], 160)  # it may quote the damaged bytes: control characters escaped
         log.warning("%s could not be read (%s): moved aside to %s; %s", self.state.path / name, cause, aside.name,
                     cost)

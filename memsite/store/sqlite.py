@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import sqlite3
 import urllib.parse
 from collections.abc import Iterator
@@ -147,7 +149,8 @@ def intact(path: Path) -> bool:
 def set_aside(path: Path, when: datetime) -> Path:
     """Rename the damaged file ``path`` (and its -wal, -shm) to ``<name>.damaged-<UTC time>``; returns the new name.
 
-    Kept, not deleted: what it held may still be wanted by a person.
+    Kept, not deleted, as what a person may want to look at: the newest
+    copy of each file only (see :data:`KEPT_COPIES`), older ones go.
     """
     stamp = when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     aside = path.with_name(f"{path.name}.damaged-{stamp}")
@@ -161,4 +164,30 @@ def set_aside(path: Path, when: datetime) -> Path:
             os.replace(companion, aside.with_name(aside.name + suffix))
     if path.exists():
         os.replace(path, aside)
+    for old in damaged_copies(path)[:-KEPT_COPIES]:
+        remove_copy(old)
     return aside
+
+
+# Copies of a damaged file kept. Each file is healed without them: the catalog and vectors are rebuilt from
+# git, and what could still be read of the activity journal is carried into the new one (activity.py). A copy
+# is only there for a person to see what was damaged, and the newest shows it; a disk that keeps damaging
+# files must not fill up with copies (a catalog of 100,000 memories is hundreds of megabytes).
+KEPT_COPIES = 1
+
+
+def damaged_copies(path: Path) -> list[Path]:
+    """The copies :func:`set_aside` made of ``path`` (without their -wal, -shm), oldest first."""
+    pattern = re.compile(re.escape(path.name) + r"\.damaged-(\d{8}T\d{6}Z)(?:-(\d+))?")
+    found = []
+    for copy in path.parent.glob(f"{glob.escape(path.name)}.damaged-*"):
+        match = pattern.fullmatch(copy.name)
+        if match:
+            found.append(((match.group(1), int(match.group(2) or 1)), copy))
+    return [copy for _, copy in sorted(found)]
+
+
+def remove_copy(copy: Path) -> None:
+    """Remove a copy :func:`set_aside` made, with its -wal and -shm."""
+    for suffix in ("", *COMPANIONS):
+        copy.with_name(copy.name + suffix).unlink(missing_ok=True)
