@@ -146,6 +146,13 @@ def intact(path: Path) -> bool:
         raise
 
 
+# Copies of a damaged file kept. Each file is healed without them: the catalog and vectors are rebuilt from
+# git, and what could still be read of the activity journal is carried into the new one (activity.py). A copy
+# is only there for a person to see what was damaged, and the newest shows it; a disk that keeps damaging
+# files must not fill up with copies (a catalog of 100,000 memories is about 200 MB).
+KEPT_COPIES = 1
+
+
 def set_aside(path: Path, when: datetime) -> Path:
     """Rename the damaged file ``path`` (and its -wal, -shm) to ``<name>.damaged-<UTC time>``; returns the new name.
 
@@ -164,16 +171,10 @@ def set_aside(path: Path, when: datetime) -> Path:
             os.replace(companion, aside.with_name(aside.name + suffix))
     if path.exists():
         os.replace(path, aside)
-    for old in damaged_copies(path)[:-KEPT_COPIES]:
+    others = [copy for copy in damaged_copies(path) if copy != aside]  # (the clock may have gone back)
+    for old in others[: len(others) - KEPT_COPIES + 1]:
         remove_copy(old)
     return aside
-
-
-# Copies of a damaged file kept. Each file is healed without them: the catalog and vectors are rebuilt from
-# git, and what could still be read of the activity journal is carried into the new one (activity.py). A copy
-# is only there for a person to see what was damaged, and the newest shows it; a disk that keeps damaging
-# files must not fill up with copies (a catalog of 100,000 memories is hundreds of megabytes).
-KEPT_COPIES = 1
 
 
 def damaged_copies(path: Path) -> list[Path]:
