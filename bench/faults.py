@@ -6,9 +6,11 @@
 Real processes and real git, as tests/test_faults.py (the faults and checks
 are shared: tests/faults.py). SIGKILL at random moments of ``remember`` loops,
 transactions, task closes, ``memsite build`` and ``memsite migrate``; each
-``.memsite/`` file (and its -wal, -shm) truncated and filled with garbage;
-every hostile value an API caller can pass; a site built with symlinks to a
-host file and folder holding a marker. After each fault: every acknowledged
+``.memsite/`` file (and its -wal, -shm) truncated, filled with garbage, and
+filled with garbage after its intact 100-byte header; reads through the CLI
+on a full disk (a 3 MB tmpfs, when it can be mounted), then a write; every
+hostile value an API caller can pass; a site built with symlinks to a host
+file and folder holding a marker. After each fault: every acknowledged
 memory reads back, ``git status`` and ``git fsck --strict`` are clean, no lock
 file is left, the next write works, no traceback. Run from the repository
 root with ``PYTHONPATH=$PWD``.
@@ -68,13 +70,24 @@ def main() -> None:
         damaged = faults.Tally()
         warned = 0
         for name in faults.DERIVED_FILES:
-            for how in ("truncated", "garbage"):
+            for how in faults.DAMAGE:
                 failures, warnings = faults.damaged_file_round(template, work, name, how, memory_ids, rng)
                 one = faults.Tally()
                 faults._tally(one, failures, len(memory_ids))
                 damaged.add(one)
                 warned += len(warnings)
-        rows.append((f".memsite/ file truncated / garbage ({warned} warnings)", damaged, "memories"))
+        rows.append((f"damaged .memsite/ files, 3 shapes ({warned} warnings)", damaged, "memories"))
+        log("reads on a full disk ...")
+        try:
+            disk = faults.mount_small_disk(work / "disk")
+        except OSError as exc:
+            log(f"  skipped: {exc}")
+        else:
+            try:
+                rows.append(("reads on a full disk, then a write", faults.full_disk_round(disk, work / "site"),
+                             "memories"))
+            finally:
+                faults.unmount(disk)
         log("hostile values ...")
         hostile = faults.try_hostile(faults.new_repository(work / "h"))
         log("a site with symlinks to the host ...")

@@ -25,9 +25,9 @@ from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
 from .store import Store
-from .store.vectors import Embedder, Vectors, mix
-from .sync import IntegrateResult, Syncer, SyncResult, integrate, sync
-from .sync import review_branch
+from .store.state import disk_full, out_of_room
+from .store.vectors import Embedder, mix
+from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
 
 if TYPE_CHECKING:
     from .extract import Extractor
@@ -99,7 +99,7 @@ class MemoryStore(Store):
             if agent_branch:
                 self.ref = checks.branch(review_branch(self))
             if not callable(embedder):
-                self._use_named_embedder(embedder, progress)
+                self._use_named_embedder(embedder)
             self._configure_clone()
             if sync_every is not None:
                 self.syncer = Syncer(self, sync_every, remote)
@@ -127,17 +127,29 @@ class MemoryStore(Store):
         """Register memsite's merge drivers and index settings in this clone (nothing when they are there).
 
         A clone whose git config cannot be written (a read-only ``.git``) is
-        still read; its first write says why it cannot be made.
+        still read; its first write says why it cannot be made. On a full
+        disk they are written before the first write, once there is room.
         """
         try:
             self.repo.ensure_config(clone_settings(self.repo))
         except RepositoryError as exc:
             config = self.repo.common_dir / "config"
+            if out_of_room(exc, config):  # on a full disk: written before the first write, once there is room
+                self._unconfigured = True
+                return
             if os.access(config, os.W_OK) and os.access(config.parent, os.W_OK):
                 raise
             self._cannot_write = f"{exc}; make {self.repo.locks.show(config)} writable to write memories here"
+        self._unconfigured = False
 
-    def _use_named_embedder(self, name: object, progress: Callable[[int, int], None] | None) -> None:
+    def _writable_ref(self) -> str:
+        if self._unconfigured:
+            self._configure_clone()
+            if self._unconfigured:
+                raise disk_full(self.root)
+        return super()._writable_ref()
+
+    def _use_named_embedder(self, name: object) -> None:
         from .embedders import by_name, chosen_name
 
         if name is None:
@@ -149,7 +161,8 @@ class MemoryStore(Store):
             raise InvalidInput(f"embedder: expected a callable (text -> vector) or a model name, "
                                f"got {type(name).__name__}")
         if resolved is not None:
-            self._vectors = Vectors(self.state.path / "vectors.sqlite3", resolved, progress)
+            self._embedder = resolved  # opened, and healed, as a callable given to the store is
+            self._open_state(self._open_vectors)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -204,9 +217,8 @@ class MemoryStore(Store):
             return []  # nothing but common words: any memory would match as well as any other
         hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
                             meaning=None if self._vectors is None else query)
-        if hits:
-            now = format_time(self.now())
-            waiting = self._healing(lambda: self.activity.record([h.memory.id for h in hits], now, self.agent))
+        waiting = self._note_recalls([h.memory.id for h in hits]) if hits else None
+        if waiting is not None:  # (None: the disk is full, and the recall was not counted)
             hits = [h.recalled(self.now()) for h in hits]
             if waiting >= self.config.flush_every and self.cannot_write() is None:
                 self.flush_activity()
@@ -338,7 +350,8 @@ class MemoryStore(Store):
             raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
         name = self.config.route(category).name if category is not None else None
         tag_list = checks.tags(tags)
-        return self._healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning))
+        return self._healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning),
+                             reading=True)
 
     def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
                      agent: str | None, min_score: float, meaning: str | None) -> list[Hit]:

@@ -6,8 +6,9 @@ themselves (everything ``memsite check`` reports). Without ``--fix`` it
 changes nothing. With it, it repairs only what is safe: temporary files of
 memsite writers that are no longer running, an interrupted write (from the
 journal, as the next write would), a missing index (rebuilt from HEAD),
-damaged or stale derived files (set aside and rebuilt), and memories in the
-wrong month folder (``memsite migrate``), and memsite's own lock files left
+damaged or stale derived files (set aside and rebuilt), the copies of
+damaged files set aside earlier (removed), memories in the wrong month
+folder (``memsite migrate``), and memsite's own lock files left
 by a writer that was killed (known by their owner records; taken back the
 way the next writer would). Any other lock file is never removed: git's own
 locks carry no owner, and one may belong to a ``git commit`` waiting in an
@@ -24,13 +25,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from .errors import MemsiteError
 from .git import Repository, git_environment, locks
 from .migrate import migrate
 from .store import Store
-from .store.sqlite import intact
+from .store.sqlite import COMPANIONS, damaged_copies, intact, remove_copy
 from .validate import check_working_tree
 
 _MEMSITE_TMP = re.compile(r"^\..+\.(\d+)\.memsite-tmp$")
@@ -43,7 +45,7 @@ DERIVED = ("catalog.sqlite3", "vectors.sqlite3")
 class Finding:
     """One thing found: a ``problem`` fails the doctor until it is gone; otherwise it is a note."""
 
-    kind: str  # lock | temp | journal | index | derived | files | misplaced | note
+    kind: str  # lock | temp | journal | index | derived | aside | files | misplaced | note
     message: str
     fixable: bool = False
     problem: bool = True
@@ -76,6 +78,9 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
         if finding.kind == "temp" and finding.fixable and finding.path is not None:
             finding.path.unlink(missing_ok=True)
             done.append(f"removed {finding.message.split(':', 1)[0]}")
+        if finding.kind == "aside" and finding.path is not None:
+            remove_copy(finding.path)
+            done.append(f"removed {finding.message.split(':', 1)[0]}, a copy of a damaged file")
     repo = Repository(root)
     try:
         for finding in findings:
@@ -195,9 +200,14 @@ def _derived(repo: Repository) -> Iterator[Finding]:
             yield Finding("derived", f".memsite/catalog.sqlite3: indexes {indexed[:12] if indexed else 'nothing'}, "
                                      f"the branch is at {tip[:12]}; --fix brings it up to date (any read does too)",
                           fixable=True)
-    for path in sorted(p for p in state.glob("*.damaged-*") if not p.name.endswith(("-wal", "-shm", "-journal"))):
-        yield Finding("note", f".memsite/{path.name}: set aside by an earlier repair; delete it once nothing in "
-                              "it is wanted", problem=False)
+    for name in (*DERIVED, "activity.sqlite3"):
+        for path in damaged_copies(state / name):
+            when = datetime.strptime(path.name.split(".damaged-")[1][:16], "%Y%m%dT%H%M%SZ")
+            files = [path.with_name(path.name + suffix) for suffix in ("", *COMPANIONS)]
+            size = sum(file.stat().st_size for file in files if file.exists())
+            yield Finding("aside", f".memsite/{path.name}: a copy of the damaged file, set aside on "
+                                   f"{when:%Y-%m-%d %H:%M} UTC ({size / 1e6:.1f} MB) to show what was damaged; "
+                                   "--fix removes it", fixable=True, problem=False, path=path)
 
 
 def _indexed_commit(path: Path) -> str | None:

@@ -14,10 +14,8 @@ Disk space is checked as well as ``errno``: SQLite reports a full disk as
 
 from __future__ import annotations
 
-import errno
 import functools
 import os
-import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -25,12 +23,10 @@ from typing import Any, TypeVar
 
 from .errors import CacheError, DiskFull, MemsiteError, RepositoryError
 from .store.sqlite import intact
+from .store.state import disk_full, out_of_room
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T", bound=type)
-
-LOW_SPACE = 256 * 1024  # bytes free below which a failed write is blamed on the disk
-_FULL = {errno.ENOSPC, errno.EDQUOT}
 
 
 def translated(func: F) -> F:
@@ -68,10 +64,10 @@ def translate_methods(cls: T) -> T:
 def translate(exc: BaseException, root: Path | None) -> BaseException:
     """The memsite error ``exc`` stands for (``exc`` itself when it already is the right one)."""
     where = root or Path.cwd()
-    if _is_full(exc, where):
+    if out_of_room(exc, where):
         filename = getattr(exc, "filename", None)
         sweep_temp_files(where)
-        return DiskFull(f"disk full at {filename or where}; nothing was written (free some space and retry)")
+        return disk_full(filename or where)
     if isinstance(exc, MemsiteError):
         return exc
     if isinstance(exc, sqlite3.Error):
@@ -79,16 +75,6 @@ def translate(exc: BaseException, root: Path | None) -> BaseException:
     assert isinstance(exc, OSError)
     sweep_temp_files(where)
     return RepositoryError(f"{exc.filename or where}: {exc.strerror or exc}; nothing was written")
-
-
-def free_bytes(path: Path) -> int | None:
-    """Bytes free on the file system holding ``path`` (its nearest existing parent), if known."""
-    for folder in (path, *path.parents):
-        try:
-            return shutil.disk_usage(folder).free
-        except OSError:
-            continue
-    return None
 
 
 def sweep_temp_files(root: Path) -> None:
@@ -125,13 +111,6 @@ def _sqlite_message(exc: sqlite3.Error, state_dir: Path) -> str:
         if not intact(path):
             return f"{path}: damaged ({exc}); 'memsite doctor --fix' sets it aside and rebuilds it"
     return f"{state_dir}: SQLite failed ({exc}); 'memsite doctor --fix' rebuilds memsite's files there"
-
-
-def _is_full(exc: BaseException, where: Path) -> bool:
-    if isinstance(exc, OSError) and exc.errno in _FULL:
-        return True
-    free = free_bytes(where)
-    return free is not None and free < LOW_SPACE
 
 
 def _root_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Path | None:

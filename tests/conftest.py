@@ -65,6 +65,21 @@ def store(tmp_path: Path, clock: Clock) -> Iterator[MemoryStore]:
         yield opened
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB tmpfs: a full disk in seconds."""
+    from . import faults
+
+    try:
+        mount = faults.mount_small_disk(tmp_path / "disk")
+    except OSError as exc:
+        pytest.skip(str(exc))
+    try:
+        yield mount
+    finally:
+        faults.unmount(mount)
+
+
 def git(repo: Path, *args: str, check: bool = True) -> str:
     """Run git in ``repo`` and return its standard output."""
     result = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)

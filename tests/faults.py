@@ -264,12 +264,18 @@ DERIVED_FILES = [f"{name}{suffix}" for name in ("catalog.sqlite3", "activity.sql
                  for suffix in ("", "-wal", "-shm")]
 
 
+DAMAGE = ("truncated", "garbage", "header")
+
+
 def damage(path: Path, how: str, rng: random.Random) -> None:
+    """Truncate ``path`` to a third, fill it with garbage, or keep its 100-byte header and fill the rest."""
     data = path.read_bytes()
     if how == "truncated":
         path.write_bytes(data[: len(data) // 3])
+    elif how == "header":  # SQLite's header still says "a database": the damage shows only in what follows
+        path.write_bytes(data[:100] + rng.randbytes(max(len(data), 4096) - 100))
     else:
-        path.write_bytes(bytes(rng.randrange(256) for _ in range(len(data) or 4096)))
+        path.write_bytes(rng.randbytes(len(data) or 4096))
 
 
 def damaged_file_round(template: Path, work: Path, name: str, how: str, ids: set[str],
@@ -310,6 +316,89 @@ def damaged_file_round(template: Path, work: Path, name: str, how: str, ids: set
     failures += recover_and_verify(repo, ids, set())
     shutil.rmtree(repo)
     return failures, warnings
+
+
+# --- a full disk ---------------------------------------------------------------------------------
+
+
+def mount_small_disk(mount: Path) -> Path:
+    """A 3 MB tmpfs mounted at ``mount``: a full disk in seconds (root only); :func:`unmount` it after.
+
+    Raises:
+        OSError: it could not be mounted (the message says why).
+    """
+    mount.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        raise OSError(f"cannot mount a 3 MB tmpfs to fill: {result.stderr.strip() or 'mount failed'}")
+    return mount
+
+
+def unmount(mount: Path) -> None:
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    try:  # closing the file may fail too, flushing what did not fit
+        with open(filler, "wb") as handle:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+    except OSError:
+        pass
+    for size in (4096, 512, 1):  # the last few bytes too
+        try:
+            with open(folder / f"filler-{size}", "ab") as handle:
+                while True:
+                    handle.write(b"\0" * size)
+                    handle.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def full_disk_round(disk: Path, site: Path) -> Tally:
+    """Reads through the CLI on a full disk (its cache and temporary folders on it too), then a write.
+
+    The catalog is deleted first, so it has to be made again where there is
+    no room. Each read must work; the write must be refused in one line,
+    nothing committed; once there is room, the operator's checks.
+    """
+    tally = Tally()
+    repo = disk / "memory"
+    with MemoryStore.init(repo, agent="seed") as store:
+        memories = {store.remember(f"Service {i} listens on port {8000 + i}", category="events").id for i in range(5)}
+    git(repo, "config", "gc.autoDetach", "false")
+    (repo / ".memsite" / "catalog.sqlite3").unlink()
+    (disk / "tmp").mkdir()
+    environment = {**env(), "XDG_CACHE_HOME": str(disk / "cache"), "TMPDIR": str(disk / "tmp")}
+    before = git(repo, "rev-parse", "HEAD").stdout
+    fill(disk)
+
+    def memsite(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), *args], capture_output=True,
+                              text=True, env=environment, cwd=ROOT)
+
+    failures = []
+    some = sorted(memories)[0]
+    for args, wanted in ((["list"], memories), (["show", some], {some}), (["recall", "port"], {some}),
+                         (["core"], set()), (["build", "--site-dir", str(site)], set())):
+        result = memsite(*args)
+        if result.returncode != 0 or "Traceback" in result.stderr or not all(m in result.stdout for m in wanted):
+            failures.append(f"wedged: {args[0]} on a full disk: {result.stderr.strip() or result.stdout.strip()}")
+    refused = memsite("remember", "Not while the disk is full")
+    if refused.returncode != 1 or not refused.stderr.startswith("Error: disk full at ") or \
+            refused.stderr.count("\n") != 1:
+        failures.append(f"a write on a full disk was not one DiskFull line: {refused.stderr.strip()}")
+    if git(repo, "rev-parse", "HEAD").stdout != before:
+        failures.append("a write on a full disk committed")
+    for path in disk.glob("filler*"):
+        path.unlink()
+    failures += recover_and_verify(repo, memories, set())
+    _tally(tally, failures, len(memories))
+    return tally
 
 
 # --- hostile values ------------------------------------------------------------------------------

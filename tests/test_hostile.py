@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from click.testing import CliRunner
 from memsite import DiskFull, InvalidInput, MemoryStore, MemsiteError, ProtocolError
 from memsite.cli import main
 
+from . import faults
 from .conftest import assert_clean, git, head
 
 ESCAPE = "\x1b]0;pwned\x07"
@@ -164,41 +164,6 @@ def test_an_unexpected_error_is_one_line_unless_debug(tmp_path: Path, monkeypatc
     assert isinstance(debug.exception, KeyError)  # the traceback is shown
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MB tmpfs: a full disk in seconds."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a 3 MB tmpfs to fill: {result.stderr.strip() or 'mount failed'}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
-def fill(folder: Path) -> Path:
-    filler = folder / "filler"
-    try:  # closing the file may fail too, flushing what did not fit
-        with open(filler, "wb") as handle:
-            while True:
-                handle.write(b"\0" * 65536)
-                handle.flush()
-    except OSError:
-        pass
-    for size in (4096, 512, 1):  # the last few bytes too
-        try:
-            with open(folder / f"filler-{size}", "ab") as handle:
-                while True:
-                    handle.write(b"\0" * size)
-                    handle.flush()
-        except OSError:
-            pass
-    return filler
-
-
 def temp_files(root: Path) -> list[str]:
     return [str(p.relative_to(root)) for p in root.rglob("*")
             if p.name.startswith("tmp_obj_") or p.name.endswith(".memsite-tmp") or p.name.startswith("tmp_pack")]
@@ -208,7 +173,7 @@ def test_a_full_disk_is_one_error_and_nothing_is_written(small_disk: Path) -> No
     store = MemoryStore.init(small_disk / "memory", agent="planner")
     store.remember("written while there was room")
     before = head(store.root)
-    filler = fill(small_disk)
+    filler = faults.fill(small_disk)
     with pytest.raises(DiskFull) as info:
         store.remember("A memory long enough to need new objects. " * 200, category="events")
     assert str(info.value).startswith("disk full at ") and "nothing was written" in str(info.value)
@@ -225,6 +190,34 @@ def test_a_full_disk_is_one_error_and_nothing_is_written(small_disk: Path) -> No
         again.remember("written once there was room again")
         assert head(again.root) != before
     assert_clean(small_disk / "memory")
+
+
+def test_a_store_reads_on_a_full_disk_and_writes_again_once_there_is_room(small_disk: Path) -> None:
+    # Found by a tester (issue 32): once the disk filled, opening a store to read raised DiskFull, so no one
+    # could even list what was there. The catalog has to be made again here, where there is no room for it.
+    # (The CLI's reads on a full disk are in the fault suite: tests/faults.py, full_disk_round.)
+    store = MemoryStore.init(small_disk / "memory", agent="planner")
+    memory = store.remember("Deploys freeze on Fridays", category="preferences")
+    pinned = store.remember("The on-call phone is in the red drawer", category="entities", pinned=True)
+    store.close()
+    (store.root / ".memsite" / "catalog.sqlite3").unlink()
+    before = head(store.root)
+    filler = faults.fill(small_disk)
+    with MemoryStore(store.root, agent="planner") as reader:
+        assert [m.id for m in reader.list()] == [memory.id, pinned.id]
+        assert reader.recall("Fridays")[0].memory.id == memory.id
+        assert "red drawer" in reader.load_core()
+        with pytest.raises(DiskFull, match=r"^disk full at .*; nothing was written \(free some space and retry\)$"):
+            reader.remember("Not while the disk is full")
+        assert head(store.root) == before and temp_files(store.root) == []
+        for path in small_disk.glob("filler*"):
+            path.unlink()
+        assert not filler.exists()
+        again = reader.remember("Written once there was room again")  # the same store, its files on disk again
+    assert head(store.root) == again.commit != before
+    with MemoryStore(store.root, agent="planner") as reopened:
+        assert {m.id for m in reopened.list()} == {memory.id, pinned.id, again.id}
+    assert_clean(store.root)
 
 
 # --- terminal escapes ------------------------------------------------------------------

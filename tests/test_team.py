@@ -19,7 +19,7 @@ from memsite import ConflictError, MemoryStore, RepositoryError
 from memsite.cli import main
 from memsite.sync import integrate, sync
 from tests.conftest import assert_clean, git, head
-from tests.test_hostile import fill, small_disk  # noqa: F401  (the fixture)
+from tests.faults import fill
 
 ROOT = Path(__file__).resolve().parent.parent
 

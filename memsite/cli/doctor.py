@@ -22,7 +22,8 @@ def doctor(ctx: Context, fix: bool) -> None:
     is wrong. --fix takes back memsite's own locks left by a killed writer
     (never anyone else's), removes dead writers' temporary files, finishes
     an interrupted write, rebuilds a missing index and the derived files,
-    and runs 'memsite migrate'; what needs a person is left, with the fix.
+    removes the copies of damaged files set aside earlier, and runs
+    'memsite migrate'; what needs a person is left, with the fix.
 
     \b
     Examples:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import history
 from ..config import load_config
-from ..errors import MemsiteError
+from ..errors import DiskFull, MemsiteError
 from .guard import refuse_unsafe_config
 from .hooks import build_time
 from .pages import projection
@@ -58,6 +58,11 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
         raise MemsiteError(str(exc)) from None
     except Abort as exc:
         raise MemsiteError(f"the site build stopped: {exc}") from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise DiskFull(f"disk full at {config.site_dir}: the site was not built; free some space, or build it "
+                       "on another disk with --site-dir") from None
     finally:
         logger.removeHandler(shown)
     return Path(config.site_dir)

@@ -18,10 +18,15 @@ closing in one agent's process never claims another agent's recalls.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .sqlite import connect, transaction
+from .. import checks
+from ..errors import InvalidInput
+from ..model import ID_RE, parse_time
+from .sqlite import connect, read_only, transaction
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, at TEXT NOT NULL,
@@ -47,7 +52,7 @@ class Batch:
 
 
 class ActivityJournal:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = path
         self.db = connect(path)
         if self.db.execute("SELECT type FROM sqlite_master WHERE name = 'pending'").fetchone() == ("view",):
@@ -107,3 +112,91 @@ class ActivityJournal:
         """Batches a killed flush left noted: each may or may not have been committed."""
         rows = self.db.execute("SELECT batch, through, parent, agent FROM batches").fetchall()
         return [Batch(batch, through, parent, {}, agent) for batch, through, parent, agent in rows]
+
+
+def carry_over(damaged: Path, path: Path | str) -> int:
+    """Start the journal at ``path`` with the recalls still readable in the damaged journal ``damaged``; how many.
+
+    Its events are read from either end until the damage; the batches a
+    killed flush left noted must read back whole, or none is carried: the
+    next flush tells by them whether their recalls were committed, and
+    without them a recall could be counted twice (losing one is the lesser harm).
+    """
+    source = _what_is_left(damaged)
+    if source is None:
+        return 0
+    try:
+        batches, whole = _rows(source, "SELECT batch, through, parent, agent FROM batches")
+        whole = whole and all(isinstance(batch, str) and isinstance(through, int) and isinstance(agent, str)
+                              for batch, through, _, agent in batches)
+        events: dict[int, tuple[Any, ...]] = {}
+        for order in ("ASC", "DESC") if whole else ():  # from either end, up to the damage
+            read, _ = _rows(source, f"SELECT seq, id, at, agent FROM events ORDER BY seq {order}")
+            events.update((row[0], row) for row in read if _event(row))
+    finally:
+        source.close()
+    if not events:
+        return 0
+    journal = ActivityJournal(path)
+    try:
+        with transaction(journal.db):
+            journal.db.executemany("INSERT INTO events (seq, id, at, agent) VALUES (?, ?, ?, ?)", sorted(events.values()))
+            journal.db.executemany("INSERT INTO batches VALUES (?, ?, ?, ?)", batches)
+            journal.db.execute("DELETE FROM pending")
+            journal.db.execute(_RECOUNT.format(where=""))
+    finally:
+        journal.close()
+    return len(events)
+
+
+def _what_is_left(path: Path) -> sqlite3.Connection | None:
+    """A connection reading what is left of the damaged journal ``path``, if anything.
+
+    As SQLite opens it (with its -wal); or, when it will not (a file cut
+    short no longer has the pages its header counts), its own bytes copied
+    into memory with the header saying what is there.
+    """
+    try:
+        return read_only(path)
+    except (sqlite3.Error, UnicodeDecodeError):
+        pass
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[16:18], "big") if len(data) >= 100 else 0
+    size = 65536 if size == 1 else size
+    db = sqlite3.connect(":memory:")
+    if not data.startswith(b"SQLite format 3\0") or size < 512 or len(data) < size or not hasattr(db, "deserialize"):
+        db.close()  # (no header to mend; or Python 3.10, which cannot read bytes as a database)
+        return None
+    data[18:20] = b"\x01\x01"  # not in WAL mode: a copy in memory has no -shm
+    data[28:32] = (len(data) // size).to_bytes(4, "big")
+    try:
+        db.deserialize(bytes(data[: len(data) // size * size]))
+    except sqlite3.Error:
+        db.close()
+        return None
+    return db
+
+
+def _rows(db: sqlite3.Connection, sql: str) -> tuple[list[tuple[Any, ...]], bool]:
+    """The rows of ``sql`` up to the first that cannot be read, and whether that was all of them."""
+    rows = []
+    try:
+        for row in db.execute(sql):
+            rows.append(row)
+    except (sqlite3.Error, UnicodeDecodeError):
+        return rows, False
+    return rows, True
+
+
+def _event(row: tuple[Any, ...]) -> bool:
+    """Whether an event read from a damaged journal is one a recall could have written."""
+    seq, mid, at, agent = row
+    if not (isinstance(seq, int) and isinstance(mid, str) and isinstance(at, str) and isinstance(agent, str)):
+        return False
+    try:
+        parse_time(at)
+        if agent:
+            checks.name(agent)
+    except (ValueError, InvalidInput):
+        return False
+    return bool(ID_RE.match(mid))

@@ -28,7 +28,7 @@ from ..ranking import TrimCandidate
 from ..text import category_key, fingerprint, sketch
 from .problems import claimed_id, duplicate_message, read_memory
 from . import sketch_filter
-from .sqlite import connect, statements, transaction
+from .sqlite import Damaged, connect, statements, transaction
 
 log = logging.getLogger("memsite")
 
@@ -124,7 +124,7 @@ _BM25_WEIGHTS = "3.0, 2.0, 1.0, 2.0"  # abstract, overview, content, tags
 class Catalog:
     """SQLite view of the memories at one commit, with a full-text index."""
 
-    def __init__(self, path: Path, root: Path, activity: Path) -> None:
+    def __init__(self, path: Path | str, root: Path, activity: Path | str) -> None:
         self.root = root
         self._worker: ThreadPoolExecutor | None = None  # see record()
         self._unsettled: Recording | None = None
@@ -177,14 +177,17 @@ class Catalog:
     def _memory(self, row: tuple[Any, ...]) -> Memory:
         (mid, path, _blob, commit, category, abstract, overview, agent, created, updated,
          source, tags, active_count, last_recalled, pinned, extra, content, _lines) = row[:18]
-        return Memory(
-            id=mid, category=category, abstract=abstract, overview=overview, agent=agent,
-            created=parse_time(created), updated=parse_time(updated), source=source,
-            tags=tuple(json.loads(tags)), active_count=active_count,
-            last_recalled=parse_time(last_recalled) if last_recalled else None,
-            pinned=bool(pinned), extra=json.loads(extra), content=content,
-            path=self.root / path, commit=commit,
-        )
+        try:
+            return Memory(
+                id=mid, category=category, abstract=abstract, overview=overview, agent=agent,
+                created=parse_time(created), updated=parse_time(updated), source=source,
+                tags=tuple(json.loads(tags)), active_count=active_count,
+                last_recalled=parse_time(last_recalled) if last_recalled else None,
+                pinned=bool(pinned), extra=json.loads(extra), content=content,
+                path=self.root / path, commit=commit,
+            )
+        except (ValueError, TypeError) as exc:  # every row was made from a Memory: this one was damaged on disk
+            raise Damaged(f"{self._path}: the row of {mid!r} no longer reads back ({exc})") from exc
 
     def get(self, mid: str, *, live: bool = True) -> Memory | None:
         """The memory ``mid``; ``live`` counts recalls not committed yet."""

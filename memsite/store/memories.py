@@ -30,6 +30,7 @@ from ..model import (
     Memory,
     derive_abstract,
     derive_overview,
+    format_time,
     new_id,
     normalize_content,
     one_line,
@@ -37,10 +38,10 @@ from ..model import (
     truncate,
     utcnow,
 )
-from .activity import ActivityJournal
+from .activity import ActivityJournal, carry_over
 from .catalog import Catalog
-from .sqlite import intact, is_damage, set_aside
-from .state import StateDir
+from .sqlite import intact, is_damage
+from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
 from .transaction import Transaction, refuse_unreadable
 from .vectors import Embedder, Vectors
 
@@ -49,6 +50,8 @@ log = logging.getLogger("memsite")
 REBUILT = "it is derived from git and was rebuilt"
 ACTIVITY_LOST = ("the recalls it held that were not yet committed to the memory files are lost "
                  "(their active_count stays as last committed); a new journal was started")
+ACTIVITY_CARRIED = ("{} recalls still readable in it were carried into a new journal; the recalls it held that were "
+                    "not yet committed to the memory files and could not be read are lost")
 WRITE_ATTEMPTS = 3
 EDITABLE_FIELDS = frozenset({"content", "abstract", "overview", "tags", "source", "pinned", "category"})
 
@@ -85,6 +88,7 @@ class Store:
             # person checking out another branch later never redirects it.
             self.ref: str | None = self.repo.refs.head_target() if branch is None else checks.branch(branch)
             self._cannot_write: str | None = None  # why writes are refused, found when it opened
+            self._untold = False  # reading from copies in memory (a full disk), not said yet
             self.state = StateDir(self.repo)
             self._open_state()
         except BaseException:
@@ -128,6 +132,7 @@ class Store:
         """
         if self._cannot_write is not None:
             raise RepositoryError(self._cannot_write)
+        self._on_disk()
         if self.ref is None:
             busy = self.repo.in_progress()
             head = (self.repo.refs.head_commit() or "")[:12]
@@ -139,16 +144,29 @@ class Store:
 
     # --- the files in .memsite/ ------------------------------------------------
 
-    def _open_state(self) -> None:
-        """Open the activity journal, the catalog and the vectors; a damaged one is set aside first."""
-        state = self.state.path
-        self.activity = self._opened(state / "activity.sqlite3", ActivityJournal, ACTIVITY_LOST)
-        self.catalog = self._opened(state / "catalog.sqlite3",
+    def _open_state(self, opening: Callable[[], None] | None = None) -> None:
+        """Open the activity journal, the catalog and the vectors (or what ``opening`` opens).
+
+        A damaged file is set aside first. On a full disk the files are read
+        from copies in memory instead (see StateDir), with one warning.
+        """
+        try:
+            (opening or self._open_files)()
+        except (OSError, sqlite3.Error, RepositoryError) as exc:
+            if not self._read_in_memory(exc):
+                raise
+
+    def _open_files(self) -> None:
+        self.activity = self._opened("activity.sqlite3", ActivityJournal, ACTIVITY_LOST)
+        self.catalog = self._opened("catalog.sqlite3",
                                     lambda path: Catalog(path, self.root, self.activity.path), REBUILT)
+        self._open_vectors()
+
+    def _open_vectors(self) -> None:
         if self._embedder is not None:
             embedder = self._embedder
-            self._vectors = self._opened(state / "vectors.sqlite3",
-                                         lambda path: Vectors(path, embedder, self._progress), REBUILT)
+            self._vectors = self._opened("vectors.sqlite3", lambda path: Vectors(path, embedder, self._progress),
+                                         REBUILT)
 
     def _close_state(self) -> None:
         for name in ("catalog", "activity", "_vectors"):
@@ -156,39 +174,97 @@ class Store:
             if opened is not None:
                 opened.close()
 
-    def _opened(self, path: Path, open_file: Callable[[Path], T], cost: str) -> T:
+    def _opened(self, name: str, open_file: Callable[[Path | str], T], cost: str) -> T:
         try:
-            return open_file(path)
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
+            return open_file(self.state.file(name))
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            # (Opening reads only the file's header and schema: a message SQLite could not put in UTF-8 quoted them.)
+            if not is_damage(exc) and not isinstance(exc, UnicodeDecodeError):
                 raise
-            self._set_aside(path, exc, cost)
-            return open_file(path)
+            self._set_aside(name, exc, cost)
+            return open_file(self.state.file(name))
 
-    def _set_aside(self, path: Path, exc: BaseException, cost: str) -> None:
-        aside = set_aside(path, datetime.now(timezone.utc))
-        log.warning("%s could not be read (%s): moved aside to %s; %s", path, exc, aside.name, cost)
+    def _set_aside(self, name: str, exc: object, cost: str) -> None:
+        aside = self.state.set_aside(name, datetime.now(timezone.utc))
+        if name == "activity.sqlite3" and not self.state.in_memory:  # (in memory, a new journal would not last)
+            try:
+                carried = carry_over(aside, self.state.path / name)
+            except (sqlite3.Error, OSError) as failed:
+                log.debug("%s: no recall carried over: %s", aside, failed)
+                carried = 0
+            cost = ACTIVITY_CARRIED.format(carried) if carried else cost
+        cause = truncate(repr(str(exc))[1:-1], 160)  # it may quote the damaged bytes: control characters escaped
+        log.warning("%s could not be read (%s): moved aside to %s; %s", self.state.path / name, cause, aside.name,
+                    cost)
 
-    def _healing(self, work: Callable[[], T]) -> T:
+    def _read_in_memory(self, exc: BaseException) -> bool:
+        """After ``exc``: if the disk is full, read from copies of the files in memory; whether it does now."""
+        if self.state.in_memory or not out_of_room(exc, self.state.path):
+            return False
+        with self.repo._thread_lock:
+            self._close_state()
+            self.state.to_memory()
+            self._open_files()
+            self._untold = True  # told at the first read: a write is refused with DiskFull, its one line
+        return True
+
+    def _on_disk(self) -> None:
+        """Leave the copies in memory for the files on disk once there is room again.
+
+        Raises:
+            DiskFull: there is still no room (nothing was written).
+        """
+        with self.repo._thread_lock:
+            if not self.state.in_memory:
+                return
+            free = free_bytes(self.state.path)
+            if free is not None and free < LOW_SPACE:
+                raise disk_full(self.root)
+            self._close_state()
+            self.state.to_disk()
+            self._open_state()  # back in memory, with a warning, if the room did not last
+            if self.state.in_memory:
+                raise disk_full(self.root)
+
+    def _healing(self, work: Callable[[], T], *, reading: bool = False) -> T:
         """``work()``; if a file in .memsite/ turns out damaged, it is set aside and ``work`` runs again.
 
         The catalog, the search index and the vectors are derived from git
         and rebuilt; the activity journal is not derived, so the recalls it
-        held are lost (the warning says so) and a new one starts.
+        held are lost (the warning says so) and a new one starts. A read
+        (``reading``) that fails for want of room goes on from copies in memory.
         """
         try:
             return work()
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            if not self._healed(exc) and not (reading and self._read_in_memory(exc)):
                 raise
-            if not self.heal(exc) and not isinstance(exc, sqlite3.OperationalError):
-                with self.state.locked():  # damaged only where it was read
-                    self._close_state()
-                    self._set_aside(self.state.path / "catalog.sqlite3", exc, REBUILT)
-                    self._open_state()
-            return work()
+        except (OSError, RepositoryError) as exc:
+            if not (reading and self._read_in_memory(exc)):
+                raise
+        finally:
+            if reading and self._untold:
+                self._untold = False
+                log.warning("disk full at %s: reading copies of its files made in memory; nothing is written "
+                            "there, and recalls are not counted, until there is room", self.state.path)
+        return work()
 
-    def heal(self, cause: object = "PRAGMA quick_check failed") -> list[str]:
+    def _healed(self, exc: BaseException) -> bool:
+        """Set aside the files ``exc`` shows damaged; whether it was damage (else the caller raises it)."""
+        damage = is_damage(exc)
+        if not damage and not isinstance(exc, UnicodeDecodeError):  # busy, full, read-only: not for healing
+            return False
+        if self.heal(exc):
+            return True
+        if not damage:  # a UnicodeDecodeError no file accounts for: not SQLite's
+            return False
+        with self.state.locked():  # damaged only where it was read, in a way no check sees: the catalog holds most
+            self._close_state()
+            self._set_aside("catalog.sqlite3", exc, REBUILT)
+            self._open_state()
+        return True
+
+    def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names.
 
         Runs under the repository lock and checks each file there, so a file
@@ -201,7 +277,7 @@ class Store:
                 for name, cost in (("activity.sqlite3", ACTIVITY_LOST), ("catalog.sqlite3", REBUILT),
                                    ("vectors.sqlite3", REBUILT)):
                     if not intact(self.state.path / name):
-                        self._set_aside(self.state.path / name, cause, cost)
+                        self._set_aside(name, cause, cost)
                         healed.append(name)
             finally:
                 self._open_state()
@@ -257,7 +333,7 @@ class Store:
                     refuse_unreadable(self.catalog, id, None)
                 return memory
 
-        memory = self._healing(read)
+        memory = self._healing(read, reading=True)
         if memory is None:
             raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
         return memory
@@ -274,7 +350,22 @@ class Store:
                 self._fresh()
                 return self.catalog.list(category=name, agent=agent)
 
-        return self._healing(read)
+        return self._healing(read, reading=True)
+
+    def _note_recalls(self, ids: list[str]) -> int | None:
+        """Journal one recall of each of ``ids`` by this agent; how many recalls now wait for a flush.
+
+        None when the disk is full: the recall is not counted (reading then
+        goes on from copies in memory, whose warning says so).
+        """
+        if not self.state.in_memory:
+            at = format_time(self.now())
+            try:
+                return self._healing(lambda: self.activity.record(ids, at, self.agent))
+            except (OSError, sqlite3.Error) as exc:
+                if not self._read_in_memory(exc):
+                    raise
+        return None
 
     def flush_activity(self) -> str | None:
         """Commit the recall counts the journal holds; the last commit id, or None.

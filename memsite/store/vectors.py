@@ -63,7 +63,7 @@ class _Block:
 class Vectors:
     """The vectors of one model, cached on disk and, for the current commit, in one block of memory."""
 
-    def __init__(self, path: Path, embedder: Embedder, progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(self, path: Path | str, embedder: Embedder, progress: Callable[[int, int], None] | None = None) -> None:
         if not callable(embedder):
             raise InvalidInput(f"embedder: expected a callable (text -> vector), got {type(embedder).__name__}")
         self.embedder = embedder
