@@ -223,7 +223,6 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
         for i in range(clones):
             path = root / f"clone{i:02d}"
             git(root, "clone", "-q", str(remote), str(path))
-            git(path, "config", "gc.autoDetach", "false")
             paths.append(path)
         start = time.time() + 5 + clones * 0.6  # every worker has opened its store by then
         procs = []
