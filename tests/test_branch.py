@@ -277,7 +277,8 @@ def test_an_agent_writing_in_a_loop_never_writes_to_the_branch_a_person_switches
     writer = subprocess.Popen([sys.executable, "-m", "tests.writer_process", str(store.root), "agent", "150",
                                "--start", str(start)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    time.sleep(0.5)  # the store opens on main
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == "READY\n"  # the store opened on main (on a busy machine: not 0.5 s later)
     start.touch()
     switches = 0
     try:

@@ -43,7 +43,8 @@ def run_together(writers: list[tuple[Path, str, int]], *options: str) -> dict[st
     """Start writer processes (checkout, agent, count), release them at once, and return what they acknowledged."""
     start = writers[0][0] / ".memsite" / "go"
     procs = [start_writer(where, agent, count, "--start", str(start), *options) for where, agent, count in writers]
-    time.sleep(0.5)
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline() == "READY\n"  # every store is open
     start.touch()
     acks: dict[str, str] = {}
     for proc in procs:

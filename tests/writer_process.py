@@ -74,6 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     store = MemoryStore(args.repo, agent=args.agent)
     if args.start:
+        print("READY", flush=True)  # the store is open (on the branch checked out now)
         while not os.path.exists(args.start):
             time.sleep(0.001)
     if args.kill_at:
