@@ -69,8 +69,10 @@ def test_the_agent_comes_from_the_environment(repo: Path, monkeypatch: pytest.Mo
         (["remember", "x", "-c", "nope"], "category 'nope' is unknown"),
         (["remember", ""], "content: is empty"),
         (["remember", "x", "-t", "../up"], "tag '../up'"),
-        (["show", "NOPE"], "no memory with id 'NOPE'"),
-        (["forget", "NOPE"], "no memory with id 'NOPE'"),
+        (["show", "NOPE0000"], "no memory with id 'NOPE0000'"),
+        (["forget", "NOPE0000"], "no memory with id 'NOPE0000'"),
+        (["show", "01M8C"], "id '01M8C' is too short: give the whole id or at least its first 6 characters"),
+        (["forget", "0"], "id '0' is too short"),
     ],
 )
 def test_errors_are_one_line_without_a_traceback(repo: Path, args: list[str], message: str) -> None:
@@ -162,6 +164,59 @@ def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
         assert result.returncode == 0, result.stderr
     with MemoryStore(repo) as store:
         assert [m.agent for m in store.list()] == ["proc", "proc"]
-    failed = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "show", "nope"],
+    failed = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "show", "nope00"],
                             capture_output=True, text=True)
-    assert failed.returncode == 1 and failed.stderr.strip() == "Error: no memory with id 'nope'; 'memsite list' shows the ids"
+    assert failed.returncode == 1 and failed.stderr.strip() == "Error: no memory with id 'nope00'; 'memsite list' shows the ids"
+
+
+# --- ids as people type them ------------------------------------------------------
+
+
+@pytest.fixture
+def fixed_ids(monkeypatch: pytest.MonkeyPatch):
+    """Memories written from now on get these ids, in order (two share their first 10 characters)."""
+    ids = iter(["01M8CFNYKZ0000000000000001", "01M8CFNYKZ1000000000000002", "01M8D00000000000000000000A"])
+    monkeypatch.setattr("memsite.store.memories.new_id", lambda: next(ids))
+
+
+def test_an_id_is_found_by_its_first_characters_in_any_case(repo: Path, fixed_ids: None) -> None:
+    for text in ("Deploys go through make release", "Deploys need a green CI", "The build server is orion"):
+        assert run(repo, "remember", text).exit_code == 0
+    shown = run(repo, "show", "01m8d0")
+    assert shown.exit_code == 0, shown.output
+    assert "id:        01M8D00000000000000000000A" in shown.output and "orion" in shown.output
+    assert run(repo, "show", "01M8CFNYKZ1000000000000002".lower()).exit_code == 0  # a whole id in lower case
+    gone = run(repo, "forget", "01M8CFNYKZ0", "-r", "superseded")
+    assert gone.exit_code == 0, gone.output
+    assert gone.output.startswith("Forgot 01M8CFNYKZ0000000000000001 (commit ")
+    with MemoryStore(repo, agent="api") as store:  # the API (and the MCP tools on it) takes them too
+        assert store.update("01m8cfnykz1000000000000002", pinned=True).pinned
+        assert store.get("01M8CF").id == "01M8CFNYKZ1000000000000002"  # the other one is gone
+
+
+def test_an_ambiguous_prefix_lists_the_candidates_and_writes_nothing(repo: Path, fixed_ids: None) -> None:
+    run(repo, "remember", "Deploys go through make release")
+    run(repo, "remember", "Deploys need a green CI\n\nAlways.")
+    before = git(repo, "rev-parse", "HEAD")
+    for command in (["show", "01M8CF"], ["forget", "01m8cfnykz"]):
+        result = run(repo, *command)
+        assert result.exit_code == 1 and len(result.output.splitlines()) == 1
+        assert result.output == (
+            f"Error: id prefix {command[1]!r} is ambiguous: 2 memories have ids starting with it: "
+            "01M8CFNYKZ0000000000000001 (Deploys go through make release); "
+            "01M8CFNYKZ1000000000000002 (Deploys need a green CI); give more of the id\n")
+    assert git(repo, "rev-parse", "HEAD") == before
+
+
+def test_finding_an_id_prefix_reads_the_id_index_not_every_memory(repo: Path, fixed_ids: None) -> None:
+    run(repo, "remember", "Deploys go through make release")
+    with MemoryStore(repo) as store:
+        store.get(store.list()[0].id)  # (the catalog is up to date: what follows is the lookup alone)
+        statements: list[str] = []
+        store.catalog.db.set_trace_callback(statements.append)
+        assert store.get("01m8cfnykz").id == "01M8CFNYKZ0000000000000001"
+        store.catalog.db.set_trace_callback(None)
+        plans = [row[-1] for sql in statements if sql.lstrip().upper().startswith("SELECT")
+                 for row in store.catalog.db.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    assert any("memories_id_nocase" in plan for plan in plans), plans
+    assert not [plan for plan in plans if plan.startswith("SCAN m") or plan == "SCAN memories"], plans

@@ -112,6 +112,9 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
     """Agent memory in a git repository: written through an API, read as a
     website, reviewed as pull requests.
 
+    An ID may be given by its first characters (6 or more, any case) when
+    only one id starts with them.
+
     \b
     Quick start:
         memsite init my-memory

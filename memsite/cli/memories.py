@@ -101,6 +101,8 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
 def show(ctx: Context, id: str, as_json: bool) -> None:
     """Show the memory with ID: its fields and full text.
 
+    ID may be its first characters (6 or more) when only one id starts with them.
+
     \b
     Example:
         memsite show 01M80RXENRH45QMT9FRQWGVAFW
@@ -161,13 +163,18 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
 def forget(ctx: Context, id: str, reason: str) -> None:
     """Forget the memory with ID (its file is deleted; git history keeps it).
 
+    ID may be its first characters (6 or more) when only one id starts with
+    them.
+
     \b
-    Example:
+    Examples:
         memsite forget 01M80RXENRH45QMT9FRQWGVAFW --reason "superseded"
+        memsite forget 01M80RXENR
     """
     with ctx.store() as store:
-        commit = store.forget(id, reason=reason)
-    echo(f"Forgot {id} (commit {commit[:12]})")
+        mid = store.get(id).id
+        commit = store.forget(mid, reason=reason)
+    echo(f"Forgot {mid} (commit {commit[:12]})")
 
 
 @main.command()

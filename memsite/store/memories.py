@@ -37,6 +37,7 @@ from ..model import (
     truncate,
     utcnow,
 )
+from . import ids
 from .activity import ActivityJournal
 from .catalog import Catalog
 from .sqlite import intact, is_damage, set_aside
@@ -241,24 +242,29 @@ class Store:
         return self._healing(rebuild)
 
     def get(self, id: str) -> Memory:
-        """The memory with ``id``.
+        """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
 
         Raises:
             NotFound: no memory has that id.
+            InvalidInput: ``id`` is a prefix shorter than 6 characters, or
+                more than one id starts with it (naming them).
             FormatError: the file of that id cannot be read (naming it).
         """
         def read() -> Memory | None:
             with self.repo._thread_lock:
                 self._fresh()
-                memory = self.catalog.get(id)
+                memory = ids.lookup(self.catalog, id)
                 if memory is None and isinstance(id, str):
                     refuse_unreadable(self.catalog, id, None)
                 return memory
 
         memory = self._healing(read)
         if memory is None:
-            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+            raise self._not_found(id)
         return memory
+
+    def _not_found(self, id: object) -> NotFound:
+        return ids.not_found(id)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
@@ -349,7 +355,7 @@ class Store:
         return tx.result(added)
 
     def update(self, id: str, /, **changes: Any) -> Memory:
-        """Change fields of a memory in one commit; it keeps its id.
+        """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
 
         Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
         ``pinned`` and ``category`` (which moves the file). An abstract or
@@ -365,7 +371,10 @@ class Store:
         return tx.result(updated)
 
     def forget(self, id: str, reason: str = "") -> str:
-        """Delete a memory in one commit (it stays in history); returns the commit id."""
+        """Delete a memory in one commit (it stays in history); returns the commit id.
+
+        ``id`` may be a unique prefix of the id, as for :meth:`get`.
+        """
         tx, _ = self._write(lambda tx: tx.forget(id, reason=reason))
         assert tx.commit is not None
         return tx.commit

@@ -1,0 +1,48 @@
+"""Ids as people type them: the whole id, or the first characters of it, like git's short commit ids.
+
+A prefix names a memory when it is at least :data:`MIN_PREFIX` characters
+long and only one id starts with it; case does not matter (ULIDs are written
+in capitals, people type them in either). The catalog finds the ids a prefix
+starts from its index, so the lookup costs the same at 100,000 memories.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import InvalidInput, NotFound
+from ..model import Memory, one_line, truncate
+from .catalog import Catalog
+
+MIN_PREFIX = 6
+SHOWN = 5  # candidates an ambiguous prefix lists
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def lookup(catalog: Catalog, text: object, *, live: bool = True) -> Memory | None:
+    """The memory whose id is ``text``, or the one whose id starts with it; None when there is none.
+
+    Raises:
+        InvalidInput: ``text`` is shorter than an id prefix may be, or more
+            than one id starts with it (naming them, with their abstracts).
+    """
+    if not isinstance(text, str) or not _PREFIX_RE.match(text):
+        return None
+    if len(text) < MIN_PREFIX:  # (an id has 6 characters or more: no need to look for it)
+        raise InvalidInput(f"id {text!r} is too short: give the whole id or at least its first {MIN_PREFIX} "
+                           "characters ('memsite list' shows the ids)")
+    memory = catalog.get(text, live=live)
+    if memory is not None:
+        return memory
+    found, count = catalog.starting_with(text, SHOWN)
+    if count > 1:
+        listed = "; ".join(f"{mid} ({truncate(one_line(abstract), 50)})" for mid, abstract in found)
+        more = f"; and {count - len(found)} more" if count > len(found) else ""
+        raise InvalidInput(f"id prefix {text!r} is ambiguous: {count} memories have ids starting with it: "
+                           f"{listed}{more}; give more of the id")
+    return catalog.get(found[0][0], live=live) if found else None
+
+
+def not_found(text: object) -> NotFound:
+    """The error for an id no memory has."""
+    return NotFound(f"no memory with id {text!r}; 'memsite list' shows the ids")
