@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -220,3 +221,23 @@ def test_finding_an_id_prefix_reads_the_id_index_not_every_memory(repo: Path, fi
                  for row in store.catalog.db.execute(f"EXPLAIN QUERY PLAN {sql}")]
     assert any("memories_id_nocase" in plan for plan in plans), plans
     assert not [plan for plan in plans if plan.startswith("SCAN m") or plan == "SCAN memories"], plans
+
+
+def test_an_id_forgotten_already_says_when_by_whom_and_in_which_commit(repo: Path, fixed_ids: None) -> None:
+    run(repo, "remember", "Deploys go through make release")
+    run(repo, "remember", "Unrelated afterwards", agent="other")
+    assert run(repo, "forget", "01M8CFNYKZ0000000000000001", "-r", "moved to the wiki", agent="cleaner").exit_code == 0
+    sha, stamp = git(repo, "log", "-1", "--format=%H %at").split()
+    when = datetime.fromtimestamp(int(stamp), timezone.utc)
+    run(repo, "remember", "Written after the forget")
+    before = git(repo, "rev-parse", "HEAD")
+    for command in (["forget", "01M8CFNYKZ0000000000000001"], ["show", "01m8cfnykz0000000000000001"]):
+        result = run(repo, *command)
+        assert result.exit_code == 1
+        assert result.output == (f"Error: no memory with id {command[1]!r}: "
+                                 f"{'it' if command[0] == 'forget' else '01M8CFNYKZ0000000000000001'} was forgotten "
+                                 f"on {when:%Y-%m-%d %H:%M} UTC by cleaner (commit {sha[:12]}; "
+                                 "reason: moved to the wiki)\n")
+    prefix = run(repo, "show", "01m8cfnykz0")  # only the forgotten one starts so
+    assert "01M8CFNYKZ0000000000000001 was forgotten on" in prefix.output
+    assert git(repo, "rev-parse", "HEAD") == before

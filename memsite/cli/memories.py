@@ -164,7 +164,8 @@ def forget(ctx: Context, id: str, reason: str) -> None:
     """Forget the memory with ID (its file is deleted; git history keeps it).
 
     ID may be its first characters (6 or more) when only one id starts with
-    them.
+    them. An id forgotten already is an error saying when, by whom and in
+    which commit.
 
     \b
     Examples:

@@ -9,7 +9,9 @@ starts from its index, so the lookup costs the same at 100,000 memories.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from .. import history
 from ..errors import InvalidInput, NotFound
 from ..model import Memory, one_line, truncate
 from .catalog import Catalog
@@ -43,6 +45,15 @@ def lookup(catalog: Catalog, text: object, *, live: bool = True) -> Memory | Non
     return catalog.get(found[0][0], live=live) if found else None
 
 
-def not_found(text: object) -> NotFound:
-    """The error for an id no memory has."""
-    return NotFound(f"no memory with id {text!r}; 'memsite list' shows the ids")
+def not_found(root: Path, tip: str | None, text: object) -> NotFound:
+    """The error for an id no memory has: when the history shows it was forgotten or trimmed, when, by whom and
+    in which commit."""
+    message = f"no memory with id {text!r}"
+    gone = history.removal(root, tip, text) if tip and isinstance(text, str) else None
+    if gone is None:
+        return NotFound(f"{message}; 'memsite list' shows the ids")
+    commit, mid, action, reason = gone
+    which = "it" if mid == text else mid
+    why = f"; reason: {reason}" if reason else ""
+    return NotFound(f"{message}: {which} was {action} on {commit.when:%Y-%m-%d %H:%M} UTC by {commit.author} "
+                    f"(commit {commit.sha[:12]}{why})")

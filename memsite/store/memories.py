@@ -245,7 +245,8 @@ class Store:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
 
         Raises:
-            NotFound: no memory has that id.
+            NotFound: no memory has that id (saying when and by whom it was
+                forgotten or trimmed, when it was).
             InvalidInput: ``id`` is a prefix shorter than 6 characters, or
                 more than one id starts with it (naming them).
             FormatError: the file of that id cannot be read (naming it).
@@ -264,7 +265,7 @@ class Store:
         return memory
 
     def _not_found(self, id: object) -> NotFound:
-        return ids.not_found(id)
+        return ids.not_found(self.root, self.tip(), id)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
