@@ -42,7 +42,8 @@ class MemoryStore(Store):
     Args:
         path: the repository (or any folder inside its working tree).
         agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
-            then git's ``user.name``, then ``human``.
+            then git's ``user.name``, then ``human``. A name with spaces or
+            accents becomes its slug (``"Team Lead"`` writes as ``team-lead``).
         clock: returns the current time (UTC); for simulations and tests.
         progress: called as (files read, files to read) while the index is rebuilt.
         branch: the branch to read and write (default: the one checked out now;

@@ -7,10 +7,12 @@ costs a writer's time and never writes anything.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from . import secrets
 from .errors import InvalidInput, SecretFound
+from .model import slugify
 
 # Agent names become folders (notes/<agent>/) and branch names (agent/<name>).
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -54,6 +56,22 @@ def name(value: object, what: str = "agent") -> str:
             f"{what} {value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
     return value
+
+
+def agent(value: object) -> str:
+    """An agent's name as memsite writes it: a valid :func:`name` as given, any other the slug of it, as git's
+    ``user.name`` becomes one ('Team Lead' -> ``team-lead``).
+
+    Raises:
+        InvalidInput: a path ('/' or '\\' in it), or no letter or digit to make a name of.
+    """
+    if isinstance(value, str) and len(value) <= 64 and "/" not in value and "\\" not in value:
+        try:
+            return name(value)
+        except InvalidInput:
+            if any(c.isascii() and c.isalnum() for c in unicodedata.normalize("NFKD", value)):
+                return name(slugify(value, limit=64))
+    return name(value)
 
 
 def branch(value: object) -> str:

@@ -241,3 +241,20 @@ def test_an_id_forgotten_already_says_when_by_whom_and_in_which_commit(repo: Pat
     prefix = run(repo, "show", "01m8cfnykz0")  # only the forgotten one starts so
     assert "01M8CFNYKZ0000000000000001 was forgotten on" in prefix.output
     assert git(repo, "rev-parse", "HEAD") == before
+
+
+# --- options where people put them ------------------------------------------------
+
+
+def test_an_agent_name_with_spaces_writes_as_its_slug(repo: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "--agent", "Team Lead", "remember",
+                             "Hello"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "writing as team-lead\n"
+    assert git(repo, "log", "-1", "--format=%an").strip() == "team-lead"
+    same = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "--agent", "team-lead", "remember",
+                           "Bye"], capture_output=True, text=True)
+    assert same.returncode == 0 and same.stderr == ""  # a name that is one already is said nothing about
+    for path in ("agent/planner", "..\\up"):
+        refused = run(repo, "remember", "x", agent=path)
+        assert refused.exit_code == 1 and f"agent {path!r}: use 1-64 letters" in refused.output

@@ -75,7 +75,13 @@ class Context:
         self.agent = agent
 
     def store(self) -> MemoryStore:
-        return MemoryStore(self.repo, agent=self.agent, progress=ProgressBar())
+        return self.opened(MemoryStore(self.repo, agent=self.agent, progress=ProgressBar()))
+
+    def opened(self, store: MemoryStore) -> MemoryStore:
+        """``store``, having said which name it writes as when that is not the one given ('Team Lead')."""
+        if self.agent is not None and store.agent != self.agent:
+            echo(f"writing as {store.agent}", err=True)
+        return store
 
 
 class ProgressBar:
@@ -103,8 +109,8 @@ pass_context = click.make_pass_decorator(Context)
 @click.option("-C", "--repo", default=".", envvar="MEMSITE_DIR", show_envvar=True,
               help="The memory repository (default: the current folder).")
 @click.option("--agent", envvar="MEMSITE_AGENT", show_envvar=True,
-              help="Who writes: the commit author (default: git's user.name as a slug, "
-                   "'Ada Lovelace' -> ada-lovelace; else 'human').")
+              help="Who writes: the commit author, as a slug ('Team Lead' writes as team-lead; "
+                   "default: git's user.name, 'Ada Lovelace' -> ada-lovelace; else 'human').")
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 @click.version_option(package_name="memsite")
 @click.pass_context

@@ -41,7 +41,7 @@ def init(ctx: Context, path: str) -> None:
     Example:
         memsite init my-memory
     """
-    with MemoryStore.init(path, agent=ctx.agent) as store:
+    with ctx.opened(MemoryStore.init(path, agent=ctx.agent)) as store:
         echo(f"Initialised memory repository in {store.root}")
 
 

@@ -80,7 +80,7 @@ class Store:
             self.root: Path = self.repo.root
             self.config: Config = load_config(self.root)
             self.repo.lock_timeout = self.config.lock_timeout
-            self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
+            self.agent: str = checks.agent(agent if agent is not None else _default_agent(self.repo))
             self.auto_load_lines: int = self.config.auto_load_lines
             # The branch this store reads and writes, fixed when it opens: a
             # person checking out another branch later never redirects it.
