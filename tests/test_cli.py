@@ -246,6 +246,35 @@ def test_an_id_forgotten_already_says_when_by_whom_and_in_which_commit(repo: Pat
 # --- options where people put them ------------------------------------------------
 
 
+def test_the_group_options_also_follow_the_command(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # not in the repository: -C after the command must find it
+    made = CliRunner().invoke(main, ["remember", "Deploys go through make release", "-C", str(repo), "--agent", "late"])
+    assert made.exit_code == 0, made.output
+    assert git(repo, "log", "-1", "--format=%an").strip() == "late"
+    assert CliRunner().invoke(main, ["world", "set", "ci.status", "green", "--agent", "w", "-C", str(repo)]).exit_code == 0
+    assert git(repo, "log", "-1", "--format=%an").strip() == "w"
+    assert CliRunner().invoke(main, ["world", "-C", str(repo), "show"]).output == "ci.status: green\n"
+    after = CliRunner().invoke(main, ["--agent", "early", "-C", str(repo), "remember", "Builds run on orion",
+                                      "--agent", "later"])
+    assert after.exit_code == 0 and git(repo, "log", "-1", "--format=%an").strip() == "later"  # the last one given
+    # A command's own option of that name keeps its meaning: list --agent filters by author.
+    listed = CliRunner().invoke(main, ["-C", str(repo), "--agent", "late", "list", "--agent", "later"])
+    assert "Builds run on orion" in listed.output and "make release" not in listed.output
+    version = CliRunner().invoke(main, ["list", "--version"])
+    assert version.exit_code == 0 and version.output == CliRunner().invoke(main, ["--version"]).output
+
+
+def test_debug_after_the_command_shows_the_traceback(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(MemoryStore, "list", broken)
+    quiet = run(repo, "list")
+    assert quiet.exit_code == 1 and "unexpected RuntimeError: boom; rerun with --debug" in quiet.output
+    loud = run(repo, "list", "--debug")
+    assert isinstance(loud.exception, RuntimeError)
+
+
 def test_an_agent_name_with_spaces_writes_as_its_slug(repo: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "--agent", "Team Lead", "remember",
                              "Hello"], capture_output=True, text=True)
