@@ -74,6 +74,10 @@ def test_the_agent_comes_from_the_environment(repo: Path, monkeypatch: pytest.Mo
         (["forget", "NOPE0000"], "no memory with id 'NOPE0000'"),
         (["show", "01M8C"], "id '01M8C' is too short: give the whole id or at least its first 6 characters"),
         (["forget", "0"], "id '0' is too short"),
+        (["world", "set", "a=1", "b"], "'b': expected KEY=VALUE"),
+        (["world", "set", "a", "1", "2"], "expected KEY VALUE or KEY=VALUE pairs"),
+        (["world", "set", "a=1", "a=2"], "'a': given twice"),
+        (["task", "finish", "--world", "novalue"], "'novalue': expected KEY=VALUE"),
     ],
 )
 def test_errors_are_one_line_without_a_traceback(repo: Path, args: list[str], message: str) -> None:
@@ -273,6 +277,18 @@ def test_debug_after_the_command_shows_the_traceback(repo: Path, monkeypatch: py
     assert quiet.exit_code == 1 and "unexpected RuntimeError: boom; rerun with --debug" in quiet.output
     loud = run(repo, "list", "--debug")
     assert isinstance(loud.exception, RuntimeError)
+
+
+def test_world_set_takes_key_value_pairs_or_a_key_and_a_value(repo: Path) -> None:
+    pairs = run(repo, "world", "set", "deploy.target=staging", "ci.url=https://ci.example/?a=b")
+    assert pairs.exit_code == 0 and pairs.output.startswith("Set deploy.target, ci.url (commit ")
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "2"  # one commit for both
+    assert run(repo, "world", "set", "note", "x=y").exit_code == 0  # KEY VALUE: the value may hold '='
+    assert run(repo, "world", "set", "empty=").exit_code == 0
+    with MemoryStore(repo) as store:
+        assert store.world.read() == {"ci.url": "https://ci.example/?a=b", "deploy.target": "staging",
+                                      "empty": "", "note": "x=y"}
+    assert run(repo, "world", "set", "note=x=y").output == "note already had that value\n"
 
 
 def test_an_agent_name_with_spaces_writes_as_its_slug(repo: Path) -> None:

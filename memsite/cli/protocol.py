@@ -75,22 +75,44 @@ def world_show(ctx: Context, key: str | None, as_json: bool) -> None:
 
 
 @world.command("set")
-@click.argument("key")
-@click.argument("value")
+@click.argument("words", nargs=-1, required=True, metavar="KEY=VALUE... | KEY VALUE")
 @pass_context
 @errors_as_messages
-def world_set(ctx: Context, key: str, value: str) -> None:
-    """Set KEY to VALUE ('-' reads it from standard input); every other key is kept.
+def world_set(ctx: Context, words: tuple[str, ...]) -> None:
+    """Set keys, as KEY=VALUE pairs (one commit) or as KEY VALUE ('-' reads
+    VALUE from standard input); every other key is kept.
 
     \b
-    Example:
+    Examples:
+        memsite world set ci.status=green deploy.target=staging
         memsite world set ci.status green
+        git log -1 --format=%B | memsite world set release.notes -
     """
-    if value == "-":
-        value = sys.stdin.read()
+    pairs = "=" in words[0]  # (a key holds no '=')
+    if not pairs and len(words) != 2:
+        raise click.ClickException(f"world set {' '.join(map(repr, words))}: expected KEY VALUE or KEY=VALUE pairs "
+                                   "(quote a value that has spaces)")
+    updates = _world_pairs(words) if pairs else dict([words])
+    if not pairs and words[1] == "-":
+        updates[words[0]] = sys.stdin.read()
     with ctx.store() as store:
-        commit = store.world.merge({key: value})
-    echo(f"Set {key} (commit {commit[:12]})" if commit else f"{key} already had that value")
+        commit = store.world.merge(updates)
+    keys = ", ".join(updates)
+    echo(f"Set {keys} (commit {commit[:12]})" if commit else
+         f"{keys} already had {'that value' if len(updates) == 1 else 'those values'}")
+
+
+def _world_pairs(words: tuple[str, ...]) -> dict[str, str]:
+    """KEY=VALUE words as a mapping (a key cannot hold '=', so the first one ends it)."""
+    pairs: dict[str, str] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep:
+            raise click.ClickException(f"{word!r}: expected KEY=VALUE (give every key as KEY=VALUE, or one KEY VALUE)")
+        if key in pairs:
+            raise click.ClickException(f"{key!r}: given twice; give each key once")
+        pairs[key] = value
+    return pairs
 
 
 @world.command("unset")
@@ -258,13 +280,6 @@ def task_round(ctx: Context) -> None:
     _open_task(ctx, bump)
 
 
-def _world_pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep:
-        raise click.BadParameter(f"{text!r}: expected KEY=VALUE")
-    return key, value
-
-
 @task.command("finish")
 @click.option("--problem", help="The problem the task addressed.")
 @click.option("--solution", help="How it was solved.")
@@ -281,6 +296,7 @@ def task_finish(ctx: Context, problem: str | None, solution: str | None, learnin
     Example:
         memsite --agent fixer task finish --problem "add() failed" --solution "defined x" --world ci.status=green
     """
+    updates = _world_pairs(world_pairs)
     with ctx.store() as store:
         t = store.task()
         try:
@@ -290,8 +306,8 @@ def task_finish(ctx: Context, problem: str | None, solution: str | None, learnin
                 t.solution(solution)
             for learning in learnings:
                 t.learn(learning)
-            if world_pairs or unset:
-                t.world(dict(_world_pair(p) for p in world_pairs), remove=unset)
+            if updates or unset:
+                t.world(updates, remove=unset)
             commit = t.finish()
         finally:
             t.release()
