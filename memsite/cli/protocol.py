@@ -286,11 +286,16 @@ def task_round(ctx: Context) -> None:
 @click.option("--learn", "learnings", multiple=True, help="A learning ('pattern: ...' goes to knowledge); repeat.")
 @click.option("--world", "world_pairs", multiple=True, help="KEY=VALUE to merge into the world state; repeat.")
 @click.option("--unset", "unset", multiple=True, help="A world key to remove; repeat.")
+@click.option("--force", is_flag=True, help="Close it although plan items are not checked: the outcome is partial.")
 @pass_context
 @_shell_words
 def task_finish(ctx: Context, problem: str | None, solution: str | None, learnings: tuple[str, ...],
-                world_pairs: tuple[str, ...], unset: tuple[str, ...]) -> None:
+                world_pairs: tuple[str, ...], unset: tuple[str, ...], force: bool) -> None:
     """Close the task: session record, knowledge, world state, cleared TODO, one commit.
+
+    The session records the outcome succeeded, or partial when plan items
+    are not checked: then it asks for --force first, as a session record is
+    never changed once written.
 
     \b
     Example:
@@ -300,6 +305,12 @@ def task_finish(ctx: Context, problem: str | None, solution: str | None, learnin
     with ctx.store() as store:
         t = store.task()
         try:
+            unchecked = [text for text, done, _ in t.todo if not done]
+            if unchecked and not force:
+                raise click.ClickException(
+                    f"the plan has {len(unchecked)} item(s) not checked: {', '.join(map(repr, unchecked))}; check "
+                    "them ('memsite task check ITEM'), drop them ('memsite task drop ITEM') or give --force to "
+                    "record the task as partial; the task stays open, nothing was committed")
             if problem is not None:
                 t.problem(problem)
             if solution is not None:
@@ -311,7 +322,7 @@ def task_finish(ctx: Context, problem: str | None, solution: str | None, learnin
             commit = t.finish()
         finally:
             t.release()
-    echo(f"Closed {t.session} (commit {commit[:12]})")
+    echo(f"Closed {t.session}{' as partial' if unchecked else ''} (commit {commit[:12]})")
 
 
 @task.command("abandon")
