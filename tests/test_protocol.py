@@ -342,7 +342,6 @@ def test_the_protocol_driven_from_a_shell(store: MemoryStore) -> None:
     run("check", "find the cause", "--note", "NameError in add()")
     run("round")
     assert "- [x] find the cause (NameError in add())" in run("show")
-    assert "(round 1) [resumed]" in run("show")
     run("check", "fix")
     out = run("finish", "--problem", "add() failed", "--solution", "defined x", "--learn", "pattern: define first",
               "--world", "ci.status=green")
@@ -353,8 +352,17 @@ def test_the_protocol_driven_from_a_shell(store: MemoryStore) -> None:
     assert_clean(store.root)
 
 
-def shell(store: MemoryStore, *args: str, input: str | None = None):
-    return CliRunner().invoke(main, ["-C", str(store.root), "--agent", "fixer", "task", *args], input=input)
+def shell(store: MemoryStore, *args: str):
+    return CliRunner().invoke(main, ["-C", str(store.root), "--agent", "fixer", "task", *args])
+
+
+def test_task_show_after_start_is_no_resume_but_a_second_start_is(store: MemoryStore) -> None:
+    started = shell(store, "start", "debug", "flaky", "--plan", "look")
+    assert started.output.startswith("debug: flaky (round 0)\n")
+    for _ in range(2):
+        shown = shell(store, "show")
+        assert shown.exit_code == 0 and shown.output.startswith("debug: flaky (round 0)\n"), shown.output
+    assert shell(store, "start", "debug", "flaky").output.startswith("debug: flaky (round 0) [resumed]\n")
 
 
 def test_finishing_with_plan_items_unchecked_asks_for_force_and_records_partial(store: MemoryStore) -> None:

@@ -148,9 +148,8 @@ def task() -> None:
     """
 
 
-def _show_task(t: Any) -> None:
-    echo(f"{t.type}: {', '.join(t.keywords) or '(no keywords)'} (round {t.rounds})"
-         + (" [resumed]" if t.resumed else ""))
+def _show_task(t: Any, resumed: bool = False) -> None:
+    echo(f"{t.type}: {', '.join(t.keywords) or '(no keywords)'} (round {t.rounds})" + (" [resumed]" if resumed else ""))
     for text, done, note in t.todo:
         echo(f"- [{'x' if done else ' '}] {text}" + (f" ({note})" if note else ""))
     for pattern in t.known_patterns:
@@ -173,7 +172,7 @@ def task_start(ctx: Context, type: str, keywords: tuple[str, ...], plan: tuple[s
     with ctx.store() as store:
         t = store.task(type, keywords, plan=plan or None)
         try:
-            _show_task(t)
+            _show_task(t, resumed=t.resumed)  # (every other task command picks the task up: that is no resume)
         finally:
             t.release()
 
