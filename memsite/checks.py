@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import BinaryIO
 
 from . import secrets
 from .errors import InvalidInput, SecretFound
@@ -44,9 +45,26 @@ def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty:
     if not allow_empty and not value.strip():
         raise InvalidInput(f"{what}: is empty; write what should be remembered")
     if max_bytes is not None and size > max_bytes:
-        cap = f"the {max_bytes}-byte cap (extra.memsite.{setting})" if setting else f"the {max_bytes}-byte limit"
-        raise InvalidInput(f"{what}: is {size} bytes, over {cap}; {fix}")
+        raise InvalidInput(f"{what}: is {size} bytes, over {_cap(max_bytes, setting)}; {fix}")
     return value
+
+
+def read_capped(stream: BinaryIO, what: str, *, max_bytes: int, setting: str | None = None,
+                fix: str = "shorten it") -> bytes:
+    """Read ``stream`` to its end, but never more than ``max_bytes`` + 1 bytes: what is longer is refused unread.
+
+    Raises:
+        InvalidInput: the stream holds more than ``max_bytes``, naming the cap
+            (and its ``extra.memsite`` setting).
+    """
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InvalidInput(f"{what}: more than {max_bytes} bytes, over {_cap(max_bytes, setting)}; {fix}")
+    return data
+
+
+def _cap(max_bytes: int, setting: str | None) -> str:
+    return f"the {max_bytes}-byte cap (extra.memsite.{setting})" if setting else f"the {max_bytes}-byte limit"
 
 
 def name(value: object, what: str = "agent") -> str:

@@ -303,3 +303,56 @@ def test_an_agent_name_with_spaces_writes_as_its_slug(repo: Path) -> None:
     for path in ("agent/planner", "..\\up"):
         refused = run(repo, "remember", "x", agent=path)
         assert refused.exit_code == 1 and f"agent {path!r}: use 1-64 letters" in refused.output
+
+
+# --- standard input, read no further than the cap ---------------------------------
+
+
+def _pipe(command: list[str], size: int) -> tuple[subprocess.CompletedProcess[bytes], int]:
+    """Run ``command`` with ``size`` bytes offered on its standard input; returns it and how many it took."""
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    sent, chunk = 0, b"x" * (1 << 20)
+    try:
+        while sent < size:
+            proc.stdin.write(chunk)
+            sent += len(chunk)
+        proc.stdin.close()
+    except BrokenPipeError:  # it stopped reading and exited
+        pass
+    out, err = proc.communicate()
+    return subprocess.CompletedProcess(command, proc.returncode, out, err), sent
+
+
+@pytest.mark.parametrize(("command", "setting"), [
+    (["remember", "-"], "max_memory_bytes: 2000"),
+    (["world", "set", "notes", "-"], "max_world_bytes: 2000"),
+])
+def test_standard_input_over_the_cap_is_refused_unread(repo: Path, command: list[str], setting: str) -> None:
+    key = setting.split(":")[0]
+    settings = repo / "mkdocs.yml"
+    settings.write_text(settings.read_text().replace("  memsite:\n", f"  memsite:\n    {setting}\n", 1)
+                        .replace("    max_memory_bytes: 65536\n", "" if key == "max_memory_bytes" else
+                                 "    max_memory_bytes: 65536\n"))
+    git(repo, "commit", "-qam", "small caps")
+    before = git(repo, "rev-parse", "HEAD")
+    result, sent = _pipe([sys.executable, "-m", "memsite", "-C", str(repo), *command], 256 << 20)
+    assert result.returncode == 1
+    assert result.stderr.decode() == (f"Error: standard input: more than 2000 bytes, over the 2000-byte cap "
+                                      f"(extra.memsite.{key}); "
+                                      f"{'split it into smaller memories' if 'remember' in command else 'keep large text in a memory and refer to it'}\n")
+    assert sent < 64 << 20  # it stopped reading long before the end
+    assert git(repo, "rev-parse", "HEAD") == before
+    fits = CliRunner().invoke(main, ["-C", str(repo), *command], input="y" * 1500)
+    assert fits.exit_code == 0, fits.output
+
+
+def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memsite.ingest.MAX_CONVERSATION_BYTES", 1000)
+    conversation = json.dumps([{"role": "user", "content": "x" * 2000}])
+    piped = run(repo, "ingest", "-", input=conversation)
+    assert piped.exit_code == 1
+    assert piped.output == "Error: standard input: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
+    (repo.parent / "chat.json").write_text(conversation)
+    filed = run(repo, "ingest", str(repo.parent / "chat.json"))
+    assert filed.output == f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"

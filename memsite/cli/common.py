@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
+from .. import checks
 from ..api import MemoryStore
 from ..errors import MemsiteError
 from ..model import Memory
@@ -172,6 +173,13 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
         memsite list
     """
     ctx.obj = Context(repo, agent, debug)
+
+
+def read_stdin(max_bytes: int, setting: str, fix: str) -> str:
+    """Standard input as text, read no further than ``max_bytes`` + 1 bytes (refused past the cap, naming
+    ``setting``). Bytes that are not UTF-8 are kept as lone surrogates, which the checks of the text name."""
+    data = checks.read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
+    return data.decode("utf-8", "surrogateescape")
 
 
 def repo_root(ctx: Context) -> Path:

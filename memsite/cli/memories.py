@@ -23,6 +23,7 @@ from .common import (
     errors_as_messages,
     main,
     pass_context,
+    read_stdin,
     repo_root,
 )
 
@@ -72,11 +73,11 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
         memsite remember "Deploys go through make release" -c patterns -t release
         git log -1 --format=%B | memsite remember - --category events
     """
-    if content is None or content == "-":
-        if sys.stdin.isatty() and content is None:
-            raise click.UsageError("give CONTENT, or '-' to read it from standard input")
-        content = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    if content is None and sys.stdin.isatty():
+        raise click.UsageError("give CONTENT, or '-' to read it from standard input")
     with ctx.store() as store:
+        if content is None or content == "-":
+            content = read_stdin(store.config.max_memory_bytes, "max_memory_bytes", "split it into smaller memories")
         memory = store.remember(content, category=category, abstract=abstract, overview=overview,
                                 tags=tags, source=source, pinned=pinned)
     action = memory.action or "created"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ import click
 from ..errors import MemsiteError
 from ..protocol import reworded
 from ..terminal import safe
-from .common import Context, echo, echo_json, errors_as_messages, main, pass_context
+from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, read_stdin
 
 
 # The protocol's errors name the Python calls; from a shell, name the commands and options.
@@ -93,9 +92,10 @@ def world_set(ctx: Context, words: tuple[str, ...]) -> None:
         raise click.ClickException(f"world set {' '.join(map(repr, words))}: expected KEY VALUE or KEY=VALUE pairs "
                                    "(quote a value that has spaces)")
     updates = _world_pairs(words) if pairs else dict([words])
-    if not pairs and words[1] == "-":
-        updates[words[0]] = sys.stdin.read()
     with ctx.store() as store:
+        if not pairs and words[1] == "-":
+            updates[words[0]] = read_stdin(store.config.max_world_bytes, "max_world_bytes",
+                                           "keep large text in a memory and refer to it")
         commit = store.world.merge(updates)
     keys = ", ".join(updates)
     echo(f"Set {keys} (commit {commit[:12]})" if commit else
