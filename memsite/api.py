@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import checks
 from .core import DEFAULT_DIR, FALSE, TRUE, auto_load_lines
-from .errors import ConfigError, InvalidInput, RepositoryError
+from .errors import ConfigError, InvalidInput, NotFound, RepositoryError
 from .extract import message_texts
 from .failures import translate_methods
 from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
-from .store import Store
+from .store import Store, ids
 from .store.vectors import Embedder, Vectors, mix
 
 if TYPE_CHECKING:
@@ -148,6 +148,14 @@ class MemoryStore(Store):
 
         create_repository(Path(path), when=(clock or utcnow)())
         return cls(path, agent=agent, clock=clock)
+
+    def _not_found(self, id: object) -> NotFound:
+        """No memory has ``id``: the error says when, by whom and in which commit it was forgotten or trimmed,
+        when the history shows it was (get, update and forget raise it)."""
+        from .history import removal
+
+        tip = self.tip()
+        return ids.not_found(id, removal(self.root, tip, id) if tip and isinstance(id, str) else None)
 
     # --- recall -------------------------------------------------------------
 

@@ -59,9 +59,9 @@ def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Co
     return [c for c in (_commit(record) for record in result.stdout.split(_END)[1:]) if c is not None]
 
 
-def removal(root: Path, tip: str, mid: str) -> tuple[Commit, str, str, str] | None:
+def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, str, str] | None:
     """The newest commit up to ``tip`` that forgot or trimmed the memory ``mid`` (or one whose id starts with it,
-    in any case): (commit, the id, forgotten or trimmed, the reason), or None.
+    in any case): (commit id, author, when, the memory's id, forgotten or trimmed, the reason), or None.
 
     ``git log`` greps the commit messages newest first, in git's own code, and
     is stopped at the first one that removed it: a memory forgotten lately is
@@ -84,7 +84,7 @@ def removal(root: Path, tip: str, mid: str) -> tuple[Commit, str, str, str] | No
                 commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
                 for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
                     if action in ("forgotten", "trimmed") and found.lower().startswith(mid.lower()):
-                        return commit, found, action, reason
+                        return commit.sha, commit.author, commit.when, found, action, reason
             if not chunk:
                 return None
     finally:

@@ -10,9 +10,8 @@ at 100,000 memories (0.2 ms) as at ten.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from datetime import datetime
 
-from .. import history
 from ..errors import InvalidInput, NotFound
 from ..model import Memory, one_line, truncate
 from .catalog import Catalog
@@ -46,15 +45,14 @@ def lookup(catalog: Catalog, text: object, *, live: bool = True) -> Memory | Non
     return catalog.get(found[0][0], live=live) if found else None
 
 
-def not_found(root: Path, tip: str | None, text: object) -> NotFound:
-    """The error for an id no memory has: when the history shows it was forgotten or trimmed, when, by whom and
-    in which commit."""
+def not_found(text: object, removal: tuple[str, str, datetime, str, str, str] | None = None) -> NotFound:
+    """The error for an id no memory has; ``removal`` (commit, author, when, id, forgotten or trimmed, reason),
+    when the history shows it was removed, says when, by whom and in which commit."""
     message = f"no memory with id {text!r}"
-    gone = history.removal(root, tip, text) if tip and isinstance(text, str) else None
-    if gone is None:
+    if removal is None:
         return NotFound(f"{message}; 'memsite list' shows the ids")
-    commit, mid, action, reason = gone
+    sha, author, when, mid, action, reason = removal
     which = "it" if mid == text else mid
     why = f"; reason: {reason}" if reason else ""
-    return NotFound(f"{message}: {which} was {action} on {commit.when:%Y-%m-%d %H:%M} UTC by {commit.author} "
-                    f"(commit {commit.sha[:12]}{why})")
+    return NotFound(f"{message}: {which} was {action} on {when:%Y-%m-%d %H:%M} UTC by {author} "
+                    f"(commit {sha[:12]}{why})")

@@ -245,8 +245,8 @@ class Store:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
 
         Raises:
-            NotFound: no memory has that id (saying when and by whom it was
-                forgotten or trimmed, when it was).
+            NotFound: no memory has that id (through MemoryStore, saying
+                when, by whom and in which commit it was forgotten or trimmed).
             InvalidInput: ``id`` is a prefix shorter than 6 characters, or
                 more than one id starts with it (naming them).
             FormatError: the file of that id cannot be read (naming it).
@@ -265,7 +265,8 @@ class Store:
         return memory
 
     def _not_found(self, id: object) -> NotFound:
-        return ids.not_found(self.root, self.tip(), id)
+        """The error for an id no memory has (MemoryStore adds what the history says of it)."""
+        return ids.not_found(id)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
