@@ -17,6 +17,7 @@ from .model import slugify
 
 # Agent names become folders (notes/<agent>/) and branch names (agent/<name>).
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_NAME_CHARS = re.compile(r"^[A-Za-z0-9_.-]*$")  # a name's characters: given so, it is meant as a name
 # Tags are words: letters and digits first, then word characters and . + # -
 _TAG_RE = re.compile(r"^[^\W_][\w.+#-]{0,49}$")
 
@@ -77,18 +78,17 @@ def name(value: object, what: str = "agent") -> str:
 
 
 def agent(value: object) -> str:
-    """An agent's name as memsite writes it: a valid :func:`name` as given, any other the slug of it, as git's
-    ``user.name`` becomes one ('Team Lead' -> ``team-lead``).
+    """An agent's name as memsite writes it: a :func:`name` as given; a person's name (spaces, accents) as its
+    slug, the way git's ``user.name`` becomes one ('Team Lead' -> ``team-lead``).
 
     Raises:
-        InvalidInput: a path ('/' or '\\' in it), or no letter or digit to make a name of.
+        InvalidInput: not a name and no person's name either: a path ('/' or
+            '\\'), a name's characters in a shape git or a folder refuses
+            ('.hidden', 'x.lock', '..'), no letter or digit, over 64 characters.
     """
-    if isinstance(value, str) and len(value) <= 64 and "/" not in value and "\\" not in value:
-        try:
-            return name(value)
-        except InvalidInput:
-            if any(c.isascii() and c.isalnum() for c in unicodedata.normalize("NFKD", value)):
-                return name(slugify(value, limit=64))
+    if (isinstance(value, str) and len(value) <= 64 and not _NAME_CHARS.match(value) and "/" not in value
+            and "\\" not in value and any(c.isascii() and c.isalnum() for c in unicodedata.normalize("NFKD", value))):
+        return name(slugify(value, limit=64))
     return name(value)
 
 
