@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import checks
 from .core import DEFAULT_DIR, FALSE, TRUE, auto_load_lines
-from .errors import ConfigError, InvalidInput, RepositoryError
+from .errors import ConfigError, InvalidInput, NotFound, RepositoryError
 from .extract import message_texts
 from .failures import translate_methods
 from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
-from .store import Store
+from .store import Store, ids
 from .store.state import disk_full, out_of_room
 from .store.vectors import Embedder, mix
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
@@ -44,7 +44,8 @@ class MemoryStore(Store):
     Args:
         path: the repository (or any folder inside its working tree).
         agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
-            then git's ``user.name``, then ``human``.
+            then git's ``user.name``, then ``human``. A name with spaces or
+            accents becomes its slug (``"Team Lead"`` writes as ``team-lead``).
         clock: returns the current time (UTC); for simulations and tests.
         progress: called as (files read, files to read) while the index is rebuilt.
         branch: the branch to read and write (default: the one checked out now;
@@ -189,6 +190,14 @@ class MemoryStore(Store):
 
         create_repository(Path(path), when=(clock or utcnow)())
         return cls(path, agent=agent, clock=clock)
+
+    def _not_found(self, id: object) -> NotFound:
+        """No memory has ``id``: the error says when, by whom and in which commit it was forgotten or trimmed,
+        when the history shows it was (get, update and forget raise it)."""
+        from .history import removal
+
+        tip = self.tip()
+        return ids.not_found(id, removal(self.root, tip, id) if tip and isinstance(id, str) else None)
 
     # --- recall -------------------------------------------------------------
 

@@ -7,13 +7,17 @@ costs a writer's time and never writes anything.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
+from typing import BinaryIO
 
 from . import secrets
 from .errors import InvalidInput, SecretFound
+from .model import slugify
 
 # Agent names become folders (notes/<agent>/) and branch names (agent/<name>, review/<name>).
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_NAME_CHARS = re.compile(r"^[A-Za-z0-9_.-]*$")  # a name's characters: given so, it is meant as a name
 # Tags are words: letters and digits first, then word characters and . + # -
 _TAG_RE = re.compile(r"^[^\W_][\w.+#-]{0,49}$")
 
@@ -42,9 +46,26 @@ def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty:
     if not allow_empty and not value.strip():
         raise InvalidInput(f"{what}: is empty; write what should be remembered")
     if max_bytes is not None and size > max_bytes:
-        cap = f"the {max_bytes}-byte cap (extra.memsite.{setting})" if setting else f"the {max_bytes}-byte limit"
-        raise InvalidInput(f"{what}: is {size} bytes, over {cap}; {fix}")
+        raise InvalidInput(f"{what}: is {size} bytes, over {_cap(max_bytes, setting)}; {fix}")
     return value
+
+
+def read_capped(stream: BinaryIO, what: str, *, max_bytes: int, setting: str | None = None,
+                fix: str = "shorten it") -> bytes:
+    """Read ``stream`` to its end, but never more than ``max_bytes`` + 1 bytes: what is longer is refused unread.
+
+    Raises:
+        InvalidInput: the stream holds more than ``max_bytes``, naming the cap
+            (and its ``extra.memsite`` setting).
+    """
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InvalidInput(f"{what}: more than {max_bytes} bytes, over {_cap(max_bytes, setting)}; {fix}")
+    return data
+
+
+def _cap(max_bytes: int, setting: str | None) -> str:
+    return f"the {max_bytes}-byte cap (extra.memsite.{setting})" if setting else f"the {max_bytes}-byte limit"
 
 
 def name(value: object, what: str = "agent") -> str:
@@ -54,6 +75,21 @@ def name(value: object, what: str = "agent") -> str:
             f"{what} {value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
     return value
+
+
+def agent(value: object) -> str:
+    """An agent's name as memsite writes it: a :func:`name` as given; a person's name (spaces, accents) as its
+    slug, the way git's ``user.name`` becomes one ('Team Lead' -> ``team-lead``).
+
+    Raises:
+        InvalidInput: not a name and no person's name either: a path ('/' or
+            '\\'), a name's characters in a shape git or a folder refuses
+            ('.hidden', 'x.lock', '..'), no letter or digit, over 64 characters.
+    """
+    if (isinstance(value, str) and len(value) <= 64 and not _NAME_CHARS.match(value) and "/" not in value
+            and "\\" not in value and any(c.isascii() and c.isalnum() for c in unicodedata.normalize("NFKD", value))):
+        return name(slugify(value, limit=64))
+    return name(value)
 
 
 def branch(value: object) -> str:

@@ -59,6 +59,40 @@ def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Co
     return [c for c in (_commit(record) for record in result.stdout.split(_END)[1:]) if c is not None]
 
 
+def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, str, str] | None:
+    """The newest commit up to ``tip`` that forgot or trimmed the memory ``mid`` (or one whose id starts with it,
+    in any case): (commit id, author, when, the memory's id, forgotten or trimmed, the reason), or None.
+
+    ``git log`` greps the commit messages newest first, in git's own code, and
+    is stopped at the first one that removed it: a memory forgotten lately is
+    found at once, and an id never used costs one pass over the messages.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", mid):
+        return None
+    proc = subprocess.Popen(
+        ["git", "log", "-E", "-i", "--all-match", f"--grep=^Memory-Id: {mid}", "--grep=^Action: (forgotten|trimmed)$",
+         f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}", tip, "--"],  # (a record is whole at its end mark)
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_environment(),
+    )
+    assert proc.stdout is not None
+    try:
+        waiting = b""
+        while True:
+            chunk = proc.stdout.read1(1 << 16)
+            *records, waiting = (waiting + chunk).split(_END.encode())
+            for record in records:
+                commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
+                for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
+                    if action in ("forgotten", "trimmed") and found.lower().startswith(mid.lower()):
+                        return commit.sha, commit.author, commit.when, found, action, reason
+            if not chunk:
+                return None
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
 def _commit(record: str) -> Commit | None:
     parts = record.split(_SEP)
     if len(parts) < 5:

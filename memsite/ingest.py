@@ -40,6 +40,9 @@ log = logging.getLogger("memsite.ingest")
 
 KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 BATCH_SIZE = 200
+# Largest conversation file 'memsite ingest' reads: the extractor shows the model
+# only the latest part of one (Extractor.max_chars), and a file is read whole.
+MAX_CONVERSATION_BYTES = 16 * 1024 * 1024
 STATS = ("created", "merged", "skipped", "refused")
 
 Progress = Callable[[str, int, int], None]  # (stage, candidates done, candidates in all)

@@ -231,6 +231,9 @@ class Task:
     def finish(self) -> str:
         """Close the task: one commit of the four closing steps. Returns the commit id.
 
+        The session's outcome is ``succeeded``, or ``partial`` while items of
+        the plan are not checked (its Plan section shows which).
+
         Raises:
             ProtocolError: a step cannot be done (the message lists each, with
                 the reason); nothing is committed and the task stays open.
@@ -239,7 +242,7 @@ class Task:
             missing = [what for what, text in (("task.problem(...)", self._state.problem),
                                               ("task.solution(...)", self._state.solution)) if not text.strip()]
             raise _protocol_error([(STEP_SESSION, f"nothing to record yet: call {' and '.join(missing)}")])
-        return self._close("succeeded")
+        return self._close("partial" if any(not item.done for item in self._state.todo) else "succeeded")
 
     def abandon(self, reason: str) -> str:
         """Close the task without finishing it; the session records why. Returns the commit id."""

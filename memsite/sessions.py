@@ -17,7 +17,7 @@ from .errors import FormatError
 from .fileformat import dump_yaml, split_frontmatter
 from .model import format_time, parse_time
 
-OUTCOMES = ("succeeded", "failed", "abandoned")
+OUTCOMES = ("succeeded", "partial", "failed", "abandoned")  # partial: closed with plan items not checked
 _NAME_PART = re.compile(r"[^a-z0-9]+")
 
 

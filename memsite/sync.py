@@ -97,7 +97,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         RepositoryError: no such remote, the remote cannot be reached, or it refused the push.
     """
     ref = store._writable_ref()
-    _branch_made(store, ref)
+    _ready(store, ref)
     shared = branch or ref.removeprefix("refs/heads/")
     publish = publish_branch(store)
     if publish == shared or ref == f"refs/heads/{review_branch(store)}":
@@ -288,11 +288,10 @@ def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish:
         return behind, now, ahead + (tree is not None)
 
 
-def _branch_made(store: Store, ref: str) -> None:
-    """Create the store's branch from HEAD if it does not exist yet (a store opened on a branch it names)."""
+def _ready(store: Store, ref: str) -> None:
+    """Repair what a writer killed in this clone left (as every write does first), and create the store's
+    branch from HEAD if it does not exist yet (a store opened on a branch it names)."""
     repo = store.repo
-    if repo.refs.read(ref) is not None or repo.refs.head_commit() is None:
-        return
     with repo.locked():
         head = repo.refs.head_commit()
         if repo.refs.read(ref) is None and head is not None:

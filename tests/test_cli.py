@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -69,8 +70,14 @@ def test_the_agent_comes_from_the_environment(repo: Path, monkeypatch: pytest.Mo
         (["remember", "x", "-c", "nope"], "category 'nope' is unknown"),
         (["remember", ""], "content: is empty"),
         (["remember", "x", "-t", "../up"], "tag '../up'"),
-        (["show", "NOPE"], "no memory with id 'NOPE'"),
-        (["forget", "NOPE"], "no memory with id 'NOPE'"),
+        (["show", "NOPE0000"], "no memory with id 'NOPE0000'"),
+        (["forget", "NOPE0000"], "no memory with id 'NOPE0000'"),
+        (["show", "01M8C"], "id '01M8C' is too short: give the whole id or at least its first 6 characters"),
+        (["forget", "0"], "id '0' is too short"),
+        (["world", "set", "a=1", "b"], "'b': expected KEY=VALUE"),
+        (["world", "set", "a", "1", "2"], "expected KEY VALUE or KEY=VALUE pairs"),
+        (["world", "set", "a=1", "a=2"], "'a': given twice"),
+        (["task", "finish", "--world", "novalue"], "'novalue': expected KEY=VALUE"),
     ],
 )
 def test_errors_are_one_line_without_a_traceback(repo: Path, args: list[str], message: str) -> None:
@@ -162,6 +169,190 @@ def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
         assert result.returncode == 0, result.stderr
     with MemoryStore(repo) as store:
         assert [m.agent for m in store.list()] == ["proc", "proc"]
-    failed = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "show", "nope"],
+    failed = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "show", "nope00"],
                             capture_output=True, text=True)
-    assert failed.returncode == 1 and failed.stderr.strip() == "Error: no memory with id 'nope'; 'memsite list' shows the ids"
+    assert failed.returncode == 1 and failed.stderr.strip() == "Error: no memory with id 'nope00'; 'memsite list' shows the ids"
+
+
+# --- ids as people type them ------------------------------------------------------
+
+
+@pytest.fixture
+def fixed_ids(monkeypatch: pytest.MonkeyPatch):
+    """Memories written from now on get these ids, in order (two share their first 10 characters)."""
+    ids = iter(["01M8CFNYKZ0000000000000001", "01M8CFNYKZ1000000000000002", "01M8D00000000000000000000A"])
+    monkeypatch.setattr("memsite.store.memories.new_id", lambda: next(ids))
+
+
+def test_an_id_is_found_by_its_first_characters_in_any_case(repo: Path, fixed_ids: None) -> None:
+    for text in ("Deploys go through make release", "Deploys need a green CI", "The build server is orion"):
+        assert run(repo, "remember", text).exit_code == 0
+    shown = run(repo, "show", "01m8d0")
+    assert shown.exit_code == 0, shown.output
+    assert "id:        01M8D00000000000000000000A" in shown.output and "orion" in shown.output
+    assert run(repo, "show", "01M8CFNYKZ1000000000000002".lower()).exit_code == 0  # a whole id in lower case
+    gone = run(repo, "forget", "01M8CFNYKZ0", "-r", "superseded")
+    assert gone.exit_code == 0, gone.output
+    assert gone.output.startswith("Forgot 01M8CFNYKZ0000000000000001 (commit ")
+    with MemoryStore(repo, agent="api") as store:  # the API (and the MCP tools on it) takes them too
+        assert store.update("01m8cfnykz1000000000000002", pinned=True).pinned
+        assert store.get("01M8CF").id == "01M8CFNYKZ1000000000000002"  # the other one is gone
+
+
+def test_an_ambiguous_prefix_lists_the_candidates_and_writes_nothing(repo: Path, fixed_ids: None) -> None:
+    run(repo, "remember", "Deploys go through make release")
+    run(repo, "remember", "Deploys need a green CI\n\nAlways.")
+    before = git(repo, "rev-parse", "HEAD")
+    for command in (["show", "01M8CF"], ["forget", "01m8cfnykz"]):
+        result = run(repo, *command)
+        assert result.exit_code == 1 and len(result.output.splitlines()) == 1
+        assert result.output == (
+            f"Error: id prefix {command[1]!r} is ambiguous: 2 memories have ids starting with it: "
+            "01M8CFNYKZ0000000000000001 (Deploys go through make release); "
+            "01M8CFNYKZ1000000000000002 (Deploys need a green CI); give more of the id\n")
+    assert git(repo, "rev-parse", "HEAD") == before
+
+
+def test_finding_an_id_prefix_reads_the_id_index_not_every_memory(repo: Path, fixed_ids: None) -> None:
+    run(repo, "remember", "Deploys go through make release")
+    with MemoryStore(repo) as store:
+        store.get(store.list()[0].id)  # (the catalog is up to date: what follows is the lookup alone)
+        statements: list[str] = []
+        store.catalog.db.set_trace_callback(statements.append)
+        assert store.get("01m8cfnykz").id == "01M8CFNYKZ0000000000000001"
+        store.catalog.db.set_trace_callback(None)
+        plans = [row[-1] for sql in statements if sql.lstrip().upper().startswith("SELECT")
+                 for row in store.catalog.db.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    assert any("memories_id_nocase" in plan for plan in plans), plans
+    assert not [plan for plan in plans if plan.startswith("SCAN m") or plan == "SCAN memories"], plans
+
+
+def test_an_id_forgotten_already_says_when_by_whom_and_in_which_commit(repo: Path, fixed_ids: None) -> None:
+    run(repo, "remember", "Deploys go through make release")
+    run(repo, "remember", "Unrelated afterwards", agent="other")
+    assert run(repo, "forget", "01M8CFNYKZ0000000000000001", "-r", "moved to the wiki", agent="cleaner").exit_code == 0
+    sha, stamp = git(repo, "log", "-1", "--format=%H %at").split()
+    when = datetime.fromtimestamp(int(stamp), timezone.utc)
+    run(repo, "remember", "Written after the forget")
+    before = git(repo, "rev-parse", "HEAD")
+    for command in (["forget", "01M8CFNYKZ0000000000000001"], ["show", "01m8cfnykz0000000000000001"]):
+        result = run(repo, *command)
+        assert result.exit_code == 1
+        assert result.output == (f"Error: no memory with id {command[1]!r}: "
+                                 f"{'it' if command[0] == 'forget' else '01M8CFNYKZ0000000000000001'} was forgotten "
+                                 f"on {when:%Y-%m-%d %H:%M} UTC by cleaner (commit {sha[:12]}; "
+                                 "reason: moved to the wiki)\n")
+    prefix = run(repo, "show", "01m8cfnykz0")  # only the forgotten one starts so
+    assert "01M8CFNYKZ0000000000000001 was forgotten on" in prefix.output
+    assert git(repo, "rev-parse", "HEAD") == before
+
+
+# --- options where people put them ------------------------------------------------
+
+
+def test_the_group_options_also_follow_the_command(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # not in the repository: -C after the command must find it
+    made = CliRunner().invoke(main, ["remember", "Deploys go through make release", "-C", str(repo), "--agent", "late"])
+    assert made.exit_code == 0, made.output
+    assert git(repo, "log", "-1", "--format=%an").strip() == "late"
+    assert CliRunner().invoke(main, ["world", "set", "ci.status", "green", "--agent", "w", "-C", str(repo)]).exit_code == 0
+    assert git(repo, "log", "-1", "--format=%an").strip() == "w"
+    assert CliRunner().invoke(main, ["world", "-C", str(repo), "show"]).output == "ci.status: green\n"
+    after = CliRunner().invoke(main, ["--agent", "early", "-C", str(repo), "remember", "Builds run on orion",
+                                      "--agent", "later"])
+    assert after.exit_code == 0 and git(repo, "log", "-1", "--format=%an").strip() == "later"  # the last one given
+    # A command's own option of that name keeps its meaning: list --agent filters by author.
+    listed = CliRunner().invoke(main, ["-C", str(repo), "--agent", "late", "list", "--agent", "later"])
+    assert "Builds run on orion" in listed.output and "make release" not in listed.output
+    version = CliRunner().invoke(main, ["list", "--version"])
+    assert version.exit_code == 0 and version.output == CliRunner().invoke(main, ["--version"]).output
+
+
+def test_debug_after_the_command_shows_the_traceback(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(MemoryStore, "list", broken)
+    quiet = run(repo, "list")
+    assert quiet.exit_code == 1 and "unexpected RuntimeError: boom; rerun with --debug" in quiet.output
+    loud = run(repo, "list", "--debug")
+    assert isinstance(loud.exception, RuntimeError)
+
+
+def test_world_set_takes_key_value_pairs_or_a_key_and_a_value(repo: Path) -> None:
+    pairs = run(repo, "world", "set", "deploy.target=staging", "ci.url=https://ci.example/?a=b")
+    assert pairs.exit_code == 0 and pairs.output.startswith("Set deploy.target, ci.url (commit ")
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "2"  # one commit for both
+    assert run(repo, "world", "set", "note", "x=y").exit_code == 0  # KEY VALUE: the value may hold '='
+    assert run(repo, "world", "set", "empty=").exit_code == 0
+    with MemoryStore(repo) as store:
+        assert store.world.read() == {"ci.url": "https://ci.example/?a=b", "deploy.target": "staging",
+                                      "empty": "", "note": "x=y"}
+    assert run(repo, "world", "set", "note=x=y").output == "note already had that value\n"
+
+
+def test_an_agent_name_with_spaces_writes_as_its_slug(repo: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "--agent", "Team Lead", "remember",
+                             "Hello"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "writing as team-lead\n"
+    assert git(repo, "log", "-1", "--format=%an").strip() == "team-lead"
+    same = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "--agent", "team-lead", "remember",
+                           "Bye"], capture_output=True, text=True)
+    assert same.returncode == 0 and same.stderr == ""  # a name that is one already is said nothing about
+    for path in ("agent/planner", "..\\up"):
+        refused = run(repo, "remember", "x", agent=path)
+        assert refused.exit_code == 1 and f"agent {path!r}: use 1-64 letters" in refused.output
+
+
+# --- standard input, read no further than the cap ---------------------------------
+
+
+def _pipe(command: list[str], size: int) -> tuple[subprocess.CompletedProcess[bytes], int]:
+    """Run ``command`` with ``size`` bytes offered on its standard input; returns it and how many it took."""
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    sent, chunk = 0, b"x" * (1 << 20)
+    try:
+        while sent < size:
+            proc.stdin.write(chunk)
+            sent += len(chunk)
+        proc.stdin.close()
+    except BrokenPipeError:  # it stopped reading and exited
+        pass
+    out, err = proc.communicate()
+    return subprocess.CompletedProcess(command, proc.returncode, out, err), sent
+
+
+@pytest.mark.parametrize(("command", "setting"), [
+    (["remember", "-"], "max_memory_bytes: 2000"),
+    (["world", "set", "notes", "-"], "max_world_bytes: 2000"),
+])
+def test_standard_input_over_the_cap_is_refused_unread(repo: Path, command: list[str], setting: str) -> None:
+    key = setting.split(":")[0]
+    settings = repo / "mkdocs.yml"
+    settings.write_text(settings.read_text().replace("  memsite:\n", f"  memsite:\n    {setting}\n", 1)
+                        .replace("    max_memory_bytes: 65536\n", "" if key == "max_memory_bytes" else
+                                 "    max_memory_bytes: 65536\n"))
+    git(repo, "commit", "-qam", "small caps")
+    before = git(repo, "rev-parse", "HEAD")
+    result, sent = _pipe([sys.executable, "-m", "memsite", "-C", str(repo), *command], 256 << 20)
+    assert result.returncode == 1
+    assert result.stderr.decode() == (f"Error: standard input: more than 2000 bytes, over the 2000-byte cap "
+                                      f"(extra.memsite.{key}); "
+                                      f"{'split it into smaller memories' if 'remember' in command else 'keep large text in a memory and refer to it'}\n")
+    assert sent < 64 << 20  # it stopped reading long before the end
+    assert git(repo, "rev-parse", "HEAD") == before
+    fits = CliRunner().invoke(main, ["-C", str(repo), *command], input="y" * 1500)
+    assert fits.exit_code == 0, fits.output
+
+
+def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memsite.ingest.MAX_CONVERSATION_BYTES", 1000)
+    conversation = json.dumps([{"role": "user", "content": "x" * 2000}])
+    piped = run(repo, "ingest", "-", input=conversation)
+    assert piped.exit_code == 1
+    assert piped.output == "Error: standard input: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
+    (repo.parent / "chat.json").write_text(conversation)
+    filed = run(repo, "ingest", str(repo.parent / "chat.json"))
+    assert filed.output == f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"

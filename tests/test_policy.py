@@ -220,10 +220,17 @@ def test_bad_input_is_refused_and_writes_nothing(store: MemoryStore, kwargs: dic
     assert_nothing_written(store, before)
 
 
-@pytest.mark.parametrize("agent", ["../x", "/abs/path", "a/b", "..", ".hidden", "x.lock", "", "a" * 65, "sp ace"])
+@pytest.mark.parametrize("agent", ["../x", "/abs/path", "a/b", "..", ".hidden", "x.lock", "", "a" * 65, "sp ace/x",
+                                   "!!!"])
 def test_agent_names_that_would_escape_the_repository_are_refused(store: MemoryStore, agent: str) -> None:
     with pytest.raises(InvalidInput, match="agent"):
         MemoryStore(store.root, agent=agent)
+
+
+@pytest.mark.parametrize(("agent", "slug"), [("sp ace", "sp-ace"), ("José Núñez", "jose-nunez"), ("Claude", "Claude")])
+def test_a_person_s_name_as_agent_writes_as_its_slug(store: MemoryStore, agent: str, slug: str) -> None:
+    with MemoryStore(store.root, agent=agent) as named:
+        assert named.agent == slug
 
 
 SECRETS = [

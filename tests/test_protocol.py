@@ -35,6 +35,8 @@ def test_a_task_closes_with_one_commit_of_all_four_steps(store: MemoryStore, clo
     with store.task(type="debug", keywords=["undefined var", "add"]) as task:
         task.plan(["find the cause", "fix", "verify"])
         task.check("find the cause", note="NameError in add()")
+        task.check("fix")
+        task.check("verify")
         task.rounds += 1
         clock.advance(seconds=95)
         task.problem("add() referenced an undefined variable")
@@ -340,7 +342,7 @@ def test_the_protocol_driven_from_a_shell(store: MemoryStore) -> None:
     run("check", "find the cause", "--note", "NameError in add()")
     run("round")
     assert "- [x] find the cause (NameError in add())" in run("show")
-    assert "(round 1) [resumed]" in run("show")
+    run("check", "fix")
     out = run("finish", "--problem", "add() failed", "--solution", "defined x", "--learn", "pattern: define first",
               "--world", "ci.status=green")
     assert out.startswith("Closed ") and "_debug_undefined_var_add (commit " in out
@@ -348,3 +350,45 @@ def test_the_protocol_driven_from_a_shell(store: MemoryStore) -> None:
     failed = CliRunner().invoke(main, ["-C", str(store.root), "--agent", "fixer", "task", "show"])
     assert failed.exit_code == 1 and "no task in progress" in failed.output
     assert_clean(store.root)
+
+
+def shell(store: MemoryStore, *args: str):
+    return CliRunner().invoke(main, ["-C", str(store.root), "--agent", "fixer", "task", *args])
+
+
+def test_task_show_after_start_is_no_resume_but_a_second_start_is(store: MemoryStore) -> None:
+    started = shell(store, "start", "debug", "flaky", "--plan", "look")
+    assert started.output.startswith("debug: flaky (round 0)\n")
+    for _ in range(2):
+        shown = shell(store, "show")
+        assert shown.exit_code == 0 and shown.output.startswith("debug: flaky (round 0)\n"), shown.output
+    assert shell(store, "start", "debug", "flaky").output.startswith("debug: flaky (round 0) [resumed]\n")
+
+
+def test_finishing_with_plan_items_unchecked_asks_for_force_and_records_partial(store: MemoryStore) -> None:
+    shell(store, "start", "fix", "typo", "--plan", "find it", "--plan", "fix it", "--plan", "release")
+    shell(store, "check", "find it")
+    before = head(store.root)
+    refused = shell(store, "finish", "--problem", "a typo", "--solution", "fixed", "--learn", "proofread")
+    assert refused.exit_code == 1 and len(refused.output.splitlines()) == 1
+    assert refused.output == (
+        "Error: the plan has 2 item(s) not checked: 'fix it', 'release'; check them ('memsite task check ITEM'), "
+        "drop them ('memsite task drop ITEM') or give --force to record the task as partial; the task stays "
+        "open, nothing was committed\n")
+    assert head(store.root) == before
+    closed = shell(store, "finish", "--problem", "a typo", "--solution", "fixed", "--learn", "proofread", "--force")
+    assert closed.exit_code == 0, closed.output
+    assert closed.output.startswith("Closed ") and " as partial (commit " in closed.output
+    assert git(store.root, "log", "-1", "--format=%s").strip() == "Task fix: typo (partial)"
+    record = parse_session(next((store.root / "content" / "sessions").glob("*_fix_typo.md")).read_text(), "s")
+    assert record.outcome == "partial" and record.learnings == ("proofread",)  # once, though given twice
+    assert [(item, done) for item, done, _ in record.plan] == [("find it", True), ("fix it", False), ("release", False)]
+
+
+def test_a_task_closed_from_python_with_items_unchecked_is_partial(store: MemoryStore) -> None:
+    with store.task("fix", ["typo"], plan=["find it", "fix it"]) as task:
+        task.check("find it")
+        task.problem("a typo")
+        task.solution("fixed")
+    assert "Outcome: partial" in git(store.root, "log", "-1", "--format=%B")
+    assert store.world.read()["agent.planner.last_task"].endswith(": partial at 2026-11-01T09:00:00Z")

@@ -111,7 +111,9 @@ def test_forget_deletes_the_file_and_history_keeps_it(store: MemoryStore) -> Non
 
 
 def test_unknown_ids_are_a_clear_error(store: MemoryStore) -> None:
-    with pytest.raises(NotFound, match="no memory with id 'nope'"):
+    with pytest.raises(NotFound, match="no memory with id 'nope00'"):
+        store.get("nope00")
+    with pytest.raises(InvalidInput, match="id 'nope' is too short"):  # (an id has 6 characters or more)
         store.get("nope")
     with pytest.raises(NotFound):
         store.update("01JD3X4K9Q2W8E5R7T6Y1V3A0P", content="x")

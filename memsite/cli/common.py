@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
+from .. import checks
 from ..api import MemoryStore
 from ..errors import MemsiteError
 from ..model import Memory
@@ -50,7 +51,19 @@ class MemsiteGroup(click.Group):
 
     A ``MemsiteError`` is one line (as :func:`errors_as_messages` makes it); any
     other exception is one line naming it, with the hint to rerun with ``--debug``.
+    The group's options are also taken after a command (``memsite remember x
+    --agent a``), unless the command has an option of the same name.
     """
+
+    group_class = type  # its groups (world, task, index) are MemsiteGroups too
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(cmd, name)
+        taken = {opt for param in cmd.params for opt in param.opts + param.secondary_opts}
+        for option in _global_options():
+            option.opts = [opt for opt in option.opts if opt not in taken]
+            if option.opts:
+                cmd.params.append(option)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -60,7 +73,8 @@ class MemsiteGroup(click.Group):
         except MemsiteError as exc:
             raise click.ClickException(safe(str(exc))) from None
         except Exception as exc:
-            if ctx.params.get("debug"):
+            chosen = ctx.find_object(Context)
+            if chosen is not None and chosen.debug:
                 raise
             message = safe(" ".join(str(exc).split()), multiline=False)[:500]
             raise click.ClickException(f"unexpected {type(exc).__name__}: {message or '(no message)'}; "
@@ -70,12 +84,47 @@ class MemsiteGroup(click.Group):
 class Context:
     """What the group's options chose: the repository and the agent; opens the store."""
 
-    def __init__(self, repo: str, agent: str | None) -> None:
+    def __init__(self, repo: str, agent: str | None, debug: bool = False) -> None:
         self.repo = repo
         self.agent = agent
+        self.debug = debug
 
     def store(self) -> MemoryStore:
-        return MemoryStore(self.repo, agent=self.agent, progress=ProgressBar())
+        return self.opened(MemoryStore(self.repo, agent=self.agent, progress=ProgressBar()))
+
+    def opened(self, store: MemoryStore) -> MemoryStore:
+        """``store``, having said which name it writes as when that is not the one given ('Team Lead')."""
+        if self.agent is not None and store.agent != self.agent:
+            echo(f"writing as {store.agent}", err=True)
+        return store
+
+
+def _global_options() -> list[click.Option]:
+    """The group's options as a command takes them after its name; each sets what the group's would have."""
+    def setter(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+        def set_field(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+            chosen = ctx.find_object(Context)  # (the group made it before this command parses)
+            if chosen is not None and value is not None and value is not False and not ctx.resilient_parsing:
+                setattr(chosen, field, value)
+        return set_field
+
+    return [
+        click.Option(["-C", "--repo"], expose_value=False, callback=setter("repo"),
+                     help="The memory repository (as before the command)."),
+        click.Option(["--agent"], expose_value=False, callback=setter("agent"),
+                     help="Who writes (as before the command)."),
+        click.Option(["--debug"], is_flag=True, expose_value=False, callback=setter("debug"),
+                     help="Show the traceback of an unexpected error."),
+        click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True, hidden=True,
+                     callback=lambda ctx, param, value: _print_version(ctx) if value else None),
+    ]
+
+
+def _print_version(ctx: click.Context) -> None:
+    root = ctx.find_root()
+    version = next(p for p in root.command.params if p.name == "version")
+    assert version.callback is not None
+    version.callback(root, version, True)
 
 
 class ProgressBar:
@@ -104,13 +153,17 @@ pass_context = click.make_pass_decorator(Context)
               help="The memory repository (default: the current folder).")
 @click.option("--agent", envvar="MEMSITE_AGENT", show_envvar=True,
               help="Who writes: the commit author (default: git's user.name as a slug, "
-                   "'Ada Lovelace' -> ada-lovelace; else 'human').")
+                   "'Ada Lovelace' -> ada-lovelace; else 'human'). A name given is made a slug too.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 @click.version_option(package_name="memsite")
 @click.pass_context
 def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
     """Agent memory in a git repository: written through an API, read as a
     website, reviewed as pull requests.
+
+    -C, --agent and --debug may also follow the command. An ID may be given
+    by its first characters (6 or more, any case) when only one id starts
+    with them.
 
     \b
     Quick start:
@@ -119,7 +172,14 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
         memsite remember "User prefers tabs over spaces" --category preferences
         memsite list
     """
-    ctx.obj = Context(repo, agent)
+    ctx.obj = Context(repo, agent, debug)
+
+
+def read_stdin(max_bytes: int, setting: str, fix: str) -> str:
+    """Standard input as text, read no further than ``max_bytes`` + 1 bytes (refused past the cap, naming
+    ``setting``). Bytes that are not UTF-8 are kept as lone surrogates, which the checks of the text name."""
+    data = checks.read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
+    return data.decode("utf-8", "surrogateescape")
 
 
 def repo_root(ctx: Context) -> Path:

@@ -62,8 +62,9 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
     """Turn a conversation into memories through an LLM, resumably.
 
     FILE is JSON: a list of {"role", "content"} messages, or an object with
-    them under "messages" ('-' reads stdin). The LLM is the OpenAI-compatible
-    endpoint in MEMSITE_LLM_BASE_URL / MEMSITE_LLM_MODEL / MEMSITE_LLM_API_KEY.
+    them under "messages" ('-' reads stdin); at most 16 MiB. The LLM is the
+    OpenAI-compatible endpoint in MEMSITE_LLM_BASE_URL / MEMSITE_LLM_MODEL /
+    MEMSITE_LLM_API_KEY.
     If interrupted, 'memsite resume' finishes the work without asking the
     LLM again; running the same command again does the same.
 
@@ -86,10 +87,23 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
 
 
 def _read_conversation(file: str) -> Any:
+    from .. import checks
+    from ..ingest import MAX_CONVERSATION_BYTES
+
+    what = "standard input" if file == "-" else file
+
+    def read(stream: Any) -> bytes:
+        return checks.read_capped(stream, what, max_bytes=MAX_CONVERSATION_BYTES, fix="ingest it in parts")
+
     try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        if file == "-":
+            data = read(sys.stdin.buffer)
+        else:
+            with open(file, "rb") as stream:
+                data = read(stream)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise MemsiteError(f"{file}: cannot read it ({exc})") from None
+        raise MemsiteError(f"{what}: cannot read it ({exc})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -23,6 +23,7 @@ from .common import (
     errors_as_messages,
     main,
     pass_context,
+    read_stdin,
     repo_root,
 )
 
@@ -41,7 +42,7 @@ def init(ctx: Context, path: str) -> None:
     Example:
         memsite init my-memory
     """
-    with MemoryStore.init(path, agent=ctx.agent) as store:
+    with ctx.opened(MemoryStore.init(path, agent=ctx.agent)) as store:
         echo(f"Initialised memory repository in {store.root}")
 
 
@@ -72,11 +73,11 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
         memsite remember "Deploys go through make release" -c patterns -t release
         git log -1 --format=%B | memsite remember - --category events
     """
-    if content is None or content == "-":
-        if sys.stdin.isatty() and content is None:
-            raise click.UsageError("give CONTENT, or '-' to read it from standard input")
-        content = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    if content is None and sys.stdin.isatty():
+        raise click.UsageError("give CONTENT, or '-' to read it from standard input")
     with ctx.store() as store:
+        if content is None or content == "-":
+            content = read_stdin(store.config.max_memory_bytes, "max_memory_bytes", "split it into smaller memories")
         memory = store.remember(content, category=category, abstract=abstract, overview=overview,
                                 tags=tags, source=source, pinned=pinned)
     action = memory.action or "created"
@@ -100,6 +101,8 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
 @errors_as_messages
 def show(ctx: Context, id: str, as_json: bool) -> None:
     """Show the memory with ID: its fields and full text.
+
+    ID may be its first characters (6 or more) when only one id starts with them.
 
     \b
     Example:
@@ -161,13 +164,19 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
 def forget(ctx: Context, id: str, reason: str) -> None:
     """Forget the memory with ID (its file is deleted; git history keeps it).
 
+    ID may be its first characters (6 or more) when only one id starts with
+    them. An id forgotten already is an error saying when, by whom and in
+    which commit.
+
     \b
-    Example:
+    Examples:
         memsite forget 01M80RXENRH45QMT9FRQWGVAFW --reason "superseded"
+        memsite forget 01M80RXENR
     """
     with ctx.store() as store:
-        commit = store.forget(id, reason=reason)
-    echo(f"Forgot {id} (commit {commit[:12]})")
+        mid = store.get(id).id
+        commit = store.forget(mid, reason=reason)
+    echo(f"Forgot {mid} (commit {commit[:12]})")
 
 
 @main.command()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ import click
 from ..errors import MemsiteError
 from ..protocol import reworded
 from ..terminal import safe
-from .common import Context, echo, echo_json, errors_as_messages, main, pass_context
+from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, read_stdin
 
 
 # The protocol's errors name the Python calls; from a shell, name the commands and options.
@@ -75,22 +74,45 @@ def world_show(ctx: Context, key: str | None, as_json: bool) -> None:
 
 
 @world.command("set")
-@click.argument("key")
-@click.argument("value")
+@click.argument("words", nargs=-1, required=True, metavar="KEY=VALUE... | KEY VALUE")
 @pass_context
 @errors_as_messages
-def world_set(ctx: Context, key: str, value: str) -> None:
-    """Set KEY to VALUE ('-' reads it from standard input); every other key is kept.
+def world_set(ctx: Context, words: tuple[str, ...]) -> None:
+    """Set keys, as KEY=VALUE pairs (one commit) or as KEY VALUE ('-' reads
+    VALUE from standard input); every other key is kept.
 
     \b
-    Example:
+    Examples:
+        memsite world set ci.status=green deploy.target=staging
         memsite world set ci.status green
+        git log -1 --format=%B | memsite world set release.notes -
     """
-    if value == "-":
-        value = sys.stdin.read()
+    pairs = "=" in words[0]  # (a key holds no '=')
+    if not pairs and len(words) != 2:
+        raise click.ClickException(f"world set {' '.join(map(repr, words))}: expected KEY VALUE or KEY=VALUE pairs "
+                                   "(quote a value that has spaces)")
+    updates = _world_pairs(words) if pairs else dict([words])
     with ctx.store() as store:
-        commit = store.world.merge({key: value})
-    echo(f"Set {key} (commit {commit[:12]})" if commit else f"{key} already had that value")
+        if not pairs and words[1] == "-":
+            updates[words[0]] = read_stdin(store.config.max_world_bytes, "max_world_bytes",
+                                           "keep large text in a memory and refer to it")
+        commit = store.world.merge(updates)
+    keys = ", ".join(updates)
+    echo(f"Set {keys} (commit {commit[:12]})" if commit else
+         f"{keys} already had {'that value' if len(updates) == 1 else 'those values'}")
+
+
+def _world_pairs(words: tuple[str, ...]) -> dict[str, str]:
+    """KEY=VALUE words as a mapping (a key cannot hold '=', so the first one ends it)."""
+    pairs: dict[str, str] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep:
+            raise click.ClickException(f"{word!r}: expected KEY=VALUE (give every key as KEY=VALUE, or one KEY VALUE)")
+        if key in pairs:
+            raise click.ClickException(f"{key!r}: given twice; give each key once")
+        pairs[key] = value
+    return pairs
 
 
 @world.command("unset")
@@ -126,9 +148,8 @@ def task() -> None:
     """
 
 
-def _show_task(t: Any) -> None:
-    echo(f"{t.type}: {', '.join(t.keywords) or '(no keywords)'} (round {t.rounds})"
-         + (" [resumed]" if t.resumed else ""))
+def _show_task(t: Any, resumed: bool = False) -> None:
+    echo(f"{t.type}: {', '.join(t.keywords) or '(no keywords)'} (round {t.rounds})" + (" [resumed]" if resumed else ""))
     for text, done, note in t.todo:
         echo(f"- [{'x' if done else ' '}] {text}" + (f" ({note})" if note else ""))
     for pattern in t.known_patterns:
@@ -151,7 +172,7 @@ def task_start(ctx: Context, type: str, keywords: tuple[str, ...], plan: tuple[s
     with ctx.store() as store:
         t = store.task(type, keywords, plan=plan or None)
         try:
-            _show_task(t)
+            _show_task(t, resumed=t.resumed)  # (every other task command picks the task up: that is no resume)
         finally:
             t.release()
 
@@ -258,44 +279,49 @@ def task_round(ctx: Context) -> None:
     _open_task(ctx, bump)
 
 
-def _world_pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep:
-        raise click.BadParameter(f"{text!r}: expected KEY=VALUE")
-    return key, value
-
-
 @task.command("finish")
 @click.option("--problem", help="The problem the task addressed.")
 @click.option("--solution", help="How it was solved.")
 @click.option("--learn", "learnings", multiple=True, help="A learning ('pattern: ...' goes to knowledge); repeat.")
 @click.option("--world", "world_pairs", multiple=True, help="KEY=VALUE to merge into the world state; repeat.")
 @click.option("--unset", "unset", multiple=True, help="A world key to remove; repeat.")
+@click.option("--force", is_flag=True, help="Close it although plan items are not checked: the outcome is partial.")
 @pass_context
 @_shell_words
 def task_finish(ctx: Context, problem: str | None, solution: str | None, learnings: tuple[str, ...],
-                world_pairs: tuple[str, ...], unset: tuple[str, ...]) -> None:
+                world_pairs: tuple[str, ...], unset: tuple[str, ...], force: bool) -> None:
     """Close the task: session record, knowledge, world state, cleared TODO, one commit.
+
+    The session records the outcome succeeded, or partial when plan items
+    are not checked: then it asks for --force first, as a session record is
+    never changed once written.
 
     \b
     Example:
         memsite --agent fixer task finish --problem "add() failed" --solution "defined x" --world ci.status=green
     """
+    updates = _world_pairs(world_pairs)
     with ctx.store() as store:
         t = store.task()
         try:
+            unchecked = [text for text, done, _ in t.todo if not done]
+            if unchecked and not force:
+                raise click.ClickException(
+                    f"the plan has {len(unchecked)} item(s) not checked: {', '.join(map(repr, unchecked))}; check "
+                    "them ('memsite task check ITEM'), drop them ('memsite task drop ITEM') or give --force to "
+                    "record the task as partial; the task stays open, nothing was committed")
             if problem is not None:
                 t.problem(problem)
             if solution is not None:
                 t.solution(solution)
             for learning in learnings:
                 t.learn(learning)
-            if world_pairs or unset:
-                t.world(dict(_world_pair(p) for p in world_pairs), remove=unset)
+            if updates or unset:
+                t.world(updates, remove=unset)
             commit = t.finish()
         finally:
             t.release()
-    echo(f"Closed {t.session} (commit {commit[:12]})")
+    echo(f"Closed {t.session}{' as partial' if unchecked else ''} (commit {commit[:12]})")
 
 
 @task.command("abandon")

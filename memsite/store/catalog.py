@@ -32,7 +32,7 @@ from .sqlite import Damaged, connect, statements, transaction
 
 log = logging.getLogger("memsite")
 
-SCHEMA_VERSION = "10"
+SCHEMA_VERSION = "11"
 # Rows written between two checkpoints of the catalog's log: about the
 # 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
 CHECKPOINT_ROWS = 50
@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_category ON memories (category, created, id);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
 CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
+CREATE INDEX IF NOT EXISTS memories_id_nocase ON memories (id COLLATE NOCASE);
 CREATE TABLE IF NOT EXISTS sketches (k INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sketches_id ON sketches (id);
 {sketch_filter.SCHEMA}
@@ -193,6 +194,18 @@ class Catalog:
         """The memory ``mid``; ``live`` counts recalls not committed yet."""
         row = self.db.execute(f"{_SELECT if live else _SELECT_COMMITTED} WHERE m.id = ?", (mid,)).fetchone()
         return self._memory(row) if row else None
+
+    def starting_with(self, prefix: str, limit: int) -> tuple[list[tuple[str, str]], int]:
+        """(id, abstract) of the first ``limit`` memories whose id starts with ``prefix`` in any case, and how many
+        there are: a range of the id index (ids are ASCII letters, digits, '_' and '-', all below DEL).
+        """
+        bounds = (prefix, prefix + "\x7f")
+        where = "WHERE id >= ? COLLATE NOCASE AND id < ? COLLATE NOCASE"
+        rows = self.db.execute(f"SELECT id, abstract FROM memories {where} ORDER BY id COLLATE NOCASE LIMIT ?",
+                               (*bounds, limit)).fetchall()
+        count = len(rows) if len(rows) < limit else self.db.execute(f"SELECT count(*) FROM memories {where}",
+                                                                    bounds).fetchone()[0]
+        return rows, count
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         where, args = _filters(category, agent, ())

@@ -38,6 +38,7 @@ from ..model import (
     truncate,
     utcnow,
 )
+from . import ids
 from .activity import ActivityJournal, carry_over
 from .catalog import Catalog
 from .sqlite import intact, is_damage
@@ -82,7 +83,7 @@ class Store:
             self.root: Path = self.repo.root
             self.config: Config = load_config(self.root)
             self.repo.lock_timeout = self.config.lock_timeout
-            self.agent: str = checks.name(agent if agent is not None else _default_agent(self.repo))
+            self.agent: str = checks.agent(agent if agent is not None else _default_agent(self.repo))
             self.auto_load_lines: int = self.config.auto_load_lines
             # The branch this store reads and writes, fixed when it opens: a
             # person checking out another branch later never redirects it.
@@ -319,24 +320,31 @@ class Store:
         return self._healing(rebuild)
 
     def get(self, id: str) -> Memory:
-        """The memory with ``id``.
+        """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
 
         Raises:
-            NotFound: no memory has that id.
+            NotFound: no memory has that id (through MemoryStore, saying
+                when, by whom and in which commit it was forgotten or trimmed).
+            InvalidInput: ``id`` is a prefix shorter than 6 characters, or
+                more than one id starts with it (naming them).
             FormatError: the file of that id cannot be read (naming it).
         """
         def read() -> Memory | None:
             with self.repo._thread_lock:
                 self._fresh()
-                memory = self.catalog.get(id)
+                memory = ids.lookup(self.catalog, id)
                 if memory is None and isinstance(id, str):
                     refuse_unreadable(self.catalog, id, None)
                 return memory
 
         memory = self._healing(read, reading=True)
         if memory is None:
-            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+            raise self._not_found(id)
         return memory
+
+    def _not_found(self, id: object) -> NotFound:
+        """The error for an id no memory has (MemoryStore adds what the history says of it)."""
+        return ids.not_found(id)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
@@ -442,7 +450,7 @@ class Store:
         return tx.result(added)
 
     def update(self, id: str, /, **changes: Any) -> Memory:
-        """Change fields of a memory in one commit; it keeps its id.
+        """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
 
         Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
         ``pinned`` and ``category`` (which moves the file). An abstract or
@@ -458,7 +466,10 @@ class Store:
         return tx.result(updated)
 
     def forget(self, id: str, reason: str = "") -> str:
-        """Delete a memory in one commit (it stays in history); returns the commit id."""
+        """Delete a memory in one commit (it stays in history); returns the commit id.
+
+        ``id`` may be a unique prefix of the id, as for :meth:`get`.
+        """
         tx, _ = self._write(lambda tx: tx.forget(id, reason=reason))
         assert tx.commit is not None
         return tx.commit

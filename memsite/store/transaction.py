@@ -18,9 +18,10 @@ from ..config import Category
 from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
 from ..fileformat import decode, format_memory
 from ..git import Author, FilesAhead, Repository, blob_id
-from ..model import ID_RE, Memory, format_time, one_line, parse_time, slugify, truncate
+from ..model import Memory, format_time, one_line, parse_time, slugify, truncate
 from ..ranking import TrimCandidate, plan_trim
 from ..text import fingerprint, shared_needed, similarity, sketch
+from . import ids
 
 if TYPE_CHECKING:
     import threading
@@ -158,12 +159,11 @@ class Transaction:
             if memory is None:
                 raise NotFound(f"memory {id} was forgotten in this transaction")
             return memory
-        if not isinstance(id, str) or not ID_RE.match(id):
-            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
-        memory = self.store.catalog.get(id, live=False)  # a write starts from what is committed
-        refuse_unreadable(self.store.catalog, id, memory)
+        memory = ids.lookup(self.store.catalog, id, live=False)  # a write starts from what is committed
+        if isinstance(id, str):
+            refuse_unreadable(self.store.catalog, memory.id if memory else id, memory)
         if memory is None:
-            raise NotFound(f"no memory with id {id!r}; 'memsite list' shows the ids")
+            raise self.store._not_found(id)
         return memory
 
     def update(self, id: str, /, **changes: Any) -> Memory:
