@@ -266,3 +266,16 @@ def test_without_a_query_items_come_oldest_first_grouped_by_namespace(store: Mem
     graph.put(("A",), "a1", {"n": 2})  # an update keeps its place
     assert [i.key for i in graph.search(())] == ["a1", "a2", "b1", "b2"]
     assert [i.key for i in graph.search((), limit=2, offset=1)] == ["a2", "b1"]
+
+
+def test_the_readme_graph_keeps_a_preference_and_finds_it_in_a_later_conversation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+                  if "MemsiteStore(" in b]
+    monkeypatch.chdir(tmp_path)
+    MemoryStore.init(tmp_path / "agent-memory", agent="setup").close()
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out == "I prefer answers in French\n"
+    assert log(tmp_path / "agent-memory")[0] == "assistant LangGraph put users/alice/preference"
