@@ -168,6 +168,10 @@ def test_a_refused_write_is_an_error_the_model_reads_and_nothing_is_written(stor
     assert session(store.root, clock, "agent_control", model, "Remember the deploy key.") == "Oops."
     assert "Error: " in model.prompts[1] and "aws-access-key-id" in model.prompts[1]
     assert git(store.root, "rev-parse", "HEAD") == before
+    told = ScriptedModel(say("I will not repeat it."))  # static control: the exchange holds a credential
+    assert session(store.root, clock, "static_control", told, "My key is AKIAQWERTYUIOPASDF23") == \
+        "I will not repeat it."
+    assert git(store.root, "rev-parse", "HEAD") == before
     with pytest.raises(Exception, match="category 'nope' is unknown"):
         MemsiteMiddleware(store, category="nope")
     with pytest.raises(ValueError, match="mode: expected one of static_control, agent_control, both, got 'always'"):

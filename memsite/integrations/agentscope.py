@@ -32,6 +32,8 @@ run in a worker thread, so an extractor's LLM call does not block the event loop
 from __future__ import annotations
 
 import asyncio
+import copy
+import logging
 from collections.abc import AsyncGenerator, Callable, Iterable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from ..api import MemoryStore
     from ..extract import Extractor
 
+log = logging.getLogger("memsite")
 RETRIEVED = "long_term_memory"  # the name of the message carrying what was recalled before a reply
 MODES = ("static_control", "agent_control", "both")
 TOOL_INSTRUCTIONS = """\
@@ -182,7 +185,10 @@ if MAJOR == 2:
             if answer is not None and _text(answer):
                 exchange.append({"role": "assistant", "content": _text(answer)})
             if query and len(exchange) == 2:
-                await asyncio.to_thread(_store_messages, self.store, exchange, self.category, self.extractor)
+                try:
+                    await asyncio.to_thread(_store_messages, self.store, exchange, self.category, self.extractor)
+                except MemsiteError as exc:  # (a credential in the exchange, say): the reply stands, unrecorded
+                    log.warning("memsite: the exchange was not recorded: %s", exc)
 
         def _recall(self, query: str) -> str:
             hits = self.store.recall(query, self.limit)
@@ -209,7 +215,7 @@ if MAJOR == 2:
             self.middleware = middleware
             spec = _schema(self.name)
             self.description = spec["description"]
-            self.input_schema = spec["parameters"]
+            self.input_schema = copy.deepcopy(spec["parameters"])
 
         async def check_permissions(self, *args: Any, **kwargs: Any) -> PermissionDecision:
             return PermissionDecision(behavior=PermissionBehavior.ALLOW,
