@@ -50,7 +50,8 @@ async def mcp_round_trips(repo: Path, texts: list[str]) -> list[float]:
             start = time.perf_counter()
             result = await session.call_tool("remember", {"content": text, "category": "events"})
             elapsed = (time.perf_counter() - start) * 1000
-            assert not result.isError and json.loads(result.content[0].text)["commit"]  # type: ignore[union-attr]
+            failed = getattr(result, "is_error", getattr(result, "isError", None))  # mcp 2.x / 1.x
+            assert not failed and json.loads(result.content[0].text)["commit"]  # type: ignore[union-attr]
             if i >= 10:  # the first calls warm the server's caches
                 times.append(elapsed)
     return times
@@ -89,8 +90,10 @@ def main() -> None:
 
     target = 15.0
     p50 = statistics.median(over_mcp)
-    print(f"\nmemsite MCP benchmark ({sys.platform}, Python {sys.version.split()[0]}): remember at {size:,} memories, "
-          "each a git commit\n")
+    from importlib import metadata
+
+    print(f"\nmemsite MCP benchmark ({sys.platform}, Python {sys.version.split()[0]}, mcp {metadata.version('mcp')}): "
+          f"remember at {size:,} memories, each a git commit\n")
     print("| how | p50 | p95 | target | met |")
     print("|---|---|---|---|---|")
     print(f"| MCP tool call round trip (SDK stdio client -> memsite mcp -> commit -> reply) | {p50:.1f} ms | "

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from click.testing import CliRunner
 
@@ -39,11 +42,16 @@ async def server(repo: Path, agent: str = "claude") -> AsyncIterator[ClientSessi
         yield session
 
 
+def failed(result: Any) -> bool:
+    """Whether a tool result is an error: ``is_error`` in mcp 2.x, ``isError`` in 1.x."""
+    return bool(getattr(result, "is_error", getattr(result, "isError", None)))
+
+
 async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
     """The tool's answer as data; a tool error fails the test with its message."""
     result = await session.call_tool(tool, arguments)
     text = result.content[0].text  # type: ignore[union-attr]
-    assert not result.isError, f"{tool}: {text}"
+    assert not failed(result), f"{tool}: {text}"
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -52,7 +60,7 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
 
 async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
     result = await session.call_tool(tool, arguments)
-    assert result.isError, f"{tool} did not fail: {result.content}"
+    assert failed(result), f"{tool} did not fail: {result.content}"
     return result.content[0].text  # type: ignore[union-attr]
 
 
@@ -188,3 +196,95 @@ def test_two_servers_writing_to_one_repository_lose_nothing(store: MemoryStore) 
         authors = sorted(m.agent for m in reader.list(category="events"))
     assert authors == ["alpha"] * per_server + ["beta"] * per_server
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_call_the_tools_cannot_take_is_a_one_line_tool_error_and_the_server_goes_on(store: MemoryStore) -> None:
+    repo = store.root
+    before = head(repo)
+
+    async def run() -> None:
+        async with server(repo) as s:
+            refused = [
+                ("remember", {"content": 5}, "argument 'content': Input should be a valid string"),
+                ("remember", {"content": "x", "tags": "python"}, "argument 'tags': Input should be a valid list"),
+                ("remember", {}, "argument 'content': is required"),
+                ("recall", {"query": "x", "limit": 0}, "argument 'limit': Input should be greater than or equal to 1"),
+                ("world_set", {"values": {"ci": 1}}, "argument 'values.ci': Input should be a valid string"),
+            ]
+            for tool, arguments, what in refused:
+                assert await error(s, tool, **arguments) == f"{tool}: {what}"
+            unknown = await error(s, "remember_everything", content="x")
+            assert unknown == f"unknown tool 'remember_everything'; the tools are {', '.join(sorted(TOOLS))}"
+            # 10 MB in one argument: the store's cap refuses it, one line naming the setting
+            huge = await error(s, "remember", content="word " * 2_000_000)
+            assert huge == ("content: is 10000000 bytes, over the 65536-byte cap (extra.memsite.max_memory_bytes); "
+                            "split it into smaller memories")
+            assert head(repo) == before
+            made = await call(s, "remember", content="Still serving after the refusals")
+            assert last_commit(repo)[:2] == (made["commit"], "claude")
+
+    asyncio.run(run())
+
+
+def test_a_client_that_disconnects_mid_call_leaves_the_repository_whole(store: MemoryStore, tmp_path: Path) -> None:
+    """The client leaves while a write is under way: the server exits by itself, the write landed whole or not at all."""
+    repo = store.root
+    exit_code = tmp_path / "server-exit-code"
+    command = (f"{sys.executable} -m memsite mcp --repo {repo} --agent claude; echo $? > {exit_code}")
+    params = StdioServerParameters(command="sh", args=["-c", command], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = "Deploys go through the staging cluster first. " * 1000
+
+    async def leave_mid_call() -> None:
+        with open(tmp_path / "server.log", "w") as log:
+            async with stdio_client(params, errlog=log) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                pending = asyncio.create_task(session.call_tool("remember", {"content": text}))
+                await asyncio.sleep(0.02)
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pending
+
+    before = head(repo)
+    killed_by_the_client = False
+    try:
+        asyncio.run(leave_mid_call())
+    except BaseExceptionGroup as group:  # mcp 1.x's client fails on a reply that comes after it left ...
+        if not all(isinstance(e, anyio.BrokenResourceError) for e in group.exceptions):
+            raise
+        killed_by_the_client = True  # ... and then kills the server at once: what is left must be whole all the same
+    for _ in range(100):  # the SDK stops waiting for the server after a while; the server goes on exiting
+        if killed_by_the_client or exit_code.exists() and exit_code.read_text().strip():
+            break
+        time.sleep(0.1)
+    if not killed_by_the_client:
+        assert exit_code.read_text().strip() == "0", (tmp_path / "server.log").read_text()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+    assert git(repo, "status", "--porcelain") == ""
+    git(repo, "fsck", "--strict")
+    with MemoryStore(repo, agent="reader") as reader:
+        landed = [m for m in reader.list() if m.content.startswith("Deploys go through")]
+    if landed:  # the write was acknowledged by a commit, authored by the server's agent
+        assert head(repo) != before and landed[0].agent == "claude" and len(landed) == 1
+    else:
+        assert head(repo) == before
+
+    async def next_session() -> None:
+        async with server(repo) as s:
+            await call(s, "remember", content="The next session writes as usual")
+
+    asyncio.run(next_session())
+
+
+def test_the_cli_names_the_mcp_version_it_found_when_it_cannot_use_it(store: MemoryStore,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    for module in ("mcp.server.mcpserver", "mcp.server.fastmcp"):  # neither major's server can be imported
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.delitem(sys.modules, "memsite.integrations.mcp_server", raising=False)
+    result = CliRunner().invoke(main, ["mcp", "--repo", str(store.root), "--agent", "claude"])
+    assert result.exit_code == 1
+    message = result.output.strip()
+    assert message.startswith(f"Error: the MCP server needs mcp 1.20 or later; mcp {metadata.version('mcp')} "
+                              "is installed and cannot be used (")
+    assert message.endswith("pip install 'memsite[mcp]'") and "\n" not in message

@@ -26,7 +26,8 @@ def mcp(ctx: Context, repo: str | None, agent: str | None) -> None:
     try:
         from ..integrations.mcp_server import serve
     except ImportError as exc:
-        raise click.ClickException(f"the MCP server needs the mcp package ({exc}); "
-                                   "pip install 'memsite[mcp]'") from None
+        from ..integrations import unusable
+
+        raise click.ClickException(unusable("the MCP server", "mcp", "1.20 or later", "mcp", exc)) from None
     with Context(repo or ctx.repo, agent or ctx.agent).store() as store:
         serve(store)

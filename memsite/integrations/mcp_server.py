@@ -1,10 +1,15 @@
 """The memory repository as an MCP server: ``memsite mcp`` serves these tools over stdio.
 
-Built on the official MCP SDK's FastMCP (the ``memsite[mcp]`` extra): each
-tool is a thin call into :class:`memsite.MemoryStore`, its typed parameters
-and docstring are what the model reads. Every write is a git commit authored
-by the server's agent. Bad input comes back as a tool error carrying the same
-one-line message the CLI prints; nothing is written and the server goes on.
+Built on the official MCP SDK (the ``memsite[mcp]`` extra), either major:
+``MCPServer`` on mcp 2.x, ``FastMCP`` (its name in 1.x) on mcp 1.x. Each tool
+is a thin call into :class:`memsite.MemoryStore`; its typed parameters and
+docstring are what the model reads. Every write is a git commit authored by
+the server's agent. Bad input comes back as a tool error of one line: the
+message the CLI prints for a refused write, the argument and what was wrong
+with it for a call the tool's parameters do not accept, the tools there are
+for an unknown tool. Nothing is written and the server goes on. Calls run one
+at a time (mcp 2.x runs a tool in a worker thread: two calls would otherwise
+share the store at once).
 
 The task protocol works across calls as it does across CLI processes: each
 task tool picks the agent's task up from its ``task_process.md`` and lets go
@@ -15,12 +20,17 @@ later one (or after a restart of the server) close the same task.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.fastmcp import FastMCP
-from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.types import CallToolResult
+from pydantic import Field, ValidationError
+
+try:
+    from mcp.server.mcpserver import MCPServer as _Server  # mcp 2.x
+except ImportError:
+    from mcp.server.fastmcp import FastMCP as _Server  # mcp 1.x
 
 from ..api import MemoryStore
 from ..errors import MemsiteError, NotFound
@@ -52,17 +62,48 @@ _TOOL_WORDS = (
 )
 
 
-def errors_as_tool_errors(func: F) -> F:
-    """A ``MemsiteError`` becomes a tool error with the CLI's one-line message; the server keeps serving."""
+def tool_error(message: str) -> CallToolResult:
+    """A tool error whose text is ``message`` (built from the wire form, which both SDK majors read)."""
+    return CallToolResult.model_validate({"content": [{"type": "text", "text": message}], "isError": True})
+
+
+def errors_as_tool_errors(func: F, lock: threading.Lock) -> F:
+    """Run one call at a time; a ``MemsiteError`` becomes a tool error with the CLI's one-line message."""
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except MemsiteError as exc:
-            message = reworded(str(exc), _TOOL_WORDS)
-            return CallToolResult(content=[TextContent(type="text", text=message)], isError=True)
+        with lock:
+            try:
+                return func(*args, **kwargs)
+            except MemsiteError as exc:
+                return tool_error(reworded(str(exc), _TOOL_WORDS))
 
     return wrapper  # type: ignore[return-value]
+
+
+def arguments_refused(tool: str, error: ValidationError) -> str:
+    """One line naming each argument the call got wrong: "remember: argument 'tags': Input should be a valid list"."""
+    problems = []
+    for detail in error.errors():
+        where = ".".join(str(part) for part in detail["loc"]) or "arguments"
+        what = "is required" if detail["type"] == "missing" else detail["msg"]
+        problems.append(f"argument '{where}': {what}")
+    return f"{tool}: {'; '.join(problems)}"
+
+
+class _MemsiteServer(_Server):  # type: ignore[misc, valid-type]
+    """The SDK's server, answering a call it cannot make with a tool error of one line."""
+
+    tool_names: list[str]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if name not in self.tool_names:
+            return tool_error(f"unknown tool {name!r}; the tools are {', '.join(sorted(self.tool_names))}")
+        try:
+            return await super().call_tool(name, arguments, *args, **kwargs)
+        except Exception as exc:  # the SDK wraps what the arguments broke in its own error
+            if isinstance(exc.__cause__, ValidationError):
+                return tool_error(arguments_refused(name, exc.__cause__))
+            raise
 
 
 def summary(memory: Memory) -> dict[str, Any]:
@@ -70,12 +111,15 @@ def summary(memory: Memory) -> dict[str, Any]:
             "created": format_time(memory.created)}
 
 
-def build_server(store: MemoryStore) -> FastMCP:
-    """A FastMCP server whose tools read and write ``store`` (as ``store.agent``)."""
-    server = FastMCP("memsite", instructions=INSTRUCTIONS, log_level="WARNING")
+def build_server(store: MemoryStore) -> Any:
+    """An MCP server (the SDK's ``MCPServer``, or ``FastMCP`` on mcp 1.x) whose tools use ``store`` as ``store.agent``."""
+    server = _MemsiteServer("memsite", instructions=INSTRUCTIONS, log_level="WARNING")
+    server.tool_names = []
+    one_at_a_time = threading.Lock()
 
     def tool(func: F) -> F:
-        server.tool(structured_output=False)(errors_as_tool_errors(func))
+        server.tool(structured_output=False)(errors_as_tool_errors(func, one_at_a_time))
+        server.tool_names.append(func.__name__)
         return func
 
     @tool
