@@ -20,7 +20,7 @@ names), which need no permission step; ``both`` does both. A tool call the
 tool's schema refuses (a missing or unknown argument) is answered by
 AgentScope with an error the model reads, and the reply goes on.
 
-AgentScope 1.x (Python 3.10, or ``agentscope<2``) has ``LongTermMemoryBase``
+AgentScope 1.x (``agentscope<2``) has ``LongTermMemoryBase``
 for ``ReActAgent`` instead: :class:`MemsiteLongTermMemory`, the same
 behaviour in that shape. Which of the two this module defines depends on the
 AgentScope installed; asking for the other names the version found.

@@ -164,8 +164,8 @@ def _what_is_left(path: Path) -> sqlite3.Connection | None:
     size = int.from_bytes(data[16:18], "big") if len(data) >= 100 else 0
     size = 65536 if size == 1 else size
     db = sqlite3.connect(":memory:")
-    if not data.startswith(b"SQLite format 3\0") or size < 512 or len(data) < size or not hasattr(db, "deserialize"):
-        db.close()  # (no header to mend; or Python 3.10, which cannot read bytes as a database)
+    if not data.startswith(b"SQLite format 3\0") or size < 512 or len(data) < size:
+        db.close()  # no header to mend
         return None
     data[18:20] = b"\x01\x01"  # not in WAL mode: a copy in memory has no -shm
     data[28:32] = (len(data) // size).to_bytes(4, "big")
