@@ -25,18 +25,21 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .errors import ConflictError, MemsiteError, RepositoryError
 from .git import Author, RefMoved
 from .git.mutex import LockTimeout, ProcessLock
-from .git.remote import Busy, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_trees
+from .git.remote import Busy, Pushed, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_trees
 from .store import Store
 
 log = logging.getLogger("memsite")
+T = TypeVar("T")
 
 BACKOFF_SECONDS = 0.05  # the first wait before trying the shared branch again; doubled each time, with full jitter
 BACKOFF_CAP_SECONDS = 2.0
 INTEGRATE_ATTEMPTS = 12  # an integrator keeps at it longer than an agent's sync: it is the queue
+BUSY_ATTEMPTS = 5  # tries of a fetch or push while another git command in this clone holds a ref
 SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
 
 INTEGRATED, QUEUED, UP_TO_DATE = "integrated", "queued", "up to date"
@@ -302,10 +305,7 @@ def _ready(store: Store, ref: str) -> None:
 def _commit(store: Store, tree: bytes | None, parents: list[str], message: str, author: Author) -> str:
     """A commit object (no branch moves): the merges of the queue, pushed by their id."""
     assert tree is not None
-    ident = author.ident(int(store.now().timestamp()))
-    lines = [f"tree {tree.hex()}", *(f"parent {p}" for p in parents), f"author {ident}", f"committer {ident}", "",
-             message.rstrip("\n") + "\n"]
-    return store.repo.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
+    return store.repo.write_commit(tree, parents, message, author, int(store.now().timestamp()))
 
 
 def _conflict(outcome: TreeMerge) -> str:
@@ -314,26 +314,21 @@ def _conflict(outcome: TreeMerge) -> str:
 
 
 def _fetch(origin: Remote, branches: list[str], patterns: list[str] | None = None) -> set[str]:
-    """Fetch, trying again while another git command in this clone holds a tracking ref."""
-    for attempt in range(1, 6):
-        try:
-            return origin.fetch(branches, patterns or ())
-        except Busy:
-            if attempt == 5:
-                raise
-            _backoff(attempt)
-    raise AssertionError("unreachable")
+    return _while_busy(lambda: origin.fetch(branches, patterns or ()))
 
 
-def _push(origin: Remote, updates: dict[str, str]):  # type: ignore[no-untyped-def]
-    for attempt in range(1, 6):
+def _push(origin: Remote, updates: dict[str, str]) -> dict[str, Pushed]:
+    return _while_busy(lambda: origin.push(updates))
+
+
+def _while_busy(call: Callable[[], T]) -> T:
+    """``call()``, tried again while another git command in this clone holds a ref it updates."""
+    for attempt in range(1, BUSY_ATTEMPTS):
         try:
-            return origin.push(updates)
+            return call()
         except Busy:
-            if attempt == 5:
-                raise
             _backoff(attempt)
-    raise AssertionError("unreachable")
+    return call()
 
 
 def _backoff(attempt: int) -> None:

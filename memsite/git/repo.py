@@ -29,7 +29,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -607,14 +607,7 @@ class Repository:
 
         def build() -> str:
             if not made:
-                if tree is None:
-                    made.append(theirs)
-                else:
-                    ident = author.ident(when)
-                    lines = [f"tree {tree.hex()}", f"parent {parent}", f"parent {theirs}", f"author {ident}",
-                             f"committer {ident}", "", message.rstrip("\n") + "\n"]
-                    made.append(self.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex())
-                    self._remember_tree(made[0], tree)
+                made.append(theirs if tree is None else self.write_commit(tree, [parent, theirs], message, author, when))
             return made[0]
 
         def move(sha: str) -> None:
@@ -913,11 +906,13 @@ class Repository:
             return None
         if tree is None:
             tree = self.objects.write(b"tree", b"")
+        return self.write_commit(tree, [parent] if parent else [], message, author, when)
+
+    def write_commit(self, tree: bytes, parents: Sequence[str | None], message: str, author: Author, when: int) -> str:
+        """Store a commit object of ``tree`` with ``parents`` (no branch moves); returns its id."""
         ident = author.ident(when)
-        lines = [f"tree {tree.hex()}"]
-        if parent:
-            lines.append(f"parent {parent}")
-        lines += [f"author {ident}", f"committer {ident}", "", message.rstrip("\n") + "\n"]
+        lines = [f"tree {tree.hex()}", *(f"parent {p}" for p in parents), f"author {ident}", f"committer {ident}",
+                 "", message.rstrip("\n") + "\n"]
         commit = self.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
         self._remember_tree(commit, tree)
         return commit
