@@ -111,6 +111,8 @@ class Config:
     """The embedder recall uses: ``wordllama``, ``none`` (words only), or ``auto`` (wordllama when installed)."""
     lock_timeout: float = 10.0
     """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
+    recent_days: int = 7
+    """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -260,7 +262,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding", "lock_timeout"}
+             "dedupe", "activity", "embedding", "lock_timeout", "site"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -320,6 +322,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         err("dedupe.threshold", "a number in (0, 1]", threshold)
     activity = _section(settings, "activity", ("flush_every",), err)
     embedding = _section(settings, "embedding", ("model", "weight"), err)
+    site = _section(settings, "site", ("recent_days",), err)
     weight = number("embedding.weight", embedding.get("weight"), defaults.embedding_weight, kind=float, minimum=0)
     if weight > 1:
         err("embedding.weight", "a number in [0, 1]", weight)
@@ -354,6 +357,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         embedding_model=model,
         lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
                             minimum=0, exclusive=True),
+        recent_days=number("site.recent_days", site.get("recent_days"), defaults.recent_days, kind=int, minimum=1),
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

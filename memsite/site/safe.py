@@ -83,19 +83,12 @@ def inline(value: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text(" ".join(str(value or "").split())))
 
 
-def front(title: str | None, *, search: bool = True, boost: float | None = None) -> str:
-    """Frontmatter of a generated page; the title escaped, as Material prints it unescaped.
+def front(title: str | None) -> str:
+    """Frontmatter of a generated page: its title, escaped, as Material prints it unescaped.
 
     No title for the home page: Material then titles it with the site's name alone.
-    ``search=False`` keeps a page of generated tables out of the search index;
-    ``boost`` ranks a page's hits above the rest.
     """
-    lines = ["---"] + ([f"title: {json.dumps(text(title))}"] if title is not None else [])
-    if not search:
-        lines += ["search:", "  exclude: true"]
-    elif boost:
-        lines += ["search:", f"  boost: {boost:g}"]
-    return "\n".join(lines + ["---", ""])
+    return "" if title is None else f"---\ntitle: {json.dumps(text(title))}\n---\n"
 
 
 def plural(n: int, word: str) -> str:

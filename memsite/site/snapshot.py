@@ -12,7 +12,7 @@ from .. import notes, sessions, world
 from ..config import Config, place_of
 from ..errors import FormatError
 from ..fileformat import decode
-from ..model import Memory
+from ..model import Memory, parse_time
 from ..ranking import activity_boost, decay_factor
 from ..sessions import SessionRecord
 from ..store.problems import duplicate_message, read_memory
@@ -60,13 +60,17 @@ class Snapshot:
         return sorted(names)
 
 
-def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
+def load(docs_dir: Path, config: Config, now: datetime,
+         pending: dict[str, tuple[int, str]] | None = None) -> Snapshot:
     """Read memories, sessions, world state and agent notes under ``docs_dir``.
 
     A file that breaks its format is left out and named in ``problems`` (the
     message names file, field and fix), as is a copy of another memory's id:
-    one bad file is one problem, never a failed build.
+    one bad file is one problem, never a failed build. ``pending``: recalls
+    not committed yet (``store.activity.pending_counts``), added to the counts
+    in the files as ``memsite show`` adds them.
     """
+    pending = pending or {}
     snap = Snapshot(config, now)
     root = docs_dir.parent
     folder = docs_dir / "memories"
@@ -88,6 +92,8 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
             continue
         ids[memory.id] = rel
         snap.paths[rel] = memory.id
+        if memory.id in pending:
+            memory = _recalled(memory, *pending[memory.id])
         snap.memories.append(Scored(
             memory,
             decay_factor(memory.created, now, config.half_life_days, pinned=memory.pinned),
@@ -112,6 +118,16 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
         if state is not None:
             snap.tasks[path.parent.name] = state
     return snap
+
+
+def _recalled(memory: Memory, recalls: int, last: str) -> Memory:
+    try:
+        when = parse_time(last)
+    except ValueError:
+        when = memory.last_recalled
+    if memory.last_recalled is not None and when is not None:
+        when = max(when, memory.last_recalled)
+    return memory.replace(active_count=memory.active_count + recalls, last_recalled=when)
 
 
 def _parsed(snap: Snapshot, path: Path, root: Path, parse: Callable[[str, str], T]) -> T | None:

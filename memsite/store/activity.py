@@ -18,9 +18,11 @@ closing in one agent's process never claims another agent's recalls.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..git.repo import STATE_DIR
 from .sqlite import connect, transaction
 
 _SCHEMA = """
@@ -107,3 +109,27 @@ class ActivityJournal:
         """Batches a killed flush left noted: each may or may not have been committed."""
         rows = self.db.execute("SELECT batch, through, parent, agent FROM batches").fetchall()
         return [Batch(batch, through, parent, {}, agent) for batch, through, parent, agent in rows]
+
+
+def pending_counts(root: Path) -> dict[str, tuple[int, str]]:
+    """Recalls the journal of the checkout at ``root`` holds, not committed yet: id -> (recalls, last recalled).
+
+    What every read of the store adds to the counts in the files (the catalog
+    joins the same table), for readers that do not open a store: the site.
+    Read only; {} when there is no journal (a fresh clone, a copy outside git).
+    """
+    from .state import FILES, cache_folder
+
+    for folder in (root / STATE_DIR, cache_folder(root)):
+        path = folder / FILES[1]
+        if not path.is_file():
+            continue
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                return {mid: (n, last) for mid, n, last in db.execute("SELECT id, n, last FROM pending")}
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return {}  # a journal being set aside or rebuilt: the counts in the files stand
+    return {}
