@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -234,6 +235,20 @@ def read_mkdocs_yml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of settings")
     return data
+
+
+def site_url(root: Path) -> str:
+    """Where the memory website is published: ``site_url`` of ``root/mkdocs.yml`` ('' when unset or unreadable)."""
+    try:
+        value = read_mkdocs_yml(root / "mkdocs.yml").get("site_url")
+    except ConfigError:
+        return ""
+    return value.strip() if isinstance(value, str) and value.strip().startswith(("http://", "https://")) else ""
+
+
+def memory_url(base: str, memory_id: str) -> str:
+    """A memory's page on the site published at ``base``: ``<base>/m/<id>/``, the address that never moves."""
+    return f"{base.rstrip('/')}/m/{quote(memory_id, safe='')}/"
 
 
 def load_config(root: Path) -> Config:

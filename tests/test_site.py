@@ -263,3 +263,20 @@ def test_a_copy_outside_git_still_builds_without_history(demo: Path, tmp_path: P
                             env={**env(tmp_path), "GIT_CEILING_DIRECTORIES": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert "No history" in (copy / "site" / "days" / "index.html").read_text()
+
+
+def test_show_url_and_the_review_report_link_to_the_memorys_page(tmp_path: Path) -> None:
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="planner") as store:
+        base = git(repo, "rev-parse", "HEAD").strip()
+        m = store.remember("Deploys go out on Tuesdays", category="events")
+    refused = memsite("-C", str(repo), "show", m.id, "--url", home=tmp_path, check=False)
+    assert refused.returncode == 1 and "has no site_url" in refused.stderr
+    settings = repo / "mkdocs.yml"
+    settings.write_text(settings.read_text() + "site_url: https://team.example/memory/\n")
+    url = f"https://team.example/memory/m/{m.id}/"
+    assert memsite("-C", str(repo), "show", m.id, "--url", home=tmp_path).stdout.strip() == url
+    report = memsite("-C", str(repo), "diff", base, "--format", "markdown", home=tmp_path).stdout
+    assert f"[`{m.id}`]({url})" in report
+    memsite("-C", str(repo), "build", home=tmp_path)
+    assert (repo / "site" / "m" / m.id / "index.html").is_file()  # the address the link names

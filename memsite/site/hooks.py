@@ -204,7 +204,7 @@ def _drop_shell_from_sitemap(site_dir: Path) -> None:
     cleaned = re.sub(r"\s*<url>(?:(?!</url>).)*" + memory_pages.ID_TOKEN + r".*?</url>", "", xml, flags=re.S)
     if cleaned != xml:
         sitemap.write_text(cleaned, encoding="utf-8")
-        with gzip.open(site_dir / "sitemap.xml.gz", "wb", mtime=0) as packed:
+        with gzip.GzipFile(site_dir / "sitemap.xml.gz", "wb", mtime=0) as packed:
             packed.write(cleaned.encode("utf-8"))
 
 
