@@ -176,6 +176,7 @@ def browse(site: Path, queries: list[str], pages: list[str]) -> dict[str, float]
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    server.handle_error = lambda *args: None  # a page closed while a file was still being sent
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     waits, fetched, opens, found, hosts = [], [], [], 0, set()

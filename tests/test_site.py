@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
+from memsite.fileformat import format_memory
 from memsite.site.pages import PER_PAGE
 from tests.conftest import git
 from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
@@ -280,3 +281,24 @@ def test_show_url_and_the_review_report_link_to_the_memorys_page(tmp_path: Path)
     assert f"[`{m.id}`]({url})" in report
     memsite("-C", str(repo), "build", home=tmp_path)
     assert (repo / "site" / "m" / m.id / "index.html").is_file()  # the address the link names
+
+
+def test_a_huge_or_hostile_memory_gets_an_escaped_page_under_one_megabyte(tmp_path: Path) -> None:
+    """Bad input: a hand-made memory with markup, a 1 MB line or a million-character word."""
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="mallory") as store:
+        made = {name: store.remember(f"placeholder {name}", category="general", abstract=f"Hand-made {name}")
+                for name in ("line", "word", "markup")}
+    texts = {"line": "deploy " * 150_000, "word": "x" * 1_000_000,
+             "markup": "<script>window.__pwned=1</script><img src=x onerror=alert(1)> " * 20_000}
+    for name, memory in made.items():
+        memory.path.write_text(format_memory(memory.replace(content=texts[name], abstract=texts[name][:5000])))
+    git(repo, "commit", "-qam", "Huge memories by hand")
+    memsite("-C", str(repo), "build", home=tmp_path)
+    for name, memory in made.items():
+        html = (repo / "site" / "m" / memory.id / "index.html").read_text()
+        assert len(html.encode()) < 1_000_000, name
+        assert "The text is cut here" in html, name
+        assert "<script>window" not in html and "<img src=x" not in html
+    assert max(p.stat().st_size for p in (repo / "site").rglob("*.html")) < 1_000_000  # lists too
+    assert (repo / "site" / "pagefind" / "pagefind-entry.json").is_file()  # search indexed them all the same

@@ -89,6 +89,7 @@ def on_config(config: Any) -> Any:
     except (ValueError, MemsiteError) as exc:
         raise PluginError(str(exc)) from None
     config.theme["font"] = False  # Material would fetch Google Fonts: the site asks no other host
+    quiet_material_search(config)
     if str(THEME) not in config.theme.dirs:
         config.theme.dirs.append(str(THEME))  # after the site's own overrides and Material's: adds, replaces nothing
     if CSS_URI not in config.extra_css:
@@ -105,6 +106,19 @@ def on_config(config: Any) -> Any:
             {"Agents": "agents/index.md"},
         ]
     return config
+
+
+def quiet_material_search(config: Any) -> None:
+    """Keep Material's search plugin for its search box, but stop it indexing every page: Pagefind searches.
+
+    Its ``on_page_context`` reads each page's HTML into its JSON index (the
+    part that grows with the site); without it the plugin writes an index of
+    no documents, which Material's search box still fetches and Pagefind
+    answers for.
+    """
+    events = config.plugins.events["page_context"]
+    events[:] = [e for e in events if not type(getattr(e, "__self__", None)).__module__.startswith(
+        "material.plugins.search")]
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -181,7 +195,6 @@ def on_post_build(config: Any) -> None:
         written = memory_pages.write(site_dir, shell, site.articles())
         log.info(f"{written} memory pages written")
     _drop_shell_from_sitemap(site_dir)
-    search.empty_material_index(site_dir)
     try:
         log.info(search.index(site_dir))
     except MemsiteError as exc:

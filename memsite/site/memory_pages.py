@@ -140,7 +140,7 @@ class Article:
             where = f" in <code>{text(path)}</code>" if path else ""
             cut = (f'<p class="memsite-cut">The text is cut here: it is {len(m.content):,} characters long; '
                    f"the whole text is{where} in the repository.</p>")
-        if overview and safe.plain(content[:2000]).startswith(overview.rstrip(".…")):
+        if overview and " ".join(content[:2 * len(overview) + 100].split()).startswith(overview.rstrip(".…")):
             overview = ""  # the text opens with it: saying it twice helps nobody
         return (f'{crumbs}\n<article class="memsite-memory" data-pagefind-body '
                 f'data-pagefind-meta="category:{text(m.category)}">\n'

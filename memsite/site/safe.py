@@ -9,6 +9,7 @@ image or frame that would make the page ask another host for anything.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import posixpath
@@ -42,6 +43,7 @@ def body(markdown_text: str) -> str:
                      link_rel="noopener noreferrer nofollow", strip_comments=True)
 
 
+@functools.lru_cache(maxsize=4096)  # a memory's abstract and overview are shown on several pages
 def plain(markdown_text: object) -> str:
     """Memory text (Markdown) as one line of plain text: what a reader sees, without the markup."""
     value = str(markdown_text or "")

@@ -12,7 +12,6 @@ the result list are Material's. What gets indexed is marked in the pages with
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -23,20 +22,13 @@ from ..errors import MemsiteError
 WORKER = "assets/memsite/search-worker.js"
 UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-modular-ui.js", "pagefind-modular-ui.css",
           "pagefind-component-ui.js", "pagefind-component-ui.css", "pagefind-highlight.js")
+PAGES = "{m,sessions,skills,world}/**/*.html"  # the pages that mark content for search: lists are not read
 _MATERIAL_WORKER = re.compile(r'("search":\s*"[^"]*?)assets/javascripts/workers/search\.[0-9a-f]+\.min\.js"')
 
 
 def use_worker(html: str) -> str:
     """A page of the site with Material told to start memsite's search worker instead of its own."""
     return _MATERIAL_WORKER.sub(lambda m: m.group(1) + WORKER + '"', html, count=1)
-
-
-def empty_material_index(site_dir: Path) -> None:
-    """Leave Material's search index without documents: Material still fetches it on each page, Pagefind answers."""
-    index = site_dir / "search" / "search_index.json"
-    if index.is_file():
-        config = json.loads(index.read_text(encoding="utf-8")).get("config", {})
-        index.write_text(json.dumps({"config": config, "docs": []}), encoding="utf-8")
 
 
 def executable() -> str:
@@ -66,7 +58,7 @@ def index(site_dir: Path) -> str:
     """
     out = site_dir / "pagefind"
     shutil.rmtree(out, ignore_errors=True)
-    result = subprocess.run([executable(), "--site", str(site_dir), "--force-language", "en"],
+    result = subprocess.run([executable(), "--site", str(site_dir), "--force-language", "en", "--glob", PAGES],
                             capture_output=True, text=True)
     if result.returncode != 0:
         raise MemsiteError(f"Pagefind could not index {site_dir}: {(result.stderr or result.stdout).strip()[-2000:]}")
