@@ -251,3 +251,13 @@ def test_search_finds_a_memory_by_id_by_id_prefix_and_by_a_word_of_its_body(brow
         assert visit.hosts == {"127.0.0.1"} and visit.errors == []
     finally:
         visit.close()
+    dark = browser.new_context(color_scheme="dark")  # a reader whose system is dark: Material's slate scheme
+    try:
+        page = dark.new_page()
+        search(page, url, "dejavu")
+        page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+        assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
+        rgb = page.evaluate("getComputedStyle(document.querySelector('.md-search__output')).backgroundColor")
+        assert sum(map(int, re.findall(r"\d+", rgb)[:3])) < 3 * 100, rgb  # results on a dark background
+    finally:
+        dark.close()
