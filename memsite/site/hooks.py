@@ -192,8 +192,8 @@ def on_post_build(config: Any) -> None:
         shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
         (shell_dir / "index.html").unlink()
         shell_dir.rmdir()
-        written = memory_pages.write(site_dir, shell, site.articles())
-        log.info(f"{written} memory pages written")
+        memory_pages.write_all(site_dir, shell, site.articles, len(site.snap.memories))
+        log.info(f"{len(site.snap.memories)} memory pages written")
     _drop_shell_from_sitemap(site_dir)
     try:
         log.info(search.index(site_dir))

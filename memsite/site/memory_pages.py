@@ -12,8 +12,12 @@ links hold for all of them.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from ..errors import MemsiteError
 
 from ..history import Commit
 from ..model import Memory
@@ -28,6 +32,7 @@ SHELL_SRC = f"m/{ID_TOKEN}.md"
 MAX_TEXT = 100_000  # characters of memory text rendered on its page: escaped, that stays well under 1 MB
 MAX_TITLE = 300  # characters of an abstract shown as a title
 HISTORY = 30  # changes listed on the page
+PARALLEL = 5_000  # memory pages from which each core writes a share
 
 
 def memory_src(memory_id: str) -> str:
@@ -65,6 +70,32 @@ class Shell:
     def fill(self, memory_id: str, page_title: str, article: str) -> str:
         head = memory_id.join(self.before).replace(TITLE_TOKEN, page_title)
         return head + article + memory_id.join(self.after)
+
+
+def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator[tuple[str, str, str]]],
+              count: int) -> None:
+    """Write the ``count`` memory pages; ``pages(part, parts)`` yields one share of them.
+
+    Past a few thousand pages the share of each core is written by a forked
+    process (rendering is Python: one process would use one core).
+
+    Raises:
+        MemsiteError: a process writing pages failed.
+    """
+    parts = min(os.cpu_count() or 1, 4) if count >= PARALLEL and hasattr(os, "fork") else 1
+    if parts == 1:
+        write(site_dir, shell, pages(0, 1))
+        return
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts))) for n in range(parts)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    failed = [w.exitcode for w in workers if w.exitcode != 0]
+    if failed:
+        raise MemsiteError(f"writing the memory pages into {site_dir / 'm'} failed (exit {failed[0]}); "
+                           "the messages above say why")
 
 
 def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]]) -> int:
@@ -155,6 +186,10 @@ class Article:
 
 
 def overview_of(memory: Memory) -> str:
-    """The overview (L1) as plain text, or '' when it only repeats the abstract."""
-    overview = safe.plain(memory.overview)
-    return "" if overview.rstrip(".") == safe.plain(memory.abstract).rstrip(".") else overview
+    """The overview (L1) on one line, or '' when it only repeats the abstract.
+
+    Shown escaped as it is written (no Markdown run: it is one line, and lists
+    show it for every memory).
+    """
+    overview = " ".join((memory.overview or "").split())
+    return "" if overview.rstrip(".") == " ".join(memory.abstract.split()).rstrip(".") else overview

@@ -63,6 +63,7 @@ class Site(LogPages):
         self.world_at = world_at or {}
         self.by_id = {s.memory.id: s for s in snap.memories}
         self.agents = set(snap.agents())
+        self._up: dict[str, str] = {}  # page -> its relative link to /m/
         self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at)
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
 
@@ -78,7 +79,11 @@ class Site(LogPages):
     # --- helpers ------------------------------------------------------------
 
     def memory_link(self, here: str, memory: Memory) -> str:
-        return link(here, memory_src(memory.id), title(memory))
+        """A link to the memory's page; the way there from ``here`` is worked out once per page."""
+        up = self._up.get(here)
+        if up is None:
+            up = self._up[here] = safe.href(here, "m/index.md")
+        return f'<a href="{up}{text(memory.id)}/">{text(title(memory))}</a>'
 
     def named(self, here: str, mid: str) -> str:
         """A memory by its abstract: linked while it is in memory, struck through with its category once gone."""
@@ -158,11 +163,11 @@ class Site(LogPages):
         pages.update(self.agent_pages())
         return pages
 
-    def articles(self) -> Iterator[tuple[str, str, str]]:
-        """(id, page title, article HTML) of every memory: the content of ``/m/<id>/``."""
+    def articles(self, part: int = 0, parts: int = 1) -> Iterator[tuple[str, str, str]]:
+        """(id, page title, article HTML) of every memory (or of share ``part`` of ``parts``): ``/m/<id>/``."""
         article = Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url,
                           self.commit_link)
-        for scored in self.snap.memories:
+        for scored in self.snap.memories[part::parts]:
             m = scored.memory
             yield m.id, f"{title(m)} · {m.category}", article.render(scored)
 

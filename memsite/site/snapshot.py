@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -75,14 +76,14 @@ def load(docs_dir: Path, config: Config, now: datetime,
     root = docs_dir.parent
     folder = docs_dir / "memories"
     ids: dict[str, str] = {}
-    for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
-        rel = _rel(path, root)
-        if place_of(path.relative_to(folder).as_posix()) is None:  # either layout: <category>/[<YYYY-MM>/]<name>.md
+    for path, under in _markdown_files(folder):
+        rel = f"{config.content_dir}/memories/{under}" if docs_dir.name == config.content_dir else _rel(path, root)
+        if place_of(under) is None:  # either layout: <category>/[<YYYY-MM>/]<name>.md
             snap.problems.append(f"{rel}: not in a category and month folder; move it to "
                                  f"{config.content_dir}/memories/<category>/<YYYY-MM>/")
             continue
         try:
-            memory = read_memory(config, rel, path.relative_to(folder).as_posix(), path.read_bytes())
+            memory = read_memory(config, rel, under, path.read_bytes())
         except FormatError as exc:
             snap.problems.append(str(exc))
             continue
@@ -118,6 +119,18 @@ def load(docs_dir: Path, config: Config, now: datetime,
         if state is not None:
             snap.tasks[path.parent.name] = state
     return snap
+
+
+def _markdown_files(folder: Path) -> list[tuple[Path, str]]:
+    """(path, path under ``folder``) of every ``.md`` file under it, sorted: strings, not a Path per step
+    (a hundred thousand memories)."""
+    found = []
+    for top, dirs, names in os.walk(folder):
+        under = os.path.relpath(top, folder).replace(os.sep, "/")
+        prefix = "" if under == "." else under + "/"
+        found += [(prefix + name, top) for name in names if name.endswith(".md")]
+    found.sort()
+    return [(Path(top, rel.rpartition("/")[2]), rel) for rel, top in found]
 
 
 def _recalled(memory: Memory, recalls: int, last: str) -> Memory:
