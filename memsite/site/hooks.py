@@ -15,6 +15,7 @@ import gzip
 import logging
 import os
 import re
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -188,17 +189,18 @@ def on_post_build(config: Any) -> None:
     site_dir = Path(config.site_dir)
     site: Site | None = _state.get("site")
     shell_dir = site_dir / memory_pages.SHELL_SRC.removesuffix(".md")
-    if site is not None and (shell_dir / "index.html").is_file():
-        shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
-        (shell_dir / "index.html").unlink()
-        shell_dir.rmdir()
-        memory_pages.write_all(site_dir, shell, site.articles, len(site.snap.memories))
-        log.info(f"{len(site.snap.memories)} memory pages written")
-    _drop_shell_from_sitemap(site_dir)
-    try:
-        log.info(search.index(site_dir))
-    except MemsiteError as exc:
-        raise PluginError(str(exc)) from None
+    with tempfile.TemporaryDirectory(prefix="memsite-search-") as lean:
+        if site is not None and (shell_dir / "index.html").is_file():
+            shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
+            (shell_dir / "index.html").unlink()
+            shell_dir.rmdir()
+            memory_pages.write_all(site_dir, shell, site.articles, len(site.snap.memories), Path(lean))
+            log.info(f"{len(site.snap.memories)} memory pages written")
+        _drop_shell_from_sitemap(site_dir)
+        try:
+            log.info(search.index(site_dir, Path(lean)))
+        except MemsiteError as exc:
+            raise PluginError(str(exc)) from None
     if config.site_url:
         return
     for name in ("sitemap.xml", "sitemap.xml.gz"):

@@ -73,8 +73,12 @@ class Shell:
 
 
 def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator[tuple[str, str, str]]],
-              count: int) -> None:
+              count: int, lean_dir: Path) -> None:
     """Write the ``count`` memory pages; ``pages(part, parts)`` yields one share of them.
+
+    Each article also goes alone into a page under ``lean_dir``, the same
+    path: what the search indexer reads (the shell around it is most of the
+    bytes, and reading them was most of its time).
 
     Past a few thousand pages the share of each core is written by a forked
     process (rendering is Python: one process would use one core).
@@ -84,10 +88,10 @@ def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator
     """
     parts = min(os.cpu_count() or 1, 4) if count >= PARALLEL and hasattr(os, "fork") else 1
     if parts == 1:
-        write(site_dir, shell, pages(0, 1))
+        write(site_dir, shell, pages(0, 1), lean_dir)
         return
     context = multiprocessing.get_context("fork")
-    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts))) for n in range(parts)]
+    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts), lean_dir)) for n in range(parts)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -98,14 +102,15 @@ def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator
                            "the messages above say why")
 
 
-def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]]) -> int:
-    """Write ``site_dir/m/<id>/index.html`` for each (id, title, article); returns how many."""
+def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]], lean_dir: Path) -> int:
+    """Write ``site_dir/m/<id>/index.html`` (and its lean copy) for each (id, title, article); returns how many."""
     count = 0
-    root = site_dir / "m"
     for memory_id, page_title, article in pages:
-        folder = root / memory_id
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "index.html").write_text(shell.fill(memory_id, text(page_title), article), encoding="utf-8")
+        for root, html in ((site_dir, shell.fill(memory_id, text(page_title), article)),
+                           (lean_dir, f'<!doctype html><html lang="en"><body>{article}</body></html>')):
+            folder = root / "m" / memory_id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "index.html").write_text(html, encoding="utf-8")
         count += 1
     return count
 
@@ -114,13 +119,19 @@ class Article:
     """One memory in full, as the HTML of its page's content."""
 
     def __init__(self, folders: dict[str, str], session_names: set[str], history: dict[str, list[tuple[Commit, str]]],
-                 file_of: dict[str, str], repo_url: str, commit_link: Callable[[str, Commit], str]) -> None:
+                 file_of: dict[str, str], repo_url: str) -> None:
         self.folders = folders
         self.session_names = session_names
         self.history = history
         self.file_of = file_of
         self.repo_url = repo_url
-        self.commit_link = commit_link
+
+    def commit_link(self, commit: Commit) -> str:
+        """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
+        label = f"<code>{commit.sha[:10]}</code>"
+        if self.repo_url:
+            return f'<a href="{text(self.repo_url)}/commit/{commit.sha}">{label}</a>'
+        return f'<a href="{up(f"days/{commit.when:%Y-%m-%d}.md")}">{label}</a>'
 
     def render(self, scored: Scored) -> str:
         """The article: where it sits, the abstract as its heading, the text, the facts, the history.
@@ -129,7 +140,6 @@ class Article:
         (``data-pagefind-body``); the category is the result's label.
         """
         m = scored.memory
-        here = memory_src(m.id)
         folder = self.folders.get(m.category, m.category)
         month = f"{m.created:%Y-%m}"
         crumbs = (f'<nav class="memsite-crumbs" aria-label="Where this memory is">'
@@ -152,7 +162,7 @@ class Article:
         if changes:
             last = changes[0][0]
             facts.append(("Last change", f"{last.when:%Y-%m-%d %H:%M} by {text(last.author)}, "
-                          f"{self.commit_link(here, last)}"))
+                          f"{self.commit_link(last)}"))
         path = self.file_of.get(m.id)
         if self.repo_url and path:
             facts.append(("File", f'<a href="{text(self.repo_url)}/commits/HEAD/{text(path)}">'
@@ -161,7 +171,7 @@ class Article:
             facts.append(("File", f"<code>{text(path)}</code>"))
         dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
         items = "".join(
-            f"<li>{c.when:%Y-%m-%d %H:%M} {text(action)} by {text(c.author)} in {self.commit_link(here, c)}: "
+            f"<li>{c.when:%Y-%m-%d %H:%M} {text(action)} by {text(c.author)} in {self.commit_link(c)}: "
             f"{text(c.subject)}</li>" for c, action in changes[:HISTORY])
         overview = overview_of(m)
         content = m.content

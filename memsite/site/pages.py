@@ -165,8 +165,7 @@ class Site(LogPages):
 
     def articles(self, part: int = 0, parts: int = 1) -> Iterator[tuple[str, str, str]]:
         """(id, page title, article HTML) of every memory (or of share ``part`` of ``parts``): ``/m/<id>/``."""
-        article = Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url,
-                          self.commit_link)
+        article = Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url)
         for scored in self.snap.memories[part::parts]:
             m = scored.memory
             yield m.id, f"{title(m)} · {m.category}", article.render(scored)
@@ -227,7 +226,7 @@ class Site(LogPages):
                       + (f" The last change was on {last:%Y-%m-%d}: see "
                          f"{link(here, f'weeks/{weeks.iso_week(last.date())}.md', 'that week')}." if last else ""), ""]
         else:
-            counts = [safe.plural(len(d.new), "new memory").replace("memorys", "memories"),
+            counts = [_memories(len(d.new), "new "),
                       safe.plural(len(d.sessions), "task") + " closed",
                       f"{len(d.removed)} forgotten or trimmed", safe.plural(d.commits, "commit")]
             lines += [f"{d.start:%Y-%m-%d} to {(d.end - timedelta(seconds=1)):%Y-%m-%d}: " + ", ".join(counts) + ".", ""]
@@ -419,7 +418,7 @@ class Site(LogPages):
                 link(here, f"memories/{category.folder}/{m}.md", m) for m in months[:24])
                 + (f" and {len(months) - 24} earlier" if len(months) > 24 else "") + ".") if months else ""
             intro = [f"> {safe.inline(category.description)}", "",
-                     f"{len(members)} memories, best ranked first" + (f"; capacity {capacity}" if capacity else "")
+                     f"{_memories(len(members))}, best ranked first" + (f"; capacity {capacity}" if capacity else "")
                      + ".", "", self.raw(f"<p>{by_month}</p>") if by_month else "", ""]
             pages.update(self.paged(here, members, category.name, intro, "No memories in this category yet."))
         return pages
@@ -435,7 +434,7 @@ class Site(LogPages):
             folder = self.folders.get(category, category)
             named = datetime.strptime(month, "%Y-%m").strftime("%B %Y")
             here = f"memories/{folder}/{month}.md"
-            intro = [self.raw(f'<p>{len(members)} memories created in {named}, oldest first. '
+            intro = [self.raw(f'<p>{_memories(len(members))} created in {named}, oldest first. '
                               f'{link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first")}.</p>'),
                      ""]
             pages.update(self.paged(here, members, f"{category}: created in {named}", intro, ""))
@@ -551,6 +550,10 @@ def projection(snap: Snapshot, *, include_l1: bool = True, commits: list[Commit]
 
 def placeholder(number: int) -> str:
     return f"<!--memsite-html {number}-->"
+
+
+def _memories(n: int, kind: str = "") -> str:
+    return f"{n} {kind}{'memory' if n == 1 else 'memories'}"
 
 
 def _short(value: str, limit: int) -> str:

@@ -22,7 +22,7 @@ from ..errors import MemsiteError
 WORKER = "assets/memsite/search-worker.js"
 UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-modular-ui.js", "pagefind-modular-ui.css",
           "pagefind-component-ui.js", "pagefind-component-ui.css", "pagefind-highlight.js")
-PAGES = "{m,sessions,skills,world}/**/*.html"  # the pages that mark content for search: lists are not read
+SEARCHED = ("sessions", "skills", "world")  # besides memory pages, the pages that mark content for search
 _MATERIAL_WORKER = re.compile(r'("search":\s*"[^"]*?)assets/javascripts/workers/search\.[0-9a-f]+\.min\.js"')
 
 
@@ -48,18 +48,25 @@ def executable() -> str:
     raise MemsiteError("the site's search needs Pagefind: pip install 'pagefind[bin]' (memsite depends on it)")
 
 
-def index(site_dir: Path) -> str:
+def index(site_dir: Path, lean_dir: Path) -> str:
     """Write ``site_dir/pagefind/``: the index of every element marked ``data-pagefind-body``.
 
-    Returns Pagefind's summary line (pages indexed).
+    Memory pages are read from their lean copies in ``lean_dir`` (the article
+    alone, at the same path); the few other searched pages are linked in
+    beside them. Returns Pagefind's summary line (pages indexed).
 
     Raises:
         MemsiteError: Pagefind failed (its message).
     """
     out = site_dir / "pagefind"
     shutil.rmtree(out, ignore_errors=True)
-    result = subprocess.run([executable(), "--site", str(site_dir), "--force-language", "en", "--glob", PAGES],
-                            capture_output=True, text=True)
+    for folder in SEARCHED:
+        for page in (site_dir / folder).rglob("*.html"):
+            copy = lean_dir / page.relative_to(site_dir)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(page, copy)
+    result = subprocess.run([executable(), "--site", str(lean_dir), "--output-path", str(out),
+                             "--force-language", "en"], capture_output=True, text=True)
     if result.returncode != 0:
         raise MemsiteError(f"Pagefind could not index {site_dir}: {(result.stderr or result.stdout).strip()[-2000:]}")
     for name in UNUSED:  # Pagefind's own user interfaces: the site searches through Material's
