@@ -31,7 +31,7 @@ from ..history import Commit
 from . import charts, safe, weeks
 from .safe import link, text
 from .logs import LogPages
-from .memory_pages import SHELL_SRC, Article, memory_src, overview_of, shell_page, title
+from .memory_pages import SHELL_SRC, Article, overview_of, shell_page, title
 from .snapshot import Scored, Snapshot
 from .summaries import Day, category_projection, daily_summary, days
 from .weeks import Digest
