@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -115,6 +116,8 @@ class Config:
     """The branch ``memsite sync`` publishes an agent's commits to (``{agent}``: its name); empty: publish none."""
     sync_attempts: int = 5
     """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued."""
+    recent_days: int = 7
+    """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -238,6 +241,20 @@ def read_mkdocs_yml(path: Path) -> dict[str, Any]:
     return data
 
 
+def site_url(root: Path) -> str:
+    """Where the memory website is published: ``site_url`` of ``root/mkdocs.yml`` ('' when unset or unreadable)."""
+    try:
+        value = read_mkdocs_yml(root / "mkdocs.yml").get("site_url")
+    except ConfigError:
+        return ""
+    return value.strip() if isinstance(value, str) and value.strip().startswith(("http://", "https://")) else ""
+
+
+def memory_url(base: str, memory_id: str) -> str:
+    """A memory's page on the site published at ``base``: ``<base>/m/<id>/``, the address that never moves."""
+    return f"{base.rstrip('/')}/m/{quote(memory_id, safe='')}/"
+
+
 def load_config(root: Path) -> Config:
     """Read and validate ``root/mkdocs.yml``.
 
@@ -264,7 +281,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding", "lock_timeout", "sync"}
+             "dedupe", "activity", "embedding", "lock_timeout", "sync", "site"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -324,6 +341,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         err("dedupe.threshold", "a number in (0, 1]", threshold)
     activity = _section(settings, "activity", ("flush_every",), err)
     embedding = _section(settings, "embedding", ("model", "weight"), err)
+    site = _section(settings, "site", ("recent_days",), err)
     weight = number("embedding.weight", embedding.get("weight"), defaults.embedding_weight, kind=float, minimum=0)
     if weight > 1:
         err("embedding.weight", "a number in [0, 1]", weight)
@@ -368,6 +386,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
                             minimum=0, exclusive=True),
         sync_publish=publish,
         sync_attempts=number("sync.attempts", sync.get("attempts"), defaults.sync_attempts, kind=int, minimum=1),
+        recent_days=number("site.recent_days", site.get("recent_days"), defaults.recent_days, kind=int, minimum=1),
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

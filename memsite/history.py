@@ -213,3 +213,31 @@ def removals(commits: list[Commit], keep: set[str]) -> list[tuple[date, date, st
                 gone[mid] = commit.when.date()
     return [(created[mid][0], day, created[mid][1]) for mid, day in gone.items() if mid in created and mid not in keep]
 
+
+
+def read_files(root: Path, specs: list[str]) -> list[bytes | None]:
+    """The bytes of each ``<commit>:<path>`` in ``specs`` (None where it names no file), from one ``git cat-file``."""
+    if not specs:
+        return []
+    result = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="".join(s + "\n" for s in specs).encode(),
+                            capture_output=True, env=git_environment())
+    if result.returncode != 0:
+        raise RepositoryError(f"git cat-file failed in {root}: {result.stderr.decode(errors='replace').strip()}")
+    out, found, at = result.stdout, [], 0
+    for _ in specs:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            found.append(out[end + 1:end + 1 + size])
+            at = end + 1 + size + 1
+        else:  # '<spec> missing', or a tree
+            found.append(None)
+            at = end + 1 + (int(header[2]) + 1 if len(header) == 3 else 0)
+    return found
+
+
+def removed_files(commits: list[Commit], folder: str) -> list[tuple[Commit, str]]:
+    """(commit, path) of every file under ``folder`` a commit that forgot or trimmed a memory deleted."""
+    return [(c, path) for c in commits if any(a in ("forgotten", "trimmed") for _, a, _ in c.actions)
+            for status, path in c.files if status == "D" and path.startswith(folder + "/")]

@@ -196,7 +196,8 @@ class Task:
         self._save()
 
     def learn(self, text: str) -> None:
-        """Record a learning; one starting with 'pattern:' is added to the agent's knowledge."""
+        """Record a learning. Closing the task stores each as a memory recall can find (its source the
+        session): one starting with 'pattern:' in ``patterns`` (and the agent's knowledge), the rest in ``general``."""
         self._state.learnings.append(one_line(self._text(text, "learning")))
         self._save()
 
@@ -315,6 +316,18 @@ class Task:
         assert tx.commit is not None
         return tx.commit
 
+    def _remember_learnings(self, tx: Transaction, session: str) -> None:
+        """Each learning as a memory of the session (a near-duplicate merges into the one already known)."""
+        for learning in self._state.learnings:
+            content, category = learning_memory(learning)
+            if not content:
+                continue
+            try:
+                routed = self._store.config.route(category).name
+            except InvalidInput:  # categories configured without it: the first one holds learnings
+                routed = self._store.config.categories[0].name
+            tx.remember(content, category=routed, source=session, tags=("learning",))
+
     def _subject(self, outcome: str) -> str:
         return f"Task {self.type}: {', '.join(self.keywords) or '(no keywords)'} ({outcome})"
 
@@ -354,6 +367,7 @@ class Task:
             tx.write_text(path, render_knowledge(current.with_task(state.rounds, patterns, name), finished))
 
         step(STEP_KNOWLEDGE, knowledge)
+        step(STEP_SESSION, lambda: self._remember_learnings(tx, name))
         activity = {f"agent.{state.agent}.last_task": f"{name}: {outcome} at {format_time(finished)}"}
         step(STEP_WORLD, lambda: world.merge_in(tx, {**state.world, **activity}, state.world_remove))
         process = config.notes_path(state.agent, "task_process.md")
@@ -364,6 +378,14 @@ class Task:
         self.session = name
         tx.trailers += [("Session", name), ("Agent", state.agent), ("Outcome", outcome)]
         return missing
+
+
+def learning_memory(learning: str) -> tuple[str, str]:
+    """(text, category name) of the memory a task learning becomes: 'pattern: x' is the pattern x."""
+    head, sep, rest = learning.partition(":")
+    if sep and head.strip().lower() == "pattern" and rest.strip():
+        return rest.strip(), "patterns"
+    return learning.strip(), "general"
 
 
 def _protocol_error(missing: list[tuple[str, str]]) -> ProtocolError:

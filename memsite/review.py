@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import history, world
-from .config import Config, Place, load_config, place_of
+from .config import Config, Place, load_config, memory_url, place_of, site_url
 from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
 from .git import Repository, git_environment
@@ -53,6 +53,7 @@ class Report:
     world: list[tuple[str, str, str]] = field(default_factory=list)  # (key, added|changed|removed, value)
     sessions_added: list[str] = field(default_factory=list)
     sessions_touched: list[tuple[str, str]] = field(default_factory=list)  # (path, modified|deleted)
+    site_url: str = ""  # where the memory website is published (mkdocs.yml): memories link to their pages
 
     def count(self, action: str) -> int:
         return sum(c.action == action for c in self.changes)
@@ -82,7 +83,7 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
         trailers, log = _trailers(root, base_sha, head_sha, config.content_dir)
     finally:
         repo.close()
-    report = Report(base, head, len(log))
+    report = Report(base, head, len(log), site_url=site_url(root))
     before: dict[str, tuple[str, Memory]] = {}
     after: dict[str, tuple[str, Memory]] = {}
     for path, old, new in entries:
@@ -251,6 +252,12 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
     person reading it in a terminal; the caller escapes control characters.
     """
     _md = _plain if terminal else _inert
+
+    def named(c: Change) -> str:  # the id, linking to the memory's page while it exists and the site is published
+        if report.site_url and not terminal and c.action in ("created", "merged", "updated", "recalled", "moved"):
+            return f"[`{c.id}`]({memory_url(report.site_url, c.id)})"
+        return f"`{c.id}`"
+
     agents = Counter(c.agent for c in report.changes if c.action not in ("recalled", "moved"))
     categories = Counter(c.category for c in report.changes if c.action not in ("recalled", "moved"))
     totals = [f"{report.count(a)} {a}" for a in ("created", "updated", "merged", "forgotten", "trimmed", "deleted",
@@ -270,7 +277,8 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
     created = [c for c in report.changes if c.action == "created"]
     if created:
         lines += ["## Highlights", ""]
-        lines += [f"- **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_" for c in created[:10]]
+        lines += [f"- **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_"
+                  + (f" ({named(c)})" if report.site_url and not terminal else "") for c in created[:10]]
         lines.append("")
     sections = (("created", "Created"), ("merged", "Merged"), ("updated", "Updated"), ("forgotten", "Forgotten"),
                 ("trimmed", "Trimmed"), ("transient", "Created then forgotten"), ("deleted", "Deleted without a record"),
@@ -281,7 +289,7 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
             continue
         lines += [f"## {title} ({len(members)})", ""]
         for c in members[:limit]:
-            lines.append(f"- `{c.id}` **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_"
+            lines.append(f"- {named(c)} **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_"
                          + (f" — {_md(c.reason)}" if c.reason else "")
                          + (f" (created in {c.commits[0][:10]}, removed in {c.commits[1][:10]})" if c.commits else ""))
             for name, (was, now) in c.fields.items():

@@ -87,15 +87,17 @@ def test_dashboard_memory_link_and_search(browser: Browser, demo_site: tuple[str
     visit = Visit(browser)
     page = visit.page
     page.goto(url)
+    assert page.locator("h2", has_text="This week").is_visible()
     assert page.locator("h2", has_text="Memories by category").is_visible()
-    assert page.locator("svg.memsite-chart").count() == 2
+    assert page.locator("svg.memsite-chart").count() == 1 and page.locator(".memsite-bars").count() == 1
 
-    top = page.locator("table a").first
+    top = page.locator(".memsite-rank table a").first
     abstract = top.inner_text()
     top.click()
     page.wait_for_load_state()
-    article = page.locator("article.memsite-memory:has(h2:target)")
-    assert article.locator("h2").inner_text() == abstract
+    assert re.fullmatch(r"/m/[0-9A-Z]{26}/", urlparse(page.url).path)
+    article = page.locator("article.memsite-memory")
+    assert article.locator("h1").inner_text() == abstract
     assert "decay" in article.inner_text() and "boost" in article.inner_text()
 
     with MemoryStore(folder, agent="reader") as store:
@@ -103,9 +105,10 @@ def test_dashboard_memory_link_and_search(browser: Browser, demo_site: tuple[str
     search(page, url, "trigram")
     result = page.locator(".md-search-result__item", has_text=wanted.abstract).first
     result.wait_for(timeout=15_000)
+    assert "cases" in result.inner_text()  # the memory's category, as the result's tag
     result.locator("a").first.click()
     page.wait_for_load_state()
-    assert page.locator(f"[id='{wanted.id}']").first.is_visible()
+    assert urlparse(page.url).path == f"/m/{wanted.id}/"
     assert visit.hosts == {"127.0.0.1"} and visit.errors == []
     visit.close()
 
@@ -120,7 +123,7 @@ def test_hostile_memories_execute_nothing_and_request_no_other_host(browser: Bro
         with MemoryStore(repo, agent="reader") as store:
             months = {store.get(i).created.strftime("%Y-%m") for i in ids}
         urls = [url, f"{url}memories/general/", f"{url}rankings/", f"{url}skills/", f"{url}agents/mallory/"]
-        urls += [f"{url}memories/general/{month}/" for month in months]
+        urls += [f"{url}memories/general/{month}/" for month in months] + [f"{url}m/{i}/" for i in ids]
         for address in urls:
             page.goto(address)
             page.wait_for_load_state("networkidle")
@@ -136,9 +139,16 @@ def test_hostile_memories_execute_nothing_and_request_no_other_host(browser: Bro
                 [...el.attributes].some(a => a.name.startsWith('on') ||
                     /^\\s*javascript:/i.test(a.value))).map(el => el.outerHTML.slice(0, 120))""")
             assert dangerous == [], address
+        for words in ("notes", "styled", "bold"):
+            search(page, url, words)
+            page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+            assert page.evaluate("window.__pwned") is None
+            live = page.evaluate("""() => [...document.querySelectorAll('.md-search-result *')].filter(el =>
+                !['A', 'ARTICLE', 'DIV', 'H1', 'P', 'MARK', 'NAV', 'SPAN', 'LI', 'OL'].includes(el.tagName) ||
+                [...el.attributes].some(a => a.name.startsWith('on'))).map(el => el.outerHTML.slice(0, 80))""")
+            assert live == [], words  # search never shows live markup
         search(page, url, "notes")
         page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
-        assert page.evaluate("window.__pwned") is None
         assert "<script>window.__pwned='abstract'</script>Deploy notes" in page.locator(".md-search-result").inner_text()
         assert visit.dialogs == []
         assert visit.hosts == {"127.0.0.1"}, visit.hosts
@@ -165,10 +175,10 @@ def page_types(folder: Path) -> list[str]:
         memory = next(m for m in store.list() if "grafana" in m.content)  # the longest unbroken value
         session = next((folder / "content" / "sessions").glob("*.md")).stem
         agent = memory.agent
-    summary = sorted((folder / "site" / "summaries").glob("20*"))[-1].name
-    report = sorted((folder / "site" / "reports").glob("20*"))[-1].name
+    day = sorted((folder / "site" / "days").glob("20*"))[-1].name
+    week = sorted((folder / "site" / "weeks").glob("20*"))[-1].name
     return ["", "memories/", f"memories/{memory.category}/", f"memories/{memory.category}/{memory.created:%Y-%m}/",
-            "rankings/", "summaries/", f"summaries/{summary}/", "reports/", f"reports/{report}/", "skills/",
+            f"m/{memory.id}/", "rankings/", "weeks/", f"weeks/{week}/", "days/", f"days/{day}/", "skills/",
             "world/", "sessions/", f"sessions/{session}/", "agents/", f"agents/{agent}/"]
 
 
@@ -207,15 +217,16 @@ def test_every_link_of_the_demo_resolves(demo_site: tuple[str, Path]) -> None:
             checked += 1
             if not path.is_file():
                 broken.append(f"{html.relative_to(site)} -> {href}")
-            elif target.fragment and path.suffix == ".html" and "/memories/" in path.as_posix():
+            elif target.fragment and path.suffix == ".html" and "/site/m/" in path.as_posix():
                 if f'id="{target.fragment}"' not in path.read_text(encoding="utf-8"):
                     broken.append(f"{html.relative_to(site)} -> {href} (no such anchor)")
     assert checked > 500 and broken == []
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_search_finds_a_memory_by_id_and_by_a_word_of_its_body(browser: Browser, demo_site: tuple[str, Path],
-                                                              width: int) -> None:
+def test_search_finds_a_memory_by_id_by_id_prefix_and_by_a_word_of_its_body(browser: Browser,
+                                                                           demo_site: tuple[str, Path],
+                                                                           width: int) -> None:
     url, folder = demo_site
     with MemoryStore(folder, agent="reader") as store:
         wanted = next(m for m in store.list() if "fonts-dejavu" in m.content)
@@ -223,16 +234,30 @@ def test_search_finds_a_memory_by_id_and_by_a_word_of_its_body(browser: Browser,
     page = visit.page
     page.set_viewport_size({"width": width, "height": 900})
     try:
-        for words in (wanted.id, "dejavu"):
+        for words in (wanted.id, wanted.id[:12].lower(), "dejavu"):
             search(page, url, words)
             results = page.locator(".md-search-result__list > .md-search-result__item")
             results.first.wait_for(timeout=15_000)
-            assert wanted.abstract in results.first.inner_text(), words  # the memory first, not a table
-            results.first.locator(f"a[href$='#{wanted.id}']").first.click()
-            page.wait_for_load_state()
-            landed = urlparse(page.url)  # (search.highlight adds ?h=...)
-            assert (landed.path, landed.fragment) == (f"/memories/cases/{wanted.created:%Y-%m}/", wanted.id)
-            assert page.locator(f"article.memsite-memory:has(h2[id='{wanted.id}'])").is_visible()
+            assert wanted.abstract in results.first.inner_text(), words  # the memory first, not a list page
+            if words == "dejavu":  # a word of the body: the snippet shows it, marked
+                assert "dejavu" in results.first.locator("mark").first.inner_text().lower()
+            page.keyboard.press("Enter")  # Material's keyboard: Enter opens the best result
+            page.wait_for_url(f"**/m/{wanted.id}/**", timeout=15_000)
+            assert urlparse(page.url).path == f"/m/{wanted.id}/", words
+            assert page.locator(f"article.memsite-memory h1[id='{wanted.id}']").is_visible()
+        page.keyboard.press("/")  # Material's shortcut focuses the search box, on a memory page too
+        page.keyboard.type("dejavu", delay=30)
+        page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
         assert visit.hosts == {"127.0.0.1"} and visit.errors == []
     finally:
         visit.close()
+    dark = browser.new_context(color_scheme="dark")  # a reader whose system is dark: Material's slate scheme
+    try:
+        page = dark.new_page()
+        search(page, url, "dejavu")
+        page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+        assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
+        rgb = page.evaluate("getComputedStyle(document.querySelector('.md-search__output')).backgroundColor")
+        assert sum(map(int, re.findall(r"\d+", rgb)[:3])) < 3 * 100, rgb  # results on a dark background
+    finally:
+        dark.close()

@@ -46,12 +46,17 @@ def test_a_task_closes_with_one_commit_of_all_four_steps(store: MemoryStore, clo
         task.world({"ci.status": "green"})
     assert git(store.root, "rev-list", "--count", f"{before}..HEAD").strip() == "1"
     assert task.commit == head(store.root) and task.session == "2026-11-01_debug_undefined_var_add"
-    assert changed_files(store) == [
+    learned = {m.category: m for m in store.list() if m.source == task.session}  # each learning, a memory
+    assert learned["patterns"].content == "undefined variable -> define it before first use"
+    assert learned["general"].content == "check the other arithmetic helpers too"
+    assert changed_files(store) == sorted([
         "content/notes/planner/agent_knowledge.md",
         "content/notes/planner/task_process.md",
         "content/sessions/2026-11-01_debug_undefined_var_add.md",
         "content/world_state.md",
-    ]
+        *(str(m.path.relative_to(store.root)) for m in learned.values()),
+    ])
+    assert store.recall("arithmetic helpers")[0].memory.id == learned["general"].id  # recall finds a learning
     record = parse_session((store.root / "content/sessions/2026-11-01_debug_undefined_var_add.md").read_text(), "s")
     assert (record.agent, record.type, record.keywords, record.outcome) == ("planner", "debug", ("undefined var", "add"), "succeeded")
     assert (record.rounds, record.seconds) == (1, 95)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
+from memsite.fileformat import format_memory
 from memsite.site.pages import PER_PAGE
 from tests.conftest import git
 from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
@@ -42,32 +44,34 @@ def test_every_contract_url_of_the_demo_exists_with_its_content(demo: Path) -> N
     categories = {m.category for m in every}
     assert categories == {"profile", "preferences", "entities", "events", "cases", "patterns", "general"}
 
-    dashboard = page(site, "/")
-    assert "Memories by category" in dashboard and "<svg" in dashboard and "Memories over time" in dashboard
-    assert "Top-ranked memories" in dashboard and "Latest daily summary" in dashboard
-    assert "Recent sessions" in dashboard
+    home = page(site, "/")
+    for section in ("This week", "What was learned", "World state", "Forgotten or trimmed", "Who did what",
+                    "Open tasks", "Memories by category", "Memories over time", "Top-ranked memories",
+                    "Recent sessions"):
+        assert f">{section}<" in home, section
+    assert "<svg" in home
 
-    for category in categories:
-        listing = page(site, f"/memories/{category}/")
-        for m in (m for m in every if m.category == category):
-            assert f'id="{m.id}"' in listing
-            assert f'href="{m.created:%Y-%m}/#{m.id}"' in listing
-            detail = page(site, f"/memories/{category}/{m.created:%Y-%m}/")
-            article = detail[detail.index(f'<h2 id="{m.id}">'):]
-            article = article[:article.index("</article>")]
-            for part in ("Score", "decay", "boost", "Source", "Tags", "Created", "Agent"):
-                assert part in article
-            assert all(t in article for t in m.tags)
+    for m in every:  # each memory at /m/<id>/, linked from its category's list and its month's
+        article = page(site, f"/m/{m.id}/")
+        assert f'<h1 id="{m.id}"' in article and html.escape(m.abstract) in article
+        for part in ("Score", "decay", "boost", "Source", "Tags", "Created", "Agent", "History ("):
+            assert part in article, part
+        assert all(t in article for t in m.tags)
+        listing = page(site, f"/memories/{m.category}/")
+        assert f'id="{m.id}"' in listing and f'href="../../m/{m.id}/"' in listing
+        month = page(site, f"/memories/{m.category}/{m.created:%Y-%m}/")
+        assert f'href="../../../m/{m.id}/"' in month
+    assert {p.name for p in (site / "m").iterdir()} == {m.id for m in every}  # no other page there
 
     rankings = page(site, "/rankings/")
     assert "half-life of 30 days" in rankings and "ln(1 + recalls)" in rankings and "Fading" in rankings
 
-    summaries = page(site, "/summaries/")
-    days = re.findall(r'href="(\d{4}-\d{2}-\d{2})/"', summaries)
-    assert days
-    summary = page(site, f"/summaries/{days[0]}/")
-    for heading in ("Totals", "New this day", "New the day before", "By category", "Most recalled (top 5)"):
-        assert heading in summary
+    weeks = re.findall(r'href="(\d{4}-W\d{2})/"', page(site, "/weeks/"))
+    assert len(weeks) >= 5 and "What was learned" in page(site, f"/weeks/{weeks[0]}/")
+    days = re.findall(r'href="(\d{4}-\d{2}-\d{2})/"', page(site, "/days/"))
+    assert len(days) >= 10
+    assert any("created" in page(site, f"/days/{d}/") and "Who did what" in page(site, f"/days/{d}/") for d in days)
+    assert not (site / "summaries").exists() and not (site / "reports").exists()  # one set of day pages
 
     skills = page(site, "/skills/")
     assert "releasing-a-service-to-production" in skills and "confidence" in skills
@@ -80,21 +84,44 @@ def test_every_contract_url_of_the_demo_exists_with_its_content(demo: Path) -> N
     for name in names:
         assert f'href="{name}/"' in sessions
         assert "Problem" in page(site, f"/sessions/{name}/")
-    reports = page(site, "/reports/")
-    report_days = re.findall(r'href="(\d{4}-\d{2}-\d{2})/"', reports)
-    assert len(report_days) >= 10
-    assert any("Highlights" in page(site, f"/reports/{d}/") and "created" in page(site, f"/reports/{d}/")
-               for d in report_days)
-    some = every[0]
-    article = page(site, f"/memories/{some.category}/{some.created:%Y-%m}/")
-    article = article[article.index(f'id="{some.id}"'):]
-    assert "History</summary>" in article[:article.index("</article>")]
-    assert f"created by {some.agent}" in article[:article.index("</article>")] or "merged" in article
 
     agents = page(site, "/agents/")
     for agent in ("planner", "coder", "reviewer"):
         assert f'href="{agent}/"' in agents
         assert "Recent memories" in page(site, f"/agents/{agent}/")
+
+
+def test_the_home_page_names_what_was_forgotten_not_its_id(tmp_path: Path) -> None:
+    """Regression: 'Latest changes' showed raw 26-character ids ('01M8… (no longer in memory)')."""
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="planner") as store:
+        gone = store.remember("The user works in Berlin, UTC+1", category="profile")
+        store.forget(gone.id, reason="moved to the Lisbon office")
+        with store.task(type="debug", keywords=["vpn"]) as task:
+            task.problem("staging unreachable")
+            task.solution("connect the VPN first")
+            task.learn("staging needs the vega VPN")
+    memsite("-C", str(repo), "build", home=tmp_path)
+    home = page(repo / "site", "/")
+    assert gone.id not in re.sub(r'title="[^"]*"', "", home)
+    assert '<span class="memsite-gone">The user works in Berlin, UTC+1</span>' in home
+    this_week = home[home.index(">This week<"):home.index(">At a glance<")]
+    assert "moved to the Lisbon office" in this_week  # what was forgotten, and why
+    learned = next(m for m in memories(repo) if m.content == "staging needs the vega VPN")
+    assert f'href="m/{learned.id}/"' in this_week  # the task learning, a memory of its own
+
+
+def test_the_site_counts_recalls_not_committed_yet(tmp_path: Path) -> None:
+    """Regression: the site said 'recalled 0x' while `memsite show` said 'recalled: 3' until a flush."""
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="planner") as store:
+        m = store.remember("Deploys go out on Tuesdays", category="events")
+        for _ in range(3):
+            store.recall("when do deploys go out")
+    assert "recalled:  3" in memsite("-C", str(repo), "show", m.id, home=tmp_path).stdout
+    memsite("-C", str(repo), "build", home=tmp_path)
+    assert "3 times" in page(repo / "site", f"/m/{m.id}/")
+    assert git(repo, "status", "--porcelain") == ""  # read, not flushed: the build commits nothing
 
 
 def test_the_demo_has_a_real_history_with_trims_merges_and_sessions(demo: Path) -> None:
@@ -236,4 +263,42 @@ def test_a_copy_outside_git_still_builds_without_history(demo: Path, tmp_path: P
     result = subprocess.run(["mkdocs", "build", "--strict"], cwd=copy, capture_output=True, text=True,
                             env={**env(tmp_path), "GIT_CEILING_DIRECTORIES": str(tmp_path)})
     assert result.returncode == 0, result.stderr
-    assert "No history" in (copy / "site" / "reports" / "index.html").read_text()
+    assert "No history" in (copy / "site" / "days" / "index.html").read_text()
+
+
+def test_show_url_and_the_review_report_link_to_the_memorys_page(tmp_path: Path) -> None:
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="planner") as store:
+        base = git(repo, "rev-parse", "HEAD").strip()
+        m = store.remember("Deploys go out on Tuesdays", category="events")
+    refused = memsite("-C", str(repo), "show", m.id, "--url", home=tmp_path, check=False)
+    assert refused.returncode == 1 and "has no site_url" in refused.stderr
+    settings = repo / "mkdocs.yml"
+    settings.write_text(settings.read_text() + "site_url: https://team.example/memory/\n")
+    url = f"https://team.example/memory/m/{m.id}/"
+    assert memsite("-C", str(repo), "show", m.id, "--url", home=tmp_path).stdout.strip() == url
+    report = memsite("-C", str(repo), "diff", base, "--format", "markdown", home=tmp_path).stdout
+    assert f"[`{m.id}`]({url})" in report
+    memsite("-C", str(repo), "build", home=tmp_path)
+    assert (repo / "site" / "m" / m.id / "index.html").is_file()  # the address the link names
+
+
+def test_a_huge_or_hostile_memory_gets_an_escaped_page_under_one_megabyte(tmp_path: Path) -> None:
+    """Bad input: a hand-made memory with markup, a 1 MB line or a million-character word."""
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="mallory") as store:
+        made = {name: store.remember(f"placeholder {name}", category="general", abstract=f"Hand-made {name}")
+                for name in ("line", "word", "markup")}
+    texts = {"line": "deploy " * 150_000, "word": "x" * 1_000_000,
+             "markup": "<script>window.__pwned=1</script><img src=x onerror=alert(1)> " * 20_000}
+    for name, memory in made.items():
+        memory.path.write_text(format_memory(memory.replace(content=texts[name], abstract=texts[name][:5000])))
+    git(repo, "commit", "-qam", "Huge memories by hand")
+    memsite("-C", str(repo), "build", home=tmp_path)
+    for name, memory in made.items():
+        html = (repo / "site" / "m" / memory.id / "index.html").read_text()
+        assert len(html.encode()) < 1_000_000, name
+        assert "The text is cut here" in html, name
+        assert "<script>window" not in html and "<img src=x" not in html
+    assert max(p.stat().st_size for p in (repo / "site").rglob("*.html")) < 1_000_000  # lists too
+    assert (repo / "site" / "pagefind" / "pagefind-entry.json").is_file()  # search indexed them all the same

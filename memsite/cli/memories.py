@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..api import MemoryStore
+from ..config import memory_url, site_url
 from ..model import format_time
 from ..terminal import safe
 from .common import (
@@ -97,9 +98,10 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
 @main.command()
 @click.argument("id")
 @click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@click.option("--url", "as_url", is_flag=True, help="Print only the address of its page on the site (site_url).")
 @pass_context
 @errors_as_messages
-def show(ctx: Context, id: str, as_json: bool) -> None:
+def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
     """Show the memory with ID: its fields and full text.
 
     ID may be its first characters (6 or more) when only one id starts with them.
@@ -107,10 +109,18 @@ def show(ctx: Context, id: str, as_json: bool) -> None:
     \b
     Example:
         memsite show 01M80RXENRH45QMT9FRQWGVAFW
+        memsite show 01M80RXENRH45QMT9FRQWGVAFW --url
     """
     with ctx.store() as store:
         memory = store.get(id)
         root = store.root
+    if as_url:
+        base = site_url(root)
+        if not base:
+            raise click.ClickException(f"{root / 'mkdocs.yml'}: has no site_url; set it to where the site is "
+                                       "published (e.g. site_url: https://team.github.io/memory/)")
+        echo(memory_url(base, memory.id))
+        return
     if as_json:
         echo_json(as_dict(memory))
         return

@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import history
 from ..config import load_config
 from ..errors import DiskFull, MemsiteError
+from ..store.activity import pending_counts
 from .guard import refuse_unsafe_config
 from .hooks import build_time
 from .pages import projection
@@ -118,7 +119,7 @@ def _address_error(host: str, port: int, exc: OSError) -> str:
 def project(root: Path, out: Path, *, include_l1: bool = True, by_category: bool = False) -> list[Path]:
     """Write the Markdown projection (by-category/, summaries/) of ``root`` into ``out``; returns the files."""
     config = load_config(root)
-    snap = load(root / config.content_dir, config, build_time())
+    snap = load(root / config.content_dir, config, build_time(), pending_counts(root))
     written = []
     commits = history.read(root, "HEAD", config.content_dir)
     for rel, text in projection(snap, include_l1=include_l1, commits=commits).items():

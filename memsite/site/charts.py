@@ -1,4 +1,8 @@
-"""Charts as inline SVG: drawn at build time, no JavaScript, no request to anyone."""
+"""Charts drawn at build time (HTML bars, an inline SVG line): no JavaScript, no request to anyone.
+
+Labels are page text in the page's own font size, so a phone reads them as
+well as a desktop (an SVG scaled to a 375 px screen shrinks its text to ~5 px).
+"""
 
 from __future__ import annotations
 
@@ -7,23 +11,14 @@ from datetime import date
 from .safe import text
 
 WIDTH = 640
-BAR = 22
 
 
 def bars(rows: list[tuple[str, int]], title: str) -> str:
-    """A horizontal bar chart of (label, value) rows."""
+    """A horizontal bar chart of (label, value) rows, as HTML: label, bar, value."""
     most = max((v for _, v in rows), default=0) or 1
-    label_w, height = 130, BAR * len(rows) + 8
-    parts = [f'<svg class="memsite-chart" role="img" aria-label="{text(title)}" viewBox="0 0 {WIDTH} {height}" '
-             f'width="100%" xmlns="http://www.w3.org/2000/svg"><title>{text(title)}</title>']
-    for n, (label, value) in enumerate(rows):
-        y = 4 + n * BAR
-        w = round((WIDTH - label_w - 60) * value / most, 1)
-        parts.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{text(label)}</text>'
-                     f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{BAR - 6}" rx="2"/>'
-                     f'<text x="{label_w + w + 6}" y="{y + 15}">{value}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    cells = "".join(f'<span>{text(label)}</span><span class="bar"><span style="width:{80 * value / most:.1f}%">'
+                    f"</span>{value}</span>" for label, value in rows)
+    return f'<div class="memsite-bars" role="img" aria-label="{text(title)}">{cells}</div>'
 
 
 def timeline(points: list[tuple[date, int]], title: str) -> str:

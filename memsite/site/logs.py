@@ -1,4 +1,4 @@
-"""The pages of the logs: sessions (the event log), agents, and the daily reports from the commits.
+"""The pages of the logs: sessions (the event log), agents, and each week and day from the commits.
 
 Mixed into :class:`pages.Site`, whose helpers (links, placeholders for
 finished HTML) they use.
@@ -6,9 +6,11 @@ finished HTML) they use.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from .. import history
 from ..sessions import SessionRecord
-from . import safe
+from . import safe, weeks
 from .safe import link, plural, text
 from .snapshot import Scored
 
@@ -18,7 +20,7 @@ class LogPages:
 
     def session_pages(self) -> dict[str, str]:
         pages = {}
-        index = [safe.front("Sessions", search=False), "# Sessions", "",
+        index = [safe.front("Sessions"), "# Sessions", "",
                  "The append-only event log: one record per task, newest first.", ""]
         month = None
         for s in self.snap.sessions:
@@ -40,12 +42,15 @@ class LogPages:
         facts = [("Agent", link(here, f"agents/{s.agent}.md", s.agent)), ("Outcome", text(s.outcome)),
                  ("Started", f"{s.started:%Y-%m-%d %H:%M}"), ("Finished", f"{s.finished:%Y-%m-%d %H:%M}"),
                  ("Rounds", str(s.rounds)), ("Keywords", text(", ".join(s.keywords)))]
-        lines = [safe.front(title, boost=1.5), f"# {safe.inline(title)}", "",
-                 '<dl class="memsite-facts" data-search-exclude>' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>", ""]
+        lines = [safe.front(title), f"# {safe.inline(title)}", "",
+                 '<dl class="memsite-facts">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>", ""]
+        searched = [f'<h2 hidden data-pagefind-meta="title">{text(title)}</h2>']
         for heading, value in (("Problem", s.problem), ("Solution", s.solution), ("Pattern", s.pattern),
                                ("Error", s.error)):
             if value:
-                lines += [f"## {heading}", "", f'<div class="memsite-body">{safe.body(value)}</div>', ""]
+                searched.append(f"<h2>{heading}</h2>\n" f'<div class="memsite-body">{safe.body(value)}</div>')
+        lines += [self.raw('<div data-pagefind-body data-pagefind-weight="0.5" data-pagefind-meta="category:session">' + "\n".join(searched)
+                           + "</div>"), ""]
         if s.plan:
             lines += ["## Plan", "", "<ul>" + "".join(
                 f"<li>{'☑' if done else '☐'} {text(item)}" + (f" — {text(note)}" if note else "") + "</li>"
@@ -54,13 +59,13 @@ class LogPages:
             lines += ["## Learnings", "", "<ul>" + "".join(f"<li>{text(x)}</li>" for x in s.learnings) + "</ul>", ""]
         memories = [x for x in self.snap.memories if x.memory.source == s.name]
         if memories:
-            lines += ["## Memories from this session", "", self.raw("<ul data-search-exclude>" + "".join(
+            lines += ["## Memories from this session", "", self.raw("<ul>" + "".join(
                 f"<li>{self.memory_link(here, x.memory)}</li>" for x in memories) + "</ul>")]
         return "\n".join(lines) + "\n"
 
     def agent_pages(self) -> dict[str, str]:
         pages = {}
-        index = [safe.front("Agents", search=False), "# Agents", "", "| Agent | Memories | Sessions | Tasks | Last active |",
+        index = [safe.front("Agents"), "# Agents", "", "| Agent | Memories | Sessions | Tasks | Last active |",
                  "|---|---:|---:|---:|---|"]
         for agent in self.snap.agents():
             mine = [s for s in self.snap.memories if s.memory.agent == agent]
@@ -85,39 +90,82 @@ class LogPages:
         else:
             lines.append("No knowledge notes yet.")
         recent = sorted(mine, key=lambda s: (s.memory.updated, s.memory.id), reverse=True)[:20]
-        lines += ["", "## Recent memories", "", self.raw("<ul data-search-exclude>" + "".join(
+        lines += ["", "## Recent memories", "", self.raw("<ul>" + "".join(
             f"<li>{s.memory.updated:%Y-%m-%d} {self.memory_link(here, s.memory)}</li>" for s in recent) + "</ul>")
             if recent else "None yet."]
-        lines += ["", "## Sessions", "", self.raw("<ul data-search-exclude>" + "".join(
+        lines += ["", "## Sessions", "", self.raw("<ul>" + "".join(
             f"<li>{self.session_link(here, s)} — {text(s.outcome)}</li>" for s in sessions[:50]) + "</ul>")
             if sessions else "None yet."]
         return "\n".join(lines) + "\n"
 
-
-    def report_pages(self) -> dict[str, str]:
-        """``/reports/``: what each day's commits did, from the trailers (reproducible at any revision)."""
-        by_id = {s.memory.id: s.memory for s in self.snap.memories}
+    def week_pages(self) -> dict[str, str]:
+        """``/weeks/``: one page per ISO week, what the agents learned, changed and forgot that week."""
         pages = {}
-        index = [safe.front("Reports", search=False), "# Reports", "", "What happened each day, from the commits.", "",
-                 "| Day | Created | Merged | Skipped | Trimmed | Sessions | Commits |",
-                 "|---|---:|---:|---:|---:|---:|---:|"]
-        for report in history.daily(self.commits, f"{self.snap.config.content_dir}/sessions"):
-            here = f"reports/{report.day.isoformat()}.md"
+        index = [safe.front("Weeks"), "# Weeks", "", "What each week brought, newest first (ISO weeks, UTC).", "",
+                 "| Week | From | New memories | Tasks closed | Forgotten or trimmed | Commits |",
+                 "|---|---|---:|---:|---:|---:|"]
+        for name in weeks.weeks(self.timeline):
+            start, end = weeks.week_span(name)
+            here = f"weeks/{name}.md"
+            d = self.digest(start, end)
+            title = f"Week {name}"
+            pages[here] = "\n".join([safe.front(title), f"# {title}", "",
+                                     f"Monday {start:%Y-%m-%d} to Sunday {end - timedelta(days=1):%Y-%m-%d}. "
+                                     + _days_line(here, start, set(self.timeline.days)), "",
+                                     self.digest_body(here, d)]) + "\n"
+            index.append(f"| {link('weeks/index.md', here, name)} | {start:%Y-%m-%d} | {len(d.new)} | "
+                         f"{len(d.sessions)} | {len(d.removed)} | {d.commits} |")
+        if len(index) == 6:
+            index.append("\nNo activity yet.")
+        pages["weeks/index.md"] = "\n".join(index) + "\n"
+        return pages
 
-            def abstract(mid: str, here: str = here) -> str:
-                memory = by_id.get(mid)
-                return self.memory_link(here, memory) if memory else f"{text(mid)} (no longer in memory)"
+    def day_pages(self) -> dict[str, str]:
+        """``/days/<date>/``: each day's summary and report in one: totals, what was new, forgotten, who did what.
 
-            def session(name: str, here: str = here) -> str:
-                return link(here, f"sessions/{name}.md", name) if name in self.session_names else safe.inline(name)
-
-            pages[here] = safe.front(f"Report {report.day.isoformat()}", search=False) + history.render_day(
-                report, abstract, safe.inline, session)
-            c = report.counts
-            index.append(f"| {link('reports/index.md', here, report.day.isoformat())} | {c['created']} | "
-                         f"{c['merged']} | {c['skipped']} | {c['trimmed']} | {len(report.sessions)} | "
-                         f"{report.commits} |")
+        Totals and recall counts are the day's as it ended (see summaries.days);
+        the rest comes from that day's commits.
+        """
+        reports = {r.day: r for r in history.daily(self.commits, self.snap.config.sessions_dir)}
+        summaries = {d.day: d for d in self.days}
+        pages = {}
+        index = [safe.front("Days"), "# Days", "", "Each day with activity, newest first: what it added, "
+                 "what it took away, and who did it.", "",
+                 "| Day | Memories | New | Forgotten or trimmed | Tasks closed | Commits |",
+                 "|---|---:|---:|---:|---:|---:|"]
+        for day in sorted(set(reports) | set(summaries), reverse=True):
+            here = f"days/{day.isoformat()}.md"
+            summary, report = summaries.get(day), reports.get(day)
+            start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+            d = self.digest(start, start + timedelta(days=1))
+            week = weeks.iso_week(day)
+            lines = [safe.front(f"{day:%A} {day.isoformat()}"), f"# {day:%A} {day.isoformat()}", "",
+                     f"Part of {link(here, f'weeks/{week}.md', f'week {week}')}.", ""]
+            if summary:
+                lines += [f"At the end of the day: {plural(summary.total, 'memory').replace('memorys', 'memories')} "
+                          f"in all ({', '.join(f'{n} {safe.inline(c)}' for c, n in summary.by_category.items() if n)}); "
+                          f"{len(summary.new)} new (the day before: {summary.new_before}).", ""]
+            if report:
+                c = report.counts
+                lines += [f"Commits: {report.commits}; created {c['created']}, merged {c['merged']}, skipped "
+                          f"{c['skipped']}, forgotten {c['forgotten']}, trimmed {c['trimmed']}; recall counts "
+                          f"recorded for {plural(c['recalled'], 'memory').replace('memorys', 'memories')}.", ""]
+            lines += [self.digest_body(here, d)]
+            if summary and any(n for _, n in summary.top):
+                lines += ["### Most recalled by the end of the day", "", self.raw("<ol>" + "".join(
+                    f"<li>{self.named(here, s.memory.id)} ({plural(n, 'recall')})</li>" for s, n in summary.top if n)
+                    + "</ol>"), ""]
+            pages[here] = "\n".join(lines) + "\n"
+            index.append(f"| {link('days/index.md', here, day.isoformat())} | {summary.total if summary else ''} | "
+                         f"{len(d.new)} | {len(d.removed)} | {len(d.sessions)} | {d.commits} |")
         if not self.commits:
             index.append("\nNo history: the site was built outside a git repository.")
-        pages["reports/index.md"] = "\n".join(index) + "\n"
+        pages["days/index.md"] = "\n".join(index) + "\n"
         return pages
+
+
+def _days_line(here: str, start: datetime, existing: set) -> str:
+    """The week's days, each linking to its page when it has one."""
+    days = [(start + timedelta(days=n)).date() for n in range(7)]
+    return "Days: " + ", ".join(link(here, f"days/{d.isoformat()}.md", f"{d:%a} {d:%d}") if d in existing
+                                else f"{d:%a} {d:%d}" for d in days) + "."

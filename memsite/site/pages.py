@@ -4,48 +4,51 @@ Page structure (headings, sections) is Markdown; anything that came from an
 agent goes into raw HTML blocks, escaped with :func:`safe.text` or rendered by
 :func:`safe.body`, so Markdown never interprets it. The URLs are a contract:
 
-``/`` dashboard · ``/memories/<category>/`` (``page-<n>/`` after the first) ·
-``/memories/<category>/<YYYY-MM>/#<id>`` each memory in full, a stable anchor
-(the month it was created) · ``/rankings/`` · ``/summaries/`` and
-``/summaries/<date>/`` · ``/skills/`` · ``/world/`` · ``/sessions/`` and
+``/`` the home page: this week first, then the dashboard · ``/m/<id>/`` each
+memory in full (:mod:`memory_pages`; the address depends on the id alone) ·
+``/memories/<category>/`` best ranked first and ``/memories/<category>/<YYYY-MM>/``
+the memories created that month (``page-<n>/`` after the first 200 of either) ·
+``/rankings/`` · ``/weeks/`` and ``/weeks/<YYYY>-W<ww>/`` · ``/days/`` and
+``/days/<date>/`` · ``/skills/`` · ``/world/`` · ``/sessions/`` and
 ``/sessions/<name>/`` · ``/agents/`` and ``/agents/<agent>/``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from datetime import timedelta
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..config import Category
 from ..model import Memory
+from ..protocol import learning_memory
 from ..ranking import TrimCandidate, plan_trim
 from ..sessions import SessionRecord
 from ..skills import SkillCandidate, promote
 from .. import history
 from ..history import Commit
-from . import charts, safe
+from . import charts, safe, weeks
 from .safe import link, text
 from .logs import LogPages
+from .memory_pages import SHELL_SRC, Article, overview_of, shell_page, title
 from .snapshot import Scored, Snapshot
 from .summaries import Day, category_projection, daily_summary, days
+from .weeks import Digest
 
-PER_PAGE = 50
+PER_PAGE = 200  # memories on a page of a list: ~100 KB of HTML
 FADING = 20
 LATEST = 12  # changes on the dashboard
-
-
-def memory_src(memory: Memory, folder: str) -> str:
-    """The page holding ``memory`` in full: its category folder and the month it was created."""
-    return f"memories/{folder}/{memory.created:%Y-%m}.md"
+SHOWN_NEW = 10  # new memories of a category named in a digest
+SHOWN_REMOVED = 30  # forgotten or trimmed memories named in a digest
 
 
 class Site(LogPages):
     """Renders the pages of one snapshot."""
 
     def __init__(self, snap: Snapshot, site_name: str = "Agent memory", commits: list[Commit] | None = None,
-                 repo_url: str | None = None) -> None:
+                 repo_url: str | None = None, *, gone: dict[str, Memory] | None = None,
+                 world_at: dict[str, dict[str, str]] | None = None) -> None:
         self.snap = snap
         self.commits = commits or []
         self.history = history.by_memory(self.commits, snap.paths)
@@ -56,6 +59,12 @@ class Site(LogPages):
         self.session_names = {s.name for s in snap.sessions}
         self.skills: list[SkillCandidate] = promote(s.memory for s in snap.memories)
         self.days = summary_days(snap, self.commits)
+        self.gone = gone or {}  # memories forgotten or trimmed, as they were: named by their abstract
+        self.world_at = world_at or {}
+        self.by_id = {s.memory.id: s for s in snap.memories}
+        self.agents = set(snap.agents())
+        self._up: dict[str, str] = {}  # page -> its relative link to /m/
+        self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at)
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
 
     def raw(self, html: str) -> str:
@@ -69,57 +78,73 @@ class Site(LogPages):
 
     # --- helpers ------------------------------------------------------------
 
-    def detail_src(self, memory: Memory) -> str:
-        return memory_src(memory, self.folders.get(memory.category, memory.category))
-
     def memory_link(self, here: str, memory: Memory) -> str:
-        return link(here, self.detail_src(memory), memory.abstract, memory.id)
+        """A link to the memory's page; the way there from ``here`` is worked out once per page."""
+        up = self._up.get(here)
+        if up is None:
+            up = self._up[here] = safe.href(here, "m/index.md")
+        return f'<a href="{up}{text(memory.id)}/">{text(title(memory))}</a>'
+
+    def named(self, here: str, mid: str) -> str:
+        """A memory by its abstract: linked while it is in memory, struck through with its category once gone."""
+        scored = self.by_id.get(mid)
+        if scored is not None:
+            return self.memory_link(here, scored.memory)
+        gone = self.gone.get(mid)
+        if gone is not None:
+            return (f'<span class="memsite-gone">{text(title(gone))}</span> '
+                    f'<span class="memsite-meta">({text(gone.category)}, no longer in memory)</span>')
+        return f'a memory <code title="{text(mid)}">{text(mid[:10])}…</code> no longer in memory'
 
     def meta(self, scored: Scored) -> str:
         m = scored.memory
         parts = [f"score {scored.score:.3f}", text(m.agent), f"created {m.created:%Y-%m-%d}",
-                 f"updated {m.updated:%Y-%m-%d}", f"recalled {m.active_count}x"]
+                 f"updated {m.updated:%Y-%m-%d}", f"recalled {safe.plural(m.active_count, 'time')}"]
         if m.pinned:
             parts.append("pinned")
         if m.tags:
             parts.append("tags: " + ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags))
-        # Left out of the search index: it would match every query for "planner" or a year.
-        return '<p class="memsite-meta" data-search-exclude>' + " · ".join(parts) + "</p>"
+        return '<p class="memsite-meta">' + " · ".join(parts) + "</p>"
 
     def entry(self, here: str, scored: Scored) -> str:
-        """A memory in a listing: abstract (L0) linking to it in full, overview (L1), metadata.
-
-        Left out of search: the memory's own page is what a search should find.
-        """
+        """A memory in a list: abstract (L0) linking to its page, overview (L1), metadata."""
         m = scored.memory
-        overview = _overview(m)
-        return (f'<div class="memsite-entry" data-search-exclude>\n<h3 id="{text(m.id)}">'
+        overview = _short(overview_of(m), 600)
+        return (f'<div class="memsite-entry">\n<h3 id="{text(m.id)}">'
                 f"{self.memory_link(here, m)}</h3>\n" + (f"<p>{text(overview)}</p>\n" if overview else "")
                 + f"{self.meta(scored)}\n</div>")
 
     def commit_link(self, here: str, commit: Commit) -> str:
-        """A commit: on the hosted repository when ``repo_url`` is set, else the report of its day."""
+        """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
         label = f"<code>{commit.sha[:10]}</code>"
         if self.repo_url:
             return f'<a href="{text(self.repo_url)}/commit/{commit.sha}">{label}</a>'
-        return f'<a href="{safe.href(here, f"reports/{commit.when:%Y-%m-%d}.md")}">{label}</a>'
+        return f'<a href="{safe.href(here, f"days/{commit.when:%Y-%m-%d}.md")}">{label}</a>'
 
     def agent_link(self, here: str, agent: str) -> str:
-        return link(here, f"agents/{agent}.md", agent)
+        """An agent's name, linking to its page when it has one (a commit's author may be a person or memsite)."""
+        return link(here, f"agents/{agent}.md", agent) if agent in self.agents else text(agent)
 
     def session_link(self, here: str, session: SessionRecord) -> str:
         return link(here, f"sessions/{session.name}.md", f"{session.finished:%Y-%m-%d} {session.type}: "
                     + (", ".join(session.keywords) or session.name))
 
-    def rows(self, here: str, members: Iterable[Scored], start: int = 1) -> str:
-        """A ranking table: rank, the memory (with its category and score parts), score. Not searched."""
-        out = ['<div class="memsite-rank" data-search-exclude><table>',
-               '<thead><tr><th>#</th><th>Memory</th><th class="memsite-num">Score</th></tr></thead><tbody>']
+    def rows(self, here: str, members: Iterable[Scored], start: int = 1, why: bool = False) -> str:
+        """A ranking table: rank, the memory (with its category and score parts), score.
+
+        ``why``: say, for a profile or preference fact, why it fades like the rest.
+        """
+        out = ['<div class="memsite-rank"><table>',
+               '<thead><tr><th class="memsite-num">#</th><th>Memory</th><th class="memsite-num">Score</th></tr>'
+               "</thead><tbody>"]
         for n, s in enumerate(members, start=start):
             m = s.memory
-            out.append(f'<tr><td>{n}</td><td>{self.memory_link(here, m)}<br><span class="memsite-meta">'
-                       f"{text(m.category)} · decay {s.decay:.3f} × boost {s.boost:.3f}"
-                       f'{" · pinned" if m.pinned else ""}</span></td>'
+            note = " · pinned" if m.pinned else ""
+            if why and m.category in EVERGREEN:
+                note += " · fades only because it is not pinned"
+            out.append(f'<tr><td class="memsite-num">{n}</td><td>{self.memory_link(here, m)}<br>'
+                       f'<span class="memsite-meta">{text(m.category)} · decay {s.decay:.3f} × boost {s.boost:.3f}'
+                       f"{note}</span></td>"
                        f'<td class="memsite-num">{s.score:.3f}</td></tr>')
         out.append("</tbody></table></div>")
         return self.raw("\n".join(out))
@@ -127,23 +152,27 @@ class Site(LogPages):
     # --- pages --------------------------------------------------------------
 
     def pages(self) -> dict[str, str]:
-        """Every page: src_uri -> Markdown."""
-        pages = {"index.md": self.dashboard(), "rankings.md": self.rankings(), "skills.md": self.skills_page(),
-                 "world.md": self.world(), "memories/index.md": self.categories()}
+        """Every page MkDocs renders: src_uri -> Markdown (memory pages come from :meth:`articles`)."""
+        pages = {"index.md": self.home(), "rankings.md": self.rankings(), "skills.md": self.skills_page(),
+                 "world.md": self.world(), "memories/index.md": self.categories(), SHELL_SRC: shell_page()}
         pages.update(self.category_pages())
-        pages.update(self.detail_pages())
-        pages.update(self.summary_pages())
+        pages.update(self.month_pages())
+        pages.update(self.week_pages())
+        pages.update(self.day_pages())
         pages.update(self.session_pages())
         pages.update(self.agent_pages())
-        pages.update(self.report_pages())
         return pages
 
-    def dashboard(self) -> str:
-        """The home page: counts, charts, the latest changes, what is fading, open tasks, recent sessions.
+    def articles(self, part: int = 0, parts: int = 1) -> Iterator[tuple[str, str, str]]:
+        """(id, page title, article HTML) of every memory (or of share ``part`` of ``parts``): ``/m/<id>/``."""
+        article = Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url)
+        for scored in self.snap.memories[part::parts]:
+            m = scored.memory
+            yield m.id, f"{title(m)} · {m.category}", article.render(scored)
 
-        Left out of search: everything on it is a table or list of what the
-        other pages hold.
-        """
+    def home(self) -> str:
+        """The home page: the last days first (what the agents learned, changed, forgot, who did what,
+        open tasks), then the dashboard: counts, charts, latest changes, what fades, top ranked."""
         here, snap = "index.md", self.snap
         grouped = self.snap.by_category()
         created = Counter(s.memory.created.date() for s in snap.memories)
@@ -157,14 +186,18 @@ class Site(LogPages):
                  (len(snap.sessions), "session", "sessions", "sessions/index.md"),
                  (len(snap.tasks), "open task", "open tasks", "index.md#open-tasks"),
                  (len(self.skills), "skill draft to review", "skill drafts to review", "skills.md")]
+        days = snap.config.recent_days
+        recent = self.digest(snap.now - timedelta(days=days), snap.now + timedelta(seconds=1))
         lines = [
-            safe.front(None, search=False), f"# {safe.inline(self.site_name)}", "",
-            f"What the agents have learned, ranked as of {snap.now:%Y-%m-%d %H:%M} UTC.", "",
+            safe.front(None), f"# {safe.inline(self.site_name)}", "",
+            f"What the agents have learned, as of {snap.now:%Y-%m-%d %H:%M} UTC.", "",
+            f"## The last {days} days" if days != 7 else "## This week", "",
+            self.digest_body(here, recent, open_tasks=True), "",
+            "## At a glance", "",
             '<div class="memsite-cards">' + "".join(
                 f'<a class="memsite-card" href="{_card_href(here, target)}"><strong>{n}</strong> '
                 f"{one if n == 1 else many}</a>" for n, one, many, target in cards) + "</div>", "",
             "## Latest changes", "", self.latest_changes(here), "",
-            "## Open tasks", "", self.open_tasks(here), "",
             "## Fading soon", "", self.fading_soon(here), "",
             "## Memories by category", "",
             self.raw(charts.bars([(name, len(members)) for name, members in grouped.items()],
@@ -173,23 +206,104 @@ class Site(LogPages):
             self.raw(charts.timeline(points, "Memories over time (total)")), "",
             "## Top-ranked memories", "",
             self.rows(here, snap.memories[:10]) if snap.memories else "No memories yet.", "",
+            "## Recent sessions", "",
         ]
-        if self.days:
-            latest = self.days[0]
-            summary = daily_summary(snap, latest, safe.inline, lambda s: self.memory_link(here, s.memory))
-            body = ("\n" + summary.split("\n", 2)[2]).replace("\n## ", "\n### ")
-            lines += [f"## Latest daily summary: {link(here, f'summaries/{latest.day}.md', latest.day.isoformat())}",
-                      "", body, ""]
-        lines += ["## Recent sessions", ""]
         lines += [f"- {self.session_link(here, s)} — {self.agent_link(here, s.agent)}, {text(s.outcome)}"
                   for s in snap.sessions[:10]]
         if not snap.sessions:
             lines.append("No sessions yet.")
         return "\n".join(lines) + "\n"
 
+    def digest(self, start: datetime, end: datetime) -> Digest:
+        return self.timeline.digest(start, end)
+
+    def digest_body(self, here: str, d: Digest, *, open_tasks: bool = False) -> str:
+        """A digest as the sections of a page: learned, world state, forgotten, who did what (and open tasks)."""
+        lines = []
+        if d.empty:
+            last = max((c.when for c in self.commits), default=None)
+            lines += ["Nothing was written in these days."
+                      + (f" The last change was on {last:%Y-%m-%d}: see "
+                         f"{link(here, f'weeks/{weeks.iso_week(last.date())}.md', 'that week')}." if last else ""), ""]
+        else:
+            counts = [_memories(len(d.new), "new "),
+                      safe.plural(len(d.sessions), "task") + " closed",
+                      f"{len(d.removed)} forgotten or trimmed", safe.plural(d.commits, "commit")]
+            lines += [f"{d.start:%Y-%m-%d} to {(d.end - timedelta(seconds=1)):%Y-%m-%d}: " + ", ".join(counts) + ".", ""]
+            lines += ["### What was learned", "", self.raw(self.learned(here, d)), ""]
+            lines += ["### World state", "", self.raw(self.world_changes(here, d)), ""]
+            lines += ["### Forgotten or trimmed", "", self.raw(self.removed(here, d)), ""]
+            lines += ["### Who did what", "", self.raw(self.who(here, d)), ""]
+        if open_tasks:
+            lines += ["### Open tasks", "", self.open_tasks(here), ""]
+        return "\n".join(lines)
+
+    def learned(self, here: str, d: Digest) -> str:
+        out = []
+        grouped = d.by_category()
+        if grouped:
+            out.append("<p><strong>New memories</strong> by category:</p><ul>")
+            for category in [c.name for c in self.snap.config.categories] + sorted(set(grouped) - set(self.folders)):
+                members = grouped.get(category)
+                if not members:
+                    continue
+                folder = self.folders.get(category, category)
+                more = len(members) - SHOWN_NEW
+                out.append(f"<li>{link(here, f'memories/{folder}/index.md', category)} ({len(members)}): <ul>"
+                           + "".join(f"<li>{self.memory_link(here, s.memory)}</li>" for s in members[:SHOWN_NEW])
+                           + (f"<li>and {more} more: "
+                              f"{link(here, f'memories/{folder}/{members[0].memory.created:%Y-%m}.md', 'the month')}"
+                              "</li>" if more > 0 else "") + "</ul></li>")
+            out.append("</ul>")
+        else:
+            out.append("<p>No new memories.</p>")
+        taught = [(s, x) for s in d.sessions for x in s.learnings]
+        if taught:
+            made = {(s.memory.source, s.memory.content.strip()): s.memory for s in self.snap.memories
+                    if s.memory.source in {x.name for x, _ in taught}}
+            out.append("<p><strong>Task learnings</strong>:</p><ul>")
+            for session, learning in taught[:SHOWN_REMOVED]:
+                memory = made.get((session.name, learning_memory(learning)[0]))
+                shown = self.memory_link(here, memory) if memory else text(learning)
+                out.append(f"<li>{shown} — {self.session_link(here, session)}, "
+                           f"{self.agent_link(here, session.agent)}</li>")
+            out.append("</ul>")
+        if d.skills:
+            out.append("<p><strong>Skill drafts</strong> to review: " + ", ".join(
+                link(here, "skills.md", c.name, _anchor(c.name)) for c in d.skills) + ".</p>")
+        return "".join(out)
+
+    def world_changes(self, here: str, d: Digest) -> str:
+        if not d.world:
+            return "<p>No change to the world state.</p>"
+        rows = "".join(f'<tr><td class="memsite-key">{_key(k)}</td><td class="memsite-num">{text(action)}</td>'
+                       f"<td>{text(_short(safe.plain(v), 200))}</td></tr>" for k, action, v in d.world[:50])
+        more = f"<p>and {len(d.world) - 50} more keys.</p>" if len(d.world) > 50 else ""
+        return (f'<div class="memsite-world"><table><thead><tr><th>Key</th><th>Change</th><th>Value</th></tr>'
+                f"</thead><tbody>{rows}</tbody></table></div>{more}")
+
+    def removed(self, here: str, d: Digest) -> str:
+        if not d.removed:
+            return "<p>Nothing was forgotten or trimmed.</p>"
+        items = [f"<li>{self.named(here, mid)}: {text(action)} by {self.agent_link(here, c.author)} on "
+                 f"{c.when:%Y-%m-%d}" + (f", because {text(_short(reason, 300))}" if reason else "")
+                 + f" ({self.commit_link(here, c)})</li>" for c, mid, action, reason in d.removed[:SHOWN_REMOVED]]
+        more = (f"<li>and {len(d.removed) - SHOWN_REMOVED} more: see the day pages</li>"
+                if len(d.removed) > SHOWN_REMOVED else "")
+        return "<ul>" + "".join(items) + more + "</ul>"
+
+    def who(self, here: str, d: Digest) -> str:
+        if not d.agents:
+            return "<p>No agent wrote anything.</p>"
+        head = "".join(f'<th class="memsite-num">{h}</th>' for h in
+                       ("New", "Merged", "Updated", "Forgotten", "Trimmed", "Recalls", "Tasks"))
+        rows = "".join(f"<tr><td>{self.agent_link(here, agent)}</td>" + "".join(
+            f'<td class="memsite-num">{c[k]}</td>' for k in (*weeks.AGENT_COLUMNS, "recalls", "sessions")) + "</tr>"
+            for agent, c in sorted(d.agents.items()))
+        return f'<div class="memsite-who"><table><thead><tr><th>Agent</th>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+
     def latest_changes(self, here: str) -> str:
         """The newest commits that changed memories: when, who, what, and the commit."""
-        by_id = {s.memory.id: s.memory for s in self.snap.memories}
         sessions = self.snap.config.sessions_dir + "/"
         items = []
         for commit in reversed(self.commits):
@@ -198,8 +312,7 @@ class Site(LogPages):
                       if status == "A" and path.startswith(sessions) and Path(path).stem in self.session_names]
             if not changed and not closed:
                 continue  # recall counts are no news
-            parts = [f"{text(action or 'changed')} " + (self.memory_link(here, by_id[mid]) if mid in by_id else
-                     f"<code>{text(mid)}</code> (no longer in memory)") for mid, action in changed[:3]]
+            parts = [f"{text(action or 'changed')} {self.named(here, mid)}" for mid, action in changed[:3]]
             if len(changed) > 3:
                 parts.append(f"and {len(changed) - 3} more")
             parts += [f"closed {link(here, f'sessions/{name}.md', name)}" for name in closed]
@@ -224,10 +337,10 @@ class Site(LogPages):
             out.append(f"<li>{self.agent_link(here, agent)}: {text(t.type)}: {text(', '.join(t.keywords))} "
                        f"(started {t.started:%Y-%m-%d %H:%M}, {done} of {len(t.todo)} steps done)"
                        + (f"<ul>{plan}</ul>" if plan else "") + "</li>")
-        return self.raw("<ul>" + "".join(out) + "</ul>")
+        return self.raw('<ul id="open-tasks">' + "".join(out) + "</ul>")
 
     def fading_soon(self, here: str) -> str:
-        """The memories the next overflowing write would trim, per capped category."""
+        """The memories the next write would trim, per category with a capacity, said plainly."""
         at_risk = self.trim_forecast()
         if not at_risk:
             return ("No category has a capacity: nothing is ever trimmed. "
@@ -235,9 +348,13 @@ class Site(LogPages):
         out = []
         for category, fill, ids in at_risk:
             members = [s for s in self.snap.by_category()[category.name] if s.memory.id in ids]
-            out.append(f"<li>{link(here, f'memories/{category.folder}/index.md', category.name)} ({fill}): "
-                       + (", ".join(self.memory_link(here, s.memory) for s in members) if members else
-                          "nothing would be trimmed by the next write") + "</li>")
+            name = link(here, f"memories/{category.folder}/index.md", category.name)
+            if members:
+                out.append(f"<li>{name} holds {fill}: the next memory written there trims "
+                           + (f"these {len(members)}, lowest ranked first: " if len(members) > 1 else "")
+                           + ", ".join(self.memory_link(here, s.memory) for s in members) + "</li>")
+            else:
+                out.append(f"<li>{name} holds {fill}: the next memory written there trims nothing.</li>")
         return self.raw("<ul>" + "".join(out) + "</ul>")
 
     def trim_forecast(self) -> list[tuple[Category, str, list[str]]]:
@@ -254,10 +371,10 @@ class Site(LogPages):
                             config.half_life_days, config.active_weight)
             fill = []
             if category.capacity.entries is not None:
-                fill.append(f"{len(members)} of {category.capacity.entries.high} memories")
+                fill.append(f"{len(members)} of at most {category.capacity.entries.high} memories")
             if category.capacity.lines is not None:
-                fill.append(f"{sum(m.lines for m in members)} of {category.capacity.lines.high} lines")
-            result.append((category, ", ".join(fill), ids))
+                fill.append(f"{sum(m.lines for m in members)} of at most {category.capacity.lines.high} lines")
+            result.append((category, " and ".join(fill), ids))
         return result
 
     def categories(self) -> str:
@@ -270,100 +387,75 @@ class Site(LogPages):
                          f"{safe.inline(category.description)} |")
         return "\n".join(lines) + "\n"
 
+    def paged(self, first: str, members: list[Scored], heading: str, intro: list[str],
+              empty: str) -> dict[str, str]:
+        """A list of memories over pages of PER_PAGE: ``first`` (``<x>.md`` or ``<x>/index.md``), then ``page-<n>``."""
+        count = max(1, -(-len(members) // PER_PAGE))
+        folder = first.removesuffix("/index.md").removesuffix(".md")
+        srcs = [first] + [f"{folder}/page-{n}.md" for n in range(2, count + 1)]
+        pages = {}
+        for number, here in enumerate(srcs, start=1):
+            chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
+            title_ = heading + (f" (page {number} of {count})" if count > 1 else "")
+            lines = [safe.front(title_), f"# {safe.inline(title_)}", "", *intro]
+            if count > 1:
+                lines.append(_pager(here, srcs, number))
+            lines.append(self.raw("\n".join(self.entry(here, s) for s in chunk)) if chunk else empty + "\n")
+            if count > 1:
+                lines.append(_pager(here, srcs, number))
+            pages[here] = "\n".join(lines) + "\n"
+        return pages
+
     def category_pages(self) -> dict[str, str]:
         pages = {}
         grouped = self.snap.by_category()
         for category in self.snap.config.categories:
             members = grouped.get(category.name, [])
-            count = max(1, -(-len(members) // PER_PAGE))
-            srcs = [f"memories/{category.folder}/index.md"] + [
-                f"memories/{category.folder}/page-{n}.md" for n in range(2, count + 1)]
-            for number, here in enumerate(srcs, start=1):
-                chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
-                title = category.name + (f" (page {number} of {count})" if count > 1 else "")
-                capacity = _capacity(category)
-                lines = [safe.front(title), f"# {safe.inline(title)}", "", f"> {safe.inline(category.description)}", "",
-                         f"{len(members)} memories, best ranked first"
-                         + (f"; capacity {capacity}" if capacity else "") + ".", ""]
-                lines.append(self.raw("\n".join(self.entry(here, s) for s in chunk)) if chunk else
-                             "No memories in this category yet.\n")
-                if count > 1:
-                    lines.append(_pager(here, srcs, number))
-                pages[here] = "\n".join(lines) + "\n"
+            capacity = _capacity(category)
+            months = sorted({f"{s.memory.created:%Y-%m}" for s in members}, reverse=True)
+            here = f"memories/{category.folder}/index.md"
+            by_month = ("By month created: " + ", ".join(
+                link(here, f"memories/{category.folder}/{m}.md", m) for m in months[:24])
+                + (f" and {len(months) - 24} earlier" if len(months) > 24 else "") + ".") if months else ""
+            intro = [f"> {safe.inline(category.description)}", "",
+                     f"{_memories(len(members))}, best ranked first" + (f"; capacity {capacity}" if capacity else "")
+                     + ".", "", self.raw(f"<p>{by_month}</p>") if by_month else "", ""]
+            pages.update(self.paged(here, members, category.name, intro, "No memories in this category yet."))
         return pages
 
-    def detail_pages(self) -> dict[str, str]:
-        """Each memory in full on the page of its category and month."""
-        buckets: dict[str, list[Scored]] = {}
+    def month_pages(self) -> dict[str, str]:
+        """Per category and month created: its memories, oldest first, each linking to its page."""
+        buckets: dict[tuple[str, str], list[Scored]] = {}
         for s in self.snap.memories:
-            buckets.setdefault(self.detail_src(s.memory), []).append(s)
+            buckets.setdefault((s.memory.category, f"{s.memory.created:%Y-%m}"), []).append(s)
         pages = {}
-        for here, members in buckets.items():
+        for (category, month), members in buckets.items():
             members.sort(key=lambda s: (s.memory.created, s.memory.id))
-            category = members[0].memory.category
-            title = f"{category}, created {members[0].memory.created:%Y-%m}"
-            lines = [safe.front(title, boost=2), f"# {safe.inline(title)}", "",
-                     link(here, f"memories/{self.folders.get(category, category)}/index.md", f"All {category}"), ""]
-            lines.append(self.raw("\n".join(self.article(here, s) for s in members)))
-            pages[here] = "\n".join(lines) + "\n"
+            folder = self.folders.get(category, category)
+            named = datetime.strptime(month, "%Y-%m").strftime("%B %Y")
+            here = f"memories/{folder}/{month}.md"
+            intro = [self.raw(f'<p>{_memories(len(members))} created in {named}, oldest first. '
+                              f'{link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first")}.</p>'),
+                     ""]
+            pages.update(self.paged(here, members, f"{category}: created in {named}", intro, ""))
         return pages
-
-    def article(self, here: str, scored: Scored) -> str:
-        """One memory in full. The heading carries the anchor and, for search, the abstract; the id
-        and the text follow it, the facts are left out of search (they would match every query
-        for an agent's name or a year)."""
-        m = scored.memory
-        source = text(m.source) if m.source else "unknown"
-        if m.source in self.session_names:
-            source = link(here, f"sessions/{m.source}.md", m.source)
-        changes = self.history.get(m.id, [])
-        facts = [("Agent", self.agent_link(here, m.agent)),
-                 ("Created", f"{m.created:%Y-%m-%d %H:%M}"), ("Updated", f"{m.updated:%Y-%m-%d %H:%M}"),
-                 ("Recalled", safe.plural(m.active_count, "time")
-                  + (f", last {m.last_recalled:%Y-%m-%d}" if m.last_recalled else "")),
-                 ("Score", f"{scored.score:.3f} = decay {scored.decay:.3f} × boost {scored.boost:.3f}"
-                  + (" (pinned: no decay)" if m.pinned else "")),
-                 ("Source", source),
-                 ("Tags", ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags) or "none")]
-        if changes:
-            last = changes[0][0]
-            facts.append(("Last change", f"{last.when:%Y-%m-%d %H:%M} by {self.agent_link(here, last.author)}, "
-                          f"{self.commit_link(here, last)}"))
-        path = self.file_of.get(m.id)
-        if self.repo_url and path:
-            facts.append(("History", f'<a href="{text(self.repo_url)}/commits/HEAD/{text(path)}">'
-                          f"{safe.plural(len(changes), 'change')} to <code>{text(path)}</code></a>"))
-        elif changes:
-            facts.append(("History", f'<a href="#history-{text(m.id)}">{safe.plural(len(changes), "change")}</a>'))
-        dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
-        items = "".join(
-            f"<li>{c.when:%Y-%m-%d %H:%M} {text(action)} by {text(c.author)} in {self.commit_link(here, c)}: "
-            f"{text(c.subject)}</li>" for c, action in changes[:30])
-        overview = _overview(m)
-        if overview and safe.plain(m.content).startswith(overview.rstrip(".…")):
-            overview = ""  # the body opens with it: saying it twice helps nobody
-        return (f'<article class="memsite-memory">\n<h2 id="{text(m.id)}">{text(m.abstract)}</h2>\n'
-                f'<p class="memsite-id">id <code>{text(m.id)}</code></p>\n'
-                + (f'<p class="memsite-overview">{text(overview)}</p>\n' if overview else "")
-                + f'<dl class="memsite-facts" data-search-exclude>{dl}</dl>\n'
-                f'<div class="memsite-body">{safe.body(m.content)}</div>\n'
-                + (f'<details class="memsite-history" id="history-{text(m.id)}" data-search-exclude>'
-                   f"<summary>History</summary><ul>{items}</ul></details>\n" if items else "") + "</article>")
 
     def rankings(self) -> str:
         here, snap, config = "rankings.md", self.snap, self.snap.config
         capped = {c.name for c in config.categories if c.capacity.bounded}
-        fading = sorted((s for s in snap.memories if not s.memory.pinned and s.memory.category not in capped),
-                        key=lambda s: (s.score, s.memory.id))
+        fading = sorted((s for s in snap.memories if not s.memory.pinned and s.memory.category not in capped
+                         and s.memory.category not in EVERGREEN), key=lambda s: (s.score, s.memory.id))
+        evergreen = [c for c in config.categories if c.name in EVERGREEN]
         lines = [
-            safe.front("Rankings", search=False), "# Rankings", "",
+            safe.front("Rankings"), "# Rankings", "",
             "Every memory fades unless it keeps being recalled:", "",
             '<pre class="memsite-formula"><code>score = decay × boost\n'
             f"decay = 2^(−age_days / {config.half_life_days:g})\n"
             f"boost = 1 + {config.active_weight:g} × ln(1 + recalls)</code></pre>", "",
             f"Decay has a half-life of {config.half_life_days:g} days: a memory loses half its score every "
             f"{config.half_life_days:g} days; pinned memories do not decay.", "",
-            "## Overall", "", self.rows(here, snap.memories[:50]) if snap.memories else "No memories yet.", "",
+            "## Overall", "", self.rows(here, snap.memories[:50], why=True) if snap.memories else "No memories yet.",
+            "",
             "## Will be trimmed", "",
             "Categories with a capacity keep their best-ranked memories: the write that takes one past its "
             "high mark trims the lowest-ranked down to the low mark (archived, and kept in git history).", "",
@@ -379,46 +471,34 @@ class Site(LogPages):
             "## Fading from recall", "",
             "The lowest scores in categories without a capacity: they stay in memory, "
             "but recall ranks them last.", "",
-            self.rows(here, fading[:FADING]) if fading else "Nothing is fading.", "",
         ]
+        if evergreen:
+            names = " and ".join(c.name for c in evergreen)
+            lines += [f"{safe.inline(names)} memories are not listed: who the user is and how they like things "
+                      "done does not get less true with age. Recall still ranks them by the same formula; pin one "
+                      "to keep it at full score, or forget it when it stops being true.", ""]
+        lines += [self.rows(here, fading[:FADING]) if fading else "Nothing is fading.", ""]
         for name, members in snap.by_category().items():
             if members:
-                lines += [f"## {safe.inline(name)}", "", self.rows(here, members[:10]), ""]
+                lines += [f"## {safe.inline(name)}", "", self.rows(here, members[:10], why=True), ""]
         return "\n".join(lines)
-
-    def summary_pages(self) -> dict[str, str]:
-        pages = {}
-        index = [safe.front("Daily summaries", search=False), "# Daily summaries", "",
-                 "Each day as it stood at its last commit: recall counts too.", "",
-                 "| Day | Memories | New | Sessions |",
-                 "|---|---:|---:|---:|"]
-        for day in self.days:
-            here = f"summaries/{day.day.isoformat()}.md"
-            markdown = daily_summary(self.snap, day, safe.inline, lambda s, h=here: self.memory_link(h, s.memory))
-            pages[here] = safe.front(f"Summary {day.day.isoformat()}", search=False) + markdown
-            index.append(f"| {link('summaries/index.md', here, day.day.isoformat())} | {day.total} | {len(day.new)} | "
-                         f"{day.sessions} |")
-        if not self.days:
-            index.append("\nNo activity yet.")
-        pages["summaries/index.md"] = "\n".join(index) + "\n"
-        return pages
 
     def skills_page(self) -> str:
         here = "skills.md"
-        lines = [safe.front("Skill drafts", boost=1.5), "# Skill drafts", "",
+        lines = [safe.front("Skill drafts"), "# Skill drafts", "",
                  "Patterns recalled often enough to become agent skills, awaiting review. "
                  "`memsite skills --write DIR` writes each as a SKILL.md draft.", ""]
-        by_id = {s.memory.id: s.memory for s in self.snap.memories}
         for c in self.skills:
-            pattern = by_id[c.source_pattern_id]
-            lines += [f"## {safe.inline(c.name)}", "",
-                      f"<p>{text(c.description)}</p>",
-                      f'<p class="memsite-meta">confidence {c.confidence:.0%} · recalled {c.recalls}x · '
-                      f"{c.analysis} analysis · source pattern {self.memory_link(here, pattern)}</p>", "",
-                      "<p><strong>When to use</strong></p><ul>" + "".join(f"<li>{text(t)}</li>" for t in c.triggers)
-                      + "</ul>", "",
-                      "<p><strong>Steps</strong></p><ol>" + "".join(f"<li>{text(s)}</li>" for s in c.steps)
-                      + "</ol>", ""]
+            pattern = self.by_id[c.source_pattern_id].memory
+            lines += [self.raw(
+                f'<section class="memsite-skill" data-pagefind-body data-pagefind-meta="category:skill draft">'
+                f'<h2 id="{_anchor(c.name)}" data-pagefind-meta="title">{text(c.name)}</h2>'
+                f"<p>{text(c.description)}</p>"
+                f'<p class="memsite-meta" data-pagefind-ignore>confidence {c.confidence:.0%} · recalled {c.recalls}x · '
+                f"{c.analysis} analysis · source pattern {self.memory_link(here, pattern)}</p>"
+                "<p><strong>When to use</strong></p><ul>" + "".join(f"<li>{text(t)}</li>" for t in c.triggers)
+                + "</ul><p><strong>Steps</strong></p><ol>" + "".join(f"<li>{text(s)}</li>" for s in c.steps)
+                + "</ol></section>"), ""]
         if not self.skills:
             lines.append("No pattern has been recalled often enough yet.")
         return "\n".join(lines) + "\n"
@@ -433,12 +513,18 @@ class Site(LogPages):
         else:
             lines += ["Shared facts every agent reads at the start of a task, merged key by key.", ""]
         if self.snap.world:
-            lines.append('<table><thead><tr><th>Key</th><th>Value</th></tr></thead><tbody>'
-                         + "".join(f'<tr><td id="{text(k)}"><code>{text(k)}</code></td><td>{safe.body(v)}</td></tr>'
-                                   for k, v in sorted(self.snap.world.items())) + "</tbody></table>")
+            lines.append('<div data-pagefind-body data-pagefind-meta="category:world state">'
+                         '<h2 hidden data-pagefind-meta="title">World state</h2>'
+                         '<div class="memsite-world"><table><thead><tr><th>Key</th><th>Value</th></tr></thead><tbody>'
+                         + "".join(f'<tr><td class="memsite-key" id="{text(k)}">{_key(k)}</td>'
+                                   f"<td>{safe.body(v)}</td></tr>" for k, v in sorted(self.snap.world.items()))
+                         + "</tbody></table></div></div>")
         else:
             lines.append("No world state yet.")
         return "\n".join(lines) + "\n"
+
+
+EVERGREEN = ("profile", "preferences")  # facts about the user: not listed as fading (see Site.rankings)
 
 
 def summary_days(snap: Snapshot, commits: list[Commit]) -> list[Day]:
@@ -466,10 +552,21 @@ def placeholder(number: int) -> str:
     return f"<!--memsite-html {number}-->"
 
 
-def _overview(memory: Memory) -> str:
-    """The overview (L1) as plain text, or '' when it only repeats the abstract."""
-    overview = safe.plain(memory.overview)
-    return "" if overview.rstrip(".") == safe.plain(memory.abstract).rstrip(".") else overview
+def _memories(n: int, kind: str = "") -> str:
+    return f"{n} {kind}{'memory' if n == 1 else 'memories'}"
+
+
+def _short(value: str, limit: int) -> str:
+    return value if len(value) <= limit else value[:limit - 1] + "…"
+
+
+def _key(key: str) -> str:
+    """A world-state key that a narrow column breaks after a dot or underscore, never inside a word."""
+    return "<code>" + text(key).replace(".", ".<wbr>").replace("_", "_<wbr>") + "</code>"
+
+
+def _anchor(name: str) -> str:
+    return text("skill-" + "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in name.lower()))
 
 
 def _card_href(here: str, target: str) -> str:
@@ -484,5 +581,11 @@ def _capacity(category: Category) -> str:
 
 
 def _pager(here: str, srcs: list[str], number: int) -> str:
-    links = [(f"<strong>{n}</strong>" if n == number else link(here, src, str(n))) for n, src in enumerate(srcs, 1)]
+    shown = sorted({1, 2, number - 1, number, number + 1, len(srcs) - 1, len(srcs)} & set(range(1, len(srcs) + 1)))
+    links, last = [], 0
+    for n in shown:
+        if n > last + 1:
+            links.append("…")
+        links.append(f"<strong>{n}</strong>" if n == number else link(here, srcs[n - 1], str(n)))
+        last = n
     return '<nav class="memsite-pager">Pages: ' + " ".join(links) + "</nav>\n"

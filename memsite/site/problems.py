@@ -16,7 +16,7 @@ def problem_pages(snap: Snapshot) -> dict[str, str]:
         return {}
     items = "".join(f"<li><code>{text(line)}</code></li>" for line in snap.problems)
     return {SRC: "\n".join([
-        "---", f"title: {json.dumps('Problems')}", "search:", "  exclude: true", "---", "",
+        "---", f"title: {json.dumps('Problems')}", "---", "",
         "# Problems", "",
         f"{len(snap.problems)} file(s) could not be read and are left out of this site; everything else is here. "
         "`memsite check` lists the same problems; `memsite build --strict` fails while any is left.", "",

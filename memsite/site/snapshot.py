@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -12,7 +13,7 @@ from .. import notes, sessions, world
 from ..config import Config, place_of
 from ..errors import FormatError
 from ..fileformat import decode
-from ..model import Memory
+from ..model import Memory, parse_time
 from ..ranking import activity_boost, decay_factor
 from ..sessions import SessionRecord
 from ..store.problems import duplicate_message, read_memory
@@ -60,25 +61,29 @@ class Snapshot:
         return sorted(names)
 
 
-def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
+def load(docs_dir: Path, config: Config, now: datetime,
+         pending: dict[str, tuple[int, str]] | None = None) -> Snapshot:
     """Read memories, sessions, world state and agent notes under ``docs_dir``.
 
     A file that breaks its format is left out and named in ``problems`` (the
     message names file, field and fix), as is a copy of another memory's id:
-    one bad file is one problem, never a failed build.
+    one bad file is one problem, never a failed build. ``pending``: recalls
+    not committed yet (``store.activity.pending_counts``), added to the counts
+    in the files as ``memsite show`` adds them.
     """
+    pending = pending or {}
     snap = Snapshot(config, now)
     root = docs_dir.parent
     folder = docs_dir / "memories"
     ids: dict[str, str] = {}
-    for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
-        rel = _rel(path, root)
-        if place_of(path.relative_to(folder).as_posix()) is None:  # either layout: <category>/[<YYYY-MM>/]<name>.md
+    for path, under in _markdown_files(folder):
+        rel = f"{config.content_dir}/memories/{under}" if docs_dir.name == config.content_dir else _rel(path, root)
+        if place_of(under) is None:  # either layout: <category>/[<YYYY-MM>/]<name>.md
             snap.problems.append(f"{rel}: not in a category and month folder; move it to "
                                  f"{config.content_dir}/memories/<category>/<YYYY-MM>/")
             continue
         try:
-            memory = read_memory(config, rel, path.relative_to(folder).as_posix(), path.read_bytes())
+            memory = read_memory(config, rel, under, path.read_bytes())
         except FormatError as exc:
             snap.problems.append(str(exc))
             continue
@@ -88,6 +93,8 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
             continue
         ids[memory.id] = rel
         snap.paths[rel] = memory.id
+        if memory.id in pending:
+            memory = _recalled(memory, *pending[memory.id])
         snap.memories.append(Scored(
             memory,
             decay_factor(memory.created, now, config.half_life_days, pinned=memory.pinned),
@@ -112,6 +119,28 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
         if state is not None:
             snap.tasks[path.parent.name] = state
     return snap
+
+
+def _markdown_files(folder: Path) -> list[tuple[Path, str]]:
+    """(path, path under ``folder``) of every ``.md`` file under it, sorted: strings, not a Path per step
+    (a hundred thousand memories)."""
+    found = []
+    for top, dirs, names in os.walk(folder):
+        under = os.path.relpath(top, folder).replace(os.sep, "/")
+        prefix = "" if under == "." else under + "/"
+        found += [(prefix + name, top) for name in names if name.endswith(".md")]
+    found.sort()
+    return [(Path(top, rel.rpartition("/")[2]), rel) for rel, top in found]
+
+
+def _recalled(memory: Memory, recalls: int, last: str) -> Memory:
+    try:
+        when = parse_time(last)
+    except ValueError:
+        when = memory.last_recalled
+    if memory.last_recalled is not None and when is not None:
+        when = max(when, memory.last_recalled)
+    return memory.replace(active_count=memory.active_count + recalls, last_recalled=when)
 
 
 def _parsed(snap: Snapshot, path: Path, root: Path, parse: Callable[[str, str], T]) -> T | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import checks
 from ..errors import InvalidInput
+from ..git.repo import STATE_DIR
 from ..model import ID_RE, parse_time
 from .sqlite import connect, read_only, transaction
 
@@ -200,3 +201,27 @@ def _event(row: tuple[Any, ...]) -> bool:
     except (ValueError, InvalidInput):
         return False
     return bool(ID_RE.match(mid))
+
+
+def pending_counts(root: Path) -> dict[str, tuple[int, str]]:
+    """Recalls the journal of the checkout at ``root`` holds, not committed yet: id -> (recalls, last recalled).
+
+    What every read of the store adds to the counts in the files (the catalog
+    joins the same table), for readers that do not open a store: the site.
+    Read only; {} when there is no journal (a fresh clone, a copy outside git).
+    """
+    from .state import FILES, cache_folder
+
+    for folder in (root / STATE_DIR, cache_folder(root)):
+        path = folder / FILES[1]
+        if not path.is_file():
+            continue
+        try:
+            db = read_only(path)
+            try:
+                return {mid: (n, last) for mid, n, last in db.execute("SELECT id, n, last FROM pending")}
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return {}  # a journal being set aside or rebuilt: the counts in the files stand
+    return {}

@@ -1,0 +1,205 @@
+"""Each memory on a page of its own, ``/m/<id>/``: the address PR comments, the dashboard and search link to.
+
+The address depends on the id alone, so it never changes when lists are
+paginated, a memory is re-ranked, or the file layout moves. There can be
+100,000 of these pages: they do not go through MkDocs' page pipeline (every
+MkDocs page renders the whole nav, ~8 ms with Material). MkDocs renders one
+shell page through the site's own theme (``theme/memsite-memory.html``), and
+:func:`fill` puts each memory's article into a copy of it: a string join per
+memory. Every memory page sits at the same depth, so the shell's relative
+links hold for all of them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ..errors import MemsiteError
+
+from ..history import Commit
+from ..model import Memory
+from . import safe
+from .safe import text
+from .snapshot import Scored
+
+ID_TOKEN = "ZZMEMSITEMEMORYIDZZ"  # the id in the shell page's URL, canonical link and content
+TITLE_TOKEN = "ZZMEMSITEMEMORYTITLEZZ"
+CONTENT_TOKEN = "<!--memsite-memory-article-->"
+SHELL_SRC = f"m/{ID_TOKEN}.md"
+MAX_TEXT = 100_000  # characters of memory text rendered on its page: escaped, that stays well under 1 MB
+MAX_TITLE = 300  # characters of an abstract shown as a title
+HISTORY = 30  # changes listed on the page
+PARALLEL = 5_000  # memory pages from which each core writes a share
+
+
+def memory_src(memory_id: str) -> str:
+    """The (virtual) source path of a memory's page: its URL is ``m/<id>/``."""
+    return f"m/{memory_id}.md"
+
+
+def shell_page() -> str:
+    """The Markdown of the shell MkDocs renders once (frontmatter: its template, kept out of Material's search)."""
+    return ("---\n" f"title: {TITLE_TOKEN}\n" "template: memsite-memory.html\n"
+            "search:\n  exclude: true\n---\n\n" f"{CONTENT_TOKEN}\n")
+
+
+def title(memory: Memory) -> str:
+    """The abstract as a title: one line, at most MAX_TITLE characters."""
+    line = " ".join(memory.abstract.split())
+    return line if len(line) <= MAX_TITLE else line[:MAX_TITLE - 1] + "…"
+
+
+def up(target_src: str, anchor: str | None = None) -> str:
+    """A link from any memory page (all at ``m/<id>/``) to the page ``target_src``."""
+    return text("../../" + safe.url_of(target_src) + (f"#{anchor}" if anchor else ""))
+
+
+class Shell:
+    """The rendered shell page, cut where each memory's id, title and article go."""
+
+    def __init__(self, html: str) -> None:
+        if CONTENT_TOKEN not in html:
+            raise ValueError("the memory page shell has no place for the article")
+        before, _, after = html.partition(CONTENT_TOKEN)
+        self.before = before.split(ID_TOKEN)
+        self.after = after.split(ID_TOKEN)
+
+    def fill(self, memory_id: str, page_title: str, article: str) -> str:
+        head = memory_id.join(self.before).replace(TITLE_TOKEN, page_title)
+        return head + article + memory_id.join(self.after)
+
+
+def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator[tuple[str, str, str]]],
+              count: int, lean_dir: Path) -> None:
+    """Write the ``count`` memory pages; ``pages(part, parts)`` yields one share of them.
+
+    Each article also goes alone into a page under ``lean_dir``, the same
+    path: what the search indexer reads (the shell around it is most of the
+    bytes, and reading them was most of its time).
+
+    Past a few thousand pages the share of each core is written by a forked
+    process (rendering is Python: one process would use one core).
+
+    Raises:
+        MemsiteError: a process writing pages failed.
+    """
+    parts = min(os.cpu_count() or 1, 4) if count >= PARALLEL and hasattr(os, "fork") else 1
+    if parts == 1:
+        write(site_dir, shell, pages(0, 1), lean_dir)
+        return
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts), lean_dir)) for n in range(parts)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    failed = [w.exitcode for w in workers if w.exitcode != 0]
+    if failed:
+        raise MemsiteError(f"writing the memory pages into {site_dir / 'm'} failed (exit {failed[0]}); "
+                           "the messages above say why")
+
+
+def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]], lean_dir: Path) -> int:
+    """Write ``site_dir/m/<id>/index.html`` (and its lean copy) for each (id, title, article); returns how many."""
+    count = 0
+    for memory_id, page_title, article in pages:
+        for root, html in ((site_dir, shell.fill(memory_id, text(page_title), article)),
+                           (lean_dir, f'<!doctype html><html lang="en"><body>{article}</body></html>')):
+            folder = root / "m" / memory_id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "index.html").write_text(html, encoding="utf-8")
+        count += 1
+    return count
+
+
+class Article:
+    """One memory in full, as the HTML of its page's content."""
+
+    def __init__(self, folders: dict[str, str], session_names: set[str], history: dict[str, list[tuple[Commit, str]]],
+                 file_of: dict[str, str], repo_url: str) -> None:
+        self.folders = folders
+        self.session_names = session_names
+        self.history = history
+        self.file_of = file_of
+        self.repo_url = repo_url
+
+    def commit_link(self, commit: Commit) -> str:
+        """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
+        label = f"<code>{commit.sha[:10]}</code>"
+        if self.repo_url:
+            return f'<a href="{text(self.repo_url)}/commit/{commit.sha}">{label}</a>'
+        return f'<a href="{up(f"days/{commit.when:%Y-%m-%d}.md")}">{label}</a>'
+
+    def render(self, scored: Scored) -> str:
+        """The article: where it sits, the abstract as its heading, the text, the facts, the history.
+
+        The heading, id, overview and text are what search indexes
+        (``data-pagefind-body``); the category is the result's label.
+        """
+        m = scored.memory
+        folder = self.folders.get(m.category, m.category)
+        month = f"{m.created:%Y-%m}"
+        crumbs = (f'<nav class="memsite-crumbs" aria-label="Where this memory is">'
+                  f'<a href="{up("memories/index.md")}">Memories</a> › '
+                  f'<a href="{up(f"memories/{folder}/index.md")}">{text(m.category)}</a> › '
+                  f'<a href="{up(f"memories/{folder}/{month}.md")}">created {month}</a></nav>')
+        source = text(m.source) if m.source else "unknown"
+        if m.source in self.session_names:
+            source = f'<a href="{up(f"sessions/{m.source}.md")}">{text(m.source)}</a>'
+        changes = self.history.get(m.id, [])
+        facts = [("Category", f'<a href="{up(f"memories/{folder}/index.md")}">{text(m.category)}</a>'),
+                 ("Agent", f'<a href="{up(f"agents/{m.agent}.md")}">{text(m.agent)}</a>'),
+                 ("Created", f"{m.created:%Y-%m-%d %H:%M}"), ("Updated", f"{m.updated:%Y-%m-%d %H:%M}"),
+                 ("Recalled", safe.plural(m.active_count, "time")
+                  + (f", last {m.last_recalled:%Y-%m-%d}" if m.last_recalled else "")),
+                 ("Score", f"{scored.score:.3f} = decay {scored.decay:.3f} × boost {scored.boost:.3f}"
+                  + (" (pinned: no decay)" if m.pinned else "")),
+                 ("Source", source),
+                 ("Tags", ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags) or "none")]
+        if changes:
+            last = changes[0][0]
+            facts.append(("Last change", f"{last.when:%Y-%m-%d %H:%M} by {text(last.author)}, "
+                          f"{self.commit_link(last)}"))
+        path = self.file_of.get(m.id)
+        if self.repo_url and path:
+            facts.append(("File", f'<a href="{text(self.repo_url)}/commits/HEAD/{text(path)}">'
+                          f"<code>{text(path)}</code></a> ({safe.plural(len(changes), 'change')})"))
+        elif path:
+            facts.append(("File", f"<code>{text(path)}</code>"))
+        dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+        items = "".join(
+            f"<li>{c.when:%Y-%m-%d %H:%M} {text(action)} by {text(c.author)} in {self.commit_link(c)}: "
+            f"{text(c.subject)}</li>" for c, action in changes[:HISTORY])
+        overview = overview_of(m)
+        content = m.content
+        cut = ""
+        if len(content) > MAX_TEXT:
+            content = content[:MAX_TEXT]
+            where = f" in <code>{text(path)}</code>" if path else ""
+            cut = (f'<p class="memsite-cut">The text is cut here: it is {len(m.content):,} characters long; '
+                   f"the whole text is{where} in the repository.</p>")
+        if overview and " ".join(content[:2 * len(overview) + 100].split()).startswith(overview.rstrip(".…")):
+            overview = ""  # the text opens with it: saying it twice helps nobody
+        return (f'{crumbs}\n<article class="memsite-memory" data-pagefind-body '
+                f'data-pagefind-meta="category:{text(m.category)}">\n'
+                f'<h1 id="{text(m.id)}" data-pagefind-meta="title">{text(title(m))}</h1>\n'
+                f'<p class="memsite-id">id <code>{text(m.id)}</code></p>\n'
+                + (f'<p class="memsite-overview">{text(overview)}</p>\n' if overview else "")
+                + f'<dl class="memsite-facts" data-pagefind-ignore>{dl}</dl>\n'
+                f'<div class="memsite-body" data-pagefind-weight="2">{safe.body(content)}</div>\n{cut}'
+                + (f'<details class="memsite-history" id="history" data-pagefind-ignore>'
+                   f"<summary>History ({safe.plural(len(changes), 'change')})</summary><ul>{items}</ul></details>\n"
+                   if items else "") + "</article>")
+
+
+def overview_of(memory: Memory) -> str:
+    """The overview (L1) on one line, or '' when it only repeats the abstract.
+
+    Shown escaped as it is written (no Markdown run: it is one line, and lists
+    show it for every memory).
+    """
+    overview = " ".join((memory.overview or "").split())
+    return "" if overview.rstrip(".") == " ".join(memory.abstract.split()).rstrip(".") else overview
