@@ -71,6 +71,7 @@ DEFAULT_CATEGORIES: tuple[Category, ...] = (
 )
 
 TRIM_POLICIES = ("archive", "delete")
+MAX_SEGMENT_SIZE = 1000  # files GitHub's web view lists in a folder
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,11 @@ class Config:
     """The embedder recall uses: ``wordllama``, ``none`` (words only), or ``auto`` (wordllama when installed)."""
     lock_timeout: float = 10.0
     """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
+    segment_size: int = 500
+    """Memory files a writer puts in a month's numbered folder before it opens the next (at most 1,000).
+
+    Half of GitHub's 1,000 entries a folder, so clones that filled the same
+    folder at once still merge far below it."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -123,10 +129,10 @@ class Config:
         return f"{self.content_dir}/archive"
 
     def memory_folder(self, category: Category, created: datetime, *, archived: bool = False) -> str:
-        """Where a memory lives: ``memories/<category folder>/<YYYY-MM>``, the month it was created (UTC).
+        """The month folder of a memory: ``memories/<category folder>/<YYYY-MM>``, the month it was created (UTC).
 
-        Sharding by month keeps every folder small, so a write rewrites a few
-        small trees instead of one tree listing the whole category.
+        Its file is in one of the numbered folders in it (``<NNN>/``, see
+        :func:`segment_name`), chosen when it is written.
         """
         top = self.archive_dir if archived else self.memories_dir
         return f"{top}/{category.folder}/{created.astimezone(timezone.utc):%Y-%m}"
@@ -175,6 +181,12 @@ class Config:
 
 
 MONTH_FOLDER = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")
+SEGMENT_FOLDER = re.compile(r"[0-9]{3,6}")
+
+
+def segment_name(number: int) -> str:
+    """The name of a month's numbered folder: ``001``, ``002``, ... (``1000`` after ``999``)."""
+    return f"{number:03d}"
 
 
 @dataclass(frozen=True)
@@ -182,22 +194,27 @@ class Place:
     """Where a memory file sits under ``memories/`` (or ``archive/``)."""
 
     folder: str  # the category folder
-    month: str | None  # YYYY-MM; None in the flat layout (memsite before sharding; 'memsite migrate' moves it)
+    month: str | None  # YYYY-MM; None in the flat layout (memsite before month folders)
+    segment: str | None = None  # NNN; None in the flat and the month layout ('memsite migrate' moves both)
 
 
 def place_of(rel: str) -> Place | None:
     """The place of ``rel`` (a path under ``memories/`` or ``archive/``) if it is a memory file there.
 
-    ``<folder>/<YYYY-MM>/<name>.md`` is the layout; ``<folder>/<name>.md``,
-    the flat layout, is still read. None for any other path.
+    ``<folder>/<YYYY-MM>/<NNN>/<name>.md`` is the layout; the layouts of
+    earlier versions, ``<folder>/<YYYY-MM>/<name>.md`` (month folders) and
+    ``<folder>/<name>.md`` (flat), are still read. None for any other path.
     """
     parts = rel.split("/")
     if not parts[-1].endswith(".md"):
         return None
     if len(parts) == 2:
         return Place(parts[0], None)
-    if len(parts) == 3 and MONTH_FOLDER.fullmatch(parts[1]):
-        return Place(parts[0], parts[1])
+    if len(parts) >= 3 and MONTH_FOLDER.fullmatch(parts[1]):
+        if len(parts) == 3:
+            return Place(parts[0], parts[1])
+        if len(parts) == 4 and SEGMENT_FOLDER.fullmatch(parts[2]):
+            return Place(parts[0], parts[1], parts[2])
     return None
 
 
@@ -260,7 +277,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding", "lock_timeout"}
+             "dedupe", "activity", "embedding", "lock_timeout", "segment_size"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -330,6 +347,11 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         err("embedding.model", "a model name: auto, wordllama or none", model)
         model = defaults.embedding_model
 
+    segment_size = number("segment_size", settings.get("segment_size"), defaults.segment_size, kind=int, minimum=1)
+    if segment_size > MAX_SEGMENT_SIZE:  # GitHub lists no more in a folder
+        err("segment_size", f"a whole number from 1 to {MAX_SEGMENT_SIZE}", segment_size)
+        segment_size = defaults.segment_size
+
     config = replace(
         defaults,
         content_dir=docs_dir.strip("/"),
@@ -354,6 +376,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         embedding_model=model,
         lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
                             minimum=0, exclusive=True),
+        segment_size=segment_size,
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

@@ -6,8 +6,8 @@ themselves (everything ``memsite check`` reports). Without ``--fix`` it
 changes nothing. With it, it repairs only what is safe: temporary files of
 memsite writers that are no longer running, an interrupted write (from the
 journal, as the next write would), a missing index (rebuilt from HEAD),
-damaged or stale derived files (set aside and rebuilt), and memories in the
-wrong month folder (``memsite migrate``), and memsite's own lock files left
+damaged or stale derived files (set aside and rebuilt), and memories in an
+earlier layout or the wrong month folder (``memsite migrate``), and memsite's own lock files left
 by a writer that was killed (known by their owner records; taken back the
 way the next writer would). Any other lock file is never removed: git's own
 locks carry no owner, and one may belong to a ``git commit`` waiting in an
@@ -106,7 +106,7 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
                 done.append(f"{aside}rebuilt the catalog and search index from git")
             if "misplaced" in kinds:
                 moved = migrate(store)
-                done.append(f"moved {moved.memories + moved.archived} memory files to their month folders"
+                done.append(f"moved {moved.memories + moved.archived} memory files to numbered folders of their month"
                             + (f" in commit {moved.commit[:12]}" if moved.commit else ""))
     return done
 

@@ -213,6 +213,16 @@ class Tree:
         """(name, Entry) of every entry, in git's order."""
         return map(_decode_entry, self._raw)
 
+    def items_from(self, low: str, high: str) -> Iterator[tuple[str, Entry]]:
+        """(name, Entry) of the entries whose names sort from ``low`` up to (not including) ``high``.
+
+        Only those are decoded: ``items_from("0", ":")``, the names starting
+        with a digit, of a folder of thousands.
+        """
+        start = bisect.bisect_left(self._keys, low.encode("utf-8", "surrogateescape"))
+        stop = bisect.bisect_left(self._keys, high.encode("utf-8", "surrogateescape"), start)
+        return map(_decode_entry, self._raw[start:stop])
+
     def edited(self, changes: Mapping[str, Entry | None]) -> Tree:
         """A new tree with each name set to its Entry, or removed when None."""
         keys = list(self._keys)
@@ -702,6 +712,11 @@ class ObjectStore:
         folder, _, name = path.rpartition("/")
         sha = self._folder(root, folder) if folder else root
         return None if sha is None else self._tree_at(folder, sha).get(name)
+
+    def tree_at(self, root: bytes | None, folder: str) -> Tree | None:
+        """The folder at the path ``folder`` (``a/b``) under tree ``root``, or None if there is none."""
+        sha = self._folder(root, folder)
+        return None if sha is None else self._tree_at(folder, sha)
 
     def _folder(self, root: bytes | None, folder: str) -> bytes | None:
         # Trees never change, so (root, folder) -> tree id can be remembered;

@@ -73,9 +73,9 @@ def load(docs_dir: Path, config: Config, now: datetime) -> Snapshot:
     ids: dict[str, str] = {}
     for path in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
         rel = _rel(path, root)
-        if place_of(path.relative_to(folder).as_posix()) is None:  # either layout: <category>/[<YYYY-MM>/]<name>.md
+        if place_of(path.relative_to(folder).as_posix()) is None:  # <category>/[<YYYY-MM>/[<NNN>/]]<name>.md
             snap.problems.append(f"{rel}: not in a category and month folder; move it to "
-                                 f"{config.content_dir}/memories/<category>/<YYYY-MM>/")
+                                 f"{config.content_dir}/memories/<category>/<YYYY-MM>/<NNN>/")
             continue
         try:
             memory = read_memory(config, rel, path.relative_to(folder).as_posix(), path.read_bytes())
