@@ -303,6 +303,30 @@ def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: Memory
     assert_clean(store.root)
 
 
+def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: MemoryStore,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """memsite never merges git's packs with deltas; they stay listed until a 'git gc' repacks them. Once there
+    were as many of them as packs to merge at, every write merged its own pack (fsyncs and a new file each)."""
+    root = store.root
+    for i in range(30):  # what 30 of git's runs storing memsite's objects with deltas leave listed
+        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=f"object {i}\n",
+                              capture_output=True, text=True, check=True).stdout
+        made = subprocess.run(["git", "pack-objects", "-q", ".git/objects/pack/pack"], cwd=root, input=blob,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        with open(root / ".git" / "memsite-packs", "a") as listed:
+            listed.write(f"pack-{made} 0 deltas\n")
+    objects = store.repo.objects
+    merges = []
+    merge = objects._merge
+    monkeypatch.setattr(objects, "_merge", lambda: (merges.append(1), merge()))
+    for i in range(60):
+        store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
+    assert len(merges) <= 4  # about one in 24 writes (the first learns what the list holds)
+    assert (root / ".git" / "memsite-packs").read_text().count(" deltas\n") == 30
+    assert len(store.list()) == 60
+    assert_clean(root)
+
+
 def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stays_listed(
         store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from memsite.git import objects

@@ -262,6 +262,9 @@ class ObjectStore:
         self._list_lock = SharedLock(objects_dir.parent / PACKS_LOCK)  # taken briefly: to add a pack, or rewrite the list
         self._merge_lock = SharedLock(objects_dir.parent / MERGE_LOCK)  # held by the one merge at a time
         self._merge_due = False
+        # Bytes of the list's lines that are no packs to merge (git's packs with deltas, a pack git is storing
+        # with deltas, the 'repacked' line), as this process last found them: not counted towards a merge.
+        self._not_merged = 0
         self._delta_after = settings.auto_gc
         # git pack-objects, the packs it was given, and the bytes of the names file it was given
         self._delta_job: tuple[subprocess.Popen[bytes], list[str], int] | None = None
@@ -417,7 +420,7 @@ class ObjectStore:
                 fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
                 try:
                     files.write_all(fd, line)
-                    self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
+                    self._merge_due = os.fstat(fd).st_size >= self._not_merged + self._merge_at * len(line)
                 finally:
                     os.close(fd)
                 if named:
@@ -527,9 +530,11 @@ class ObjectStore:
                 _remove_pack(folder, name, kept)
             listed[new] = len(entries)
         listed.update((name, 0) for name in kept)
-        text = "".join([*(f"{name} {count}\n" for name, count in listed.items()),
-                        *(f"{name} {count} deltas\n" for name, count in deltas.items()),
-                        f"repacked {repacked}\n"]).encode("ascii")
+        fixed = "".join([*(f"{name} {count} deltas\n" for name, count in deltas.items()), f"repacked {repacked}\n"])
+        text = "".join([*(f"{name} {count}\n" for name, count in listed.items()), fixed]).encode("ascii")
+        # Lines a merge cannot take in: without this, once there are as many of them as packs to merge
+        # at (git's packs with deltas add up until 'git gc' repacks), every write would merge.
+        self._not_merged = len(fixed) + sum(len(f"{name} {listed[name]}\n") for name in busy if name in listed)
         with self._list_held():
             try:
                 with open(self._listed, "rb") as handle:
