@@ -54,10 +54,11 @@ def migrate(store: Store, progress: Callable[[int, int], None] | None = None) ->
     folder, move to ``<category folder>/<YYYY-MM>/<NNN>/`` of ``memories/``
     (or ``archive/``), the month being when the memory was created (UTC),
     oldest first into the month's last numbered folder with room, as new
-    memories are written (see :meth:`Transaction.segment`). The commit names each
-    memory (``Memory-Id``, ``Category``, ``Action: migrated``). Running it
-    again finds nothing to move and commits nothing. Interrupted, it leaves
-    the repository as it was: the commit lands whole or not at all.
+    memories are written (see :meth:`Transaction.segment`). The commit
+    names each memory (``Memory-Id``, ``Category``, ``Action: migrated``).
+    Running it again finds nothing to move and commits nothing.
+    Interrupted, it leaves the repository as it was: the commit lands whole
+    or not at all.
 
     Args:
         progress: called as (files read, files to read) while the files to move are read.

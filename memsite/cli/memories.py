@@ -215,8 +215,8 @@ def check(ctx: Context, base: str | None) -> None:
 
     Warnings do not fail the check: memory files in an earlier layout (flat,
     or month folders without numbered folders) or the wrong month folder
-    ('memsite migrate' moves them), and hooks or plugins
-    that mkdocs.yml adds to the build.
+    ('memsite migrate' moves them), and hooks or plugins that mkdocs.yml
+    adds to the build.
 
     \b
     Example:
@@ -249,10 +249,10 @@ def migrate(ctx: Context) -> None:
     files (500). Repositories written before that have one flat folder per
     category, or month folders without numbered ones (still read, and
     'memsite check' warns about them): this moves those files, and archived
-    ones, without changing their text,
-    names or ids; the site's links stay the same. The commit names every
-    memory moved (Action: migrated). Run again, it finds nothing to do.
-    Interrupted, it leaves the repository as it was.
+    ones, without changing their text, names or ids; the site's links stay
+    the same. The commit names every memory moved (Action: migrated). Run
+    again, it finds nothing to do. Interrupted, it leaves the repository as
+    it was.
 
     \b
     Example:

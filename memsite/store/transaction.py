@@ -432,11 +432,9 @@ class Transaction:
             config = self.store.config
             folder = self._months[(memory.category, memory.created)] = config.memory_folder(
                 config.category(memory.category), memory.created)
-        return self._new_path(self.segment(folder), memory.abstract, memory.id)
-
-    def _new_path(self, folder: str, abstract: str, mid: str) -> str:
-        slug = slugify(abstract)
-        for tail in (mid[-6:], mid):
+        folder = self.segment(folder)
+        slug = slugify(memory.abstract)
+        for tail in (memory.id[-6:], memory.id):
             path = f"{folder}/{slug}-{tail.lower()}.md"
             if self._free(path):
                 return path
