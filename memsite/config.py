@@ -181,7 +181,7 @@ class Config:
 
 
 MONTH_FOLDER = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")
-SEGMENT_FOLDER = re.compile(r"[0-9]{3,6}")
+SEGMENT_FOLDER = re.compile(r"[0-9]{3,}")
 
 
 def segment_name(number: int) -> str:
