@@ -210,6 +210,18 @@ def test_a_write_stores_its_objects_in_one_pack_that_git_reads(store: MemoryStor
     assert_clean(root)
 
 
+def test_objects_git_stored_as_deltas_are_read_through_git(store: MemoryStore, clock: Clock) -> None:
+    """memsite reads whole objects itself; deltas (git gc stores alike texts as deltas) go through git cat-file."""
+    shared = "The runbook says: drain the node, wait for the pods to move, then restart the kubelet. " * 8
+    made = [store.remember(f"Step {i}. {shared}", category="cases", dedupe=False) for i in range(12)]
+    git(store.root, "gc", "-q", "--aggressive")
+    packs = (store.root / ".git" / "objects" / "pack").glob("*.idx")
+    assert any("chain length" in git(store.root, "verify-pack", "-v", str(idx)) for idx in packs)
+    with MemoryStore(store.root, agent="reader", clock=clock) as reader:
+        assert reader.rebuild_index() == 12  # every file read back, the deltas among them
+        assert {m.id for m in reader.list()} == {m.id for m in made}
+
+
 def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: MemoryStore, clock: Clock) -> None:
     root = store.root
     (root / "NOTES.txt").write_text("a person's own file\n")

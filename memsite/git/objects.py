@@ -1059,13 +1059,13 @@ def _idle_priority(pid: int) -> None:
         os.setpriority(os.PRIO_PROCESS, pid, 19)
 
 
-def _feed(pipe: Any, shas: list[bytes], folders: Mapping[bytes, bytes]) -> None:
+def _feed(pipe: Any, shas: list[bytes], folders: Mapping[bytes, bytes] | None = None) -> None:
     """Write object ids to a git command's input, a line each (with the folder of a tree, if known), then close it."""
     try:
         lines = []
         for sha in shas:
             hexsha = sha.hex().encode()
-            folder = folders.get(hexsha)
+            folder = folders.get(hexsha) if folders else None
             lines.append(hexsha + b" " + folder + b"\n" if folder else hexsha + b"\n")
         pipe.write(b"".join(lines))
     except OSError:
