@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
+import sys
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -336,6 +338,29 @@ def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: Memor
     assert len(merges) <= 4  # about one in 24 writes (the first learns what the list holds)
     assert (root / ".git" / "memsite-packs").read_text().count(" deltas\n") == 30
     assert len(store.list()) == 60
+    assert_clean(root)
+
+
+def test_memsite_removes_no_pack_while_a_git_gc_runs(store: MemoryStore) -> None:
+    """A repack lists the packs as it starts: one merged away meanwhile failed it ('cannot open pack index'),
+    and git then ran no automatic gc for a day. While gc.pid names a running process, memsite merges nothing."""
+    root = store.root
+    objects = store.repo.objects
+    objects._merge_at = 2  # a merge is due at every write
+    gc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # stands for a detached 'git gc'
+    try:
+        (root / ".git" / "gc.pid").write_text(f"{gc.pid} {socket.gethostname()}")
+        before = pack_names(root)
+        for i in range(6):
+            store.remember(f"note {i} written while git gc runs", category="events")
+        assert before <= pack_names(root)  # none removed
+    finally:
+        gc.kill()
+        gc.wait()
+    store.remember("the gc is over", category="events")  # its gc.pid, left behind, names no running process
+    assert not before <= pack_names(root)  # merged now
+    assert len(store.list()) == 7
+    (root / ".git" / "gc.pid").unlink()
     assert_clean(root)
 
 

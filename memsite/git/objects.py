@@ -37,6 +37,7 @@ import re
 import struct
 import subprocess
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RepositoryError
-from . import files
+from . import files, locks
 from .mutex import SharedLock
 from .settings import Flush, GitSettings, git_environment
 
@@ -62,6 +63,7 @@ MERGE_LOCK = "memsite-merge-lock"  # in the git dir: held by the process merging
 PACK_NAMES = "memsite-pack-names"  # in the git dir: '<id> <folder>' of the trees in memsite's packs (see _list_own)
 PACK_NAMES_LIMIT = 8 << 20  # bytes past which no more names are kept (merges left to git: nothing takes them out)
 LIST_LOCK_SECONDS = 30.0
+GC_PID_STALE_SECONDS = 12 * 3600  # a gc.pid this old was left by a killed 'git gc' (git's own rule)
 MERGE_PACKS = 24  # listed packs from which memsite merges its small ones (git gc --auto repacks all at 50)
 LARGE_TREE_BYTES = 16 * 1024  # folders above this are stored uncompressed (see _large_tree)
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
@@ -468,6 +470,8 @@ class ObjectStore:
         if not self._merge_lock.acquire(wait):
             return
         try:
+            if _gc_running(self.dir.parent):
+                return  # it lists the packs as it starts: one removed meanwhile fails it (see _gc_running)
             self._merge()
         finally:
             self._merge_lock.release()
@@ -1046,6 +1050,27 @@ class _Pack:
         if not inflate.eof or len(out) != size:
             return None
         return kind.decode(), out
+
+
+def _gc_running(git_dir: Path) -> bool:
+    """Whether a ``git gc`` is running in this repository (it holds ``gc.pid``, as git itself decides).
+
+    Its repack lists the packs when it starts and reads them later: a pack
+    removed meanwhile (merged by memsite) makes it fail ('cannot open pack
+    index'), and git then writes ``gc.log`` and runs no automatic gc for a
+    day, so the packs pile up. A detached ``git gc --auto``, which memsite's
+    writes start now and then, runs while the next writes go on.
+    """
+    try:
+        with open(git_dir / "gc.pid", "rb") as handle:
+            if time.time() - os.fstat(handle.fileno()).st_mtime > GC_PID_STALE_SECONDS:
+                return False
+            pid, _, host = handle.read(256).decode("utf-8", "replace").strip().partition(" ")
+    except OSError:
+        return False
+    if not pid.isdigit():
+        return False
+    return not locks.is_dead(locks.Owner(int(pid), "-", host))
 
 
 def _idle_priority(pid: int) -> None:
