@@ -1,8 +1,9 @@
 """Benchmark: memsite writes beside plain git doing the same writes, in one run.
 
-    python bench/commit.py            # 10,000 and 100,000 memories
+    python bench/commit.py            # 10,000 and 100,000 memories; 100,000 written in one month
     python bench/commit.py --quick    # a small smoke run
-    python bench/commit.py --sizes 10000
+    python bench/commit.py --sizes 10000 --month-size 0
+    python bench/commit.py --sizes 0 --month-size 0 --large 1000000   # 1,000,000 over 24 months (long)
 
 For each size, in a repository already holding that many memories (created
 over the last 24 months, so they sit in 24 month folders per category, as a
@@ -26,6 +27,19 @@ At the smallest size also:
     ``git add`` + ``git commit``, each taking a lock around the pair (without
     one, concurrent git commands fail on index.lock and lose writes);
     then ``git fsck --strict``.
+
+A busy month (``--month-size``, default 100,000): that many memories written
+one remember() at a time (dedup on, as agents write) into the current month,
+so each category's month holds many numbered folders; then remember() p50/p95
+and object bytes per write beside git as above, the largest folder, and the
+repository's size once memsite's maintenance has run (its pack merges and git
+storing them with deltas; the store is closed first, which waits for that):
+``.git/objects`` beside the memory files' bytes, and ``.git`` as a whole
+(which also holds the index and the shared index files git keeps two weeks).
+
+A large store (``--large N``, off by default): N memories over 24 months,
+seeded as above (transactions of 10,000, then 'git gc'), the seed timed;
+then remember() p50/p95 beside a few ``git add`` + ``git commit``.
 
 Prints a Markdown table with the targets and whether each was met.
 """
@@ -87,11 +101,17 @@ def log(message: str) -> None:
 
 
 class SeedClock:
-    """Creation times spread evenly over the last ``months`` months, oldest first."""
+    """Creation times spread evenly over the last ``months`` months, oldest first.
+
+    ``months=0``: over the current month so far (UTC), where the measured writes land too.
+    """
 
     def __init__(self, count: int, months: int = 24) -> None:
         self.end = datetime.now(timezone.utc)
-        self.step = timedelta(days=30.4 * months) / max(count, 1)
+        if months:
+            self.step = timedelta(days=30.4 * months) / max(count, 1)
+        else:
+            self.step = (self.end - self.end.replace(day=1, hour=0, minute=0, second=0, microsecond=0)) / max(count, 1)
         self.start = self.end - self.step * count
         self.i = 0
 
@@ -114,6 +134,43 @@ def seed(path: Path, count: int) -> None:
     subprocess.run(["git", "gc", "-q"], cwd=path, check=True)
 
 
+def seed_one_by_one(path: Path, count: int) -> list[float]:
+    """``count`` remember() calls into the current month, as a team of agents writes; their times in ms."""
+    log(f"seeding {count:,} memories one remember() at a time, all in this month, in {path} ...")
+    clock = SeedClock(count, months=0)
+    times = []
+    with MemoryStore.init(path, agent="seed", clock=clock) as store:
+        for i in range(count):
+            clock.i = i
+            body = text(i)
+            start = time.perf_counter()
+            store.remember(body, category=CATEGORIES[i % 7], tags=[f"topic{i % 17}"])
+            times.append((time.perf_counter() - start) * 1000)
+            if (i + 1) % 10_000 == 0:
+                log(f"  {i + 1:,}: p50 {statistics.median(times[-10_000:]):.2f} ms")
+    return times
+
+
+def largest_folder(repo: Path) -> int:
+    """The most files in one folder under content/ at HEAD."""
+    out = subprocess.run(["git", "ls-tree", "-r", "--name-only", "HEAD", "content"], cwd=repo,
+                         capture_output=True, text=True, check=True).stdout
+    counts: dict[str, int] = {}
+    for line in out.splitlines():
+        folder = line.rpartition("/")[0]
+        counts[folder] = counts.get(folder, 0) + 1
+    return max(counts.values())
+
+
+def sizes(repo: Path) -> tuple[int, int, int, int]:
+    """Bytes of: the memory files, .git/objects, all of .git, and git's shared index files in it."""
+    memories = sum(f.stat().st_size for f in (repo / "content" / "memories").rglob("*.md"))
+    git_dir = repo / ".git"
+    everything = sum(f.stat().st_size for f in git_dir.rglob("*") if f.is_file())
+    shared = sum(f.stat().st_size for f in git_dir.glob("sharedindex.*"))
+    return memories, object_bytes(repo), everything, shared
+
+
 def object_bytes(repo: Path) -> int:
     """Bytes of the objects in ``repo``: loose files and packs with their indexes."""
     objects = repo / ".git" / "objects"
@@ -122,6 +179,7 @@ def object_bytes(repo: Path) -> int:
 
 
 def git_write(repo: Path, rel: str, data: str) -> None:
+    (repo / rel).parent.mkdir(parents=True, exist_ok=True)  # (memsite may have opened a numbered folder)
     (repo / rel).write_text(data)
     subprocess.run(["git", "add", "--", rel], cwd=repo, check=True, env=GIT_ENV)
     subprocess.run(["git", "commit", "-q", "-m", f"Add {rel}"], cwd=repo, check=True, env=GIT_ENV)
@@ -131,8 +189,9 @@ WARM_UP = 50
 TWO_STORES_BLOCK = 20  # writes in each block of the one-store and two-store measurements, which alternate
 
 
-def bench_latency(mem: Path, base: Path, writes: int, git_writes: int) -> tuple[list[float], list[float], float]:
-    """remember() times, git add + commit times (the first ``git_writes`` writes), object bytes per remember()."""
+def bench_latency(mem: Path, base: Path | None, writes: int, git_writes: int) -> tuple[list[float], list[float], float]:
+    """remember() times, git add + commit times in ``base`` (the first ``git_writes`` writes; none without a
+    ``base``), object bytes per remember()."""
     log(f"remember() x {writes} vs git add + git commit x {git_writes}, interleaved ...")
     ours: list[float] = []
     theirs: list[float] = []
@@ -145,7 +204,7 @@ def bench_latency(mem: Path, base: Path, writes: int, git_writes: int) -> tuple[
             start = time.perf_counter()
             memory = store.remember(body, category=CATEGORIES[i % 7])
             ours.append((time.perf_counter() - start) * 1000)
-            if i >= git_writes:
+            if i >= git_writes or base is None:
                 continue
             rel = str(Path(memory.path).relative_to(mem).with_name(f"baseline-{i + WARM_UP:05d}.md"))
             data = format_memory(memory)
@@ -216,6 +275,7 @@ def bench_transaction(mem: Path, base: Path, size: int, rounds: int) -> tuple[fl
         rels = []
         for i, memory in enumerate(made):
             rel = str(Path(memory.path).relative_to(mem).with_name(f"bulk-{round_}-{i:05d}.md"))
+            (base / rel).parent.mkdir(parents=True, exist_ok=True)
             (base / rel).write_text(format_memory(memory))
             rels.append(rel)
         subprocess.run(["git", "add", "--pathspec-from-file=-"], cwd=base, check=True, env=GIT_ENV,
@@ -286,6 +346,74 @@ def fsck_clean(repo: Path) -> bool:
     return subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=repo, capture_output=True).returncode == 0
 
 
+def measure_one_month(size: int, workdir: Path, quick: bool) -> list[tuple]:
+    """The table rows for ``size`` memories written one by one into one month."""
+    writes, git_writes = (30, 30) if quick else (300, 40)
+    n = f"{size:,} in one month"
+    mem, base = workdir / f"memsite-month-{size}", workdir / f"baseline-month-{size}"
+    start = time.perf_counter()
+    seeded = seed_one_by_one(mem, size)
+    seed_time = time.perf_counter() - start
+    last = seeded[-min(len(seeded), 10_000):]
+    shutil.copytree(mem, base, symlinks=True)
+    os.sync()
+    ours, theirs, per_write = bench_latency(mem, base, writes, git_writes)
+    p50, p95, b50, b95 = (statistics.median(ours), percentile(ours, 95),
+                          statistics.median(theirs), percentile(theirs, 95))
+    fsck_clean(mem)  # (waits for a 'git gc --auto' a write started)
+    memories, objects, everything, shared = sizes(mem)  # the store is closed: git's pack with deltas taken in
+    widest = largest_folder(mem)
+    mb = 1024 * 1024
+    return [
+        (f"seed: {size:,} remember() one by one into one month", f"{seed_time:.0f} s", "", "",
+         "", None),
+        (f"  remember() p50 / p95 over the seed's last {len(last):,}",
+         f"{statistics.median(last):.2f} / {percentile(last, 95):.2f} ms", "", "", "", None),
+        (f"remember() p50 at {n}", f"{p50:.2f} ms", f"{b50:.1f} ms", f"{b50 / p50:.1f}x faster", "<= 4 ms", p50 <= 4),
+        (f"remember() p95 at {n}", f"{p95:.2f} ms", f"{b95:.1f} ms", f"{b95 / p95:.1f}x faster", "<= 20 ms",
+         p95 <= 20),
+        (f"object bytes added per remember() at {n} (loose + packs)", f"{per_write / 1024:.0f} KB", "", "",
+         "<= 150 KB", per_write <= 150 * 1024),
+        (f"largest folder under content/ at {n}", f"{widest:,} files", "", "", "<= 1,000", widest <= 1000),
+        (f"repository (.git/objects, after memsite's maintenance) / memory files at {n}",
+         f"{objects / mb:.0f} MB / {memories / mb:.0f} MB", "", f"{objects / memories:.1f}x", "<= 3x",
+         objects <= 3 * memories),
+        ("  all of .git (with git's index and shared index files)", f"{everything / mb:.0f} MB",
+         f"shared index: {shared / mb:.0f} MB", "", "", None),
+    ]
+
+
+def measure_large(size: int, workdir: Path) -> list[tuple]:
+    """The table rows for a store of ``size`` memories over 24 months (run once: seeding takes long).
+
+    The baseline's few ``git add`` + ``git commit`` run in the same repository once memsite's writes are
+    measured (a copy of a million files would take longer than everything else).
+    """
+    writes, git_writes = 200, 10
+    n = f"{size:,}"
+    mem = workdir / f"memsite-{size}"
+    start = time.perf_counter()
+    seed(mem, size)
+    seed_time = time.perf_counter() - start
+    os.sync()
+    ours, _, _ = bench_latency(mem, None, writes, 0)
+    theirs = []
+    for i in range(git_writes):
+        rel = f"content/memories/events/baseline-{i:03d}.md"
+        start = time.perf_counter()
+        git_write(mem, rel, text(i))
+        theirs.append((time.perf_counter() - start) * 1000)
+    p50, b50 = statistics.median(ours), statistics.median(theirs)
+    return [
+        (f"seed: {n} over 24 months (transactions of 10,000, then git gc)", f"{seed_time:.0f} s", "", "", "", None),
+        (f"remember() p50 at {n}", f"{p50:.2f} ms", f"{b50:.0f} ms", f"{b50 / p50:.0f}x faster", "<= 4 ms",
+         p50 <= 4),
+        (f"remember() p95 at {n}", f"{percentile(ours, 95):.2f} ms", f"{percentile(theirs, 95):.0f} ms", "", "",
+         None),
+        (f"largest folder under content/ at {n}", f"{largest_folder(mem):,} files", "", "", "<= 1,000", None),
+    ]
+
+
 def measure(size: int, workdir: Path, quick: bool, first: bool) -> list[tuple]:
     """The table rows for a repository of ``size`` memories."""
     writes, git_writes = (30, 30) if quick else ((300, 300) if size <= 10_000 else (200, 40))
@@ -346,8 +474,11 @@ def measure(size: int, workdir: Path, quick: bool, first: bool) -> list[tuple]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
-                        help="comma-separated store sizes (default: 10000,100000)")
+    parser.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",") if int(x)], default=None,
+                        help="comma-separated store sizes, over 24 months (default: 10000,100000; 0: none)")
+    parser.add_argument("--month-size", type=int, default=None,
+                        help="memories written one by one into one month (default: 100000; 0: none)")
+    parser.add_argument("--large", type=int, default=0, help="a store of this many over 24 months (default: none)")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / ".tmp",
                         help="where to create the repositories (default: bench/.tmp)")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
@@ -356,7 +487,8 @@ def main() -> None:
         repo, agent, count, start_file, mode = args.worker
         worker(repo, agent, int(count), start_file, mode)
         return
-    sizes = args.sizes or ([500] if args.quick else [10_000, 100_000])
+    sizes = args.sizes if args.sizes is not None else ([500] if args.quick else [10_000, 100_000])
+    month_size = args.month_size if args.month_size is not None else (2_000 if args.quick else 100_000)
     args.dir.mkdir(parents=True, exist_ok=True)
     rows = []
     # Removed only once everything is measured: on ext4 without a journal (as on
@@ -367,9 +499,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memsite-bench-", dir=args.dir) as tmp:
         for i, size in enumerate(sizes):
             rows += measure(size, Path(tmp), args.quick, first=i == 0)
+        if month_size:
+            rows += measure_one_month(month_size, Path(tmp), args.quick)
+        if args.large:
+            rows += measure_large(args.large, Path(tmp))
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
-    print(f"\nmemsite commit benchmark: {', '.join(f'{s:,}' for s in sizes)} memories already in the repository, "
-          f"{os.cpu_count()} cores, git {git_version}")
+    print(f"\nmemsite commit benchmark: {', '.join(f'{s:,}' for s in sizes + ([args.large] if args.large else []))} "
+          f"memories already in the repository (over 24 months), {month_size:,} written in one month, "
+          f"{os.cpu_count()} cores, git {git_version}, load {os.getloadavg()[0]:.1f}")
     print("baseline: git add + git commit subprocesses in an identical copy of the repository")
     print(f"latency: interleaved, after {WARM_UP} unmeasured warm-up writes each\n")
     print("| measure | memsite | baseline | ratio | target | met |")

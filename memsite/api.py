@@ -336,9 +336,9 @@ class MemoryStore(Store):
         return call_tool(self, self.recall, name, arguments)
 
     def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
-        """Move memory files of the flat layout (or a wrong month folder) to their month folders, in one commit.
+        """Move memory files of an earlier layout (or a wrong month folder) to their month's numbered folders.
 
-        See :func:`memsite.migrate.migrate`; ``.commit`` is None when nothing had to move.
+        One commit; see :func:`memsite.migrate.migrate`. ``.commit`` is None when nothing had to move.
         """
         from .migrate import migrate
 

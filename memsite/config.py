@@ -72,6 +72,7 @@ DEFAULT_CATEGORIES: tuple[Category, ...] = (
 )
 
 TRIM_POLICIES = ("archive", "delete")
+MAX_SEGMENT_SIZE = 1000  # files GitHub's web view lists in a folder
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,11 @@ class Config:
     """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued."""
     recent_days: int = 7
     """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
+    segment_size: int = 500
+    """Memory files a writer puts in a month's numbered folder before it opens the next (at most 1,000).
+
+    Half of GitHub's 1,000 entries a folder, so clones that filled the same
+    folder at once still merge far below it."""
 
     # --- where things live in the repository ---------------------------------
 
@@ -130,10 +136,10 @@ class Config:
         return f"{self.content_dir}/archive"
 
     def memory_folder(self, category: Category, created: datetime, *, archived: bool = False) -> str:
-        """Where a memory lives: ``memories/<category folder>/<YYYY-MM>``, the month it was created (UTC).
+        """The month folder of a memory: ``memories/<category folder>/<YYYY-MM>``, the month it was created (UTC).
 
-        Sharding by month keeps every folder small, so a write rewrites a few
-        small trees instead of one tree listing the whole category.
+        Its file is in one of the numbered folders in it (``<NNN>/``, see
+        :func:`segment_name`), chosen when it is written.
         """
         top = self.archive_dir if archived else self.memories_dir
         return f"{top}/{category.folder}/{created.astimezone(timezone.utc):%Y-%m}"
@@ -182,6 +188,12 @@ class Config:
 
 
 MONTH_FOLDER = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")
+SEGMENT_FOLDER = re.compile(r"[0-9]{3,}")
+
+
+def segment_name(number: int) -> str:
+    """The name of a month's numbered folder: ``001``, ``002``, ... (``1000`` after ``999``)."""
+    return f"{number:03d}"
 
 
 @dataclass(frozen=True)
@@ -189,22 +201,27 @@ class Place:
     """Where a memory file sits under ``memories/`` (or ``archive/``)."""
 
     folder: str  # the category folder
-    month: str | None  # YYYY-MM; None in the flat layout (memsite before sharding; 'memsite migrate' moves it)
+    month: str | None  # YYYY-MM; None in the flat layout (memsite before month folders)
+    segment: str | None = None  # NNN; None in the flat and the month layout ('memsite migrate' moves both)
 
 
 def place_of(rel: str) -> Place | None:
     """The place of ``rel`` (a path under ``memories/`` or ``archive/``) if it is a memory file there.
 
-    ``<folder>/<YYYY-MM>/<name>.md`` is the layout; ``<folder>/<name>.md``,
-    the flat layout, is still read. None for any other path.
+    ``<folder>/<YYYY-MM>/<NNN>/<name>.md`` is the layout; the layouts of
+    earlier versions, ``<folder>/<YYYY-MM>/<name>.md`` (month folders) and
+    ``<folder>/<name>.md`` (flat), are still read. None for any other path.
     """
     parts = rel.split("/")
     if not parts[-1].endswith(".md"):
         return None
     if len(parts) == 2:
         return Place(parts[0], None)
-    if len(parts) == 3 and MONTH_FOLDER.fullmatch(parts[1]):
-        return Place(parts[0], parts[1])
+    if len(parts) >= 3 and MONTH_FOLDER.fullmatch(parts[1]):
+        if len(parts) == 3:
+            return Place(parts[0], parts[1])
+        if len(parts) == 4 and SEGMENT_FOLDER.fullmatch(parts[2]):
+            return Place(parts[0], parts[1], parts[2])
     return None
 
 
@@ -281,7 +298,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if not isinstance(settings, dict):
         raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
     known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding", "lock_timeout", "sync", "site"}
+             "dedupe", "activity", "embedding", "lock_timeout", "sync", "site", "segment_size"}
     for key in settings:
         if key not in known:
             err(key, f"one of {', '.join(sorted(known))}", key)
@@ -360,6 +377,11 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         err("sync.publish", "a branch name holding {agent}, such as agent/{agent} (or false)", publish)
         publish = defaults.sync_publish
 
+    segment_size = number("segment_size", settings.get("segment_size"), defaults.segment_size, kind=int, minimum=1)
+    if segment_size > MAX_SEGMENT_SIZE:  # GitHub lists no more in a folder
+        err("segment_size", f"a whole number from 1 to {MAX_SEGMENT_SIZE}", segment_size)
+        segment_size = defaults.segment_size
+
     config = replace(
         defaults,
         content_dir=docs_dir.strip("/"),
@@ -387,6 +409,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
         sync_publish=publish,
         sync_attempts=number("sync.attempts", sync.get("attempts"), defaults.sync_attempts, kind=int, minimum=1),
         recent_days=number("site.recent_days", site.get("recent_days"), defaults.recent_days, kind=int, minimum=1),
+        segment_size=segment_size,
     )
     if errors:
         raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))

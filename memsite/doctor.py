@@ -7,10 +7,10 @@ changes nothing. With it, it repairs only what is safe: temporary files of
 memsite writers that are no longer running, an interrupted write (from the
 journal, as the next write would), a missing index (rebuilt from HEAD),
 damaged or stale derived files (set aside and rebuilt), the copies of
-damaged files set aside earlier (removed), memories in the wrong month
-folder (``memsite migrate``), and memsite's own lock files left
-by a writer that was killed (known by their owner records; taken back the
-way the next writer would). Any other lock file is never removed: git's own
+damaged files set aside earlier (removed), memories in an earlier layout
+or the wrong month folder (``memsite migrate``), and memsite's own lock
+files left by a writer that was killed (known by their owner records;
+taken back the way the next writer would). Any other lock file is never removed: git's own
 locks carry no owner, and one may belong to a ``git commit`` waiting in an
 editor; the report says how to tell and what to do.
 """
@@ -111,8 +111,8 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
                 done.append(f"{aside}rebuilt the catalog and search index from git")
             if "misplaced" in kinds:
                 moved = migrate(store)
-                done.append(f"moved {moved.memories + moved.archived} memory files to their month folders"
-                            + (f" in commit {moved.commit[:12]}" if moved.commit else ""))
+                done.append(f"moved {moved.memories + moved.archived} memory files to numbered folders of their "
+                            "month" + (f" in commit {moved.commit[:12]}" if moved.commit else ""))
     return done
 
 

@@ -1,12 +1,14 @@
-"""``memsite migrate``: memory files moved to the month folders, all in one commit.
+"""``memsite migrate``: memory files moved to the numbered folders of their month, all in one commit.
 
 memsite used to keep a category's memories in one flat folder
-(``memories/<category>/<file>.md``); at 100,000 memories every write then
-rewrote a tree listing the whole category. Memories now live in
-``memories/<category>/<YYYY-MM>/<file>.md`` by the month they were created,
-and both layouts are read, so a repository keeps working until it migrates.
-A migration moves files without changing a byte, a name or an id; the site
-addresses a memory by category and month of creation, so its links hold.
+(``memories/<category>/<file>.md``), then in one folder per month
+(``memories/<category>/<YYYY-MM>/<file>.md``); a busy month put 25,000 files
+in one folder, and every write rewrote its tree. Memories now live in
+``memories/<category>/<YYYY-MM>/<NNN>/<file>.md``, the month they were
+created and a numbered folder of at most ``segment_size`` files. Every layout
+is read, so a repository keeps working until it migrates. A migration moves
+files without changing a byte, a name or an id; the site addresses a memory
+by category and month of creation, so its links hold.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .config import Config, place_of
+from .config import SEGMENT_FOLDER, Config, place_of
 from .errors import FormatError
 from .model import Memory
 from .store.problems import read_memory
@@ -40,20 +42,23 @@ class Migration:
 @dataclass(frozen=True)
 class _Move:
     path: str
-    to_folder: str | None  # None: an archived file, placed once its creation month is read
+    to_folder: str | None  # its month folder; None: an archived file, placed once its creation month is read
     archived: bool
     memory: Memory | None = None  # as the catalog has it; archived ones are read from the file
 
 
 def migrate(store: Store, progress: Callable[[int, int], None] | None = None) -> Migration:
-    """Move every memory (and archived memory) not in its month folder there, in one commit.
+    """Move every memory (and archived memory) not in a numbered folder of its month there, in one commit.
 
-    Files of the flat layout, and any in the wrong month folder, move to
-    ``<category folder>/<YYYY-MM>/`` of ``memories/`` (or ``archive/``), the
-    month being when the memory was created (UTC). The commit names each
-    memory (``Memory-Id``, ``Category``, ``Action: migrated``). Running it
-    again finds nothing to move and commits nothing. Interrupted, it leaves
-    the repository as it was: the commit lands whole or not at all.
+    Files of the flat and the month layout, and any in the wrong month
+    folder, move to ``<category folder>/<YYYY-MM>/<NNN>/`` of ``memories/``
+    (or ``archive/``), the month being when the memory was created (UTC),
+    oldest first into the month's last numbered folder with room, as new
+    memories are written (see :meth:`Transaction.segment`). The commit
+    names each memory (``Memory-Id``, ``Category``, ``Action: migrated``).
+    Running it again finds nothing to move and commits nothing.
+    Interrupted, it leaves the repository as it was: the commit lands whole
+    or not at all.
 
     Args:
         progress: called as (files read, files to read) while the files to move are read.
@@ -66,7 +71,7 @@ def migrate(store: Store, progress: Callable[[int, int], None] | None = None) ->
             one in a month folder is left where it is.
         MemsiteError: a file is already where one would move; nothing is written.
     """
-    message = "Migrate memories to the month folders"
+    message = "Migrate memories to the numbered folders of their month"
     tx, counts = store._write(lambda tx: _stage(store, tx, progress), message=message)
     return Migration(counts[0], counts[1], tx.commit)
 
@@ -86,31 +91,40 @@ def _stage(store: Store, tx: Transaction, progress: Callable[[int, int], None] |
             memory = move.memory or _read_archived(config, move, data)  # the catalog read the memories at this commit
             if memory is None:
                 continue
-            folder = move.to_folder or config.memory_folder(config.category(memory.category), memory.created,
-                                                            archived=True)
-            folder_now, name = move.path.rsplit("/", 1)
-            if folder != folder_now:
-                tx.relocate(move.path, f"{folder}/{name}", data, memory, archived=move.archived)
+            month = move.to_folder or config.memory_folder(config.category(memory.category), memory.created,
+                                                           archived=True)
+            if not in_segment(move.path, month):
+                name = move.path.rsplit("/", 1)[1]
+                tx.relocate(move.path, f"{tx.segment(month)}/{name}", data, memory, archived=move.archived)
                 counts[move.archived] += 1
         if progress is not None:
             progress(start + len(chunk), len(moves))
     return counts[0], counts[1]
 
 
+def in_segment(path: str, month_folder: str) -> bool:
+    """Whether the file ``path`` is in a numbered folder of ``month_folder`` (``<month_folder>/<NNN>/<name>``)."""
+    folder, _, segment = path.rpartition("/")[0].rpartition("/")
+    return folder == month_folder and SEGMENT_FOLDER.fullmatch(segment) is not None
+
+
 def _misplaced(store: Store) -> list[_Move]:
-    """Memories whose file is not in their category's folder for the month they were created."""
+    """Memories whose file is not in a numbered folder of their category's folder for the month they were created.
+
+    Oldest first, so that each month's numbered folders fill in the order the memories were made.
+    """
     config, moves = store.config, []
-    for memory in store.catalog.list():  # synced to the transaction's base when it opened
+    for memory in sorted(store.catalog.list(), key=lambda m: (m.created, m.id)):  # synced to the transaction's base
         assert memory.path is not None
         path = memory.path.relative_to(store.root).as_posix()
         folder = config.memory_folder(config.category(memory.category), memory.created)
-        if path.rsplit("/", 1)[0] != folder:
+        if not in_segment(path, folder):
             moves.append(_Move(path, folder, False, memory))
     return moves
 
 
 def _archived(config: Config, objects: ObjectStore, root: bytes | None) -> list[_Move]:
-    """Every archived memory (``archive/<category>/[<YYYY-MM>/]<file>.md``): its month is read from the file.
+    """Every archived memory (``archive/<category>/[<YYYY-MM>/[<NNN>/]]<file>.md``): its month is read from the file.
 
     Archived memories are not in the catalog, so each file is read to learn
     where it belongs; those already there are left as they are.

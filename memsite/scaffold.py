@@ -56,6 +56,8 @@ def mkdocs_yml(site_name: str = "Agent memory") -> str:
         "    dedupe: {enabled: true, threshold: 0.8}",
         "    # Recalls are journaled in .memsite/ and their counts committed in batches of this size.",
         "    activity: {flush_every: 500}",
+        "    # Memory files in one folder: a month's are in numbered folders (001/, 002/, ...) of this many.",
+        "    segment_size: 500",
         "    # Categories: the folder under content/memories/ (a folder per month in it), the names routed to it,",
         "    # and optional capacity marks. A category without marks is unbounded. Marks trim",
         "    # the lowest-ranked (oldest, least recalled) unpinned memories, in the same commit",
@@ -91,9 +93,9 @@ INDEX_MD = """\
 # Agent memory
 
 What the agents working in this repository have learned. Each memory is a
-Markdown file under `memories/<category>/<YYYY-MM>/` (the month it was
-created), written through memsite's API; every change is a git commit by the
-agent that made it.
+Markdown file under `memories/<category>/<YYYY-MM>/<NNN>/` (the month it
+was created, then numbered folders of a few hundred), written through
+memsite's API; every change is a git commit by the agent that made it.
 """
 
 GITIGNORE = """\

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks, notes, sessions, world
-from .config import Config, load_config, place_of
+from .config import Config, Place, load_config, place_of
 from .errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
 from .model import Memory
 from .store.problems import duplicate_message, read_memory
@@ -58,7 +58,7 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
         place = place_of(path.relative_to(folder).as_posix())
         if place is None:
             problems.append(f"{rel}: not in a category and month folder; "
-                            f"move it to {config.memories_dir}/<category>/<YYYY-MM>/")
+                            f"move it to {config.memories_dir}/<category>/<YYYY-MM>/<NNN>/")
             continue
         try:
             memory = read_memory(config, rel, path.relative_to(folder).as_posix(), path.read_bytes())
@@ -71,20 +71,16 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
         except FormatError as exc:
             problems.append(str(exc))
             continue
-        category = config.category(memory.category)
-        home = config.memory_folder(category, memory.created)
-        if place.month is None:
-            misplaced.append(f"{rel}: in the flat layout; 'memsite migrate' moves it to {home}/")
-        elif place.month != home.rsplit("/", 1)[1]:
-            misplaced.append(f"{rel}: in the month folder {place.month}, but created in {home.rsplit('/', 1)[1]}; "
-                             f"'memsite migrate' moves it to {home}/")
+        home = config.memory_folder(config.category(memory.category), memory.created)
+        if not_home := _not_home(rel, place, home):
+            misplaced.append(not_home)
     problems += _duplicate_ids(memories)
     problems += _capacities(config, [m for _, m in memories])
     return problems, misplaced, len(memories)
 
 
 def _archive(root: Path, config: Config) -> list[str]:
-    """Archived memory files not in the month folder they were created in.
+    """Archived memory files not in a numbered folder of the month they were created in.
 
     One of the flat layout that cannot be read is named with what to fix first
     (its month is unknown, so 'memsite migrate' stops at it); one in a month
@@ -104,13 +100,23 @@ def _archive(root: Path, config: Config) -> list[str]:
             continue
         assert memory is not None  # it is in a category folder
         home = config.memory_folder(config.category(memory.category), memory.created, archived=True)
-        month = home.rsplit("/", 1)[1]
-        if place.month is None:
-            misplaced.append(f"{rel}: archived in the flat layout; 'memsite migrate' moves it to {home}/")
-        elif place.month != month:
-            misplaced.append(f"{rel}: archived in the month folder {place.month}, but created in {month}; "
-                             f"'memsite migrate' moves it to {home}/")
+        if not_home := _not_home(rel, place, home, archived=True):
+            misplaced.append(not_home)
     return misplaced
+
+
+def _not_home(rel: str, place: Place, home: str, *, archived: bool = False) -> str | None:
+    """Why the memory file ``rel`` (at ``place``) is not in a numbered folder of its month folder ``home``."""
+    month = home.rsplit("/", 1)[1]
+    kept = "archived " if archived else ""
+    fix = f"'memsite migrate' moves it into a numbered folder of {home}/"
+    if place.month is None:
+        return f"{rel}: {kept}in the flat layout; {fix}"
+    if place.month != month:
+        return f"{rel}: {kept}in the month folder {place.month}, but created in {month}; {fix}"
+    if place.segment is None:
+        return f"{rel}: {kept}in the month layout, without a numbered folder; {fix}"
+    return None
 
 
 def _misplaced_warnings(misplaced: list[str]) -> list[str]:

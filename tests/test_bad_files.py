@@ -33,7 +33,7 @@ def broken_yaml(store: MemoryStore, path: Path) -> str:
 
 
 def moved_to_other_category(store: MemoryStore, path: Path) -> str:
-    target = store.root / "content" / "memories" / "cases" / path.parent.name
+    target = store.root / "content" / "memories" / "cases" / path.parent.parent.name / path.parent.name
     target.mkdir(parents=True, exist_ok=True)
     git(store.root, "mv", str(path), str(target / path.name))
     return "git mv"

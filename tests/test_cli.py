@@ -130,9 +130,9 @@ def test_check_passes_a_valid_repository_and_lists_every_problem(repo: Path) -> 
     assert any("folder 'recipes' is not a configured category" in line for line in lines)
     assert any("copy.md: field 'id'" in line and "is also the id of" in line for line in lines)
     assert any(line.startswith("content/memories/stray.md: not in a category and month folder") for line in lines)
-    month = files[1].parent.name  # the month it was created in
-    assert lines[0] == ("warning: content/memories/events/copy.md: in the flat layout; "
-                        f"'memsite migrate' moves it to content/memories/events/{month}/")  # not a failure by itself
+    month = files[1].parent.parent.name  # the month it was created in
+    assert lines[0] == ("warning: content/memories/events/copy.md: in the flat layout; 'memsite migrate' moves it "
+                        f"into a numbered folder of content/memories/events/{month}/")  # not a failure by itself
     assert len(lines) == 5
 
 

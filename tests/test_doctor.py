@@ -144,13 +144,13 @@ def test_bad_files_and_copies_need_a_person_and_misplaced_memories_move(store: M
     second.path.write_text(second.path.read_text().replace("active_count: 0", "active_count: lots"))
     flat = store.remember("Backups run nightly", category="events")
     assert flat.path is not None
-    git(store.root, "mv", str(flat.path), str(flat.path.parent.parent / flat.path.name))  # the flat layout
+    git(store.root, "mv", str(flat.path), str(flat.path.parent.parent.parent / flat.path.name))  # the flat layout
     git(store.root, "add", "-A")
     git(store.root, "commit", "-qm", "edited by people")
     store.close()
     result = doctor(store.root, "--fix")
     assert result.exit_code == 1
-    assert "repair: moved 1 memory files to their month folders in commit " in result.output
+    assert "repair: moved 1 memory files to numbered folders of their month in commit " in result.output
     assert "field 'active_count'" in result.output
     assert f"the-staging-cluster-is-vega-{first.id[-6:].lower()}.md: field 'id': {first.id} is also the id of " in result.output
     assert "Error: 2 problem(s) found\n" in result.output

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
+import sys
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -19,6 +21,7 @@ from urllib.parse import unquote
 import pytest
 
 from memsite import MemoryStore, history
+from memsite.config import DEFAULT_CATEGORIES
 from memsite.errors import RepositoryError
 from memsite.git import index as gitindex
 from memsite.git.settings import GitSettings, parse_fsync
@@ -195,9 +198,9 @@ def test_a_write_stores_its_objects_in_one_pack_that_git_reads(store: MemoryStor
     root = store.root
     before, loose = pack_names(root), loose_objects(root)
     memory = store.remember("the canary stage runs for ten minutes before the rollout", category="events")
-    [added] = pack_names(root) - before  # the blob, five folders and the commit: one pack, no loose file
+    [added] = pack_names(root) - before  # the blob, six folders and the commit: one pack, no loose file
     assert loose_objects(root) == loose
-    assert f"{added} 7" in (root / ".git" / "memsite-packs").read_text()
+    assert f"{added} 8" in (root / ".git" / "memsite-packs").read_text()
     shown = git(root, "verify-pack", "-v", str(root / ".git" / "objects" / "pack" / f"{added}.idx"))
     assert "commit" in shown and "blob" in shown and "delta" not in shown.split("non delta")[0]
     rel = Path(memory.path).relative_to(root).as_posix()
@@ -207,6 +210,18 @@ def test_a_write_stores_its_objects_in_one_pack_that_git_reads(store: MemoryStor
         assert other.get(memory.id).content == memory.content
         other.remember("a second writer builds on the first one's pack", category="events")
     assert_clean(root)
+
+
+def test_objects_git_stored_as_deltas_are_read_through_git(store: MemoryStore, clock: Clock) -> None:
+    """memsite reads whole objects itself; deltas (git gc stores alike texts as deltas) go through git cat-file."""
+    shared = "The runbook says: drain the node, wait for the pods to move, then restart the kubelet. " * 8
+    made = [store.remember(f"Step {i}. {shared}", category="cases", dedupe=False) for i in range(12)]
+    git(store.root, "gc", "-q", "--aggressive")
+    packs = (store.root / ".git" / "objects" / "pack").glob("*.idx")
+    assert any("chain length" in git(store.root, "verify-pack", "-v", str(idx)) for idx in packs)
+    with MemoryStore(store.root, agent="reader", clock=clock) as reader:
+        assert reader.rebuild_index() == 12  # every file read back, the deltas among them
+        assert {m.id for m in reader.list()} == {m.id for m in made}
 
 
 def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: MemoryStore, clock: Clock) -> None:
@@ -267,8 +282,87 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
     assert any("chain length" in text for text in shown)  # objects stored as deltas
     whole = sum(int(line.split()[1]) for line in (root / ".git" / "memsite-packs").read_text().splitlines()
                 if line.startswith("pack-") and not line.endswith(" deltas"))
-    assert whole < 300  # of about 430: most of memsite's objects left its whole-object packs for git's
+    assert whole < 350  # of about 490: most of memsite's objects left its whole-object packs for git's
     assert_clean(root)
+
+def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: MemoryStore) -> None:
+    """Each write rewrites its folders, each with one file more, stored whole (large ones uncompressed), and
+    merging memsite's packs puts the versions of a folder side by side in one pack. Reusing what a pack
+    holds, git takes whole objects side by side for objects it found no delta between before, and it finds a
+    tree's earlier versions by the folder it is for: told to look again, and which folder each tree is for,
+    it stores each version as a delta of another."""
+    objects = store.repo.objects
+    objects._merge_at = 10_000  # merged below, all at once
+    with store.transaction("A folder of 300") as tx:
+        for i in range(300):
+            tx.remember(f"event {i}: deploy {i * 7} of service {i % 13}", category="events", dedupe=False)
+    for i in range(60):  # agents writing to every category in turn
+        store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}",
+                       category=DEFAULT_CATEGORIES[i % len(DEFAULT_CATEGORIES)].name)
+    objects.merge_own_packs()
+    assert len(listed_packs(store.root)) == 1  # every version of every folder in one pack
+    objects._delta_after = 100  # (gc.auto) git's threshold, made small: the next merge starts git
+    objects.merge_own_packs()
+    objects.wait_for_deltas(600)  # (git runs at the lowest priority: on a busy machine it waits its turn)
+    objects.merge_own_packs()  # takes git's pack in
+    made = [line.split()[0] for line in (store.root / ".git" / "memsite-packs").read_text().splitlines()
+            if line.endswith(" deltas")]
+    shown = git(store.root, "verify-pack", "-v", str(store.root / ".git" / "objects" / "pack" / f"{made[0]}.idx"))
+    trees = "".join(line.split()[0] + "\n" for line in shown.splitlines() if line.split()[1:2] == ["tree"])
+    sizes = subprocess.run(["git", "cat-file", "--batch-check=%(objectsize) %(objectsize:disk)"], cwd=store.root,
+                           input=trees, capture_output=True, text=True, check=True).stdout.split()
+    large = [(int(size), int(disk)) for size, disk in zip(sizes[0::2], sizes[1::2]) if int(size) > 16384]
+    assert len(large) >= 9  # the folder of 300 and each version written since
+    assert sum(disk for _, disk in large) < sum(size for size, _ in large) / 5  # whole: as much as their size
+    assert_clean(store.root)
+
+
+def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: MemoryStore,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """memsite never merges git's packs with deltas; they stay listed until a 'git gc' repacks them. Once there
+    were as many of them as packs to merge at, every write merged its own pack (fsyncs and a new file each)."""
+    root = store.root
+    for i in range(30):  # what 30 of git's runs storing memsite's objects with deltas leave listed
+        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=f"object {i}\n",
+                              capture_output=True, text=True, check=True).stdout
+        made = subprocess.run(["git", "pack-objects", "-q", ".git/objects/pack/pack"], cwd=root, input=blob,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        with open(root / ".git" / "memsite-packs", "a") as listed:
+            listed.write(f"pack-{made} 0 deltas\n")
+    objects = store.repo.objects
+    merges = []
+    merge = objects._merge
+    monkeypatch.setattr(objects, "_merge", lambda: (merges.append(1), merge()))
+    for i in range(60):
+        store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
+    assert len(merges) <= 4  # about one in 24 writes (the first learns what the list holds)
+    assert (root / ".git" / "memsite-packs").read_text().count(" deltas\n") == 30
+    assert len(store.list()) == 60
+    assert_clean(root)
+
+
+def test_memsite_removes_no_pack_while_a_git_gc_runs(store: MemoryStore) -> None:
+    """A repack lists the packs as it starts: one merged away meanwhile failed it ('cannot open pack index'),
+    and git then ran no automatic gc for a day. While gc.pid names a running process, memsite merges nothing."""
+    root = store.root
+    objects = store.repo.objects
+    objects._merge_at = 2  # a merge is due at every write
+    gc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # stands for a detached 'git gc'
+    try:
+        (root / ".git" / "gc.pid").write_text(f"{gc.pid} {socket.gethostname()}")
+        before = pack_names(root)
+        for i in range(6):
+            store.remember(f"note {i} written while git gc runs", category="events")
+        assert before <= pack_names(root)  # none removed
+    finally:
+        gc.kill()
+        gc.wait()
+    store.remember("the gc is over", category="events")  # its gc.pid, left behind, names no running process
+    assert not before <= pack_names(root)  # merged now
+    assert len(store.list()) == 7
+    (root / ".git" / "gc.pid").unlink()
+    assert_clean(root)
+
 
 def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stays_listed(
         store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -341,7 +435,7 @@ def test_with_git_maintenance_off_a_write_leaves_loose_objects_as_git_does(store
     with MemoryStore(root, agent="planner", clock=clock) as reopened:
         reopened.remember("maintenance is someone else's job here", category="events")
     assert pack_names(root) == before
-    assert loose_objects(root) == loose + 7
+    assert loose_objects(root) == loose + 8
     assert_clean(root)
 
 def test_two_stores_written_in_turn_keep_their_shared_index_caches(

@@ -90,9 +90,9 @@ def test_a_memory_lives_in_the_folder_of_its_category_and_month_and_never_moves(
     november = store.remember("Deploys go through make release", category="patterns")
     clock.advance(days=31)
     december = store.remember("The release train leaves on Thursdays", category="events")
-    assert rel(store, november.path) == f"{MEMORIES}/patterns/2026-11/deploys-go-through-make-release-" \
+    assert rel(store, november.path) == f"{MEMORIES}/patterns/2026-11/001/deploys-go-through-make-release-" \
                                         f"{november.id[-6:].lower()}.md"
-    assert rel(store, december.path).startswith(f"{MEMORIES}/events/2026-12/")
+    assert rel(store, december.path).startswith(f"{MEMORIES}/events/2026-12/001/")
     updated = store.update(november.id, content="Deploys go through make release, then a canary")
     assert updated.path == november.path and "canary" in november.path.read_text()  # type: ignore[union-attr]
     store.forget(december.id, reason="wrong")
@@ -115,7 +115,7 @@ def test_a_repository_in_the_flat_layout_is_read_and_written_in_place(store: Mem
     store.forget(flat[1].id, reason="fixed upstream")
     assert not flat[1].path.exists()  # type: ignore[union-attr]
     moved = store.update(flat[2].id, category="general")  # a category change writes the new layout
-    assert rel(store, moved.path) == f"{MEMORIES}/general/2026-10/{flat[2].path.name}"  # type: ignore[union-attr]
+    assert rel(store, moved.path) == f"{MEMORIES}/general/2026-10/001/{flat[2].path.name}"  # type: ignore[union-attr]
 
     assert store.rebuild_index() == 3  # a full rebuild reads both layouts
     assert {m.id for m in store.list()} == {flat[0].id, flat[2].id, flat[3].id}
@@ -141,7 +141,7 @@ def test_migrate_moves_every_file_to_its_month_folder_in_one_commit(store: Memor
     assert (done.memories, done.archived) == (5, 1) and done.commit == head(store.root)
     assert git(store.root, "rev-list", f"{before}..HEAD").split() == [done.commit]
     message = git(store.root, "log", "-1", "--format=%B")
-    assert message.startswith("Migrate memories to the month folders\n")
+    assert message.startswith("Migrate memories to the numbered folders of their month\n")
     for memory in [*flat, wrong]:
         assert f"Memory-Id: {memory.id}\nCategory: {memory.category}\nAction: migrated\n" in message
     assert message.count("Action: migrated") == 6
@@ -149,12 +149,12 @@ def test_migrate_moves_every_file_to_its_month_folder_in_one_commit(store: Memor
               flat[3].id: "entities/2026-11", wrong.id: "events/2026-11", kept.id: "general/2026-11"}
     paths = {m.id: rel(store, m.path) for m in store.list()}
     assert {mid: path.rsplit("/", 1)[0] for mid, path in paths.items()} == \
-           {mid: f"{MEMORIES}/{month}" for mid, month in months.items()}  # ids unchanged, files moved
+           {mid: f"{MEMORIES}/{month}/001" for mid, month in months.items()}  # ids unchanged, files moved
     for memory in flat:  # not a byte changed, nor the file name
         assert (store.root / paths[memory.id]).read_bytes() == texts[memory.id]
         assert paths[memory.id].endswith("/" + memory.path.name)  # type: ignore[union-attr]
     assert not archived.exists()
-    assert (store.root / "content/archive/cases/2026-09" / archived.name).is_file()
+    assert (store.root / "content/archive/cases/2026-09/001" / archived.name).is_file()
     assert store.rebuild_index() == 6 and {m.id: rel(store, m.path) for m in store.list()} == paths
     assert_clean(store.root)
     checked = check_working_tree(store.root)
@@ -169,9 +169,11 @@ def test_memsite_migrate_from_the_command_line(store: MemoryStore) -> None:
     archive_flat(store, -45, "The ledger crashed on a full disk")
     first = run(store, "migrate")
     assert first.exit_code == 0, first.output
-    assert first.output.startswith("Migrated 2 memories and 1 archived memories to the month folders (commit ")
+    assert first.output.startswith("Migrated 2 memories and 1 archived memories to numbered folders of their month "
+                                   "(commit ")
     second = run(store, "migrate")
-    assert (second.exit_code, second.output) == (0, "Nothing to migrate: every memory is in its month folder.\n")
+    assert (second.exit_code, second.output) == (0, "Nothing to migrate: every memory is in a numbered folder of its "
+                                                    "month.\n")
 
 
 def test_an_interrupted_migration_leaves_the_repository_as_it_was(store: MemoryStore) -> None:
@@ -197,7 +199,8 @@ def test_check_warns_about_misplaced_files_and_fails_on_another_categorys_folder
     assert result.exit_code == 0, result.output  # existing repositories keep working
     lines = result.stdout.splitlines()
     first = rel(store, flat[0].path)
-    assert lines[0] == f"warning: {first}: in the flat layout; 'memsite migrate' moves it to {MEMORIES}/cases/2026-10/"
+    assert lines[0] == (f"warning: {first}: in the flat layout; "
+                        f"'memsite migrate' moves it into a numbered folder of {MEMORIES}/cases/2026-10/")
     assert lines[10] == ("warning: ... and 2 more memory files in the wrong place; "
                          "run 'memsite migrate' to move them all in one commit")
     assert len(lines) == 11 and result.stderr == "12 memories checked, no problems (see the warnings above).\n"
@@ -209,7 +212,7 @@ def test_check_warns_about_misplaced_files_and_fails_on_another_categorys_folder
     result = run(store, "check")
     assert result.exit_code == 0
     assert result.stdout == (f"warning: {rel(store, wrong)}: in the month folder 2026-10, but created in 2026-11; "
-                             f"'memsite migrate' moves it to {MEMORIES}/cases/2026-11/\n")
+                             f"'memsite migrate' moves it into a numbered folder of {MEMORIES}/cases/2026-11/\n")
 
     other = store.root / MEMORIES / "events" / "2026-10" / wrong.name  # moved by hand to recategorise, or by mistake
     other.parent.mkdir(parents=True)
@@ -217,18 +220,19 @@ def test_check_warns_about_misplaced_files_and_fails_on_another_categorys_folder
     result = run(store, "check")
     assert result.exit_code == 1
     assert result.stdout == (f"{rel(store, other)}: field 'category': 'cases', but the file is in the folder of "
-                             f"'events'; move it to {MEMORIES}/cases/2026-11/ (git mv) or set 'category: events'\n")
+                             f"'events'; move it to a numbered folder of {MEMORIES}/cases/2026-11/ (git mv) or set "
+                             "'category: events'\n")
 
 
 def test_an_archived_memory_in_the_wrong_month_folder_is_warned_about_and_moved(store: MemoryStore) -> None:
     archived = archive_flat(store, -45, "The ledger crashed on a full disk")  # created 2026-09
     flat = rel(store, archived)
-    assert run(store, "check").stdout == (f"warning: {flat}: archived in the flat layout; "
-                                          "'memsite migrate' moves it to content/archive/cases/2026-09/\n")
+    assert run(store, "check").stdout == (f"warning: {flat}: archived in the flat layout; 'memsite migrate' moves "
+                                          "it into a numbered folder of content/archive/cases/2026-09/\n")
     store.migrate()
     wrong = f"content/archive/cases/2026-11/{archived.name}"
     (store.root / wrong).parent.mkdir()
-    git(store.root, "mv", f"content/archive/cases/2026-09/{archived.name}", wrong)
+    git(store.root, "mv", f"content/archive/cases/2026-09/001/{archived.name}", wrong)
     broken = store.root / "content/archive/cases/2026-10/broken.md"  # unreadable, so its month is unknown: left
     broken.parent.mkdir()
     broken.write_text("no frontmatter here\n")
@@ -238,11 +242,11 @@ def test_an_archived_memory_in_the_wrong_month_folder_is_warned_about_and_moved(
     result = run(store, "check")
     assert result.exit_code == 0, result.output
     assert result.stdout == (f"warning: {wrong}: archived in the month folder 2026-11, but created in 2026-09; "
-                             "'memsite migrate' moves it to content/archive/cases/2026-09/\n")
+                             "'memsite migrate' moves it into a numbered folder of content/archive/cases/2026-09/\n")
     done = store.migrate()
     assert (done.memories, done.archived) == (0, 1)
     assert git(store.root, "show", "--name-status", "--format=", "HEAD").split() == \
-           ["R100", wrong, f"content/archive/cases/2026-09/{archived.name}"]
+           ["R100", wrong, f"content/archive/cases/2026-09/001/{archived.name}"]
     assert broken.read_text() == "no frontmatter here\n"
     assert run(store, "check").stdout == "" and store.migrate().commit is None
     assert_clean(store.root)
@@ -310,7 +314,7 @@ def test_the_site_reads_both_layouts_at_once_and_a_memorys_address_survives_migr
         return found
 
     before = articles()  # both layouts at once: the flat file and the month folder share the page of 2026-11
-    assert rel(store, sharded.path).startswith(f"{MEMORIES}/entities/2026-11/")
+    assert rel(store, sharded.path).startswith(f"{MEMORIES}/entities/2026-11/001/")
     assert "Staging deploys need the vega VPN" in before[sharded.id] and written in before[sharded.id]
     store.migrate()
     after = articles()
@@ -319,7 +323,7 @@ def test_the_site_reads_both_layouts_at_once_and_a_memorys_address_survives_migr
     for memory in flat:  # the same URL and anchor hold the memory, with its text and its whole history
         assert memory.content in after[memory.id]
         assert "Memories written before sharding" in after[memory.id]  # followed back to the flat file
-        assert "Migrate memories to the month folders" in after[memory.id]
+        assert "Migrate memories to the numbered folders of their month" in after[memory.id]
     assert not list((store.root / "site" / "memories").glob("*/*/*/index.html"))  # no raw page per memory file
 
 
@@ -361,7 +365,7 @@ def test_a_branch_still_in_the_flat_layout_merges_into_the_migrated_files(store:
     git(store.root, "merge", "-q", "--no-edit", "agent/coder")  # git follows the moves (same bytes)
     names = [m.path.name for m in flat[:2]]  # type: ignore[union-attr]
     assert git(store.root, "ls-files", "content/memories/cases").split() == [
-        f"{MEMORIES}/cases/2026-09/{names[0]}", f"{MEMORIES}/cases/2026-10/{names[1]}"]
+        f"{MEMORIES}/cases/2026-09/001/{names[0]}", f"{MEMORIES}/cases/2026-10/001/{names[1]}"]
     assert store.get(flat[0].id).active_count == 1
     assert store.get(flat[1].id).content.endswith("dedupe by event id")
     assert check_working_tree(store.root).warnings == []

@@ -40,7 +40,7 @@ def test_every_name_and_alias_routes_to_its_folder(store: MemoryStore, route: tu
     alias, name, folder = route
     memory = store.remember(f"routed through {alias}", category=spelling(alias))
     assert memory.category == name
-    assert memory.path is not None and memory.path.parent == store.root / "content" / "memories" / folder / "2026-11"
+    assert memory.path is not None and memory.path.parent == store.root / "content" / "memories" / folder / "2026-11" / "001"
 
 
 def test_the_original_aliases_route_as_specified(store: MemoryStore) -> None:
@@ -71,7 +71,7 @@ def test_categories_come_from_configuration(store: MemoryStore) -> None:
     })
     with MemoryStore(store.root, agent="planner") as reopened:
         memory = reopened.remember("Restart with systemctl", category="ops")
-        assert memory.path is not None and memory.path.parent.parent.name == "run-books"
+        assert memory.path is not None and memory.path.parent.parent.parent.name == "run-books"
         with pytest.raises(InvalidInput, match="use one of: runbooks, general"):
             reopened.remember("x", category="preferences")
 
@@ -102,7 +102,7 @@ def test_past_the_high_mark_a_write_trims_to_the_low_mark_in_the_same_commit(
         assert trimmed == ids[:3]
         body = git(capped.root, "log", "-1", "--format=%B")
         assert "Trimmed 3 memories over capacity" in body and body.count("Action: trimmed") == 3
-        archive = capped.root / "content" / "archive" / "cases" / "2026-11"  # category and month created
+        archive = capped.root / "content" / "archive" / "cases" / "2026-11" / "001"  # category, month created
         archived = [parse_memory(p.read_text(), str(p)) for p in sorted(archive.iterdir())]
         assert sorted(m.id for m in archived) == sorted(ids[:3])
         assert all("cases capacity (6 entries > 5" in m.extra["archive_reason"] for m in archived)

@@ -137,8 +137,8 @@ def test_source_files_are_not_published_raw(demo: Path) -> None:
     site = demo / "site"
     assert not (site / "notes").exists() and not (site / "world_state").exists()
     memories = demo / "content" / "memories"
-    sources = list(memories.glob("*/*/*.md"))
-    assert sources and not list(memories.glob("*/*.md"))  # the demo writes the month folders only
+    sources = list(memories.glob("*/*/*/*.md"))
+    assert sources and not list(memories.glob("*/*.md")) and not list(memories.glob("*/*/*.md"))  # numbered only
     for source in sources:  # no raw page per memory file
         assert not (site / "memories" / source.relative_to(memories).with_suffix("")).exists()
     assert (site / "assets" / "memsite.css").is_file()

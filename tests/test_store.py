@@ -34,7 +34,7 @@ def test_remember_commits_one_file_authored_by_the_agent(store: MemoryStore) -> 
     assert memory.commit == head(store.root)
     assert git(store.root, "rev-parse", f"{memory.commit}^").strip() == before
     assert memory.path is not None and memory.path.exists()
-    assert memory.path.parent == store.root / "content" / "memories" / "preferences" / "2026-11"  # month created
+    assert memory.path.parent == store.root / "content" / "memories" / "preferences" / "2026-11" / "001"  # month created
     assert git(store.root, "show", "--name-only", "--format=", memory.commit).split() == [
         memory.path.relative_to(store.root).as_posix()
     ]
@@ -90,7 +90,7 @@ def test_changing_the_category_moves_the_file_and_keeps_the_id(store: MemoryStor
     clock.advance(days=40)  # updated in December: the file stays in the month it was created
     moved = store.update(memory.id, category="error_solution")
     assert moved.id == memory.id and moved.category == "cases"
-    assert moved.path == store.root / "content/memories/cases/2026-11" / memory.path.name  # type: ignore[union-attr]
+    assert moved.path == store.root / "content/memories/cases/2026-11/001" / memory.path.name  # type: ignore[union-attr]
     assert moved.path.exists()
     assert not memory.path.exists()  # type: ignore[union-attr]
     assert [m.id for m in store.list(category="cases")] == [memory.id]

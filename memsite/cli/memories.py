@@ -232,9 +232,10 @@ def check(ctx: Context, base: str | None) -> None:
     would publish the host's files). With --base, also any session record
     changed or deleted since BASE (the event log is append-only).
 
-    Warnings do not fail the check: memory files in the flat layout or the
-    wrong month folder ('memsite migrate' moves them), and hooks or plugins
-    that mkdocs.yml adds to the build.
+    Warnings do not fail the check: memory files in an earlier layout (flat,
+    or month folders without numbered folders) or the wrong month folder
+    ('memsite migrate' moves them), and hooks or plugins that mkdocs.yml
+    adds to the build.
 
     \b
     Example:
@@ -260,15 +261,17 @@ def check(ctx: Context, base: str | None) -> None:
 @pass_context
 @errors_as_messages
 def migrate(ctx: Context) -> None:
-    """Move memory files to the month folders, all in one commit.
+    """Move memory files to the numbered folders of their month, all in one commit.
 
-    memsite keeps each memory in content/memories/<category>/<YYYY-MM>/, the
-    month it was created. Repositories written before that have one flat
-    folder per category (still read, and 'memsite check' warns about them):
-    this moves those files, and archived ones, without changing their text,
-    names or ids; the site's links stay the same. The commit names every
-    memory moved (Action: migrated). Run again, it finds nothing to do.
-    Interrupted, it leaves the repository as it was.
+    memsite keeps each memory in content/memories/<category>/<YYYY-MM>/<NNN>/:
+    the month it was created, then numbered folders of at most segment_size
+    files (500). Repositories written before that have one flat folder per
+    category, or month folders without numbered ones (still read, and
+    'memsite check' warns about them): this moves those files, and archived
+    ones, without changing their text, names or ids; the site's links stay
+    the same. The commit names every memory moved (Action: migrated). Run
+    again, it finds nothing to do. Interrupted, it leaves the repository as
+    it was.
 
     \b
     Example:
@@ -277,10 +280,11 @@ def migrate(ctx: Context) -> None:
     with ctx.store() as store:
         done = store.migrate(progress=ProgressBar("Reading memories to move"))
     if done.commit is None:
-        click.echo("Nothing to migrate: every memory is in its month folder.")
+        click.echo("Nothing to migrate: every memory is in a numbered folder of its month.")
     else:
         archived = f" and {done.archived} archived memories" if done.archived else ""
-        click.echo(f"Migrated {done.memories} memories{archived} to the month folders (commit {done.commit[:12]})")
+        click.echo(f"Migrated {done.memories} memories{archived} to numbered folders of their month "
+                   f"(commit {done.commit[:12]})")
 
 
 @main.command()

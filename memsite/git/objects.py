@@ -37,6 +37,7 @@ import re
 import struct
 import subprocess
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RepositoryError
-from . import files
+from . import files, locks
 from .mutex import SharedLock
 from .settings import Flush, GitSettings, git_environment
 
@@ -59,7 +60,10 @@ PACK_THRESHOLD = 64  # objects in one write from which a pack beats loose files 
 PACKS_FILE = "memsite-packs"  # in the git dir: the packs memsite wrote (name, objects), which it alone merges
 PACKS_LOCK = "memsite-packs-lock"  # in the git dir: a lock file for that list (linked worktrees share it)
 MERGE_LOCK = "memsite-merge-lock"  # in the git dir: held by the process merging memsite's packs
+PACK_NAMES = "memsite-pack-names"  # in the git dir: '<id> <folder>' of the trees in memsite's packs (see _list_own)
+PACK_NAMES_LIMIT = 8 << 20  # bytes past which no more names are kept (merges left to git: nothing takes them out)
 LIST_LOCK_SECONDS = 30.0
+GC_PID_STALE_SECONDS = 12 * 3600  # a gc.pid this old was left by a killed 'git gc' (git's own rule)
 MERGE_PACKS = 24  # listed packs from which memsite merges its small ones (git gc --auto repacks all at 50)
 LARGE_TREE_BYTES = 16 * 1024  # folders above this are stored uncompressed (see _large_tree)
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
@@ -213,6 +217,16 @@ class Tree:
         """(name, Entry) of every entry, in git's order."""
         return map(_decode_entry, self._raw)
 
+    def items_from(self, low: str, high: str) -> Iterator[tuple[str, Entry]]:
+        """(name, Entry) of the entries whose names sort from ``low`` up to (not including) ``high``.
+
+        Only those are decoded: ``items_from("0", ":")``, the names starting
+        with a digit, of a folder of thousands.
+        """
+        start = bisect.bisect_left(self._keys, low.encode("utf-8", "surrogateescape"))
+        stop = bisect.bisect_left(self._keys, high.encode("utf-8", "surrogateescape"), start)
+        return map(_decode_entry, self._raw[start:stop])
+
     def edited(self, changes: Mapping[str, Entry | None]) -> Tree:
         """A new tree with each name set to its Entry, or removed when None."""
         keys = list(self._keys)
@@ -250,9 +264,16 @@ class ObjectStore:
         self._list_lock = SharedLock(objects_dir.parent / PACKS_LOCK)  # taken briefly: to add a pack, or rewrite the list
         self._merge_lock = SharedLock(objects_dir.parent / MERGE_LOCK)  # held by the one merge at a time
         self._merge_due = False
+        # Bytes of the list's lines that are no packs to merge (git's packs with deltas, a pack git is storing
+        # with deltas, the 'repacked' line), as this process last found them: not counted towards a merge.
+        self._not_merged = 0
         self._delta_after = settings.auto_gc
-        self._delta_job: tuple[subprocess.Popen[bytes], list[str]] | None = None  # git pack-objects, its inputs
+        # git pack-objects, the packs it was given, and the bytes of the names file it was given
+        self._delta_job: tuple[subprocess.Popen[bytes], list[str], int] | None = None
         self._batch: dict[bytes, tuple[int, bytes]] | None = None
+        self._batch_names: dict[bytes, str] = {}  # folder of each tree in the batch
+        self._names = f"{objects_dir.parent}/{PACK_NAMES}"
+        self._names_listed = 0  # bytes of the names file when the list was last read to merge
         self._packs: tuple[_Pack, ...] = ()  # newest first
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._folders: dict[tuple[bytes | None, str], bytes | None] = {}
@@ -280,22 +301,28 @@ class ObjectStore:
         self._batch = {}
         try:
             yield
-            objects = self._batch
+            objects, names = self._batch, self._batch_names
         finally:
-            self._batch = None
+            self._batch, self._batch_names = None, {}
         if len(objects) == 1:
             [(binsha, (code, data))] = objects.items()
             self.write(_KINDS[code], data)
         elif objects:
             name = self._write_pack([(binsha, code, data) for binsha, (code, data) in objects.items()],
                                     self._flush_commit)
-            self._list_own(name, len(objects))
+            self._list_own(name, len(objects), names)
 
-    def write(self, kind: bytes, data: bytes) -> bytes:
-        """Store an object (blob, tree, commit) and return its binary id."""
+    def write(self, kind: bytes, data: bytes, *, name: str | None = None) -> bytes:
+        """Store an object (blob, tree, commit) and return its binary id.
+
+        ``name``: the folder a tree is written for, kept for git to find its
+        earlier versions when it stores memsite's packs with deltas.
+        """
         binsha = _object_id(kind, data)
         if self._batch is not None:
             self._batch[binsha] = (_PACK_TYPES[kind], data)
+            if name:
+                self._batch_names[binsha] = name
             return binsha
         path = self._path(binsha.hex())
         folder = os.path.dirname(path)
@@ -379,17 +406,32 @@ class ObjectStore:
 
     # --- merging memsite's own packs ---------------------------------------
 
-    def _list_own(self, name: str, count: int) -> None:
-        """Add a pack memsite wrote to its list (a merge rewriting the list meanwhile keeps the line)."""
+    def _list_own(self, name: str, count: int, folders: Mapping[bytes, str]) -> None:
+        """Add a pack memsite wrote to its list (a merge rewriting the list meanwhile keeps the line).
+
+        The folders its trees were written for go to a list of their own
+        (``memsite-pack-names``): git finds the earlier versions of a tree
+        to store it as a delta of by its path, which a list of ids alone
+        does not give (a store of 20,000 memories written one by one: 27 KB
+        per write stored with deltas without the names, 1.1 KB with them).
+        """
         line = f"{name} {count}\n".encode()
+        named = "".join(f"{sha.hex()} {folder}\n" for sha, folder in folders.items()).encode("utf-8", "replace")
         try:
             with self._list_held():
                 fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
                 try:
                     files.write_all(fd, line)
-                    self._merge_due = os.fstat(fd).st_size >= self._merge_at * len(line)
+                    self._merge_due = os.fstat(fd).st_size >= self._not_merged + self._merge_at * len(line)
                 finally:
                     os.close(fd)
+                if named:
+                    fd = os.open(self._names, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
+                    try:
+                        if os.fstat(fd).st_size < PACK_NAMES_LIMIT:
+                            files.write_all(fd, named)
+                    finally:
+                        os.close(fd)
         except RepositoryError as exc:  # (the list's lock stayed taken)
             log.warning("%s; pack %s is left to git's maintenance", exc, name)
 
@@ -428,6 +470,8 @@ class ObjectStore:
         if not self._merge_lock.acquire(wait):
             return
         try:
+            if _gc_running(self.dir.parent):
+                return  # it lists the packs as it starts: one removed meanwhile fails it (see _gc_running)
             self._merge()
         finally:
             self._merge_lock.release()
@@ -440,6 +484,10 @@ class ObjectStore:
                     before = handle.read()
             except FileNotFoundError:
                 return
+            try:  # the names of the packs listed so far end here (both are appended to under this lock)
+                self._names_listed = os.stat(self._names).st_size
+            except FileNotFoundError:
+                self._names_listed = 0
         if os.path.exists(f"{folder}/multi-pack-index"):
             return
         listed: dict[str, int] = {}
@@ -486,9 +534,11 @@ class ObjectStore:
                 _remove_pack(folder, name, kept)
             listed[new] = len(entries)
         listed.update((name, 0) for name in kept)
-        text = "".join([*(f"{name} {count}\n" for name, count in listed.items()),
-                        *(f"{name} {count} deltas\n" for name, count in deltas.items()),
-                        f"repacked {repacked}\n"]).encode("ascii")
+        fixed = "".join([*(f"{name} {count} deltas\n" for name, count in deltas.items()), f"repacked {repacked}\n"])
+        text = "".join([*(f"{name} {count}\n" for name, count in listed.items()), fixed]).encode("ascii")
+        # Lines a merge cannot take in: without this, once there are as many of them as packs to merge
+        # at (git's packs with deltas add up until 'git gc' repacks), every write would merge.
+        self._not_merged = len(fixed) + sum(len(f"{name} {listed[name]}\n") for name in busy if name in listed)
         with self._list_held():
             try:
                 with open(self._listed, "rb") as handle:
@@ -529,34 +579,53 @@ class ObjectStore:
                 self._delta_job[0].wait(timeout)
 
     def _start_deltas(self, folder: str, names: list[str]) -> None:
-        """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background."""
+        """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background.
+
+        Each tree is given with the folder it was written for, so git
+        compares it with the earlier versions of that folder. Nothing is
+        reused as it is: memsite stores objects whole, and git takes an
+        object stored whole in a pack as it is, without looking for a delta.
+        """
         ids, fed = [], []
         for name in names:
             with contextlib.suppress(OSError, ValueError):
                 ids += _Pack(folder, name).names()
                 fed.append(name)  # only packs whose every object git is given are replaced
         try:
+            with open(self._names, "rb") as handle:
+                listed = handle.read(self._names_listed)
+        except FileNotFoundError:
+            listed = b""
+        folders = dict(line.split(b" ", 1) for line in listed.split(b"\n")[:-1] if b" " in line)  # hex id -> folder
+        try:
             job = subprocess.Popen(["git", f"--git-dir={self.dir.parent}", "pack-objects", "-q", "--delta-base-offset",
-                                    f"{folder}/pack"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, env=git_environment())
+                                    "--no-reuse-object", f"{folder}/pack"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_environment())
         except OSError:
             return  # no git: the packs stay as they are
         _idle_priority(job.pid)  # (before it is fed: the threads git searches deltas on inherit it)
         assert job.stdin is not None
-        threading.Thread(target=_feed, args=(job.stdin, ids), daemon=True).start()
-        self._delta_job = (job, fed)
+        threading.Thread(target=_feed, args=(job.stdin, ids, folders), daemon=True).start()
+        self._delta_job = (job, fed, len(listed))
 
     def _collect_deltas(self, folder: str, listed: dict[str, int], deltas: dict[str, int]) -> list[str]:
         """Once git's pack-objects has finished: list its pack, and return the packs it replaces."""
         if self._delta_job is None or self._delta_job[0].poll() is None:
             return []
-        (job, names), self._delta_job = self._delta_job, None
+        (job, names, named), self._delta_job = self._delta_job, None
         assert job.stdout is not None
         made = job.stdout.read().decode("ascii", "replace").strip()
         job.stdout.close()
         if job.returncode != 0 or not os.path.exists(f"{folder}/pack-{made}.idx"):
             return []  # failed: the packs stay, and are tried again later
         deltas[f"pack-{made}"] = 0
+        with self._list_held():  # the names git was given are not needed again; those listed since are
+            try:
+                with open(self._names, "rb") as handle:
+                    rest = handle.read()[named:]
+                files.store(self._names, f"{self._names}.tmp_{os.getpid()}", rest, mode=0o644)
+            except FileNotFoundError:
+                pass
         return [name for name in names if listed.pop(name, None) is not None]
 
     def read(self, binsha: bytes) -> tuple[str, bytes]:
@@ -692,8 +761,8 @@ class ObjectStore:
         if len(self._trees) > self._tree_cache_size:
             self._trees.popitem(last=False)
 
-    def write_tree(self, tree: Tree) -> bytes:
-        binsha = self.write(b"tree", tree.serialize())
+    def write_tree(self, tree: Tree, *, name: str | None = None) -> bytes:
+        binsha = self.write(b"tree", tree.serialize(), name=name)
         self._remember_tree(binsha, tree)
         return binsha
 
@@ -702,6 +771,11 @@ class ObjectStore:
         folder, _, name = path.rpartition("/")
         sha = self._folder(root, folder) if folder else root
         return None if sha is None else self._tree_at(folder, sha).get(name)
+
+    def tree_at(self, root: bytes | None, folder: str) -> Tree | None:
+        """The folder at the path ``folder`` (``a/b``) under tree ``root``, or None if there is none."""
+        sha = self._folder(root, folder)
+        return None if sha is None else self._tree_at(folder, sha)
 
     def _folder(self, root: bytes | None, folder: str) -> bytes | None:
         # Trees never change, so (root, folder) -> tree id can be remembered;
@@ -719,11 +793,12 @@ class ObjectStore:
         self._folders[key] = sha
         return sha
 
-    def apply(self, root: bytes | None, changes: Mapping[str, Entry | None]) -> bytes | None:
+    def apply(self, root: bytes | None, changes: Mapping[str, Entry | None], folder: str = "") -> bytes | None:
         """Write the trees for ``root`` with ``changes`` (path -> Entry or None) applied.
 
         Only the folders on changed paths are rewritten; a folder left empty is
         dropped, as git does. Returns the new root id (None if all is empty).
+        ``folder``: the path of ``root`` (the recursion's; see :meth:`write`).
         """
         direct: dict[str, Entry | None] = {}
         nested: dict[str, dict[str, Entry | None]] = {}
@@ -738,12 +813,12 @@ class ObjectStore:
         for name, sub in nested.items():
             current = tree.get(name)
             sub_root = current.sha if current is not None and current.is_tree else None
-            new_sub = self.apply(sub_root, sub)
+            new_sub = self.apply(sub_root, sub, f"{folder}/{name}" if folder else name)
             edits[name] = Entry(MODE_TREE, new_sub) if new_sub is not None else None
         new_tree = tree.edited(edits)
         if not len(new_tree):
             return None
-        return self.write_tree(new_tree)
+        return self.write_tree(new_tree, name=folder.replace("\n", "_"))
 
     def walk(self, root: bytes | None, prefix: str = "") -> Iterator[tuple[str, Entry]]:
         """Every file under ``root`` as (path, Entry), depth first."""
@@ -977,6 +1052,27 @@ class _Pack:
         return kind.decode(), out
 
 
+def _gc_running(git_dir: Path) -> bool:
+    """Whether a ``git gc`` is running in this repository (it holds ``gc.pid``, as git itself decides).
+
+    Its repack lists the packs when it starts and reads them later: a pack
+    removed meanwhile (merged by memsite) makes it fail ('cannot open pack
+    index'), and git then writes ``gc.log`` and runs no automatic gc for a
+    day, so the packs pile up. A detached ``git gc --auto``, which memsite's
+    writes start now and then, runs while the next writes go on.
+    """
+    try:
+        with open(git_dir / "gc.pid", "rb") as handle:
+            if time.time() - os.fstat(handle.fileno()).st_mtime > GC_PID_STALE_SECONDS:
+                return False
+            pid, _, host = handle.read(256).decode("utf-8", "replace").strip().partition(" ")
+    except OSError:
+        return False
+    if not pid.isdigit():
+        return False
+    return not locks.is_dead(locks.Owner(int(pid), "-", host))
+
+
 def _idle_priority(pid: int) -> None:
     """Run git's background maintenance on the time writers leave: at the lowest priority (POSIX).
 
@@ -988,10 +1084,15 @@ def _idle_priority(pid: int) -> None:
         os.setpriority(os.PRIO_PROCESS, pid, 19)
 
 
-def _feed(pipe: Any, shas: list[bytes]) -> None:
-    """Write object ids to a git command's input, a line each, then close it."""
+def _feed(pipe: Any, shas: list[bytes], folders: Mapping[bytes, bytes] | None = None) -> None:
+    """Write object ids to a git command's input, a line each (with the folder of a tree, if known), then close it."""
     try:
-        pipe.write(b"".join(sha.hex().encode() + b"\n" for sha in shas))
+        lines = []
+        for sha in shas:
+            hexsha = sha.hex().encode()
+            folder = folders.get(hexsha) if folders else None
+            lines.append(hexsha + b" " + folder + b"\n" if folder else hexsha + b"\n")
+        pipe.write(b"".join(lines))
     except OSError:
         pass  # git ended early: its exit status says so
     finally:

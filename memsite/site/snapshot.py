@@ -78,9 +78,9 @@ def load(docs_dir: Path, config: Config, now: datetime,
     ids: dict[str, str] = {}
     for path, under in _markdown_files(folder):
         rel = f"{config.content_dir}/memories/{under}" if docs_dir.name == config.content_dir else _rel(path, root)
-        if place_of(under) is None:  # either layout: <category>/[<YYYY-MM>/]<name>.md
+        if place_of(under) is None:  # any layout: <category>/[<YYYY-MM>/[<NNN>/]]<name>.md
             snap.problems.append(f"{rel}: not in a category and month folder; move it to "
-                                 f"{config.content_dir}/memories/<category>/<YYYY-MM>/")
+                                 f"{config.content_dir}/memories/<category>/<YYYY-MM>/<NNN>/")
             continue
         try:
             memory = read_memory(config, rel, under, path.read_bytes())

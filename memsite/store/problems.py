@@ -24,8 +24,9 @@ _ID_LINE = re.compile(r"""^id:[ \t]*["']?([A-Za-z0-9][A-Za-z0-9_-]{5,63})["']?[ 
 def read_memory(config: Config, path: str, rel: str, data: bytes) -> Memory | None:
     """The memory in the file ``path`` (``rel`` under memories/); None for a file that is not a memory file.
 
-    Both layouts are read: ``<category>/<YYYY-MM>/<name>.md`` and the flat
-    ``<category>/<name>.md`` of repositories not migrated yet.
+    Every layout is read: ``<category>/<YYYY-MM>/<NNN>/<name>.md``, and
+    ``<category>/<YYYY-MM>/<name>.md`` and the flat ``<category>/<name>.md`` of
+    repositories not migrated yet.
 
     Raises:
         FormatError: naming the file, the line or field, and the fix.
@@ -67,7 +68,7 @@ def other_category(config: Config, path: str, text: str, folder: Category) -> st
     except KeyError:
         home = f"{config.memories_dir}/<category>/{memory.created:%Y-%m}"
     return (f"{path}: field 'category': '{memory.category}', but the file is in the folder of '{folder.name}'; "
-            f"move it to {home}/ (git mv) or set 'category: {folder.name}'")
+            f"move it to a numbered folder of {home}/ (git mv) or set 'category: {folder.name}'")
 
 
 def claimed_id(data: bytes) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import checks
-from ..config import Category
+from ..config import SEGMENT_FOLDER, Category, segment_name
 from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
 from ..fileformat import decode, format_memory
 from ..git import Author, FilesAhead, Repository, blob_id
@@ -90,7 +90,8 @@ class Transaction:
         self._owned: dict[str, bytes] = {}
         self._files_ahead: FilesAhead | None = None  # its working-tree files, once written ahead
         self._unsent: list[str] = []  # ids staged since files were last sent ahead
-        self._folders: dict[tuple[str, datetime], str] = {}  # (category, created) -> folder of new memories
+        self._months: dict[tuple[str, datetime], str] = {}  # (category, created) -> month folder of new memories
+        self._segments: dict[str, tuple[int, int]] = {}  # month folder -> (its last numbered folder, files in it)
         self.trailers: list[tuple[str, str]] = []  # more trailers for the commit (features add theirs)
         self.author: str | None = None  # the commit's author when not the store's agent (recalls of another agent)
         self._lock: Any = None
@@ -253,6 +254,7 @@ class Transaction:
         self._moved.clear()
         self._owned.clear()
         self._categories.clear()
+        self._segments.clear()
         self.ops.clear()
         self.trailers.clear()
 
@@ -420,22 +422,54 @@ class Transaction:
         return path
 
     def _allocate(self, memory: Memory) -> str:
-        """A new file path: ``memories/<category>/<YYYY-MM>/<slug>-<id tail>.md``, longer tail on a clash.
+        """A new file path: ``memories/<category>/<YYYY-MM>/<NNN>/<slug>-<id tail>.md``, longer tail on a clash.
 
         The month is the one it was created in, so a memory that changes
-        category keeps its month and no write ever moves a file between months.
+        category keeps its month and no write ever moves a file between
+        months; the numbered folder is the month's last one with room (see
+        :meth:`segment`).
         """
-        folder = self._folders.get((memory.category, memory.created))
+        folder = self._months.get((memory.category, memory.created))
         if folder is None:  # (memories staged together mostly share their second)
             config = self.store.config
-            folder = self._folders[(memory.category, memory.created)] = config.memory_folder(
+            folder = self._months[(memory.category, memory.created)] = config.memory_folder(
                 config.category(memory.category), memory.created)
+        folder = self.segment(folder)
         slug = slugify(memory.abstract)
         for tail in (memory.id[-6:], memory.id):
             path = f"{folder}/{slug}-{tail.lower()}.md"
             if self._free(path):
                 return path
         raise MemsiteError(f"{path}: already exists; ids are unique, so this file was copied by hand")
+
+    def segment(self, month_folder: str) -> str:
+        """The numbered folder of ``month_folder`` a new file goes in, counted there: ``<month_folder>/<NNN>``.
+
+        Like log segments: the highest-numbered folder of the month, unless
+        it holds ``segment_size`` files (at the base commit, with those this
+        transaction put there), then the next one. A path is chosen once and
+        never changes, so a folder never holds many more than
+        ``segment_size`` files: a merge of clones that filled the same
+        folder at once may leave more, and the next write opens a new one.
+        """
+        slot = self._segments.get(month_folder)
+        number, count = slot if slot is not None else self._last_segment(month_folder)
+        if count >= self.store.config.segment_size:
+            number, count = number + 1, 0
+        self._segments[month_folder] = (number, count + 1)
+        return f"{month_folder}/{segment_name(number)}"
+
+    def _last_segment(self, month_folder: str) -> tuple[int, int]:
+        """(number, files) of the highest-numbered folder of ``month_folder`` at the base commit; (1, 0) if none."""
+        objects = self.store.repo.objects
+        month = objects.tree_at(self._base_tree, month_folder)
+        numbered = [(int(name), name) for name, entry in (month.items_from("0", ":") if month else ())
+                    if entry.is_tree and SEGMENT_FOLDER.fullmatch(name)]
+        if not numbered:
+            return 1, 0
+        number, name = max(numbered)
+        last = objects.tree_at(self._base_tree, f"{month_folder}/{name}")
+        return number, len(last) if last is not None else 0
 
     def _free(self, path: str) -> bool:
         """Nothing is at ``path``: neither staged in this transaction nor at the base commit."""
@@ -466,9 +500,8 @@ class Transaction:
                 self._pending[mid] = None
                 if store.config.trim == "archive":
                     archived = memory.replace(extra={**memory.extra, "archived": format_time(now), "archive_reason": reason})
-                    folder = store.config.memory_folder(category, memory.created, archived=True)
-                    archive_path = f"{folder}/{Path(path).name}"
-                    self._files[archive_path] = format_memory(archived).encode("utf-8")
+                    folder = self.segment(store.config.memory_folder(category, memory.created, archived=True))
+                    self._files[f"{folder}/{Path(path).name}"] = format_memory(archived).encode("utf-8")
                 self.ops.append(_Op("trimmed", memory, reason))
 
     def _commit(self) -> str | None:
