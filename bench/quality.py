@@ -63,7 +63,7 @@ def load(questions: str = "queries.tsv") -> tuple[list[dict[str, str]], list[Que
     with open(DATA / "memories.tsv", newline="", encoding="utf-8") as f:
         memories = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     with open(DATA / questions, newline="", encoding="utf-8") as f:
-        queries = [Query(row["kind"], tuple(row["targets"].split(",")), row["query"])
+        queries = [Query(row["kind"], tuple(t for t in row["targets"].split(",") if t), row["query"])
                    for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
     keys = {m["key"] for m in memories}
     assert all(set(q.targets) <= keys for q in queries), "a query names a memory that is not in memories.tsv"

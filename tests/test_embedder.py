@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memsite import ConfigError, InvalidInput, MemoryStore
+from memsite.relevance import BACKGROUND
 
 from .conftest import Clock, git
 
@@ -53,7 +54,9 @@ def test_recall_finds_a_memory_by_meaning_when_no_word_is_shared(store: MemorySt
         assert words_only.recall("car") == []
     hits = hybrid.recall("car")
     assert hits[0].memory.abstract == "The user drives an automobile to the office"
-    assert hits[0].relevance == 1.0
+    # relevance = 0.8 x cosine + 0.2 x the share of the query's words held: the same scale for every query
+    assert hits[0].why.meaning == pytest.approx(1.0, abs=0.01) and hits[0].why.words == 0
+    assert hits[0].relevance == pytest.approx(0.8 * hits[0].why.meaning)
     assert hybrid.recall("canine")[0].memory.abstract == "The team dog is called Biscuit"
     # A word match still counts: it lifts the memory that has the word above those that only mean it.
     assert hybrid.recall("postgres sql")[0].memory.abstract == "Reports read from postgres replicas"
@@ -62,9 +65,10 @@ def test_recall_finds_a_memory_by_meaning_when_no_word_is_shared(store: MemorySt
 def test_each_text_is_embedded_once_even_across_processes_and_rebuilds(
         hybrid: MemoryStore, embedder: ConceptEmbedder, clock: Clock) -> None:
     hybrid.recall("car")
-    assert len(embedder.calls) == 4  # three memories and the query
+    # three memories, the questions that measure the relevance floor (once), and the query
+    assert embedder.calls == [*embedder.calls[:3], *BACKGROUND, "car"]
     hybrid.recall("dog")
-    assert embedder.calls[4:] == ["dog"]
+    assert embedder.calls[-1:] == ["dog"] and len(embedder.calls) == 3 + len(BACKGROUND) + 2
     edited = hybrid.recall("car")[0].memory
     hybrid.update(edited.id, content="The user drives a sedan to the office")
     embedder.calls.clear()
@@ -84,10 +88,10 @@ def test_filters_and_decay_apply_to_meaning_as_to_words(hybrid: MemoryStore, clo
     hits = hybrid.recall("sedan")  # the same closeness in meaning, no word shared: the newer wins
     assert hits[0].memory.id == newer.id
     assert hits[1].memory.abstract == "The user drives an automobile to the office"
-    assert (hits[0].relevance, hits[1].relevance, hits[1].decay) == (1.0, pytest.approx(1.0), pytest.approx(0.5))
+    assert hits[1].relevance == pytest.approx(hits[0].relevance) and hits[1].decay == pytest.approx(0.5)
     only_profile = hybrid.recall("sedan", category="profile")
     assert [h.memory.category for h in only_profile] == ["profile"]
-    assert [h.memory.id for h in hybrid.recall("sedan", min_score=0.9)] == [newer.id]
+    assert [h.memory.id for h in hybrid.recall("sedan", min_score=0.7)] == [newer.id]
 
 
 def test_the_weight_comes_from_configuration(store: MemoryStore, hybrid: MemoryStore, clock: Clock) -> None:
