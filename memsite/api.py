@@ -362,8 +362,8 @@ class MemoryStore(Store):
             relevance = None
             whys: dict[str, Why] = {}
             if meaning is not None and self._vectors is not None:
-                weight = self.config.embedding_weight
-                found = hybrid(self.catalog, self._vectors, meaning, weight, floor(self.catalog, self._vectors, weight),
+                found = hybrid(self.catalog, self._vectors, meaning, self.config.embedding_weight,
+                               floor(self.catalog, self._vectors, self.config.embedding_floor),
                                None if limit is None else max(50, 10 * limit),
                                self.catalog.matching(name, agent, tag_list))
                 relevance = {n: why.relevance for n, why in found.items() if why.kept != below}

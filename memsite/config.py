@@ -109,6 +109,9 @@ class Config:
     embedding_model: str = "auto"
     """The embedder recall uses: ``wordllama``, ``none`` (words only), ``auto`` (wordllama when installed),
     or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""
+    embedding_floor: float = 0.95
+    """The share of off-topic background questions that must recall nothing: sets the meaning floor
+    (see memsite/relevance.py); 0 turns the floor off (every query gets its closest memories)."""
     embedding_download: bool = False
     """Whether a model named by ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` may be
     downloaded when it is not in the local cache (``MEMSITE_EMBEDDING_DOWNLOAD=1`` allows it too)."""
@@ -322,10 +325,13 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if threshold > 1:
         err("dedupe.threshold", "a number in (0, 1]", threshold)
     activity = _section(settings, "activity", ("flush_every",), err)
-    embedding = _section(settings, "embedding", ("model", "weight", "download"), err)
+    embedding = _section(settings, "embedding", ("model", "weight", "floor", "download"), err)
     weight = number("embedding.weight", embedding.get("weight"), defaults.embedding_weight, kind=float, minimum=0)
     if weight > 1:
         err("embedding.weight", "a number in [0, 1]", weight)
+    floor = number("embedding.floor", embedding.get("floor"), defaults.embedding_floor, kind=float, minimum=0)
+    if floor > 1:
+        err("embedding.floor", "a number in [0, 1]", floor)
     model = embedding.get("model", defaults.embedding_model)
     if model is False or model is None:  # YAML's `none`/`off` read as null/false: words only all the same
         model = "none"
@@ -360,6 +366,7 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
                            kind=int, minimum=1),
         embedding_weight=weight,
         embedding_model=model,
+        embedding_floor=floor,
         embedding_download=download,
         lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
                             minimum=0, exclusive=True),

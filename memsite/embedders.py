@@ -84,6 +84,7 @@ class LibraryEmbedder:
             raise ConfigError(f"{where}: {library}:{source} needs {library}, which is not installed; "
                               f"pip install {library}")
         self.folder: str | None = None
+        # self.model names the vectors' cache: another model or revision is embedded afresh
         folder = Path(source).expanduser()
         if folder.is_dir():
             self.folder = str(folder.resolve())
@@ -95,7 +96,6 @@ class LibraryEmbedder:
         else:
             self.folder = _cached(library, source, where, download)
             self.model = f"{library}:{source}@{Path(self.folder).name}"  # the cached revision
-        """The name vectors are cached under: another revision of the model is embedded afresh."""
 
     def _loaded(self) -> Any:
         with _load_lock:

@@ -8,20 +8,25 @@ whatever the query or the memory:
   by its rarity in the memories (bm25's idf), so that holding "pgbouncer"
   counts for more than holding "user".
 
-``relevance = weight x meaning + (1 - weight) x words`` (``embedding.weight``).
-Neither signal is divided by the best match's, so a query about nothing in
-memory has only low relevances, and a floor can tell it apart.
+Hits are ranked by ``relevance = weight x meaning + (1 - weight) x words``
+(``embedding.weight``). Neither signal is divided by the best match's, so a
+query about nothing in memory scores low on both, and a floor per signal can
+tell it apart. A memory is recalled when either signal reaches its floor:
 
-The floor is measured on the memory itself: the best relevance each of the
-:data:`BACKGROUND` questions (about things a team's memory is not about:
-cooking, geography, sport) reaches among its memories; the floor is where
-95% of them stay below. So it rises with the number of memories (among more
-memories a stray question finds a closer one) and suits any embedder (their
-cosines differ in scale). It is measured again when the number of memories
-has changed by a tenth, and kept in ``.memsite/vectors.sqlite3``.
+* meaning >= the meaning floor, measured on the memory itself: the best
+  cosine each of the :data:`BACKGROUND` questions (about what a team's memory
+  is not about: cooking, geography, sport) reaches among its memories; the
+  floor is where 95% of them stay below (``embedding.floor``). So it rises with the number of
+  memories (among more memories a stray question finds a closer one) and
+  suits any embedder (their cosines differ in scale). It is measured again
+  when the number of memories has changed by a tenth, and kept in
+  ``.memsite/vectors.sqlite3``;
+* words >= :data:`WORDS_FLOOR`: the memory holds most of the query's words
+  (by rarity), so a keyword query finds what it names.
 
-A memory that holds every word of the query is kept whatever its relevance:
-a keyword query finds what it names.
+Floors per signal rather than on the mix: background questions share a
+common word now and then, which would lift a floor on the mix past the
+paraphrases that share none (measured in bench/quality.py).
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ if TYPE_CHECKING:
     from .store.catalog import Catalog
     from .store.vectors import Vectors
 
-FLOOR_QUANTILE = 0.95
-"""The share of background questions the floor leaves with nothing."""
+WORDS_FLOOR = 0.6
+"""The share of the query's words (weighted by rarity) that makes a memory a hit whatever its meaning.
+
+Chosen with bench/quality.py --tune on validation.tsv (0.4 to 1 tried)."""
 RECALIBRATE = 0.1
 """The floor is measured again once the number of memories has changed by this share."""
 
@@ -72,7 +79,7 @@ BACKGROUND = (
 
 @dataclass(frozen=True)
 class Why:
-    """Why a memory was (or was not) recalled for a query: its signals and the floor."""
+    """Why a memory was (or was not) recalled for a query: its signals and the floors."""
 
     meaning: float | None
     """Cosine similarity of query and memory; None when recall is by words only."""
@@ -81,21 +88,22 @@ class Why:
     matched: tuple[str, ...]
     """The query's words the memory holds."""
     relevance: float
-    """weight x meaning + (1 - weight) x words (the word share alone by words only)."""
+    """weight x meaning + (1 - weight) x words, what hits are ranked by (by words only: bm25)."""
     floor: float | None
-    """The relevance a memory needs; None by words only (any shared word will do)."""
+    """The meaning a memory needs (or :data:`WORDS_FLOOR` of words); None by words only."""
     kept: bool
 
     def __str__(self) -> str:
         words = f"words {self.words:.2f}" + (f" ({', '.join(self.matched)})" if self.matched else "")
-        if self.meaning is None:
+        if self.meaning is None or self.floor is None:
             return f"{words}: words only, any shared word is kept"
-        signals = f"meaning {self.meaning:.2f}, {words} -> relevance {self.relevance:.2f}"
-        if self.floor is None:
-            return signals
-        if self.kept and self.matched and self.words >= 1.0:
-            return f"{signals}; holds every word of the query (kept whatever the floor, {self.floor:.2f})"
-        return f"{signals} {'>=' if self.kept else '<'} floor {self.floor:.2f}"
+        if not self.kept:
+            reason = f"meaning {self.meaning:.2f} < floor {self.floor:.2f}, {words} < {WORDS_FLOOR:g}"
+        elif self.meaning >= self.floor:
+            reason = f"meaning {self.meaning:.2f} >= floor {self.floor:.2f}, {words}"
+        else:
+            reason = f"{words} >= {WORDS_FLOOR:g}, meaning {self.meaning:.2f} (floor {self.floor:.2f})"
+        return f"{reason}; relevance {self.relevance:.2f}"
 
 
 def word_share(terms: list[str], counts: dict[str, int], total: int, matched: Iterable[str]) -> float:
@@ -105,17 +113,14 @@ def word_share(terms: list[str], counts: dict[str, int], total: int, matched: It
     return sum(weight[t] for t in set(matched) if t in weight) / whole if whole else 0.0
 
 
-def every_word(why: Why) -> bool:
-    return bool(why.matched) and why.words >= 1.0 - 1e-9
-
-
 def hybrid(catalog: Catalog, vectors: Vectors, query: str, weight: float, floor: float | None,
            keep: int | None, allowed: set[int] | None = None) -> dict[int, Why]:
     """Row number -> :class:`Why` of the memories closest to ``query`` by meaning or by words.
 
     The ``keep`` closest by meaning and the ``keep`` best by bm25 (all when
-    None), among ``allowed`` when given; ``kept`` says which reach ``floor``
-    (all when it is None) or hold every word of the query.
+    None), among ``allowed`` when given; ``kept`` says which reach the meaning
+    ``floor`` (every one when it is None) or :data:`WORDS_FLOOR`. A weight of 0
+    (words only) or 1 (meaning only) leaves the other signal out of both.
     """
     terms = search_terms(query[:4096])
     words = catalog.lexical(match_any(terms)) if terms else {}
@@ -131,26 +136,29 @@ def hybrid(catalog: Catalog, vectors: Vectors, query: str, weight: float, floor:
         matched = tuple(holding.get(n, ()))
         share = word_share(terms, counts, total, matched)
         relevance = weight * max(cosine, 0.0) + (1 - weight) * share
-        why = Why(cosine, share, matched, relevance, floor, True)
-        kept = relevance > 0 and (floor is None or relevance >= floor or every_word(why))
-        found[n] = why if kept else Why(cosine, share, matched, relevance, floor, False)
+        kept = relevance > 0 and (floor is None or (weight > 0 and cosine >= floor)
+                                  or (weight < 1 and share >= WORDS_FLOOR))
+        found[n] = Why(cosine, share, matched, relevance, floor, kept)
     return found
 
 
-def calibrated_floor(catalog: Catalog, vectors: Vectors, weight: float) -> float:
-    """The floor for these memories: where :data:`FLOOR_QUANTILE` of the background questions' best stay below."""
-    best = sorted(max((why.relevance for why in hybrid(catalog, vectors, question, weight, None, 1).values()
-                       if not every_word(why)), default=0.0)
-                  for question in BACKGROUND)
-    return best[min(len(best) - 1, math.ceil(FLOOR_QUANTILE * len(best)))]
+def calibrated_floor(catalog: Catalog, vectors: Vectors, share: float) -> float:
+    """The meaning floor for these memories: ``share`` of the background questions' best cosines stay below it."""
+    best = sorted(max(vectors.closest(catalog, question, 1).values(), default=0.0) for question in BACKGROUND)
+    return best[min(len(best) - 1, math.ceil(share * len(best)))]
 
 
-def floor(catalog: Catalog, vectors: Vectors, weight: float) -> float:
-    """The floor for the memories of the catalog's commit: measured once, and again as their number changes."""
-    key = f"{vectors.model} weight={weight:g} quantile={FLOOR_QUANTILE:g}"
+def floor(catalog: Catalog, vectors: Vectors, share: float) -> float | None:
+    """The meaning floor for the memories of the catalog's commit (None when ``share`` is 0: no floor).
+
+    Measured once, and again as their number changes by :data:`RECALIBRATE`.
+    """
+    if share <= 0:
+        return None
+    key = f"{vectors.model} share={share:g}"
     memories = vectors.size(catalog)
     found = vectors.saved_floor(key, memories, RECALIBRATE)
     if found is None:
-        found = calibrated_floor(catalog, vectors, weight)
+        found = calibrated_floor(catalog, vectors, share)
         vectors.save_floor(key, memories, found)
     return found
