@@ -23,7 +23,7 @@ from .failures import translate_methods
 from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
-from .relevance import Why
+from .relevance import Why, floor, hybrid, word_share
 from .store import Store
 from .store.vectors import Embedder, Vectors
 
@@ -311,7 +311,6 @@ class MemoryStore(Store):
             hit's ``why`` holds its signals (meaning, words), its relevance and
             the floor, and says whether it was kept.
         """
-        from .relevance import word_share
         from .text import match_any, search_terms
 
         if not isinstance(query, str):
@@ -322,14 +321,14 @@ class MemoryStore(Store):
                                   meaning=query),
                     *self._ranked(None, limit, category, tags, agent, min_score, meaning=query, below=True)]
         hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score) if terms else []
-        numbers = {mid: n for n, mid in self.catalog.ids(self.catalog.lexical(match_any(terms)) if terms else ()).items()}
-        counts, holding = self.catalog.term_counts(terms, [numbers[h.memory.id] for h in hits])
+        rows = self.catalog.rows([h.memory.id for h in hits])
+        counts, holding = self.catalog.term_counts(terms, rows.values())
         total = self.catalog.count()
         explained = []
         for hit in hits:
-            matched = tuple(holding.get(numbers[hit.memory.id], ()))
+            matched = tuple(holding.get(rows[hit.memory.id], ()))
             share = word_share(terms, counts, total, matched)
-            explained.append(replace(hit, why=Why(None, share, matched, share, None, True)))
+            explained.append(replace(hit, why=Why(None, share, matched, hit.relevance, None, True)))
         return explained
 
     def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
@@ -355,8 +354,6 @@ class MemoryStore(Store):
 
     def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
                      agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
-        from .relevance import floor, hybrid
-
         with self.repo._thread_lock:
             self._fresh()
             relevance = None

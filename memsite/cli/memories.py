@@ -356,8 +356,8 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
     """Recall the memories that best match QUERY (relevance x decay x boost).
 
     Each memory recalled counts as used: its recall count goes up (journaled,
-    committed in batches). With an embedder, only memories whose relevance
-    reaches the floor (or that hold every word of QUERY) are recalled.
+    committed in batches). With an embedder, only memories close enough in
+    meaning to reach the floor, or holding most of QUERY's words, are recalled.
 
     \b
     Examples:

@@ -333,12 +333,17 @@ class Catalog:
 
     def ids(self, rows: Iterable[int]) -> dict[int, str]:
         """Row number -> memory id, for these rows."""
-        wanted = list(rows)
-        found: dict[int, str] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            found.update(self.db.execute(f"SELECT n, id FROM memories WHERE n IN ({', '.join('?' * len(chunk))})",
-                                         chunk).fetchall())
+        return dict(self._pairs("SELECT n, id FROM memories WHERE n IN", list(rows)))
+
+    def rows(self, ids: Iterable[str]) -> dict[str, int]:
+        """Memory id -> row number, for these ids."""
+        return dict(self._pairs("SELECT id, n FROM memories WHERE id IN", list(ids)))
+
+    def _pairs(self, select: str, values: list[Any]) -> list[tuple[Any, Any]]:
+        found = []
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            found += self.db.execute(f"{select} ({', '.join('?' * len(chunk))})", chunk).fetchall()
         return found
 
     def blobs(self) -> list[tuple[int, str]]:
