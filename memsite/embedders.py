@@ -117,8 +117,11 @@ class LibraryEmbedder:
         try:
             return TextEmbedding(self.source, local_files_only=not self.download)
         except Exception as exc:  # its own errors for a model it does not know or cannot find
-            raise ConfigError(f"embedding model fastembed:{self.source} could not be loaded "
-                              f"({type(exc).__name__}: {one_line(str(exc))[:300]}); {_ALLOW}") from exc
+            allow = "" if self.download else ("; memsite downloads a model only when allowed: set "
+                                              "MEMSITE_EMBEDDING_DOWNLOAD=1 (or embedding.download: true) once")
+            raise ConfigError(f"embedding model fastembed:{self.source} is not in fastembed's cache "
+                              f"(FASTEMBED_CACHE_PATH) or could not be loaded ({type(exc).__name__}: "
+                              f"{one_line(str(exc))[:300]}){allow}") from exc
 
     def __call__(self, text: str) -> Sequence[float]:
         return self.embed_many([text])[0]  # type: ignore[no-any-return]

@@ -25,7 +25,7 @@ from operator import mul
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, MemsiteError
 from .sqlite import connect, transaction
 
 if TYPE_CHECKING:
@@ -109,6 +109,8 @@ class Vectors:
         """The normalised vector of ``text``; ``what`` names it in errors."""
         try:
             raw = self.embedder(text)
+        except MemsiteError:  # a named model that cannot load says so itself
+            raise
         except Exception as exc:  # the embedder is the caller's code: say whose failure it was
             raise InvalidInput(f"embedder {self.model} failed on {what}: {type(exc).__name__}: {exc}") from exc
         return self._normalised(raw, what)
@@ -131,6 +133,8 @@ class Vectors:
             return [(key, self.embed(text, f"memory {mid}").tobytes()) for key, mid, text in todo]
         try:
             raws = list(many([text for _, _, text in todo]))
+        except MemsiteError:
+            raise
         except Exception as exc:
             raise InvalidInput(f"embedder {self.model} failed on memory {todo[0][1]} and {len(todo) - 1} more: "
                                f"{type(exc).__name__}: {exc}") from exc
