@@ -16,11 +16,11 @@ tell it apart. A memory is recalled when either signal reaches its floor:
 * meaning >= the meaning floor, measured on the memory itself: the best
   cosine each of the :data:`BACKGROUND` questions (about what a team's memory
   is not about: cooking, geography, sport) reaches among its memories; the
-  floor is where 95% of them stay below (``embedding.floor``). So it rises with the number of
-  memories (among more memories a stray question finds a closer one) and
-  suits any embedder (their cosines differ in scale). It is measured again
-  when the number of memories has changed by a tenth, and kept in
-  ``.memsite/vectors.sqlite3``;
+  floor is where 95% of them (``embedding.floor``) stay below. So it rises
+  with the number of memories (among more memories a stray question finds a
+  closer one) and suits any embedder (their cosines differ in scale). It is
+  measured again when the number of memories has changed by a tenth, and kept
+  in ``.memsite/vectors.sqlite3``;
 * words >= :data:`WORDS_FLOOR`: the memory holds most of the query's words
   (by rarity), so a keyword query finds what it names.
 
@@ -95,8 +95,10 @@ class Why:
 
     def __str__(self) -> str:
         words = f"words {self.words:.2f}" + (f" ({', '.join(self.matched)})" if self.matched else "")
-        if self.meaning is None or self.floor is None:
+        if self.meaning is None:
             return f"{words}: words only, any shared word is kept"
+        if self.floor is None:
+            return f"meaning {self.meaning:.2f}, {words}; relevance {self.relevance:.2f} (no floor)"
         if not self.kept:
             reason = f"meaning {self.meaning:.2f} < floor {self.floor:.2f}, {words} < {WORDS_FLOOR:g}"
         elif self.meaning >= self.floor:

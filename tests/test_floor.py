@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memsite import MemoryStore
+from memsite import ConfigError, MemoryStore
 from memsite.cli import main
 
 from .conftest import Clock
@@ -126,3 +126,14 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     assert why["kept"] and why["meaning"] >= why["floor"] and why["text"].startswith("meaning ")
     with MemoryStore(Path(root), agent="planner") as store:
         assert store.activity.waiting() == 0  # --explain recalled nothing
+
+
+def test_the_floor_comes_from_configuration(hybrid: MemoryStore, clock: Clock) -> None:
+    settings = hybrid.root / "mkdocs.yml"
+    settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      floor: 0\n    decay:\n", 1))
+    with MemoryStore(hybrid.root, agent="planner", clock=clock, embedder="wordllama") as no_floor:
+        hits = no_floor.recall("banana smoothie recipe")  # the closest memories, relevant or not, as before
+        assert hits and str(hits[0].why).endswith("(no floor)")
+    settings.write_text(settings.read_text().replace("floor: 0\n", "floor: 2\n"))
+    with pytest.raises(ConfigError, match=r"'extra.memsite.embedding.floor': expected a number in \[0, 1\], got 2"):
+        MemoryStore(hybrid.root, agent="planner")
