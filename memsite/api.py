@@ -8,11 +8,10 @@ them behind one object. It holds no logic of its own beyond wiring.
 
 from __future__ import annotations
 
-import heapq
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
-from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +23,10 @@ from .failures import translate_methods
 from .merge import clone_settings
 from .model import format_time, utcnow
 from .recall import Hit
+from .relevance import Why, floor, hybrid, word_share
 from .store import Store, ids
 from .store.state import disk_full, out_of_room
-from .store.vectors import Embedder, mix
+from .store.vectors import Embedder
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
 
 if TYPE_CHECKING:
@@ -68,10 +68,14 @@ class MemoryStore(Store):
             similarity (``embedding.weight`` in the configuration). A callable
             text -> vector (a sequence of floats; name the model in a ``model``
             attribute), or a model memsite knows: ``"wordllama"`` (offline, the
-            ``memsite[embed]`` extra), ``"none"`` (words only). None (the
-            default) takes ``$MEMSITE_EMBEDDING``, else ``embedding.model`` in
-            the configuration, whose default ``auto`` is wordllama when it is
-            installed and words only when not. memsite downloads no model.
+            ``memsite[embed]`` extra), ``"none"`` (words only), or
+            ``"model2vec:<folder or name>"``, ``"sentence-transformers:<folder
+            or name>"``, ``"fastembed:<name>"`` (that library installed, the
+            model in a folder or the local cache). None (the default) takes
+            ``$MEMSITE_EMBEDDING``, else ``embedding.model`` in the
+            configuration, whose default ``auto`` is wordllama when it is
+            installed and words only when not. memsite downloads no model
+            unless ``$MEMSITE_EMBEDDING_DOWNLOAD`` or ``embedding.download`` allows it.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree. (A write refused
@@ -151,13 +155,14 @@ class MemoryStore(Store):
         return super()._writable_ref()
 
     def _use_named_embedder(self, name: object) -> None:
-        from .embedders import by_name, chosen_name
+        from .embedders import by_name, chosen_name, download_allowed, normal
 
+        download = download_allowed(self.config.embedding_download)
         if name is None:
             where = "MEMSITE_EMBEDDING" if os.environ.get("MEMSITE_EMBEDDING") else "embedding.model"
-            resolved = by_name(chosen_name(self.config.embedding_model), where)
+            resolved = by_name(chosen_name(self.config.embedding_model), where, download)
         elif isinstance(name, str):
-            resolved = by_name(name.strip().lower())
+            resolved = by_name(normal(name), download=download)
         else:
             raise InvalidInput(f"embedder: expected a callable (text -> vector) or a model name, "
                                f"got {type(name).__name__}")
@@ -344,13 +349,48 @@ class MemoryStore(Store):
 
         return migrate(self, progress)
 
+    def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
+                agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
+        """Why recall returns what it does for ``query``; raises no recall count.
+
+        Takes the arguments of :meth:`recall`.
+
+        Returns:
+            The hits :meth:`recall` would return, then (with an embedder) up to
+            ``limit`` memories the relevance floor left out, best first; each
+            hit's ``why`` holds its signals (meaning, words), its relevance and
+            the floor, and says whether it was kept.
+        """
+        from .text import match_any, search_terms
+
+        if not isinstance(query, str):
+            raise InvalidInput(f"query: expected text, got {type(query).__name__}")
+        terms = search_terms(query[:4096])
+        if self._vectors is not None:
+            return [*self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
+                                  meaning=query),
+                    *self._ranked(None, limit, category, tags, agent, min_score, meaning=query, below=True)]
+        hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score) if terms else []
+        rows = self.catalog.rows([h.memory.id for h in hits])
+        counts, holding = self.catalog.term_counts(terms, rows.values())
+        total = self.catalog.count()
+        explained = []
+        for hit in hits:
+            matched = tuple(holding.get(rows[hit.memory.id], ()))
+            share = word_share(terms, counts, total, matched)
+            explained.append(replace(hit, why=Why(None, share, matched, hit.relevance, None, True)))
+        return explained
+
     def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
         """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""
         return self._ranked(None, limit, category, (), None, 0.0)
 
     def _ranked(self, fts_query: str | None, limit: int | None, category: str | None, tags: Iterable[str],
-                agent: str | None, min_score: float, *, meaning: str | None = None) -> list[Hit]:
-        """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone."""
+                agent: str | None, min_score: float, *, meaning: str | None = None, below: bool = False) -> list[Hit]:
+        """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone.
+
+        ``below``: the hybrid candidates the relevance floor leaves out, instead of the hits.
+        """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInput(f"limit: expected a whole number >= 0, got {limit!r}")
         if limit is not None:
@@ -359,30 +399,29 @@ class MemoryStore(Store):
             raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
         name = self.config.route(category).name if category is not None else None
         tag_list = checks.tags(tags)
-        return self._healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning),
-                             reading=True)
+        return self._healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning,
+                                                       below), reading=True)
 
     def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
-                     agent: str | None, min_score: float, meaning: str | None) -> list[Hit]:
+                     agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
         with self.repo._thread_lock:
             self._fresh()
             relevance = None
+            whys: dict[str, Why] = {}
             if meaning is not None and self._vectors is not None:
-                allowed = self.catalog.matching(name, agent, tag_list)
-                words = self.catalog.lexical(fts_query) if fts_query else {}
-                if allowed is not None:
-                    words = {n: r for n, r in words.items() if n in allowed}
-                keep = None if limit is None else max(50, 10 * limit)
-                if keep is not None and len(words) > keep:  # past these, a word match adds next to nothing
-                    words = dict(heapq.nlargest(keep, words.items(), key=itemgetter(1)))
-                closeness = self._vectors.closest(self.catalog, meaning, keep, allowed, words)
-                relevance = mix(words, closeness, self.config.embedding_weight)
+                found = hybrid(self.catalog, self._vectors, meaning, self.config.embedding_weight,
+                               floor(self.catalog, self._vectors, self.config.embedding_floor),
+                               None if limit is None else max(50, 10 * limit),
+                               self.catalog.matching(name, agent, tag_list))
+                relevance = {n: why.relevance for n, why in found.items() if why.kept != below}
+                whys = {mid: found[n] for n, mid in self.catalog.ids(relevance).items()}
             rows = self.catalog.ranked(
                 fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
                 active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,
                 tags=tag_list, min_score=float(min_score), relevance=relevance,
             )
-        return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score in rows]
+        return [Hit(memory, relevance, decay, boost, score, whys.get(memory.id))
+                for memory, relevance, decay, boost, score in rows]
 
     # --- core memory ----------------------------------------------------------
 

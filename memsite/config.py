@@ -103,14 +103,20 @@ class Config:
     """How alike (word pairs in common, Dice 0-1) a new memory must be to an existing one to merge."""
     flush_every: int = 500
     """Recalls recorded before their counts are committed in one batch."""
-    embedding_weight: float = 0.6
-    """With an embedder: the weight of the rank by meaning in hybrid relevance; the rest is the rank by words.
+    embedding_weight: float = 0.8
+    """With an embedder: the weight of meaning (cosine) in hybrid relevance; the rest is the share of words.
 
-    Chosen on bench/data/validation.tsv, questions kept apart from the ones
-    bench/quality.py reports (0.4 to 0.7 tried: 0.6 and 0.7 found the most
-    paraphrases, every weight found every keyword query in the first five)."""
+    Chosen with ``bench/quality.py --tune`` on bench/data/validation.tsv and
+    queries.tsv; the held-out questions (heldout.tsv) never took part."""
     embedding_model: str = "auto"
-    """The embedder recall uses: ``wordllama``, ``none`` (words only), or ``auto`` (wordllama when installed)."""
+    """The embedder recall uses: ``wordllama``, ``none`` (words only), ``auto`` (wordllama when installed),
+    or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""
+    embedding_floor: float = 0.95
+    """The share of off-topic background questions that must recall nothing: sets the meaning floor
+    (see memsite/relevance.py); 0 turns the floor off (every query gets its closest memories)."""
+    embedding_download: bool = False
+    """Whether a model named by ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` may be
+    downloaded when it is not in the local cache (``MEMSITE_EMBEDDING_DOWNLOAD=1`` allows it too)."""
     lock_timeout: float = 10.0
     """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
     sync_publish: str = "agent/{agent}"
@@ -357,17 +363,25 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
     if threshold > 1:
         err("dedupe.threshold", "a number in (0, 1]", threshold)
     activity = _section(settings, "activity", ("flush_every",), err)
-    embedding = _section(settings, "embedding", ("model", "weight"), err)
+    embedding = _section(settings, "embedding", ("model", "weight", "floor", "download"), err)
     site = _section(settings, "site", ("recent_days",), err)
     weight = number("embedding.weight", embedding.get("weight"), defaults.embedding_weight, kind=float, minimum=0)
     if weight > 1:
         err("embedding.weight", "a number in [0, 1]", weight)
+    floor = number("embedding.floor", embedding.get("floor"), defaults.embedding_floor, kind=float, minimum=0)
+    if floor > 1:
+        err("embedding.floor", "a number in [0, 1]", floor)
     model = embedding.get("model", defaults.embedding_model)
     if model is False or model is None:  # YAML's `none`/`off` read as null/false: words only all the same
         model = "none"
-    if not isinstance(model, str) or not re.match(r"^[\w.:/-]{1,100}$", model):
-        err("embedding.model", "a model name: auto, wordllama or none", model)
+    if not isinstance(model, str) or not re.match(r"^[\w.:/~+-]{1,300}$", model):
+        err("embedding.model", "a model name: auto, wordllama, none, or model2vec:, fastembed: or "
+            "sentence-transformers: and a folder or model name", model)
         model = defaults.embedding_model
+    download = embedding.get("download", defaults.embedding_download)
+    if not isinstance(download, bool):
+        err("embedding.download", "true or false", download)
+        download = defaults.embedding_download
 
     sync = _section(settings, "sync", ("publish", "attempts"), err)
     publish = sync.get("publish", defaults.sync_publish)
@@ -404,6 +418,8 @@ def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdo
                            kind=int, minimum=1),
         embedding_weight=weight,
         embedding_model=model,
+        embedding_floor=floor,
+        embedding_download=download,
         lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
                             minimum=0, exclusive=True),
         sync_publish=publish,

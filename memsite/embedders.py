@@ -14,6 +14,15 @@ A name comes from ``MemoryStore(path, embedder="wordllama")``, from
 ``mkdocs.yml``, in that order. ``auto`` (the default) means wordllama when it
 is installed and words only when it is not, so a base install recalls exactly
 as before; ``none`` means words only.
+
+Other models are named by their library and a folder or a model name:
+``model2vec:<folder or name>`` (static models such as potion),
+``sentence-transformers:<folder or name>`` and ``fastembed:<name>``. A folder
+is read as it is; a name is looked up in the library's local cache (Hugging
+Face's, or fastembed's), and is downloaded only when that was allowed
+(``MEMSITE_EMBEDDING_DOWNLOAD=1`` or ``embedding.download: true``): recall
+never reaches the network on its own. Libraries and models are loaded on the
+first recall; what is missing is said in one line when the store opens.
 """
 
 from __future__ import annotations
@@ -22,11 +31,16 @@ import importlib.util
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from .core import TRUE
 from .errors import ConfigError, InvalidInput
+from .model import one_line
 
 NAMES = ("auto", "wordllama", "none")
+LIBRARIES = {"model2vec": "model2vec", "sentence-transformers": "sentence_transformers", "fastembed": "fastembed"}
+"""Libraries whose models can be named ``<library>:<folder or model name>``, and their import names."""
 _load_lock = threading.Lock()
 _models: dict[str, Any] = {}  # one loaded model per process, shared by every store
 
@@ -61,6 +75,100 @@ class WordLlamaEmbedder:
         return self._loaded().embed(list(texts))
 
 
+class LibraryEmbedder:
+    """A model of one of :data:`LIBRARIES`, from a folder or the library's local cache, loaded on first use."""
+
+    def __init__(self, library: str, source: str, where: str, download: bool) -> None:
+        self.library, self.source, self.download = library, source, download
+        if importlib.util.find_spec(LIBRARIES[library]) is None:
+            raise ConfigError(f"{where}: {library}:{source} needs {library}, which is not installed; "
+                              f"pip install {library}")
+        self.folder: str | None = None
+        # self.model names the vectors' cache: another model or revision is embedded afresh
+        folder = Path(source).expanduser()
+        if folder.is_dir():
+            self.folder = str(folder.resolve())
+            self.model = f"{library}:{self.folder}"
+        elif source.startswith(("/", ".", "~")):
+            raise ConfigError(f"{where}: {library}:{source}: no such folder")
+        elif library == "fastembed":  # fastembed keeps its own cache, found when the model loads
+            self.model = f"{library}:{source}"
+        else:
+            self.folder = _cached(library, source, where, download)
+            self.model = f"{library}:{source}@{Path(self.folder).name}"  # the cached revision
+
+    def _loaded(self) -> Any:
+        with _load_lock:
+            if self.model not in _models:
+                _models[self.model] = self._load()
+            return _models[self.model]
+
+    def _load(self) -> Any:
+        if self.library == "model2vec":
+            from model2vec import StaticModel
+
+            return StaticModel.from_pretrained(self.folder)
+        if self.library == "sentence-transformers":
+            from sentence_transformers import SentenceTransformer
+
+            return SentenceTransformer(self.folder, device="cpu", local_files_only=True)
+        from fastembed import TextEmbedding
+
+        try:
+            return TextEmbedding(self.source, local_files_only=not self.download)
+        except Exception as exc:  # its own errors for a model it does not know or cannot find
+            allow = "" if self.download else ("; memsite downloads a model only when allowed: set "
+                                              "MEMSITE_EMBEDDING_DOWNLOAD=1 (or embedding.download: true) once")
+            raise ConfigError(f"embedding model fastembed:{self.source} is not in fastembed's cache "
+                              f"(FASTEMBED_CACHE_PATH) or could not be loaded ({type(exc).__name__}: "
+                              f"{one_line(str(exc))[:300]}){allow}") from exc
+
+    def __call__(self, text: str) -> Sequence[float]:
+        return self.embed_many([text])[0]  # type: ignore[no-any-return]
+
+    def embed_many(self, texts: Sequence[str]) -> Any:
+        """The vectors of many texts at once (one row a text)."""
+        model = self._loaded()
+        if self.library == "fastembed":
+            return list(model.embed(list(texts)))
+        return model.encode(list(texts))
+
+
+_ALLOW = ("memsite downloads a model only when allowed: set MEMSITE_EMBEDDING_DOWNLOAD=1 "
+          "(or embedding.download: true) once, or name the model's folder")
+
+
+def _cached(library: str, name: str, where: str, download: bool) -> str:
+    """The folder of model ``name`` in Hugging Face's local cache (downloaded first when ``download``)."""
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.constants import HF_HUB_CACHE
+    except ImportError:
+        raise ConfigError(f"{where}: {library}:{name} is not a folder, and huggingface_hub (to find it in the "
+                          "model cache) is not installed; name the model's folder") from None
+    try:
+        return snapshot_download(name, local_files_only=not download)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if not download:
+            raise ConfigError(f"{where}: {library}:{name} is not in the local model cache ({HF_HUB_CACHE}); "
+                              f"{_ALLOW}") from None
+        raise ConfigError(f"{where}: {library}:{name} could not be downloaded "
+                          f"({type(exc).__name__}: {one_line(str(exc))[:300]})") from exc
+
+
+def normal(name: str) -> str:
+    """A model name as written, its keyword or library part in lower case (a folder's case matters)."""
+    library, colon, rest = name.strip().partition(":")
+    return f"{library.lower()}:{rest}" if colon else library.lower()
+
+
+def download_allowed(configured: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether models may be downloaded: ``MEMSITE_EMBEDDING_DOWNLOAD`` if set, else the configuration."""
+    environ = os.environ if environ is None else environ
+    value = (environ.get("MEMSITE_EMBEDDING_DOWNLOAD") or "").strip().lower()
+    return value in TRUE if value else configured
+
+
 def installed(name: str) -> bool:
     """Whether the package behind model ``name`` can be imported."""
     try:
@@ -72,17 +180,25 @@ def installed(name: str) -> bool:
 def chosen_name(configured: str, environ: Mapping[str, str] | None = None) -> str:
     """The model name in force: ``MEMSITE_EMBEDDING`` if set, else the configured one."""
     environ = os.environ if environ is None else environ
-    return (environ.get("MEMSITE_EMBEDDING") or "").strip().lower() or configured
+    return normal(environ.get("MEMSITE_EMBEDDING") or "") or configured
 
 
-def by_name(name: str, where: str = "embedder") -> WordLlamaEmbedder | None:
+def by_name(name: str, where: str = "embedder", download: bool = False) -> WordLlamaEmbedder | LibraryEmbedder | None:
     """The embedder called ``name``; None for words only (``none``, or ``auto`` without wordllama).
+
+    Args:
+        name: ``auto``, ``wordllama``, ``none``, or ``<library>:<folder or model name>``.
+        where: where the name was given, for errors.
+        download: a named model not in the local cache may be downloaded.
 
     Raises:
         InvalidInput: an unknown name given as the ``embedder`` argument.
         ConfigError: an unknown name in the configuration or the environment;
-            ``wordllama`` asked for but not installed.
+            a library not installed; a model neither a folder nor in the local cache.
     """
+    library, colon, source = name.partition(":")
+    if colon and library in LIBRARIES and source:
+        return LibraryEmbedder(library, source, where, download)
     if name == "none" or (name == "auto" and not installed("wordllama")):
         return None
     if name in ("auto", "wordllama"):
@@ -90,7 +206,7 @@ def by_name(name: str, where: str = "embedder") -> WordLlamaEmbedder | None:
             raise ConfigError(f"{where}: wordllama is not installed; pip install 'memsite[embed]', "
                               "or set the model to none")
         return WordLlamaEmbedder()
+    expected = f"one of {', '.join(NAMES)}, or {', '.join(f'{k}:<model>' for k in LIBRARIES)}"
     if where == "embedder":  # an argument of MemoryStore
-        raise InvalidInput(f"embedder: expected a callable (text -> vector) or one of {', '.join(NAMES)}, "
-                           f"got {name!r}")
-    raise ConfigError(f"{where}: expected one of {', '.join(NAMES)}, got {name!r}")
+        raise InvalidInput(f"embedder: expected a callable (text -> vector) or {expected}, got {name!r}")
+    raise ConfigError(f"{where}: expected {expected}, got {name!r}")

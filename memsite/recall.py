@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import MemsiteError
 from .model import Memory, one_line, truncate
+from .relevance import Why
 
 if TYPE_CHECKING:
     from .store import Store
@@ -27,19 +28,24 @@ class Hit:
 
     memory: Memory
     relevance: float
-    """How well the text matches the query, in (0, 1]; the best match of a query has 1.
+    """How well the text matches the query, in (0, 1].
 
-    bm25 over the words; with an embedder, mixed with the cosine similarity."""
+    By words only: bm25 divided by the best match's (the best has 1). With an
+    embedder: ``weight x cosine + (1 - weight) x the share of the query's words
+    the memory holds``, on the same scale for every query (see
+    :mod:`memsite.relevance`); recall returns only memories above the floor."""
     decay: float
     """2^(-age_days / half_life_days); 1 for pinned memories."""
     boost: float
     """1 + active_weight x ln(1 + active_count)."""
     score: float
+    why: Why | None = None
+    """With an embedder (and from ``store.explain``): the signals, the floor, whether it was kept."""
 
     def recalled(self, now: datetime) -> Hit:
         """This hit with its memory's count raised by this recall."""
         memory = self.memory.replace(active_count=self.memory.active_count + 1, last_recalled=now)
-        return Hit(memory, self.relevance, self.decay, self.boost, self.score)
+        return Hit(memory, self.relevance, self.decay, self.boost, self.score, self.why)
 
 
 def format_hits(hits: Sequence[Hit]) -> str:

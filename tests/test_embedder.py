@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memsite import ConfigError, InvalidInput, MemoryStore
+from memsite.relevance import BACKGROUND
 
 from .conftest import Clock, git
 
@@ -53,7 +54,9 @@ def test_recall_finds_a_memory_by_meaning_when_no_word_is_shared(store: MemorySt
         assert words_only.recall("car") == []
     hits = hybrid.recall("car")
     assert hits[0].memory.abstract == "The user drives an automobile to the office"
-    assert hits[0].relevance == 1.0
+    # relevance = 0.8 x cosine + 0.2 x the share of the query's words held: the same scale for every query
+    assert hits[0].why.meaning == pytest.approx(1.0, abs=0.01) and hits[0].why.words == 0
+    assert hits[0].relevance == pytest.approx(0.8 * hits[0].why.meaning)
     assert hybrid.recall("canine")[0].memory.abstract == "The team dog is called Biscuit"
     # A word match still counts: it lifts the memory that has the word above those that only mean it.
     assert hybrid.recall("postgres sql")[0].memory.abstract == "Reports read from postgres replicas"
@@ -62,9 +65,10 @@ def test_recall_finds_a_memory_by_meaning_when_no_word_is_shared(store: MemorySt
 def test_each_text_is_embedded_once_even_across_processes_and_rebuilds(
         hybrid: MemoryStore, embedder: ConceptEmbedder, clock: Clock) -> None:
     hybrid.recall("car")
-    assert len(embedder.calls) == 4  # three memories and the query
+    # three memories, the questions that measure the relevance floor (once), and the query
+    assert embedder.calls == [*embedder.calls[:3], *BACKGROUND, "car"]
     hybrid.recall("dog")
-    assert embedder.calls[4:] == ["dog"]
+    assert embedder.calls[-1:] == ["dog"] and len(embedder.calls) == 3 + len(BACKGROUND) + 2
     edited = hybrid.recall("car")[0].memory
     hybrid.update(edited.id, content="The user drives a sedan to the office")
     embedder.calls.clear()
@@ -84,10 +88,10 @@ def test_filters_and_decay_apply_to_meaning_as_to_words(hybrid: MemoryStore, clo
     hits = hybrid.recall("sedan")  # the same closeness in meaning, no word shared: the newer wins
     assert hits[0].memory.id == newer.id
     assert hits[1].memory.abstract == "The user drives an automobile to the office"
-    assert (hits[0].relevance, hits[1].relevance, hits[1].decay) == (1.0, pytest.approx(1.0), pytest.approx(0.5))
+    assert hits[1].relevance == pytest.approx(hits[0].relevance) and hits[1].decay == pytest.approx(0.5)
     only_profile = hybrid.recall("sedan", category="profile")
     assert [h.memory.category for h in only_profile] == ["profile"]
-    assert [h.memory.id for h in hybrid.recall("sedan", min_score=0.9)] == [newer.id]
+    assert [h.memory.id for h in hybrid.recall("sedan", min_score=0.7)] == [newer.id]
 
 
 def test_the_weight_comes_from_configuration(store: MemoryStore, hybrid: MemoryStore, clock: Clock) -> None:
@@ -138,3 +142,69 @@ def test_another_model_under_the_same_name_is_caught(hybrid: MemoryStore, clock:
     with MemoryStore(hybrid.root, agent="planner", clock=clock, embedder=wider) as confused:
         with pytest.raises(InvalidInput, match="4 dimensions, the memories 3"):
             confused.recall("car")
+
+
+# --- models named by their library: model2vec:, sentence-transformers:, fastembed: -----------------
+
+
+def installed_library(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``name`` importable as far as memsite's check goes (the model is never loaded in these tests)."""
+    import importlib.machinery
+    import types
+
+    module = types.ModuleType(name)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_a_library_not_installed_is_named_with_its_install_command(store: MemoryStore,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "model2vec", None)
+    with pytest.raises(ConfigError, match=r"^embedder: model2vec:minishlab/potion-base-8M needs model2vec, which "
+                                          r"is not installed; pip install model2vec$"):
+        MemoryStore(store.root, agent="planner", embedder="model2vec:minishlab/potion-base-8M")
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setenv("MEMSITE_EMBEDDING", "Sentence-Transformers:/models/MiniLM")
+    with pytest.raises(ConfigError, match=r"^MEMSITE_EMBEDDING: sentence-transformers:/models/MiniLM needs "
+                                          r"sentence-transformers, which is not installed"):
+        MemoryStore(store.root, agent="planner")  # the library's name in any case, the folder's as written
+
+
+def test_a_model_neither_a_folder_nor_cached_is_not_downloaded_unless_allowed(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    hub = pytest.importorskip("huggingface_hub")
+    installed_library(monkeypatch, "model2vec")
+    with pytest.raises(ConfigError, match=r"^embedder: model2vec:/nowhere/potion: no such folder$"):
+        MemoryStore(store.root, agent="planner", embedder="model2vec:/nowhere/potion")
+    asked = []
+
+    def snapshot_download(name: str, local_files_only: bool) -> str:  # the hub, as seen offline
+        asked.append((name, local_files_only))
+        if local_files_only:
+            raise hub.errors.LocalEntryNotFoundError("no cached snapshot")
+        raise ConnectionError("no route to the hub")
+
+    monkeypatch.setattr(hub, "snapshot_download", snapshot_download)
+    with pytest.raises(ConfigError, match=r"^embedder: model2vec:minishlab/potion-base-8M is not in the local model "
+                                          r"cache \(.*\); memsite downloads a model only when allowed: set "
+                                          r"MEMSITE_EMBEDDING_DOWNLOAD=1 \(or embedding.download: true\) once, "
+                                          r"or name the model's folder$"):
+        MemoryStore(store.root, agent="planner", embedder="model2vec:minishlab/potion-base-8M")
+    monkeypatch.setenv("MEMSITE_EMBEDDING_DOWNLOAD", "1")
+    with pytest.raises(ConfigError, match=r"could not be downloaded \(ConnectionError: no route to the hub\)"):
+        MemoryStore(store.root, agent="planner", embedder="model2vec:minishlab/potion-base-8M")
+    assert asked == [("minishlab/potion-base-8M", True), ("minishlab/potion-base-8M", False)]
+    monkeypatch.delenv("MEMSITE_EMBEDDING_DOWNLOAD")
+    settings = store.root / "mkdocs.yml"
+    settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      download: true\n    decay:\n", 1))
+    git(store.root, "commit", "-qam", "models may be downloaded")
+    with pytest.raises(ConfigError, match="could not be downloaded"):
+        MemoryStore(store.root, agent="planner", embedder="model2vec:minishlab/potion-base-8M")
+    # A folder is read as it is: the vectors are kept under its full path
+    folder = tmp_path / "potion"
+    folder.mkdir()
+    with MemoryStore(store.root, agent="planner", embedder=f"model2vec:{folder}") as named:
+        assert named.embedder.model == f"model2vec:{folder}"
+    with pytest.raises(InvalidInput, match=r"or one of auto, wordllama, none, or model2vec:<model>, "
+                                           r"sentence-transformers:<model>, fastembed:<model>, got 'onnx:x'"):
+        MemoryStore(store.root, agent="planner", embedder="onnx:x")

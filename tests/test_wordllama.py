@@ -75,7 +75,8 @@ def test_the_configuration_and_the_environment_choose_the_model(
     with MemoryStore(memories, agent="planner", clock=clock) as store:
         assert store.recall(PARAPHRASE)[0].memory.content == REFUNDS
     monkeypatch.setenv("MEMSITE_EMBEDDING", "all-MiniLM-L6-v2")
-    with pytest.raises(ConfigError, match=r"MEMSITE_EMBEDDING: expected one of auto, wordllama, none, got 'all-minilm-l6-v2'"):
+    with pytest.raises(ConfigError, match=r"MEMSITE_EMBEDDING: expected one of auto, wordllama, none, or model2vec:<model>, "
+                       r"sentence-transformers:<model>, fastembed:<model>, got 'all-minilm-l6-v2'"):
         MemoryStore(memories, agent="planner")
     with pytest.raises(InvalidInput, match=r"embedder: expected a callable \(text -> vector\) or one of auto"):
         MemoryStore(memories, agent="planner", embedder="all-MiniLM-L6-v2")

@@ -370,23 +370,31 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @click.option("--by", "by_agent", help="Only memories written by this agent.")
 @click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Drop hits scoring below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
+@click.option("--explain", is_flag=True,
+              help="Show why each hit was kept (meaning, words, the floor) and what the floor left out; counts nothing.")
 @pass_context
 @errors_as_messages
 def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tuple[str, ...],
-           by_agent: str | None, min_score: float, as_json: bool) -> None:
+           by_agent: str | None, min_score: float, as_json: bool, explain: bool) -> None:
     """Recall the memories that best match QUERY (relevance x decay x boost).
 
     Each memory recalled counts as used: its recall count goes up (journaled,
-    committed in batches).
+    committed in batches). With an embedder, only memories close enough in
+    meaning to reach the floor, or holding most of QUERY's words, are recalled.
 
     \b
     Examples:
         memsite recall "how do we deploy to staging"
         memsite recall tabs --category preferences --json
+        memsite recall "banana smoothie recipe" --explain
     """
     from ..text import only_stopwords
 
     with ctx.store() as store:
+        if explain:
+            _print_explained(store.explain(query, limit=limit, category=category, tags=tags, agent=by_agent,
+                                           min_score=min_score), as_json)
+            return
         hits = store.recall(query, limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score)
     if not hits and only_stopwords(query) and not as_json:
         echo(f"No memories match: {safe(query, multiline=False)!r} has only common words (the, and, of ...), which "
@@ -411,6 +419,25 @@ def rank(ctx: Context, limit: int | None, category: str | None, as_json: bool) -
     with ctx.store() as store:
         hits = store.rank(limit=limit, category=category)
     _print_hits(hits, as_json)
+
+
+def _print_explained(hits: list[Any], as_json: bool) -> None:
+    if as_json:
+        echo_json([{**as_dict(h.memory), "relevance": h.relevance, "decay": h.decay, "boost": h.boost,
+                    "score": h.score, "why": None if h.why is None else {**vars(h.why), "text": str(h.why)}}
+                   for h in hits])
+        return
+    kept = [h for h in hits if h.why is None or h.why.kept]
+    for title, group in (("", kept), ("Below the floor (not recalled):", [h for h in hits if h not in kept])):
+        if title and group:
+            echo(title)
+        for h in group:
+            echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {safe(h.memory.abstract, multiline=False)}")
+            if h.why is not None:
+                echo(f"{'':8}{h.why}")
+    if not kept:
+        echo("No memories match.", err=True)
+    echo("(--explain counts no recall)", err=True)
 
 
 def _print_hits(hits: list[Any], as_json: bool) -> None:

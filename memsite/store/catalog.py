@@ -25,7 +25,7 @@ from ..errors import FormatError, RepositoryError
 from ..git import Repository, git_environment
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
-from ..text import category_key, fingerprint, sketch
+from ..text import category_key, fingerprint, match_any, sketch
 from .problems import claimed_id, duplicate_message, read_memory
 from . import sketch_filter
 from .sqlite import Damaged, connect, statements, transaction
@@ -327,6 +327,40 @@ class Catalog:
                             "WHERE memories_fts MATCH ?", (fts_query,))
         best = min((b for _, b in rows), default=0.0)  # bm25 is negative: lower is better
         return {n: b / best if best else 1.0 for n, b in rows}
+
+    def term_counts(self, terms: Iterable[str], rows: Iterable[int]) -> tuple[dict[str, int], dict[int, list[str]]]:
+        """(how many memories hold each term, the terms each of ``rows`` holds), as the full-text index matches them.
+
+        Terms are words of a query (stemmed by the index, so ``refunds`` holds ``refund``).
+        """
+        wanted = list(rows)
+        counts: dict[str, int] = {}
+        holding: dict[int, list[str]] = {}
+        for term in terms:
+            quoted = match_any([term])
+            counts[term] = self._search(quoted, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                                        (quoted,))[0][0]
+            for start in range(0, len(wanted) if counts[term] else 0, 500):
+                chunk = wanted[start : start + 500]
+                for n, in self._search(quoted, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                                       f"AND rowid IN ({', '.join('?' * len(chunk))})", (quoted, *chunk)):
+                    holding.setdefault(n, []).append(term)
+        return counts, holding
+
+    def ids(self, rows: Iterable[int]) -> dict[int, str]:
+        """Row number -> memory id, for these rows."""
+        return dict(self._pairs("SELECT n, id FROM memories WHERE n IN", list(rows)))
+
+    def rows(self, ids: Iterable[str]) -> dict[str, int]:
+        """Memory id -> row number, for these ids."""
+        return dict(self._pairs("SELECT id, n FROM memories WHERE id IN", list(ids)))
+
+    def _pairs(self, select: str, values: list[Any]) -> list[tuple[Any, Any]]:
+        found = []
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            found += self.db.execute(f"{select} ({', '.join('?' * len(chunk))})", chunk).fetchall()
+        return found
 
     def blobs(self) -> list[tuple[int, str]]:
         """(row number, blob id) of every memory: a row's text is fixed by its file's content."""

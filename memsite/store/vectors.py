@@ -25,7 +25,7 @@ from operator import mul
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, MemsiteError
 from .sqlite import connect, transaction
 
 if TYPE_CHECKING:
@@ -72,8 +72,35 @@ class Vectors:
         self.db = connect(path)
         self.db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
                         "v BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID")
+        self.db.execute("CREATE TABLE IF NOT EXISTS floors (key TEXT NOT NULL, memories INTEGER NOT NULL, "
+                        "floor REAL NOT NULL, PRIMARY KEY (key, memories)) WITHOUT ROWID")
         self._key_of_blob: dict[str, bytes] = {}  # memory file (blob id) -> text key
         self._loaded: _Block | None = None
+        self._floors: dict[str, tuple[int, float]] = {}
+
+    def size(self, catalog: Catalog) -> int:
+        """How many memories the catalog's commit has (their vectors loaded)."""
+        if self._loaded is None or self._loaded.commit != catalog.commit:
+            self._load(catalog)
+        assert self._loaded is not None
+        return len(self._loaded.rows)
+
+    def saved_floor(self, key: str, memories: int, within: float) -> float | None:
+        """The floor measured under ``key`` for a number of memories within ``within`` (a share) of ``memories``."""
+        held = self._floors.get(key)
+        if held is None or abs(held[0] - memories) > within * held[0]:
+            row = self.db.execute("SELECT memories, floor FROM floors WHERE key = ? AND memories BETWEEN ? AND ? "
+                                  "ORDER BY abs(memories - ?) LIMIT 1",
+                                  (key, memories / (1 + within), memories / (1 - within), memories)).fetchone()
+            if row is None:
+                return None
+            held = self._floors[key] = (row[0], row[1])
+        return held[1]
+
+    def save_floor(self, key: str, memories: int, floor: float) -> None:
+        with transaction(self.db):
+            self.db.execute("INSERT OR REPLACE INTO floors VALUES (?, ?, ?)", (key, memories, floor))
+        self._floors[key] = (memories, floor)
 
     def close(self) -> None:
         self.db.close()
@@ -82,6 +109,8 @@ class Vectors:
         """The normalised vector of ``text``; ``what`` names it in errors."""
         try:
             raw = self.embedder(text)
+        except MemsiteError:  # a named model that cannot load says so itself
+            raise
         except Exception as exc:  # the embedder is the caller's code: say whose failure it was
             raise InvalidInput(f"embedder {self.model} failed on {what}: {type(exc).__name__}: {exc}") from exc
         return self._normalised(raw, what)
@@ -104,6 +133,8 @@ class Vectors:
             return [(key, self.embed(text, f"memory {mid}").tobytes()) for key, mid, text in todo]
         try:
             raws = list(many([text for _, _, text in todo]))
+        except MemsiteError:
+            raise
         except Exception as exc:
             raise InvalidInput(f"embedder {self.model} failed on memory {todo[0][1]} and {len(todo) - 1} more: "
                                f"{type(exc).__name__}: {exc}") from exc
@@ -232,36 +263,3 @@ def _closest_plain(block: _Block, wanted: array, keep: int | None, allowed: set[
     rows = scores.keys() if allowed is None else (n for n in allowed if n in scores)
     close = list(rows) if keep is None else heapq.nlargest(keep, rows, key=scores.__getitem__)
     return {n: scores[n] for n in (*close, *also) if n in scores}
-
-
-RANK_CONSTANT = 10  # k in 1 / (k + rank): how much more the first ranks count than the next ones
-
-
-def mix(words: dict[int, float], meaning: dict[int, float], weight: float) -> dict[int, float]:
-    """Row number -> hybrid relevance, the best 1.0: reciprocal rank fusion of word match and meaning.
-
-    A row scores (1 - weight) / (k + its rank by word match) + weight / (k +
-    its rank by cosine), summed over the lists it is in (rows with equal
-    scores share a rank; negative cosines are left out). Ranks, not scores,
-    are mixed: bm25 relative to the best match says nothing about how good
-    that match is (one shared common word makes a 1.0), so adding it to a
-    cosine let weak word matches bury memories that only mean the same thing.
-    """
-    fused: dict[int, float] = {}
-    for share, scores in ((1 - weight, words), (weight, {n: c for n, c in meaning.items() if c > 0})):
-        if share <= 0:
-            continue
-        for n, rank in _ranks(scores).items():
-            fused[n] = fused.get(n, 0.0) + share / (RANK_CONSTANT + rank)
-    best = max(fused.values(), default=0.0)
-    return {n: r / best for n, r in fused.items() if r > 0}
-
-
-def _ranks(scores: dict[int, float]) -> dict[int, int]:
-    """Row -> 1 + the number of rows scoring strictly higher (ties share a rank)."""
-    ranks, previous, rank = {}, None, 0
-    for i, n in enumerate(sorted(scores, key=scores.__getitem__, reverse=True), 1):
-        if scores[n] != previous:
-            rank, previous = i, scores[n]
-        ranks[n] = rank
-    return ranks

@@ -1,0 +1,166 @@
+"""Hybrid relevance: meaning and words on absolute scales, and the floor below which nothing is recalled.
+
+A memory's relevance to a query mixes two signals, each meaning the same
+whatever the query or the memory:
+
+* meaning: the cosine similarity of the query's and the memory's vectors;
+* words: the share of the query's words the memory holds, each word weighted
+  by its rarity in the memories (bm25's idf), so that holding "pgbouncer"
+  counts for more than holding "user".
+
+Hits are ranked by ``relevance = weight x meaning + (1 - weight) x words``
+(``embedding.weight``). Neither signal is divided by the best match's, so a
+query about nothing in memory scores low on both, and a floor per signal can
+tell it apart. A memory is recalled when either signal reaches its floor:
+
+* meaning >= the meaning floor, measured on the memory itself: the best
+  cosine each of the :data:`BACKGROUND` questions (about what a team's memory
+  is not about: cooking, geography, sport) reaches among its memories; the
+  floor is where 95% of them (``embedding.floor``) stay below. So it rises
+  with the number of memories (among more memories a stray question finds a
+  closer one) and suits any embedder (their cosines differ in scale). It is
+  measured again when the number of memories has changed by a tenth, and kept
+  in ``.memsite/vectors.sqlite3``;
+* words >= :data:`WORDS_FLOOR`: the memory holds most of the query's words
+  (by rarity), so a keyword query finds what it names.
+
+Floors per signal rather than on the mix: background questions share a
+common word now and then, which would lift a floor on the mix past the
+paraphrases that share none (measured in bench/quality.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .text import match_any, search_terms
+
+if TYPE_CHECKING:
+    from .store.catalog import Catalog
+    from .store.vectors import Vectors
+
+WORDS_FLOOR = 0.6
+"""The share of the query's words (weighted by rarity) that makes a memory a hit whatever its meaning.
+
+Chosen with bench/quality.py --tune on validation.tsv (0.4 to 1 tried)."""
+RECALIBRATE = 0.1
+"""The floor is measured again once the number of memories has changed by this share."""
+
+# Questions a team's memory is not about. Written for bench/quality.py's tuning (the held-out
+# off-topic questions in bench/data/heldout.tsv are others), kept here as the floor's measure.
+BACKGROUND = (
+    "recipe for chocolate chip cookies", "how deep is the Pacific ocean", "what is the capital of Canada",
+    "who won the men's singles at Wimbledon last year", "recommend a podcast about history",
+    "how to unclog a bathroom sink", "how long do cats live", "how far away is the moon",
+    "how do you say thank you in Korean", "when should I plant tulip bulbs",
+    "when did the first moon landing happen", "how to make a perfect omelette", "who sang bohemian rhapsody",
+    "how to crochet a blanket", "why is the sky blue", "flights from Lisbon to London",
+    "are rust stains removable from clothes", "how to treat a sunburn", "how often should I walk my dog",
+    "what is absolute zero", "who sculpted the statue of David", "best hiking trails in Madeira",
+    "how to tune a ukulele", "summary of the odyssey", "how to get coffee out of a white shirt",
+    "how much protein is in an egg", "when is the next full moon", "what is the longest river in the world",
+    "how to oil a bike chain", "how many planets are in the solar system", "how does the knight move in chess",
+    "how do ants find food", "what to bring on a camping trip", "how to make pizza dough",
+    "how many people live in Brazil", "who wrote war and peace", "tips for better sleep",
+    "at what temperature does water freeze in Fahrenheit", "fun card games for two players",
+    "how do I apply for a visa to Japan", "when do leaves change colour in autumn", "what is a sonnet",
+    "how to season a wok", "what do koalas eat", "how to make an origami frog",
+    "what's the climate like in Singapore", "how to repot a cactus", "history of ancient Egypt",
+    "how long is a marathon", "how to skip stones on a lake", "how do I make a flexbox layout responsive",
+    "what is the difference between HTTP/1.1 and HTTP/2", "how to write a for loop in Lisp",
+    "best ergonomic mouse for programmers", "how to set up an Angular project",
+    "explain the Byzantine generals problem", "how to implement a binary search tree",
+    "what is a closure in JavaScript", "how to change the emacs theme", "which laptop is best for video editing",
+)
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why a memory was (or was not) recalled for a query: its signals and the floors."""
+
+    meaning: float | None
+    """Cosine similarity of query and memory; None when recall is by words only."""
+    words: float
+    """The share of the query's words the memory holds, weighted by their rarity, 0 to 1."""
+    matched: tuple[str, ...]
+    """The query's words the memory holds."""
+    relevance: float
+    """weight x meaning + (1 - weight) x words, what hits are ranked by (by words only: bm25)."""
+    floor: float | None
+    """The meaning a memory needs (or :data:`WORDS_FLOOR` of words); None by words only."""
+    kept: bool
+
+    def __str__(self) -> str:
+        words = f"words {self.words:.2f}" + (f" ({', '.join(self.matched)})" if self.matched else "")
+        if self.meaning is None:
+            return f"{words}: words only, any shared word is kept"
+        if self.floor is None:
+            return f"meaning {self.meaning:.2f}, {words}; relevance {self.relevance:.2f} (no floor)"
+        if not self.kept:
+            reason = f"meaning {self.meaning:.2f} < floor {self.floor:.2f}, {words} < {WORDS_FLOOR:g}"
+        elif self.meaning >= self.floor:
+            reason = f"meaning {self.meaning:.2f} >= floor {self.floor:.2f}, {words}"
+        else:
+            reason = f"{words} >= {WORDS_FLOOR:g}, meaning {self.meaning:.2f} (floor {self.floor:.2f})"
+        return f"{reason}; relevance {self.relevance:.2f}"
+
+
+def word_share(terms: list[str], counts: dict[str, int], total: int, matched: Iterable[str]) -> float:
+    """The share of ``terms`` in ``matched``, each weighted by its idf among ``total`` memories."""
+    weight = {t: math.log(1 + (total - counts.get(t, 0) + 0.5) / (counts.get(t, 0) + 0.5)) for t in terms}
+    whole = sum(weight.values())
+    return sum(weight[t] for t in set(matched) if t in weight) / whole if whole else 0.0
+
+
+def hybrid(catalog: Catalog, vectors: Vectors, query: str, weight: float, floor: float | None,
+           keep: int | None, allowed: set[int] | None = None) -> dict[int, Why]:
+    """Row number -> :class:`Why` of the memories closest to ``query`` by meaning or by words.
+
+    The ``keep`` closest by meaning and the ``keep`` best by bm25 (all when
+    None), among ``allowed`` when given; ``kept`` says which reach the meaning
+    ``floor`` (every one when it is None) or :data:`WORDS_FLOOR`. A weight of 0
+    (words only) or 1 (meaning only) leaves the other signal out of both.
+    """
+    terms = search_terms(query[:4096])
+    words = catalog.lexical(match_any(terms)) if terms else {}
+    if allowed is not None:
+        words = {n: r for n, r in words.items() if n in allowed}
+    best = words if keep is None or len(words) <= keep else \
+        dict(sorted(words.items(), key=lambda item: item[1], reverse=True)[:keep])
+    closeness = vectors.closest(catalog, query, keep, allowed, best)
+    counts, holding = catalog.term_counts(terms, [n for n in closeness if n in words])
+    total = vectors.size(catalog)
+    found = {}
+    for n, cosine in closeness.items():
+        matched = tuple(holding.get(n, ()))
+        share = word_share(terms, counts, total, matched)
+        relevance = weight * max(cosine, 0.0) + (1 - weight) * share
+        kept = relevance > 0 and (floor is None or (weight > 0 and cosine >= floor)
+                                  or (weight < 1 and share >= WORDS_FLOOR))
+        found[n] = Why(cosine, share, matched, relevance, floor, kept)
+    return found
+
+
+def calibrated_floor(catalog: Catalog, vectors: Vectors, share: float) -> float:
+    """The meaning floor for these memories: ``share`` of the background questions' best cosines stay below it."""
+    best = sorted(max(vectors.closest(catalog, question, 1).values(), default=0.0) for question in BACKGROUND)
+    return best[min(len(best) - 1, math.ceil(share * len(best)))]
+
+
+def floor(catalog: Catalog, vectors: Vectors, share: float) -> float | None:
+    """The meaning floor for the memories of the catalog's commit (None when ``share`` is 0: no floor).
+
+    Measured once, and again as their number changes by :data:`RECALIBRATE`.
+    """
+    if share <= 0:
+        return None
+    key = f"{vectors.model} share={share:g}"
+    memories = vectors.size(catalog)
+    found = vectors.saved_floor(key, memories, RECALIBRATE)
+    if found is None:
+        found = calibrated_floor(catalog, vectors, share)
+        vectors.save_floor(key, memories, found)
+    return found
