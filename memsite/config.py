@@ -121,8 +121,12 @@ class Config:
     """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
     sync_publish: str = "agent/{agent}"
     """The branch ``memsite sync`` publishes an agent's commits to (``{agent}``: its name); empty: publish none."""
-    sync_attempts: int = 5
-    """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued."""
+    sync_attempts: int | None = None
+    """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued.
+
+    Default: once when agents publish (a sync that lost the race is queued
+    and ``memsite integrate`` merges it: a retry would only add to the
+    contention), five times with backoff when they publish none."""
     recent_days: int = 7
     """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
     segment_size: int = 500

@@ -38,6 +38,7 @@ T = TypeVar("T")
 
 BACKOFF_SECONDS = 0.05  # the first wait before trying the shared branch again; doubled each time, with full jitter
 BACKOFF_CAP_SECONDS = 2.0
+UNQUEUED_ATTEMPTS = 5  # a sync's tries at the shared branch when there is no queue to leave its commits in
 INTEGRATE_ATTEMPTS = 12  # an integrator keeps at it longer than an agent's sync: it is the queue
 BUSY_ATTEMPTS = 5  # tries of a fetch or push while another git command in this clone holds a ref
 SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
@@ -107,6 +108,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         publish = None  # (pushing the branch is all there is; a branch for review never goes to the merge queue)
     origin = Remote(store.root, remote)
     tries = attempts if attempts is not None else store.config.sync_attempts
+    if tries is None:
+        tries = 1 if publish else UNQUEUED_ATTEMPTS
     if tries < 1:
         raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
     refs = store.repo.refs
@@ -188,7 +191,7 @@ def integrate(store: Store, remote: str = "origin", branch: str = "main", *,
             assert base is not None
             waiting = dict(sorted((name, sha) for name, sha in origin.unmerged(pattern, base).items()
                                   if name != branch))
-            if chain is None or not chain.rebase(base, waiting):
+            if chain is None or not chain.rebase(base, waiting) or not chain.merged:
                 chain = _Chain(store, base, waiting, author)
             for name, why in chain.left_out if attempt == 1 else ():
                 log.warning("%s left out of this integration: %s", name, why)
@@ -224,16 +227,21 @@ class _Chain:
 
     def rebase(self, base: str, waiting: dict[str, str]) -> bool:
         """Carry the merges onto a shared branch that moved to ``base``; False when they must be made again
-        (a branch they merged got there meanwhile, or what was pushed there conflicts with them)."""
+        (what was pushed there conflicts with them).
+
+        An agent branch that moved on meanwhile keeps the commit merged here
+        (its newer ones wait for the next run); one that ``base`` holds now
+        (its agent's sync got there first) is no longer a parent of its own.
+        """
         if base == self.base:
             return True
-        if any(waiting.get(name) != sha for name, sha in self.merged.items()):
-            return False
         outcome = merge_trees(self.store.root, self.current, base)
         if outcome.tree is None:
             return False
         self.current = _commit(self.store, outcome.tree, [base, self.current], "Integrate", self.author)
         self.base = base
+        self.merged = {name: sha for name, sha in self.merged.items()
+                       if waiting.get(name) == sha or (name in waiting and not is_ancestor(self.store.root, sha, base))}
         return True
 
     def commit(self) -> str:
