@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -121,7 +122,7 @@ def worker(args: argparse.Namespace) -> None:
         if not status.startswith("failed"):
             break
         time.sleep(random.uniform(0.2, 1.0))
-    say(final=status)
+    say(final=status, cpu=cpu_seconds())
 
 
 def _git_agent(clone: Path, name: str):  # type: ignore[no-untyped-def]
@@ -166,6 +167,20 @@ def integrator(args: argparse.Namespace) -> None:
         except MemsiteError as exc:
             print(json.dumps({"integrate": time.time() - started, "error": str(exc)}), flush=True)
         time.sleep(args.interval)
+    print(json.dumps({"cpu": cpu_seconds()}), flush=True)
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of this process, and of the processes it started and waited for (git, and git's own)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy since it started (/proc/stat)."""
+    with open("/proc/stat") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 # --- a run -------------------------------------------------------------------------------------------
@@ -185,6 +200,10 @@ class Run:
     final_failed: int = 0
     elapsed: float = 0.0
     integrations: int = 0
+    rounds: list[float] = field(default_factory=list)  # seconds each 'memsite integrate' took
+    round_errors: int = 0  # integrate runs that ended in an error (kept moving: the next run takes over)
+    settled: float | None = None  # seconds after the last worker ended until every acknowledged memory was on main
+    cpu: dict[str, float] = field(default_factory=dict)  # where the machine's CPU went during the run
 
     def delays(self) -> list[float]:
         return [max(0.0, self.seen_at[f] - self.synced_at[f]) for f in self.synced_at if f in self.seen_at]
@@ -245,13 +264,24 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
         stop = threading.Event()
         watcher = threading.Thread(target=watch, args=(remote, run, stop), daemon=True)
         watcher.start()
+        busy = machine_busy()
         outputs = [proc.communicate() for proc in procs]
         run.elapsed = time.time() - start
-        time.sleep(3)  # the integrator's last rounds
+        ended = time.time()
+        acked = {json.loads(line)["file"] for out, _ in outputs for line in out.splitlines() if '"ack"' in line}
+        while integrator_proc is not None and time.time() - ended < 120 and not acked <= set(run.seen_at):
+            time.sleep(0.25)  # the queue's last rounds
+        if acked <= set(run.seen_at):
+            run.settled = time.time() - ended
         stop_file.touch()
+        run.cpu["machine"] = machine_busy() - busy
         if integrator_proc is not None:
             out, _ = integrator_proc.communicate(timeout=120)
-            run.integrations = sum(json.loads(line).get("merged", 0) > 0 for line in out.splitlines() if line)
+            events = [json.loads(line) for line in out.splitlines() if line]
+            run.integrations = sum(event.get("merged", 0) > 0 for event in events)
+            run.rounds = [event["integrate"] for event in events if "integrate" in event]
+            run.round_errors = sum("error" in event for event in events)
+            run.cpu["integrator"] = sum(next(e["cpu"] for e in events if "cpu" in e))
         stop.set()
         watcher.join()
         for (out, err), proc in zip(outputs, procs):
@@ -270,6 +300,8 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                         run.synced_at[event["file"]] = event["at"]
                 elif "final" in event:
                     run.final_failed += event["final"].startswith("failed")
+                    run.cpu["agents"] = run.cpu.get("agents", 0.0) + event["cpu"][0]
+                    run.cpu["their git"] = run.cpu.get("their git", 0.0) + event["cpu"][1]
         on_main = {line.rpartition("/")[2] for line in
                    git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
         run.lost = len(set(run.acked) - on_main)
@@ -345,14 +377,27 @@ def during_sync(rounds: int, keep: bool) -> tuple[list[float], list[float]]:
 # --- the report --------------------------------------------------------------------------------------
 
 
+def cpu_line(run: Run) -> str:
+    """Where the machine's CPU went: the agents' processes, the git they ran, the integrator, everything else."""
+    accounted = run.cpu.get("agents", 0) + run.cpu.get("their git", 0) + run.cpu.get("integrator", 0)
+    parts = [f"{name} {seconds:.0f} s" for name, seconds in run.cpu.items() if name != "machine"]
+    other = run.cpu.get("machine", 0) - accounted
+    queue = (f"; integrate ran {len(run.rounds)} times, {run.integrations} merged something, "
+             f"{run.round_errors} errors, p50 / p95 {percentile(run.rounds, 50):.2f} / "
+             f"{percentile(run.rounds, 95):.2f} s" if run.rounds else "")
+    return (f"  CPU of {run.name}: {run.cpu.get('machine', 0):.0f} s over {run.elapsed:.0f} s of run "
+            f"({', '.join(parts)}, other {other:.0f} s: background gc, the remote's, the watcher){queue}")
+
+
 def row(run: Run) -> str:
     delays = run.delays()
     synced = len(run.synced_at)
     waited = (f"{percentile(delays, 50):.1f} / {percentile(delays, 95):.1f} / {max(delays):.1f} s "
               f"({len(delays)} of {synced})" if delays else "-")
+    settled = "-" if run.settled is None else f"{run.settled:.1f} s"
     return (f"| {run.name} | {len(run.acked)} | {run.lost} | {len(run.failed)} (+{run.final_failed} final) "
             f"| {run.queued} | {percentile(run.syncs, 50):.2f} / {percentile(run.syncs, 95):.2f} / "
-            f"{max(run.syncs, default=float('nan')):.2f} s | {waited} | {run.fsck} |")
+            f"{max(run.syncs, default=float('nan')):.2f} s | {waited} | {settled} | {run.fsck} |")
 
 
 def main() -> None:
@@ -360,6 +405,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a small smoke run (minutes)")
     parser.add_argument("--only", nargs="*", choices=["paced", "cli", "stress", "during"])
     parser.add_argument("--keep", action="store_true", help="keep the repositories (printed) for a look")
+    parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
+    parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
+    parser.add_argument("--no-baseline", action="store_true", help="memsite alone (while tuning; quote runs with it)")
     args = parser.parse_args()
     chosen = args.only or ["paced", "cli", "stress", "during"]
     q = args.quick
@@ -367,27 +415,30 @@ def main() -> None:
     runs: list[Run] = []
     if "paced" in chosen:
         n, d = (8, 30) if q else (50, 180)
-        for kind in ("memsite", "git"):
+        n, d = args.clones or n, args.seconds or d
+        for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"paced, {n} clones x {d} s, {kind}", kind, n, pace=(2, 8), duration=d, count=0,
                                  integrate=kind == "memsite", keep=args.keep))
-            print(row(runs[-1]), flush=True)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), flush=True)
     if "cli" in chosen:
         n, d = (4, 20) if q else (12, 180)
         runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
                              duration=d, count=0, integrate=True, keep=args.keep))
-        print(row(runs[-1]), flush=True)
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), flush=True)
     if "stress" in chosen:
         n, w = (8, 5) if q else (50, 20)
-        for kind in ("memsite", "git"):
+        for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"stress, {n} clones x {w} back to back, {kind}", kind, n, pace=None, duration=0,
                                  count=w, integrate=kind == "memsite", keep=args.keep))
-            print(row(runs[-1]), flush=True)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), flush=True)
     print()
     print("| run | acknowledged | lost | failed syncs | queued | sync p50 / p95 / max | on the shared branch after "
-          "its sync, p50 / p95 / max | fsck --strict |")
-    print("|---|---|---|---|---|---|---|---|")
+          "its sync, p50 / p95 / max | all on it, after the last write | fsck --strict |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for run in runs:
         print(row(run))
+    for run in runs:
+        print(cpu_line(run))
     if "during" in chosen:
         during, idle = during_sync(30 if q else 200, args.keep)
         print()
