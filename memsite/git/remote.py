@@ -86,7 +86,9 @@ class Remote:
             specs += [f"+refs/heads/{p}:{self.tracking(p)}" for p in patterns]
             if not specs:
                 return missing
-            args = ["fetch", "--quiet", "--no-write-fetch-head", *(["--prune"] if patterns else []), self.name, *specs]
+            # (memsite's writes run git's gc now and then; a sync every few seconds need not look each time)
+            args = ["fetch", "--quiet", "--no-write-fetch-head", "--no-auto-maintenance", "--no-show-forced-updates",
+                    *(["--prune"] if patterns else []), self.name, *specs]
             result = _git(self.root, *args, check=False)
             if result.returncode == 0:
                 return missing
