@@ -55,7 +55,7 @@ def test_off_topic_questions_recall_nothing_and_count_nothing(hybrid: MemoryStor
     # ...while a question about something in memory still finds it by meaning, and counts it
     hits = hybrid.recall("how do we stop customers getting their money back twice?")
     assert hits[0].memory.abstract.startswith("Webhook retries duplicated refunds")
-    assert hits[0].why.kept and hits[0].why.meaning >= hits[0].why.floor
+    assert hits[0].why.kept and hits[0].why.standing >= hits[0].why.floor
 
 
 def test_keyword_queries_find_what_they_name(hybrid: MemoryStore) -> None:
@@ -123,7 +123,7 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     result = CliRunner().invoke(main, ["-C", root, "recall", "how do we stop customers getting their money back twice?",
                                        "--explain", "-n", "1", "--json"])
     why = __import__("json").loads(result.output)[0]["why"]
-    assert why["kept"] and why["meaning"] >= why["floor"] and why["text"].startswith("meaning ")
+    assert why["kept"] and why["standing"] >= why["floor"] and why["text"].startswith("meaning ")
     with MemoryStore(Path(root), agent="planner") as store:
         assert store.activity.waiting() == 0  # --explain recalled nothing
 
