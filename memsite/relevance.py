@@ -24,7 +24,8 @@ either signal reaches its floor:
   bench/quality.py, with the other baselines tried). The floor is measured on
   the memory itself: each background question's best standing among its
   memories (its baseline the other background questions); the floor is where
-  95% of them (``embedding.floor``) stay below. So it follows the number of
+  95% of them (``embedding.floor``) recall nothing, counting those some memory
+  answers by words as recalling something. So it follows the number of
   memories and suits any embedder. It is measured again when the number of
   memories has changed by a tenth, and kept in ``.memsite/vectors.sqlite3``;
 * words >= :data:`WORDS_FLOOR`: the memory holds most of the query's words
@@ -168,18 +169,29 @@ def hybrid(catalog: Catalog, vectors: Vectors, query: str, weight: float, floor:
 
 
 def calibrated_floor(catalog: Catalog, vectors: Vectors, share: float) -> float:
-    """The meaning floor for these memories: ``share`` of the background questions' best standings stay below it.
+    """The meaning floor for these memories: ``share`` of the background questions recall nothing below it.
 
-    Each question's standing is taken against the other background questions, as a query's against them all.
+    A question's best standing is taken against the other background questions, as a query's against
+    them all; a question that some memory answers by words (:data:`WORDS_FLOOR`) recalls something
+    whatever the floor, so it counts as above it; but when more of them do than ``1 - share``
+    allows, as in a memory about cooking, they are not off-topic for it: the floor is measured
+    on the others alone.
     """
     vectors.references(BACKGROUND)  # embedded at once (and kept) rather than one by one
     best = []
     for i, question in enumerate(BACKGROUND):
+        found = hybrid(catalog, vectors, question, 0.5, None, 50)
+        if any(why.words >= WORDS_FLOOR for why in found.values()):
+            best.append(math.inf)
+            continue
         others = vectors.similarities(question, BACKGROUND)
         mean, spread = baseline(others[:i] + others[i + 1:])
-        best.append((max(vectors.closest(catalog, question, 1).values(), default=mean) - mean) / spread)
-    best.sort()
-    return best[min(len(best) - 1, math.ceil(share * len(best)))]
+        best.append((max((why.meaning or 0.0 for why in found.values()), default=mean) - mean) / spread)
+    finite = sorted(b for b in best if b < math.inf)
+    index = math.ceil(share * len(best))
+    if index >= len(finite):
+        index = math.ceil(share * len(finite))
+    return finite[min(len(finite) - 1, index)] if finite else 0.0
 
 
 def floor(catalog: Catalog, vectors: Vectors, share: float) -> float | None:

@@ -5,7 +5,8 @@ floats); one with an ``embed_many(texts)`` method is given many texts at once.
 Vectors are derived data, like the catalog: kept in ``.memsite/vectors.sqlite3``
 by model and text, so an unchanged memory is embedded once, even across
 catalog rebuilds, and a changed one again. They are normalised when stored, so
-a dot product is the cosine similarity.
+a dot product is the cosine similarity. The vectors of fixed reference texts
+(the background questions a query is compared with) are kept there too.
 
 For the current commit they are also held in memory as one float32 matrix
 (with numpy; a list of arrays without), one row a memory. After a commit only
