@@ -17,12 +17,13 @@ naming the memory that answers it:
   on it, so it is not clean.
 * validation.tsv: 55 paraphrases and 15 keyword queries, for --tune.
 
-The relevance floor is measured on each repository with the background
-questions in memsite/relevance.py (60 more off-topic questions, none in
-heldout.tsv).
+The relevance floor (on the standing: a cosine against the query's cosines
+with the background questions) is measured on each repository with the
+background questions in memsite/relevance.py (60 more off-topic questions,
+none in heldout.tsv).
 
 For each embedder, three ways of recalling, each as ``store.recall`` returns:
-words only (bm25; any shared word is a hit), meaning only (weight 1: cosine
+words only (bm25; any shared word is a hit), meaning only (weight 1: standing
 against the floor) and hybrid (the default weight), plus hybrid's ranking
 without the floor. recall@5: the answer is among the first five hits; for
 off-topic questions, the share that return no hit. "no shared word" is the

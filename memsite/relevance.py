@@ -10,17 +10,24 @@ whatever the query or the memory:
 
 Hits are ranked by ``relevance = weight x meaning + (1 - weight) x words``
 (``embedding.weight``). Neither signal is divided by the best match's, so a
-query about nothing in memory scores low on both, and a floor per signal can
-tell it apart. A memory is recalled when either signal reaches its floor:
+query about nothing in memory scores low on both. A memory is recalled when
+either signal reaches its floor:
 
-* meaning >= the meaning floor, measured on the memory itself: the best
-  cosine each of the :data:`BACKGROUND` questions (about what a team's memory
-  is not about: cooking, geography, sport) reaches among its memories; the
-  floor is where 95% of them (``embedding.floor``) stay below. So it rises
-  with the number of memories (among more memories a stray question finds a
-  closer one) and suits any embedder (their cosines differ in scale). It is
-  measured again when the number of memories has changed by a tenth, and kept
-  in ``.memsite/vectors.sqlite3``;
+* meaning stands out: the memory's cosine, less the mean of the query's
+  cosines with the :data:`BACKGROUND` questions (about what a team's memory is
+  not about: cooking, geography, sport), in standard deviations of the latter
+  (its *standing*), reaches the meaning floor. A cosine alone says little with
+  a static embedder: a paraphrase's answer (0.1 to 0.5 with wordllama) lands
+  where an off-topic question's best match does, and the latter rises with the
+  number of memories. Against the query's own closeness to off-topic questions,
+  an answer stands out where a stray match does not (measured in
+  bench/quality.py, with the other baselines tried). The floor is measured on
+  the memory itself: each background question's best standing among its
+  memories (its baseline the other background questions); the floor is where
+  95% of them (``embedding.floor``) recall nothing, counting those some memory
+  answers by words as recalling something. So it follows the number of
+  memories and suits any embedder. It is measured again when the number of
+  memories has changed by a tenth, and kept in ``.memsite/vectors.sqlite3``;
 * words >= :data:`WORDS_FLOOR`: the memory holds most of the query's words
   (by rarity), so a keyword query finds what it names.
 
@@ -47,10 +54,13 @@ WORDS_FLOOR = 0.6
 
 Chosen with bench/quality.py --tune on validation.tsv (0.4 to 1 tried)."""
 RECALIBRATE = 0.1
+MIN_SPREAD = 0.01
+"""The least standard deviation of a query's cosines with the background questions a standing is divided by."""
 """The floor is measured again once the number of memories has changed by this share."""
 
 # Questions a team's memory is not about. Written for bench/quality.py's tuning (the held-out
-# off-topic questions in bench/data/heldout.tsv are others), kept here as the floor's measure.
+# off-topic questions in bench/data/heldout.tsv are others), kept here as every query's off-topic
+# baseline and the floor's measure.
 BACKGROUND = (
     "recipe for chocolate chip cookies", "how deep is the Pacific ocean", "what is the capital of Canada",
     "who won the men's singles at Wimbledon last year", "recommend a podcast about history",
@@ -90,21 +100,25 @@ class Why:
     relevance: float
     """weight x meaning + (1 - weight) x words, what hits are ranked by (by words only: bm25)."""
     floor: float | None
-    """The meaning a memory needs (or :data:`WORDS_FLOOR` of words); None by words only."""
+    """The standing a memory needs (or :data:`WORDS_FLOOR` of words); None by words only or with no floor."""
     kept: bool
+    standing: float | None = None
+    """How far the cosine stands above the query's cosines with the background questions, in their
+    standard deviations; None by words only or with no floor."""
 
     def __str__(self) -> str:
         words = f"words {self.words:.2f}" + (f" ({', '.join(self.matched)})" if self.matched else "")
         if self.meaning is None:
             return f"{words}: words only, any shared word is kept"
-        if self.floor is None:
+        if self.floor is None or self.standing is None:
             return f"meaning {self.meaning:.2f}, {words}; relevance {self.relevance:.2f} (no floor)"
+        meaning = f"meaning {self.meaning:.2f}, {self.standing:.1f} sd above off-topic questions"
         if not self.kept:
-            reason = f"meaning {self.meaning:.2f} < floor {self.floor:.2f}, {words} < {WORDS_FLOOR:g}"
-        elif self.meaning >= self.floor:
-            reason = f"meaning {self.meaning:.2f} >= floor {self.floor:.2f}, {words}"
+            reason = f"{meaning} < floor {self.floor:.1f}, {words} < {WORDS_FLOOR:g}"
+        elif self.standing >= self.floor:
+            reason = f"{meaning} >= floor {self.floor:.1f}, {words}"
         else:
-            reason = f"{words} >= {WORDS_FLOOR:g}, meaning {self.meaning:.2f} (floor {self.floor:.2f})"
+            reason = f"{words} >= {WORDS_FLOOR:g}, {meaning} (floor {self.floor:.1f})"
         return f"{reason}; relevance {self.relevance:.2f}"
 
 
@@ -115,14 +129,22 @@ def word_share(terms: list[str], counts: dict[str, int], total: int, matched: It
     return sum(weight[t] for t in set(matched) if t in weight) / whole if whole else 0.0
 
 
+def baseline(cosines: list[float]) -> tuple[float, float]:
+    """The mean and standard deviation (at least :data:`MIN_SPREAD`) of a query's cosines with background questions."""
+    mean = sum(cosines) / len(cosines)
+    spread = math.sqrt(sum((c - mean) ** 2 for c in cosines) / len(cosines))
+    return mean, max(spread, MIN_SPREAD)
+
+
 def hybrid(catalog: Catalog, vectors: Vectors, query: str, weight: float, floor: float | None,
            keep: int | None, allowed: set[int] | None = None) -> dict[int, Why]:
     """Row number -> :class:`Why` of the memories closest to ``query`` by meaning or by words.
 
     The ``keep`` closest by meaning and the ``keep`` best by bm25 (all when
     None), among ``allowed`` when given; ``kept`` says which reach the meaning
-    ``floor`` (every one when it is None) or :data:`WORDS_FLOOR`. A weight of 0
-    (words only) or 1 (meaning only) leaves the other signal out of both.
+    ``floor`` (a standing; every one when it is None) or :data:`WORDS_FLOOR`.
+    A weight of 0 (words only) or 1 (meaning only) leaves the other signal out
+    of both.
     """
     terms = search_terms(query[:4096])
     words = catalog.lexical(match_any(terms)) if terms else {}
@@ -133,21 +155,43 @@ def hybrid(catalog: Catalog, vectors: Vectors, query: str, weight: float, floor:
     closeness = vectors.closest(catalog, query, keep, allowed, best)
     counts, holding = catalog.term_counts(terms, [n for n in closeness if n in words])
     total = vectors.size(catalog)
+    mean, spread = baseline(vectors.similarities(query, BACKGROUND)) if floor is not None and closeness else (0, 1)
     found = {}
     for n, cosine in closeness.items():
         matched = tuple(holding.get(n, ()))
         share = word_share(terms, counts, total, matched)
         relevance = weight * max(cosine, 0.0) + (1 - weight) * share
-        kept = relevance > 0 and (floor is None or (weight > 0 and cosine >= floor)
+        standing = None if floor is None else (cosine - mean) / spread
+        kept = relevance > 0 and (standing is None or (weight > 0 and standing >= floor)
                                   or (weight < 1 and share >= WORDS_FLOOR))
-        found[n] = Why(cosine, share, matched, relevance, floor, kept)
+        found[n] = Why(cosine, share, matched, relevance, floor, kept, standing)
     return found
 
 
 def calibrated_floor(catalog: Catalog, vectors: Vectors, share: float) -> float:
-    """The meaning floor for these memories: ``share`` of the background questions' best cosines stay below it."""
-    best = sorted(max(vectors.closest(catalog, question, 1).values(), default=0.0) for question in BACKGROUND)
-    return best[min(len(best) - 1, math.ceil(share * len(best)))]
+    """The meaning floor for these memories: ``share`` of the background questions recall nothing below it.
+
+    A question's best standing is taken against the other background questions, as a query's against
+    them all; a question that some memory answers by words (:data:`WORDS_FLOOR`) recalls something
+    whatever the floor, so it counts as above it; but when more of them do than ``1 - share``
+    allows, as in a memory about cooking, they are not off-topic for it: the floor is measured
+    on the others alone.
+    """
+    vectors.references(BACKGROUND)  # embedded at once (and kept) rather than one by one
+    best = []
+    for i, question in enumerate(BACKGROUND):
+        found = hybrid(catalog, vectors, question, 0.5, None, 50)
+        if any(why.words >= WORDS_FLOOR for why in found.values()):
+            best.append(math.inf)
+            continue
+        others = vectors.similarities(question, BACKGROUND)
+        mean, spread = baseline(others[:i] + others[i + 1:])
+        best.append((max((why.meaning or 0.0 for why in found.values()), default=mean) - mean) / spread)
+    finite = sorted(b for b in best if b < math.inf)
+    index = math.ceil(share * len(best))
+    if index >= len(finite):
+        index = math.ceil(share * len(finite))
+    return finite[min(len(finite) - 1, index)] if finite else 0.0
 
 
 def floor(catalog: Catalog, vectors: Vectors, share: float) -> float | None:
@@ -157,7 +201,7 @@ def floor(catalog: Catalog, vectors: Vectors, share: float) -> float | None:
     """
     if share <= 0:
         return None
-    key = f"{vectors.model} share={share:g}"
+    key = f"{vectors.model} standing share={share:g}"
     memories = vectors.size(catalog)
     found = vectors.saved_floor(key, memories, RECALIBRATE)
     if found is None:

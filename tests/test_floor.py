@@ -55,7 +55,7 @@ def test_off_topic_questions_recall_nothing_and_count_nothing(hybrid: MemoryStor
     # ...while a question about something in memory still finds it by meaning, and counts it
     hits = hybrid.recall("how do we stop customers getting their money back twice?")
     assert hits[0].memory.abstract.startswith("Webhook retries duplicated refunds")
-    assert hits[0].why.kept and hits[0].why.meaning >= hits[0].why.floor
+    assert hits[0].why.kept and hits[0].why.standing >= hits[0].why.floor
 
 
 def test_keyword_queries_find_what_they_name(hybrid: MemoryStore) -> None:
@@ -115,6 +115,7 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     lines = result.output.splitlines()
     assert "The user prefers tabs over spaces" in lines[0]
     assert lines[1].strip().startswith("meaning ") and ">= floor" in lines[1] and "words 1.00 (tabs)" in lines[1]
+    assert "sd above off-topic questions" in lines[1]
     assert "; relevance " in lines[1] and lines[2] == "Below the floor (not recalled):" and "< floor" in lines[4]
     result = CliRunner().invoke(main, ["-C", root, "recall", "banana smoothie recipe", "--explain"])
     assert result.exit_code == 0
@@ -123,7 +124,7 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     result = CliRunner().invoke(main, ["-C", root, "recall", "how do we stop customers getting their money back twice?",
                                        "--explain", "-n", "1", "--json"])
     why = __import__("json").loads(result.output)[0]["why"]
-    assert why["kept"] and why["meaning"] >= why["floor"] and why["text"].startswith("meaning ")
+    assert why["kept"] and why["standing"] >= why["floor"] and why["text"].startswith("meaning ")
     with MemoryStore(Path(root), agent="planner") as store:
         assert store.activity.waiting() == 0  # --explain recalled nothing
 
@@ -137,3 +138,26 @@ def test_the_floor_comes_from_configuration(hybrid: MemoryStore, clock: Clock) -
     settings.write_text(settings.read_text().replace("floor: 0\n", "floor: 2\n"))
     with pytest.raises(ConfigError, match=r"'extra.memsite.embedding.floor': expected a number in \[0, 1\], got 2"):
         MemoryStore(hybrid.root, agent="planner")
+
+
+def test_a_memory_that_answers_background_questions_still_recalls_by_meaning(store: MemoryStore, clock: Clock) -> None:
+    # A team whose memory holds recipes: some background questions are not off-topic for it, and its
+    # memories answer them by words. They count as recalling something when the floor is measured,
+    # and the floor stays one that meaning can reach.
+    with store.transaction("Memories") as tx:
+        for category, texts in MEMORIES.items():
+            for text in texts:
+                tx.remember(text, category=category)
+        for text in ("Recipe for chocolate chip cookies: cream butter and sugar, fold in the chips, bake 10 minutes",
+                     "How to make pizza dough: flour, water, yeast and salt, kneaded and left overnight",
+                     "How to make a perfect omelette: three eggs whisked, low heat, folded once",
+                     "How to season a wok: thin layers of oil heated until they smoke",
+                     "How to make an origami frog from a square sheet of paper"):
+            tx.remember(text, category="patterns")
+    store.close()
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder="wordllama") as hybrid:
+        assert hybrid.recall("recipe for chocolate chip cookies")[0].memory.abstract.startswith("Recipe for chocolate")
+        hits = hybrid.recall("how do we stop customers getting their money back twice?")
+        assert hits[0].memory.abstract.startswith("Webhook retries duplicated refunds")
+        assert hits[0].why.words == 0 and hits[0].why.standing >= hits[0].why.floor
+        assert hybrid.recall("how tall is mount everest") == []

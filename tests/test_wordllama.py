@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from memsite import ConfigError, InvalidInput, MemoryStore
 from memsite import embedders
 from memsite.cli import main
+from memsite.relevance import BACKGROUND
 
 from .conftest import Clock, git
 
@@ -45,12 +46,12 @@ def test_installed_wordllama_is_the_default_and_finds_a_paraphrase(memories: Pat
     with MemoryStore(memories, agent="planner", clock=clock, embedder="none") as words_only:
         assert words_only.embedder is None
         assert words_only.recall(PARAPHRASE) == []
-    # Each memory was embedded once, kept under the model's name.
+    # Each memory was embedded once, kept under the model's name, as were the background questions (the off-topic baseline).
     db = sqlite3.connect(memories / ".memsite" / "vectors.sqlite3")
     models = db.execute("SELECT model, count(*) FROM vectors GROUP BY model").fetchall()
     db.close()
     assert len(models) == 1 and models[0][0].startswith("wordllama-") and models[0][0].endswith("l2_supercat-128")
-    assert models[0][1] == 3
+    assert models[0][1] == 3 + len(set(BACKGROUND))
 
 
 def test_it_loads_without_the_network(memories: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,8 @@ floats); one with an ``embed_many(texts)`` method is given many texts at once.
 Vectors are derived data, like the catalog: kept in ``.memsite/vectors.sqlite3``
 by model and text, so an unchanged memory is embedded once, even across
 catalog rebuilds, and a changed one again. They are normalised when stored, so
-a dot product is the cosine similarity.
+a dot product is the cosine similarity. The vectors of fixed reference texts
+(the background questions a query is compared with) are kept there too.
 
 For the current commit they are also held in memory as one float32 matrix
 (with numpy; a list of arrays without), one row a memory. After a commit only
@@ -77,6 +78,9 @@ class Vectors:
         self._key_of_blob: dict[str, bytes] = {}  # memory file (blob id) -> text key
         self._loaded: _Block | None = None
         self._floors: dict[str, tuple[int, float]] = {}
+        self._known: dict[str, array] = {}  # text -> vector: the reference texts and the last query
+        self._references: dict[tuple[str, ...], list[array]] = {}
+        self._reference_matrices: dict[tuple[str, ...], Any] = {}
 
     def size(self, catalog: Catalog) -> int:
         """How many memories the catalog's commit has (their vectors loaded)."""
@@ -114,6 +118,49 @@ class Vectors:
         except Exception as exc:  # the embedder is the caller's code: say whose failure it was
             raise InvalidInput(f"embedder {self.model} failed on {what}: {type(exc).__name__}: {exc}") from exc
         return self._normalised(raw, what)
+
+    def query_vector(self, query: str) -> array:
+        """The normalised vector of a query; the last one and the reference texts' are kept in memory."""
+        found = self._known.get(query)
+        if found is None:
+            if len(self._known) > sum(map(len, self._references)):
+                self._known = {text: v for texts, vectors in self._references.items() for text, v in zip(texts, vectors)}
+            found = self._known[query] = self.embed(query, "the query")
+        return found
+
+    def references(self, texts: tuple[str, ...]) -> list[array]:
+        """The vectors of fixed texts (the background questions), embedded once and kept with the memories'."""
+        found = self._references.get(texts)
+        if found is None:
+            keys = [hashlib.sha1(text.encode("utf-8")).digest() for text in texts]
+            stored = dict(self.db.execute(f"SELECT key, v FROM vectors WHERE model = ? AND key IN "
+                                          f"({', '.join('?' * len(keys))})", (self.model, *keys)).fetchall())
+            todo = [(key, f"reference text {i + 1}", text) for i, (key, text) in enumerate(zip(keys, texts))
+                    if key not in stored]
+            if todo:
+                batch = self._embed_batch(todo)
+                with transaction(self.db):
+                    self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                                        ((self.model, key, v) for key, v in batch))
+                stored.update(batch)
+            found = self._references[texts] = [array("f", stored[key]) for key in keys]
+            self._known.update(zip(texts, found))
+        return found
+
+    def similarities(self, query: str, texts: tuple[str, ...]) -> list[float]:
+        """The cosine similarity of ``query`` to each of ``texts`` (reference texts: see :meth:`references`)."""
+        vectors, wanted = self.references(texts), self.query_vector(query)
+        if vectors and len(wanted) != len(vectors[0]):
+            raise InvalidInput(f"embedder {self.model} gave the query {len(wanted)} dimensions, "
+                               f"the reference texts {len(vectors[0])}; give each model its own 'model' name")
+        numpy = _numpy()
+        if numpy is None:
+            return [sum(map(mul, vector, wanted)) for vector in vectors]
+        matrix = self._reference_matrices.get(texts)
+        if matrix is None:
+            matrix = self._reference_matrices[texts] = numpy.frombuffer(
+                b"".join(v.tobytes() for v in vectors), dtype=numpy.float32).reshape(len(vectors), len(wanted))
+        return numpy.einsum("ij,j->i", matrix, numpy.frombuffer(wanted.tobytes(), dtype=numpy.float32)).tolist()
 
     def _normalised(self, raw: Any, what: str) -> array:
         try:
@@ -157,7 +204,7 @@ class Vectors:
             self._load(catalog)
         block = self._loaded
         assert block is not None
-        wanted = self.embed(query, "the query")
+        wanted = self.query_vector(query)
         if block.rows and len(wanted) != block.dimension:
             raise InvalidInput(f"embedder {self.model} gave the query {len(wanted)} dimensions, "
                                f"the memories {block.dimension}; give each model its own 'model' name")
