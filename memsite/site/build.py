@@ -13,7 +13,7 @@ from ..config import load_config
 from ..errors import DiskFull, MemsiteError
 from ..store.activity import pending_counts
 from .guard import refuse_unsafe_config
-from .hooks import build_time
+from .plugin import build_time
 from .pages import projection
 from .snapshot import load
 
@@ -47,6 +47,7 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.exceptions import Abort, PluginError
 
+    load_config(root)  # memsite's settings, every problem on a line naming its key, before MkDocs reads them
     config = _mkdocs_config(root, site_dir=str(site_dir) if site_dir else None, strict=strict)
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.WARNING)
