@@ -274,7 +274,7 @@ class Config:
         valid = ", ".join(c.name for c in self.categories)
         raise InvalidInput(
             f"category {name!r} is unknown; use one of: {valid} "
-            "(or add it under extra.memsite.categories in mkdocs.yml)"
+            "(or add it under plugins.memsite.categories in mkdocs.yml)"
         )
 
     def category(self, name: str) -> Category:
