@@ -381,15 +381,15 @@ DEPRECATED = (f"memsite: settings under {LEGACY} are deprecated: move them under
               "(and drop hooks/memsite_hooks.py from hooks); see the README's Settings")
 
 
-def settings_of(data: dict[str, Any], where: str = "mkdocs.yml") -> tuple[Any, str]:
-    """The memsite settings in ``data`` (a parsed mkdocs.yml) and where they were: plugins.memsite or extra.memsite.
+def settings_of(options: Any, legacy: Any, where: str = "mkdocs.yml") -> tuple[Any, str]:
+    """Which memsite settings count, and where they were: the plugin's ``options`` or ``legacy`` (extra.memsite).
+
+    ``options`` is None when mkdocs.yml does not name the plugin, ``legacy``
+    when it has no ``extra.memsite``.
 
     Raises:
         ConfigError: there are none, or settings in both places.
     """
-    extra = data.get("extra")
-    legacy = extra.get("memsite") if isinstance(extra, dict) else None
-    options = plugin_options(data.get("plugins"))
     if options and legacy is not None:
         raise ConfigError(f"{where}: memsite settings in both plugins.{PLUGIN} and {LEGACY}; keep those under "
                           f"plugins.{PLUGIN} and remove {LEGACY}")
@@ -400,9 +400,12 @@ def settings_of(data: dict[str, Any], where: str = "mkdocs.yml") -> tuple[Any, s
 
 def plugin_options(plugins: Any) -> Any:
     """The options of the memsite plugin in mkdocs.yml's ``plugins`` (a list or a mapping); None if it is not named."""
-    entries = plugins.items() if isinstance(plugins, dict) else [
-        next(iter(entry.items())) if isinstance(entry, dict) and len(entry) == 1 else (entry, {})
-        for entry in plugins or [] if isinstance(plugins, list)]
+    if isinstance(plugins, dict):
+        entries = list(plugins.items())
+    elif isinstance(plugins, list):
+        entries = [next(iter(e.items())) if isinstance(e, dict) and len(e) == 1 else (e, {}) for e in plugins]
+    else:
+        entries = []
     for name, options in entries:
         if name == PLUGIN:
             return {} if options is None else options
@@ -417,7 +420,9 @@ def load_config(root: Path) -> Config:
     """
     path = root / "mkdocs.yml"
     data = read_mkdocs_yml(path)
-    settings, prefix = settings_of(data, str(path))
+    extra = data.get("extra")
+    settings, prefix = settings_of(plugin_options(data.get("plugins")),
+                                   extra.get("memsite") if isinstance(extra, dict) else None, str(path))
     return parse_config(settings, docs_dir=data.get("docs_dir", "docs"), where=str(path), prefix=prefix)
 
 

@@ -82,11 +82,7 @@ _PLACEHOLDER = re.compile(r"<!--memsite-html (\d+)-->")
 
 
 class _Setting(BaseConfigOption):
-    """One of memsite's settings as an option of the plugin: declared in ``memsite.config.Config``."""
-
-    def __init__(self, keys: tuple[str, ...]) -> None:
-        super().__init__()
-        self.keys = keys  # a section's keys (``decay``: half_life_days, active_weight); none for a value
+    """A name under the plugin's options (a setting, or a section of them): declared in ``memsite.config.Config``."""
 
 
 class _Options(base.Config):
@@ -100,9 +96,8 @@ class _Options(base.Config):
         return [(key, base.ValidationError(message)) for key, message in problems], []
 
 
-# The plugin's options: memsite's settings as memsite.config.Config declares them (default: Config's).
-MemsiteOptions: type[base.Config] = type("MemsiteOptions", (_Options,), {
-    name: _Setting(keys) for name, keys in top_level().items()})
+# The plugin's options: memsite's settings as memsite.config.Config declares them (unset: Config's default).
+MemsiteOptions: type[base.Config] = type("MemsiteOptions", (_Options,), {name: _Setting() for name in top_level()})
 
 
 class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
@@ -122,7 +117,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         self.default_nav = False
 
     def on_config(self, config: Any) -> Any:
-        """Read memsite's settings, reset the state of the last build (``mkdocs serve`` reuses the plugin), set the site's defaults."""
+        """Read memsite's settings, forget the last build (``mkdocs serve`` builds again), set the site's defaults."""
         self.site, self.default_nav = None, False
         if self.from_hooks and PLUGIN in config.plugins:
             raise PluginError(f"{config.config_file_path}: names memsite in plugins and in hooks; "
@@ -132,7 +127,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         try:
             relative = docs_dir.resolve().relative_to(root.resolve()).as_posix()
             options = {} if self.from_hooks else {k: v for k, v in self.config.items() if v is not None}
-            settings, prefix = settings_of({"plugins": {PLUGIN: options}, "extra": dict(config.extra or {})},
+            settings, prefix = settings_of(options, dict(config.extra or {}).get("memsite"),
                                            str(config.config_file_path))
             self.settings = parse_config(settings, docs_dir=relative, where=str(config.config_file_path),
                                          prefix=prefix)
