@@ -100,12 +100,16 @@ def test_plain_mkdocs_build_is_guarded_by_the_plugin_too(repo: Path, tmp_path: P
 def test_check_fails_naming_every_link_out_of_the_repository(repo: Path, tmp_path: Path) -> None:
     host_links(repo, tmp_path)
     os.symlink("index.md", repo / "content" / "home.md")  # inside the repository: fine
+    os.symlink("..", repo / "content" / "up")  # a folder holding the link: the build stops at it
     result = run(repo, "check")
     assert result.exit_code == 1
     lines = [line for line in result.stdout.splitlines() if "symlink" in line]
     assert sorted(line.split(":")[0] for line in lines) == [
-        "content/etc", "content/gitconfig", "content/hostdir", "content/leak.txt"]
-    assert all("outside the repository" in line and "remove the link" in line for line in lines)
+        "content/etc", "content/gitconfig", "content/hostdir", "content/leak.txt", "content/up"]
+    assert all("remove the link" in line for line in lines)
+    assert all("outside the repository" in line for line in lines if not line.startswith("content/up"))
+    assert "content/up: a symlink to .., a folder that holds it; the site build stops at it" in result.stdout
+    assert "content/leak.txt: a symlink to" in result.stdout and "the site build skips it" in result.stdout
 
 
 def _append(repo: Path, text: str) -> None:

@@ -206,9 +206,13 @@ def folder_links(docs_dir: Path, root: Path) -> list[tuple[str, str]]:
 
 
 def link_problems(docs_dir: Path, root: Path) -> list[str]:
-    """One line per link the site build would refuse to follow."""
-    return [f"{rel}: a symlink to {os.readlink(root / rel)}, outside the repository; the site build skips it "
-            "(it would publish that file or folder): remove the link" for rel in outside_links(docs_dir, root)]
+    """One line per link the site build refuses to follow: a file link it skips, a folder link it stops at."""
+    lines = []
+    for rel, why, is_dir in sorted(_links(docs_dir, root)):
+        where = "outside the repository" if why == "out" else "a folder that holds it"
+        effect = "stops at it (it would walk it)" if is_dir else "skips it (it would publish that file)"
+        lines.append(f"{rel}: a symlink to {os.readlink(root / rel)}, {where}; the site build {effect}: remove the link")
+    return lines
 
 
 def escapes(path: str | Path, root: Path) -> bool:
