@@ -31,6 +31,7 @@ def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
 
     path = _settings(root)
     refuse_unsafe_config(path)  # MkDocs' YAML loader would run a !!python/object tag
+    load_config(root)  # memsite's settings, one line per problem naming its key, before MkDocs reads them
     try:
         return load_mkdocs(config_file=str(path), **{k: v for k, v in overrides.items() if v is not None})
     except ConfigurationError as exc:
@@ -47,7 +48,6 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.exceptions import Abort, PluginError
 
-    load_config(root)  # memsite's settings, every problem on a line naming its key, before MkDocs reads them
     config = _mkdocs_config(root, site_dir=str(site_dir) if site_dir else None, strict=strict)
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.WARNING)
@@ -81,6 +81,7 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_brow
 
     path = _settings(root)
     refuse_unsafe_config(path)
+    load_config(root)  # memsite's settings, one line per problem, before MkDocs reads them
     check_port(host, port)
     if announce:
         announce(f"Serving {root} at {url(host, port)} (Ctrl-C stops)")
