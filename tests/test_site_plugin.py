@@ -104,3 +104,15 @@ def test_the_plugin_and_the_old_hook_together_are_refused(repo: Path, tmp_path: 
     (repo / HOOKS_PATH).write_text(HOOKS_PY)
     result = mkdocs(repo, tmp_path / "site")
     assert result.returncode != 0 and "names memsite in plugins and in hooks" in result.stderr
+
+
+def test_memsite_build_says_to_reinstall_when_the_plugin_is_not_registered(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout pulled past the plugin, with memsite installed before it: MkDocs would only say 'not installed'."""
+    import mkdocs.plugins
+
+    monkeypatch.setattr(mkdocs.plugins, "get_plugins", lambda: {})  # what an install without the entry point has
+    built = CliRunner().invoke(main, ["-C", str(repo), "build", "--site-dir", str(tmp_path / "site")])
+    assert built.exit_code == 1
+    assert "names the memsite plugin, which MkDocs finds only once memsite is installed" in built.stderr
+    assert "pip install -e ." in built.stderr
