@@ -81,7 +81,7 @@ class MemoryStore(Store):
         RepositoryError: ``path`` is not a git working tree. (A write refused
             for a read-only folder, a detached HEAD or a rebase in progress
             says so when it is made; reads work there.)
-        ConfigError: ``mkdocs.yml`` has no valid ``extra.memsite`` section.
+        ConfigError: ``mkdocs.yml`` has no valid memsite settings (``plugins.memsite``, or ``extra.memsite`` before).
     """
 
     def __init__(

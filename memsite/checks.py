@@ -26,7 +26,7 @@ def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty:
          setting: str | None = None, fix: str = "shorten it") -> str:
     """Return ``value`` as checked text: UTF-8, no NUL bytes, within ``max_bytes``.
 
-    ``setting`` names the ``extra.memsite`` setting that sets ``max_bytes``
+    ``setting`` names the memsite setting (``plugins.memsite.<setting>``) that sets ``max_bytes``
     (None: a fixed limit), so the message says which cap was hit.
     """
     if isinstance(value, bytes):
@@ -56,7 +56,7 @@ def read_capped(stream: BinaryIO, what: str, *, max_bytes: int, setting: str | N
 
     Raises:
         InvalidInput: the stream holds more than ``max_bytes``, naming the cap
-            (and its ``extra.memsite`` setting).
+            (and its memsite setting).
     """
     data = stream.read(max_bytes + 1)
     if len(data) > max_bytes:
@@ -65,7 +65,7 @@ def read_capped(stream: BinaryIO, what: str, *, max_bytes: int, setting: str | N
 
 
 def _cap(max_bytes: int, setting: str | None) -> str:
-    return f"the {max_bytes}-byte cap (extra.memsite.{setting})" if setting else f"the {max_bytes}-byte limit"
+    return f"the {max_bytes}-byte cap (plugins.memsite.{setting})" if setting else f"the {max_bytes}-byte limit"
 
 
 def name(value: object, what: str = "agent") -> str:

@@ -1,15 +1,16 @@
-"""memsite settings: typed, with defaults in one place, validated all at once.
+"""memsite settings: typed, declared once (:class:`Config`), validated all at once.
 
-They live in the memory repository's ``mkdocs.yml`` under ``extra.memsite``
-(MkDocs rejects unknown top-level keys in ``--strict`` builds; ``extra`` is its
-free-form section), beside the site settings, so one file configures both.
+They live in the memory repository's ``mkdocs.yml`` as the options of the
+``memsite`` plugin (``plugins: {memsite: {...}}``), beside the site settings,
+so one file configures both. Repositories made before the plugin keep them
+under ``extra.memsite``, which is still read.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -75,62 +76,154 @@ TRIM_POLICIES = ("archive", "delete")
 MAX_SEGMENT_SIZE = 1000  # files GitHub's web view lists in a folder
 
 
+class _Bad(ValueError):
+    """A setting's value is not what it must be: ``expected`` says what it must be (or ``problems`` each)."""
+
+    def __init__(self, expected: str = "", problems: list[tuple[str, str, Any]] | None = None) -> None:
+        super().__init__(expected)
+        self.expected, self.problems = expected, problems or []
+
+
+def _number(low: float = 0, high: float | None = None, *, above: bool = False, whole: bool = False) -> Any:
+    """A parser of a number (a whole number with ``whole``) >= ``low`` (> with ``above``) and <= ``high``."""
+    name = "a whole number" if whole else "a number"
+    if high is None:
+        expected = f"{name} {'>' if above else '>='} {low}"
+    else:
+        expected = f"{name} from {low} to {high}" if whole else f"{name} in {'(' if above else '['}{low}, {high}]"
+
+    def parse(value: Any) -> Any:
+        if (not isinstance(value, int if whole else (int, float)) or isinstance(value, bool) or value < low
+                or (above and value == low) or (high is not None and value > high)):
+            raise _Bad(expected)
+        return int(value) if whole else float(value)
+    return parse
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad("true or false")
+    return value
+
+
+def _trim(value: Any) -> str:
+    if value not in TRIM_POLICIES:
+        raise _Bad(" or ".join(TRIM_POLICIES))
+    return value
+
+
+def _model(value: Any) -> str:
+    if value is False or value is None:  # YAML's `none`/`off` read as null/false: words only all the same
+        return "none"
+    if not isinstance(value, str) or not re.match(r"^[\w.:/~+-]{1,300}$", value):
+        raise _Bad("a model name: auto, wordllama, none, or model2vec:, fastembed: or sentence-transformers: "
+                   "and a folder or model name")
+    return value
+
+
+def _branch(value: Any) -> str:
+    if value is False or value is None:
+        return ""
+    if not isinstance(value, str) or (value and not re.fullmatch(r"[\w./-]*\{agent\}[\w./-]*", value)):
+        raise _Bad("a branch name holding {agent}, such as agent/{agent} (or false)")
+    return value
+
+
+def _categories(value: Any) -> tuple[Category, ...]:
+    if not isinstance(value, dict) or not value:
+        raise _Bad("a mapping of category name to settings")
+    problems: list[tuple[str, str, Any]] = []
+
+    def err(key: str, expected: str, got: Any) -> None:
+        problems.append((key, expected, got))
+
+    categories = tuple(_parse_category(name, spec or {}, err) for name, spec in value.items())
+    seen: dict[str, str] = {}
+    for category in categories:
+        for key in (category.name, *category.aliases):
+            if key in seen and seen[key] != category.name:
+                err(f"categories.{category.name}", f"a name or alias not already used by '{seen[key]}'", key)
+            seen[key] = category.name
+    folders = [c.folder for c in categories]
+    for folder in {f for f in folders if folders.count(f) > 1}:
+        err("categories", "a different folder for each category", folder)
+    if problems:
+        raise _Bad(problems=problems)
+    return categories
+
+
+def setting(default: Any, key: str, parse: Any, *, null: bool = False) -> Any:
+    """A :class:`Config` field users set in ``mkdocs.yml``: its ``key`` there and the ``parse`` that checks it.
+
+    ``parse`` takes the value as written and returns the value kept, or
+    raises ``_Bad`` saying what it must be. A null value means the default,
+    unless ``null`` (the setting gives null a meaning of its own).
+    """
+    return field(default=default, metadata={"key": key, "parse": parse, "null": null})
+
+
 @dataclass(frozen=True)
 class Config:
-    """Every memsite setting, with its default."""
+    """Every memsite setting: its default, where it is written in ``mkdocs.yml``, what it must be, what it does.
+
+    This is the one declaration of the settings: :func:`parse_config` (the
+    Python API) and the MkDocs plugin's options (``memsite.site.plugin``)
+    are both made from these fields.
+    """
 
     content_dir: str = "content"
     """MkDocs ``docs_dir``: the folder that holds memories, world state, sessions and notes."""
-    categories: tuple[Category, ...] = DEFAULT_CATEGORIES
+    categories: tuple[Category, ...] = setting(DEFAULT_CATEGORIES, "categories", _categories)
     """The categories memories are routed to (replaces the defaults when given)."""
-    fallback_category: str | None = None
-    """Category for unknown names; with none, an unknown category is an error."""
-    max_memory_bytes: int = 64 * 1024
+    fallback_category: str | None = setting(None, "fallback_category", lambda value: value)
+    """Category for unknown names; with none, an unknown category is an error (checked against categories)."""
+    max_memory_bytes: int = setting(64 * 1024, "max_memory_bytes", _number(1, whole=True))
     """Largest memory text accepted."""
-    max_world_bytes: int = 128 * 1024
+    max_world_bytes: int = setting(128 * 1024, "max_world_bytes", _number(1, whole=True))
     """Largest world_state.md a merge (store.world.merge or a task's world changes) may leave."""
-    trim: str = "archive"
+    trim: str = setting("archive", "trim", _trim)
     """What trimming does with a memory: ``archive`` (moved to archive/) or ``delete`` (kept in history)."""
-    half_life_days: float = 30.0
+    half_life_days: float = setting(30.0, "decay.half_life_days", _number(0, above=True))
     """Decay half-life: a memory not recalled loses half its score in this many days."""
-    active_weight: float = 0.1
+    active_weight: float = setting(0.1, "decay.active_weight", _number(0))
     """Weight of recalls in the score: boost = 1 + active_weight * ln(1 + active_count)."""
-    auto_load_lines: int = 200
+    auto_load_lines: int = setting(200, "auto_load_lines", _number(1, whole=True))
     """Most lines the core memory loaded at an agent's start may have."""
-    dedupe: bool = True
+    dedupe: bool = setting(True, "dedupe.enabled", _flag)
     """Whether remember() skips exact duplicates and merges near-duplicates of its category."""
-    dedupe_threshold: float = 0.8
+    dedupe_threshold: float = setting(0.8, "dedupe.threshold", _number(0, 1, above=True))
     """How alike (word pairs in common, Dice 0-1) a new memory must be to an existing one to merge."""
-    flush_every: int = 500
+    flush_every: int = setting(500, "activity.flush_every", _number(1, whole=True))
     """Recalls recorded before their counts are committed in one batch."""
-    embedding_weight: float = 0.8
+    embedding_weight: float = setting(0.8, "embedding.weight", _number(0, 1))
     """With an embedder: the weight of meaning (cosine) in hybrid relevance; the rest is the share of words.
 
     Chosen with ``bench/quality.py --tune`` on bench/data/validation.tsv and
     queries.tsv; the held-out questions (heldout.tsv) never took part."""
-    embedding_model: str = "auto"
+    embedding_model: str = setting("auto", "embedding.model", _model, null=True)
     """The embedder recall uses: ``wordllama``, ``none`` (words only), ``auto`` (wordllama when installed),
     or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""
-    embedding_floor: float = 0.95
+    embedding_floor: float = setting(0.95, "embedding.floor", _number(0, 1))
     """The share of off-topic background questions that must recall nothing: sets the meaning floor
     (see memsite/relevance.py); 0 turns the floor off (every query gets its closest memories)."""
-    embedding_download: bool = False
+    embedding_download: bool = setting(False, "embedding.download", _flag)
     """Whether a model named by ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` may be
     downloaded when it is not in the local cache (``MEMSITE_EMBEDDING_DOWNLOAD=1`` allows it too)."""
-    lock_timeout: float = 10.0
+    lock_timeout: float = setting(10.0, "lock_timeout", _number(0, above=True))
     """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
-    sync_publish: str = "agent/{agent}"
+    sync_publish: str = setting("agent/{agent}", "sync.publish", _branch, null=True)
     """The branch ``memsite sync`` publishes an agent's commits to (``{agent}``: its name); empty: publish none."""
-    sync_attempts: int | None = None
+    sync_attempts: int | None = setting(None, "sync.attempts", _number(1, whole=True))
     """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued.
 
     Default: once when agents publish (a sync that lost the race is queued
     and ``memsite integrate`` merges it: a retry would only add to the
     contention), five times with backoff when they publish none."""
-    recent_days: int = 7
+    recent_days: int = setting(7, "site.recent_days", _number(1, whole=True))
     """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
-    segment_size: int = 500
-    """Memory files a writer puts in a month's numbered folder before it opens the next (at most 1,000).
+    segment_size: int = setting(500, "segment_size", _number(1, MAX_SEGMENT_SIZE, whole=True))
+    """Memory files a writer puts in a month's numbered folder before it opens the next (at most 1,000:
+    GitHub lists no more in a folder).
 
     Half of GitHub's 1,000 entries a folder, so clones that filled the same
     folder at once still merge far below it."""
@@ -181,7 +274,7 @@ class Config:
         valid = ", ".join(c.name for c in self.categories)
         raise InvalidInput(
             f"category {name!r} is unknown; use one of: {valid} "
-            "(or add it under extra.memsite.categories in mkdocs.yml)"
+            "(or add it under plugins.memsite.categories in mkdocs.yml)"
         )
 
     def category(self, name: str) -> Category:
@@ -282,170 +375,139 @@ def memory_url(base: str, memory_id: str) -> str:
     return f"{base.rstrip('/')}/m/{quote(memory_id, safe='')}/"
 
 
+PLUGIN = "memsite"  # the name of memsite's MkDocs plugin in mkdocs.yml's plugins
+LEGACY = "extra.memsite"  # where settings were before the plugin; still read, with a deprecation note
+DEPRECATED = (f"memsite: settings under {LEGACY} are deprecated: move them under plugins: {PLUGIN}: in mkdocs.yml "
+              "(and drop hooks/memsite_hooks.py from hooks); see the README's Settings")
+
+
+def settings_of(options: Any, legacy: Any, where: str = "mkdocs.yml") -> tuple[Any, str]:
+    """Which memsite settings count, and where they were: the plugin's ``options`` or ``legacy`` (extra.memsite).
+
+    ``options`` is None when mkdocs.yml does not name the plugin, ``legacy``
+    when it has no ``extra.memsite``.
+
+    Raises:
+        ConfigError: there are none, or settings in both places.
+    """
+    if options and legacy is not None:
+        raise ConfigError(f"{where}: memsite settings in both plugins.{PLUGIN} and {LEGACY}; keep those under "
+                          f"plugins.{PLUGIN} and remove {LEGACY}")
+    if options is None and legacy is None:
+        raise ConfigError(f"{where}: names no memsite plugin (plugins: [{PLUGIN}]); run 'memsite init' or add it")
+    return (legacy, LEGACY) if legacy is not None and not options else (options or {}, f"plugins.{PLUGIN}")
+
+
+def plugin_options(plugins: Any) -> Any:
+    """The options of the memsite plugin in mkdocs.yml's ``plugins`` (a list or a mapping); None if it is not named."""
+    if isinstance(plugins, dict):
+        entries = list(plugins.items())
+    elif isinstance(plugins, list):
+        entries = [next(iter(e.items())) if isinstance(e, dict) and len(e) == 1 else (e, {}) for e in plugins]
+    else:
+        entries = []
+    for name, options in entries:
+        if name == PLUGIN:
+            return {} if options is None else options
+    return None
+
+
 def load_config(root: Path) -> Config:
-    """Read and validate ``root/mkdocs.yml``.
+    """Read and validate the memsite settings of ``root/mkdocs.yml`` (plugins.memsite, or extra.memsite before).
 
     Raises:
         ConfigError: listing every problem, one per line.
     """
     path = root / "mkdocs.yml"
     data = read_mkdocs_yml(path)
-    extra = data.get("extra") or {}
-    settings = extra.get("memsite") if isinstance(extra, dict) else None
-    if settings is None:
-        raise ConfigError(f"{path}: has no 'extra.memsite' section; run 'memsite init' or add one")
-    return parse_config(settings, docs_dir=data.get("docs_dir", "docs"), where=str(path))
+    extra = data.get("extra")
+    settings, prefix = settings_of(plugin_options(data.get("plugins")),
+                                   extra.get("memsite") if isinstance(extra, dict) else None, str(path))
+    return parse_config(settings, docs_dir=data.get("docs_dir", "docs"), where=str(path), prefix=prefix)
 
 
-def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdocs.yml") -> Config:
-    """Validate a settings mapping into a :class:`Config` (all problems at once)."""
-    errors: list[str] = []
-    defaults = Config()
+def parse_config(settings: Any, *, docs_dir: Any = "content", where: str = "mkdocs.yml",
+                 prefix: str = f"plugins.{PLUGIN}") -> Config:
+    """Validate a settings mapping into a :class:`Config` (all problems at once).
 
-    def err(key: str, expected: str, got: Any) -> None:
-        errors.append(f"Config value 'extra.memsite.{key}': expected {expected}, got {got!r}")
-
-    if not isinstance(settings, dict):
-        raise ConfigError(f"{where}: Config value 'extra.memsite': expected a mapping, got {settings!r}")
-    known = {"categories", "fallback_category", "max_memory_bytes", "max_world_bytes", "trim", "decay", "auto_load_lines",
-             "dedupe", "activity", "embedding", "lock_timeout", "sync", "site", "segment_size"}
-    for key in settings:
-        if key not in known:
-            err(key, f"one of {', '.join(sorted(known))}", key)
-
-    def number(key: str, value: Any, default: Any, *, kind: type, minimum: float, exclusive: bool = False) -> Any:
-        if value is None:
-            return default
-        ok = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
-        if ok and (value > minimum if exclusive else value >= minimum):
-            return kind(value)
-        bound = f"> {minimum}" if exclusive else f">= {minimum}"
-        err(key, f"{'a number' if kind is float else 'a whole number'} {bound}", value)
-        return default
-
-    if not isinstance(docs_dir, str) or not _safe_relative(docs_dir):
-        errors.append(f"Config value 'docs_dir': expected a folder inside the repository, got {docs_dir!r}")
-        docs_dir = defaults.content_dir
-
-    categories = defaults.categories
-    raw_categories = settings.get("categories")
-    if raw_categories is not None:
-        if not isinstance(raw_categories, dict) or not raw_categories:
-            err("categories", "a mapping of category name to settings", raw_categories)
-        else:
-            categories = tuple(
-                _parse_category(name, spec or {}, err) for name, spec in raw_categories.items()
-            )
-            seen: dict[str, str] = {}
-            for category in categories:
-                for key in (category.name, *category.aliases):
-                    if key in seen and seen[key] != category.name:
-                        err(f"categories.{category.name}", f"a name or alias not already used by '{seen[key]}'", key)
-                    seen[key] = category.name
-            folders = [c.folder for c in categories]
-            for folder in {f for f in folders if folders.count(f) > 1}:
-                err("categories", "a different folder for each category", folder)
-
-    fallback = settings.get("fallback_category")
-    if fallback is not None and fallback not in {c.name for c in categories}:
-        err("fallback_category", f"one of {', '.join(c.name for c in categories)}", fallback)
-
-    trim = settings.get("trim", defaults.trim)
-    if trim not in TRIM_POLICIES:
-        err("trim", " or ".join(TRIM_POLICIES), trim)
-        trim = defaults.trim
-
-    decay = _section(settings, "decay", ("half_life_days", "active_weight"), err)
-
-    dedupe = _section(settings, "dedupe", ("enabled", "threshold"), err)
-    enabled = dedupe.get("enabled", defaults.dedupe)
-    if not isinstance(enabled, bool):
-        err("dedupe.enabled", "true or false", enabled)
-        enabled = defaults.dedupe
-    threshold = number("dedupe.threshold", dedupe.get("threshold"), defaults.dedupe_threshold, kind=float, minimum=0,
-                       exclusive=True)
-    if threshold > 1:
-        err("dedupe.threshold", "a number in (0, 1]", threshold)
-    activity = _section(settings, "activity", ("flush_every",), err)
-    embedding = _section(settings, "embedding", ("model", "weight", "floor", "download"), err)
-    site = _section(settings, "site", ("recent_days",), err)
-    weight = number("embedding.weight", embedding.get("weight"), defaults.embedding_weight, kind=float, minimum=0)
-    if weight > 1:
-        err("embedding.weight", "a number in [0, 1]", weight)
-    floor = number("embedding.floor", embedding.get("floor"), defaults.embedding_floor, kind=float, minimum=0)
-    if floor > 1:
-        err("embedding.floor", "a number in [0, 1]", floor)
-    model = embedding.get("model", defaults.embedding_model)
-    if model is False or model is None:  # YAML's `none`/`off` read as null/false: words only all the same
-        model = "none"
-    if not isinstance(model, str) or not re.match(r"^[\w.:/~+-]{1,300}$", model):
-        err("embedding.model", "a model name: auto, wordllama, none, or model2vec:, fastembed: or "
-            "sentence-transformers: and a folder or model name", model)
-        model = defaults.embedding_model
-    download = embedding.get("download", defaults.embedding_download)
-    if not isinstance(download, bool):
-        err("embedding.download", "true or false", download)
-        download = defaults.embedding_download
-
-    sync = _section(settings, "sync", ("publish", "attempts"), err)
-    publish = sync.get("publish", defaults.sync_publish)
-    if publish is False or publish is None:
-        publish = ""
-    if not isinstance(publish, str) or (publish and not re.fullmatch(r"[\w./-]*\{agent\}[\w./-]*", publish)):
-        err("sync.publish", "a branch name holding {agent}, such as agent/{agent} (or false)", publish)
-        publish = defaults.sync_publish
-
-    segment_size = number("segment_size", settings.get("segment_size"), defaults.segment_size, kind=int, minimum=1)
-    if segment_size > MAX_SEGMENT_SIZE:  # GitHub lists no more in a folder
-        err("segment_size", f"a whole number from 1 to {MAX_SEGMENT_SIZE}", segment_size)
-        segment_size = defaults.segment_size
-
-    config = replace(
-        defaults,
-        content_dir=docs_dir.strip("/"),
-        categories=categories,
-        fallback_category=fallback,
-        max_memory_bytes=number("max_memory_bytes", settings.get("max_memory_bytes"),
-                                defaults.max_memory_bytes, kind=int, minimum=1),
-        max_world_bytes=number("max_world_bytes", settings.get("max_world_bytes"),
-                               defaults.max_world_bytes, kind=int, minimum=1),
-        trim=trim,
-        half_life_days=number("decay.half_life_days", decay.get("half_life_days"),
-                              defaults.half_life_days, kind=float, minimum=0, exclusive=True),
-        active_weight=number("decay.active_weight", decay.get("active_weight"),
-                             defaults.active_weight, kind=float, minimum=0),
-        auto_load_lines=number("auto_load_lines", settings.get("auto_load_lines"),
-                               defaults.auto_load_lines, kind=int, minimum=1),
-        dedupe=enabled,
-        dedupe_threshold=threshold,
-        flush_every=number("activity.flush_every", activity.get("flush_every"), defaults.flush_every,
-                           kind=int, minimum=1),
-        embedding_weight=weight,
-        embedding_model=model,
-        embedding_floor=floor,
-        embedding_download=download,
-        lock_timeout=number("lock_timeout", settings.get("lock_timeout"), defaults.lock_timeout, kind=float,
-                            minimum=0, exclusive=True),
-        sync_publish=publish,
-        sync_attempts=number("sync.attempts", sync.get("attempts"), defaults.sync_attempts, kind=int, minimum=1),
-        recent_days=number("site.recent_days", site.get("recent_days"), defaults.recent_days, kind=int, minimum=1),
-        segment_size=segment_size,
-    )
-    if errors:
-        raise ConfigError(f"{where}: {len(errors)} configuration problem(s):\n" + "\n".join(errors))
+    Raises:
+        ConfigError: ``where``, then one line per problem naming the setting (under ``prefix``).
+    """
+    config, problems = check_settings(settings, docs_dir=docs_dir)
+    if problems:
+        lines = [f"Config value '{key if key == 'docs_dir' else '.'.join(filter(None, (prefix, key)))}': {message}"
+                 for key, message in problems]
+        if not isinstance(settings, dict):
+            raise ConfigError(f"{where}: {lines[0]}")
+        raise ConfigError(f"{where}: {len(lines)} configuration problem(s):\n" + "\n".join(lines))
     return config
 
 
-def _section(settings: dict[str, Any], name: str, keys: tuple[str, ...], err: Any) -> dict[str, Any]:
-    """The mapping ``settings[name]`` (empty if absent), with unknown keys reported."""
-    section = settings.get(name) or {}
-    if not isinstance(section, dict):
-        err(name, f"a mapping with {', '.join(keys)}", section)
-        return {}
-    for key in section:
-        if key not in keys:
-            err(f"{name}.{key}", " or ".join(keys), key)
-    return section
+def declared() -> dict[str, Any]:
+    """Every setting by its key in mkdocs.yml (``decay.half_life_days``): the :class:`Config` field declaring it."""
+    return {f.metadata["key"]: f for f in fields(Config) if "key" in f.metadata}
+
+
+def top_level() -> dict[str, tuple[str, ...]]:
+    """The names written directly under memsite's settings, each with the keys of its section (none: a value)."""
+    names: dict[str, tuple[str, ...]] = {}
+    for key in declared():
+        name, _, sub = key.partition(".")
+        names[name] = names.get(name, ()) + ((sub,) if sub else ())
+    return names
+
+
+def check_settings(settings: Any, *, docs_dir: Any = "content") -> tuple[Config, list[tuple[str, str]]]:
+    """The :class:`Config` of ``settings`` and every problem as (key, 'expected ..., got ...').
+
+    Keys are relative to memsite's settings (``decay.half_life_days``);
+    ``docs_dir`` is MkDocs' own. A setting with a problem keeps its default.
+    """
+    problems: list[tuple[str, str]] = []
+
+    def err(key: str, expected: str, got: Any) -> None:
+        problems.append((key, f"expected {expected}, got {got!r}"))
+
+    if not isinstance(settings, dict):
+        err("", "a mapping", settings)
+        return Config(), problems
+    if not isinstance(docs_dir, str) or not _safe_relative(docs_dir):
+        problems.append(("docs_dir", f"expected a folder inside the repository, got {docs_dir!r}"))
+        docs_dir = Config.content_dir
+    names, fields_by_key = top_level(), declared()
+    for name in settings:
+        if name not in names:
+            err(name, f"one of {', '.join(sorted(names))}", name)
+    written: dict[str, Any] = {}
+    for name, keys in names.items():
+        if not keys:
+            if name in settings:
+                written[name] = settings[name]
+            continue
+        section = settings.get(name) or {}
+        if not isinstance(section, dict):
+            err(name, f"a mapping with {', '.join(keys)}", section)
+            continue
+        for key, value in section.items():
+            if key in keys:
+                written[f"{name}.{key}"] = value
+            else:
+                err(f"{name}.{key}", " or ".join(keys), key)
+    values: dict[str, Any] = {}
+    for key, value in written.items():
+        declaration = fields_by_key[key]
+        if value is None and not declaration.metadata["null"]:
+            continue
+        try:
+            values[declaration.name] = declaration.metadata["parse"](value)
+        except _Bad as bad:
+            for where, expected, got in bad.problems or [(key, bad.expected, value)]:
+                err(where, expected, got)
+    config = replace(Config(), content_dir=docs_dir.strip("/"), **values)
+    names_of_categories = [c.name for c in config.categories]
+    if config.fallback_category is not None and config.fallback_category not in names_of_categories:
+        err("fallback_category", f"one of {', '.join(names_of_categories)}", config.fallback_category)
+    return config, problems
 
 
 def _parse_category(name: Any, spec: Any, err: Any) -> Category:

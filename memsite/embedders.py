@@ -10,7 +10,7 @@ looks for ``tokenizer/`` while the wheel has ``tokenizers/``), so it is loaded
 with its own package folder as the cache and downloads disabled.
 
 A name comes from ``MemoryStore(path, embedder="wordllama")``, from
-``MEMSITE_EMBEDDING``, or from ``extra.memsite.embedding.model`` in
+``MEMSITE_EMBEDDING``, or from ``plugins.memsite.embedding.model`` in
 ``mkdocs.yml``, in that order. ``auto`` (the default) means wordllama when it
 is installed and words only when it is not, so a base install recalls exactly
 as before; ``none`` means words only.

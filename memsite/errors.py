@@ -1,6 +1,6 @@
 """The one exception tree: core code raises these, the surfaces translate them.
 
-The CLI turns a ``MemsiteError`` into one line on stderr; the site hooks turn it
+The CLI turns a ``MemsiteError`` into one line on stderr; the site plugin turns it
 into a MkDocs ``PluginError``. A message names what is wrong, where, and the fix.
 """
 

@@ -312,7 +312,7 @@ def _category(name: Any, number: int, config: Config, log: logging.Logger) -> st
     # Losing a memory over a label is worse than filing it under the catch-all.
     if not any(c.name == "general" for c in config.categories):
         raise _Dropped(f"category {name!r} is unknown and there is no 'general' category; "
-                       "set extra.memsite.fallback_category") from None
+                       "set plugins.memsite.fallback_category") from None
     why = "has no category" if name is None else f"category {name!r} is unknown"
     log.info("memory extraction: entry %d %s; filed under general", number, why)
     return "general"

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from . import workflows, world
-from .config import DEFAULT_CATEGORIES, read_mkdocs_yml
+from .config import DEFAULT_CATEGORIES, plugin_options, read_mkdocs_yml
 from .errors import MemsiteError, RepositoryError
 from .git import git_environment
 from .merge import gitattributes
@@ -36,12 +36,8 @@ def mkdocs_yml(site_name: str = "Agent memory") -> str:
         "    - navigation.sections",
         "    - search.highlight",
         "plugins:",
-        "  - search           # Material's search box; memsite answers it from a Pagefind index",
-        "# memsite turns the memory files into the site's pages (memsite.site.hooks).",
-        "hooks:",
-        f"  - {HOOKS_PATH}",
-        "",
-        "extra:",
+        "  search:           # Material's search box; memsite answers it from a Pagefind index",
+        "  # memsite turns the memory files into the site's pages; its settings (memsite.config.Config):",
         "  memsite:",
         "    # Largest memory text accepted, in bytes.",
         "    max_memory_bytes: 65536",
@@ -83,12 +79,6 @@ def _flow(value: object) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=1_000_000).strip().removesuffix("...").strip()
 
 
-HOOKS_PATH = "hooks/memsite_hooks.py"
-HOOKS_PY = '''"""MkDocs hooks that render this memory repository as its website (see memsite.site.hooks)."""
-
-from memsite.site.hooks import *  # noqa: F403 (every hook memsite defines)
-'''
-
 INDEX_MD = """\
 # Agent memory
 
@@ -122,7 +112,7 @@ def create_repository(path: Path, *, when: datetime) -> None:
     if settings.exists():
         data = read_mkdocs_yml(settings)
         extra = data.get("extra") if isinstance(data.get("extra"), dict) else {}
-        if "memsite" in extra:
+        if "memsite" in extra or plugin_options(data.get("plugins")) is not None:
             raise MemsiteError(f"{path}: is already a memsite repository")
         raise MemsiteError(f"{settings}: already exists; memsite init would overwrite it (move it away first)")
     if not _is_work_tree(path):
@@ -134,7 +124,6 @@ def create_repository(path: Path, *, when: datetime) -> None:
             "mkdocs.yml": mkdocs_yml(),
             "content/index.md": INDEX_MD,
             "content/world_state.md": world.render("", {}),
-            HOOKS_PATH: HOOKS_PY,
             **workflows.for_memory_repository(),
         }
         with repo.locked():

@@ -154,7 +154,7 @@ def render_checked(preamble: str, values: Mapping[str, str], max_bytes: int | No
     size = len(text.encode("utf-8"))
     if max_bytes is not None and size > max_bytes and size > before:
         raise InvalidInput(f"world state: would be {size} bytes, over the {max_bytes}-byte cap "
-                           "(extra.memsite.max_world_bytes); remove keys, keep large text in memories, "
+                           "(plugins.memsite.max_world_bytes); remove keys, keep large text in memories, "
                            "or raise the cap in mkdocs.yml")
     _, back = parse(text)
     if set(back) != set(values):

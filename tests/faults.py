@@ -465,22 +465,28 @@ def try_hostile(repo: Path) -> Tally:
 
 
 def host_bytes_in_site(repo: Path, host: Path) -> int:
-    """Build with symlinks to a host file and folder holding MARKER; the marker bytes found in the site."""
+    """Build with symlinks to a host file and folder holding MARKER; the marker bytes found in the sites built.
+
+    With the folder links, the build stops before MkDocs walks them (into
+    ``host/refused``); with the file link alone, it builds ``host/site``.
+    """
     (host / "private").mkdir(parents=True, exist_ok=True)
     (host / "private" / "shadow").write_text(f"root:{MARKER}:19000::::::\n")
     (host / "notes.txt").write_text(f"{MARKER}\n")
-    os.symlink(host / "private", repo / "content" / "hostdir")
     os.symlink(host / "notes.txt", repo / "content" / "leak.txt")
-    os.symlink("/etc", repo / "content" / "etc")
-    site = host / "site"
-    subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build", "--site-dir", str(site)],
-                   capture_output=True, text=True, env=env(), cwd=ROOT)
     found = 0
-    for path in site.rglob("*") if site.is_dir() else []:
-        if path.is_file():
-            found += path.read_bytes().count(MARKER.encode()) * len(MARKER)
-    for link in ("hostdir", "leak.txt", "etc"):
-        (repo / "content" / link).unlink()
+    for site, folders in ((host / "refused", ("hostdir", "etc")), (host / "site", ())):
+        for link, target in (("hostdir", host / "private"), ("etc", Path("/etc"))):
+            if link in folders:
+                os.symlink(target, repo / "content" / link)
+        subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build", "--site-dir", str(site)],
+                       capture_output=True, text=True, env=env(), cwd=ROOT)
+        for path in site.rglob("*") if site.is_dir() else []:
+            if path.is_file():
+                found += path.read_bytes().count(MARKER.encode()) * len(MARKER)
+        for link in folders:
+            (repo / "content" / link).unlink()
+    (repo / "content" / "leak.txt").unlink()
     return found
 
 

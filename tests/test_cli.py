@@ -339,7 +339,7 @@ def test_standard_input_over_the_cap_is_refused_unread(repo: Path, command: list
     result, sent = _pipe([sys.executable, "-m", "memsite", "-C", str(repo), *command], 256 << 20)
     assert result.returncode == 1
     assert result.stderr.decode() == (f"Error: standard input: more than 2000 bytes, over the 2000-byte cap "
-                                      f"(extra.memsite.{key}); "
+                                      f"(plugins.memsite.{key}); "
                                       f"{'split it into smaller memories' if 'remember' in command else 'keep large text in a memory and refer to it'}\n")
     assert sent < 64 << 20  # it stopped reading long before the end
     assert git(repo, "rev-parse", "HEAD") == before

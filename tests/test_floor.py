@@ -136,7 +136,7 @@ def test_the_floor_comes_from_configuration(hybrid: MemoryStore, clock: Clock) -
         hits = no_floor.recall("banana smoothie recipe")  # the closest memories, relevant or not, as before
         assert hits and str(hits[0].why).endswith("(no floor)")
     settings.write_text(settings.read_text().replace("floor: 0\n", "floor: 2\n"))
-    with pytest.raises(ConfigError, match=r"'extra.memsite.embedding.floor': expected a number in \[0, 1\], got 2"):
+    with pytest.raises(ConfigError, match=r"'plugins.memsite.embedding.floor': expected a number in \[0, 1\], got 2"):
         MemoryStore(hybrid.root, agent="planner")
 
 

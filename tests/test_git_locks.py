@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def set_lock_timeout(root: Path, seconds: float) -> None:
-    """Set extra.memsite.lock_timeout in mkdocs.yml and commit it."""
+    """Set the memsite plugin's lock_timeout in mkdocs.yml and commit it."""
     settings = root / "mkdocs.yml"
     text = settings.read_text()
     assert "  memsite:\n" in text

@@ -474,7 +474,7 @@ def test_a_bad_lock_timeout_is_reported_by_name(value: object) -> None:
     from memsite.config import parse_config
     from memsite.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"Config value 'extra\.memsite\.lock_timeout': expected a number > 0"):
+    with pytest.raises(ConfigError, match=r"Config value 'plugins\.memsite\.lock_timeout': expected a number > 0"):
         parse_config({"lock_timeout": value})
     assert parse_config({"lock_timeout": 2.5}).lock_timeout == 2.5
 

@@ -30,7 +30,7 @@ def sessions(store: MemoryStore) -> list[str]:
 
 
 def set_setting(store: MemoryStore, line: str) -> MemoryStore:
-    """The store reopened with ``line`` added under extra.memsite in mkdocs.yml."""
+    """The store reopened with ``line`` added under the memsite plugin's settings in mkdocs.yml."""
     path = store.root / "mkdocs.yml"
     key = line.split(":")[0]
     lines = [text for text in path.read_text().splitlines() if not text.strip().startswith(f"{key}:")]
@@ -106,14 +106,14 @@ def test_task_finish_twice_through_the_cli_commits_one_session(tmp_path: Path) -
 def test_world_merge_and_task_world_share_one_cap_named_max_world_bytes(store: MemoryStore) -> None:
     store = set_setting(store, "max_world_bytes: 3000")
     before = head(store.root)
-    with pytest.raises(InvalidInput, match=r"over the 3000-byte cap \(extra.memsite.max_world_bytes\)"):
+    with pytest.raises(InvalidInput, match=r"over the 3000-byte cap \(plugins.memsite.max_world_bytes\)"):
         store.world.merge({"big": "x" * 3500})  # one value over the cap
     with pytest.raises(InvalidInput, match=r"world state: would be \d+ bytes, over the 3000-byte cap "
-                                           r"\(extra.memsite.max_world_bytes\)"):
+                                           r"\(plugins.memsite.max_world_bytes\)"):
         store.world.merge({f"k{i}": "y" * 900 for i in range(4)})  # the file over the cap
     task = store.task("debug", ["cap"])
     task.world({"a": "z" * 1000})
-    with pytest.raises(InvalidInput, match=r"\(extra.memsite.max_world_bytes\)"):
+    with pytest.raises(InvalidInput, match=r"\(plugins.memsite.max_world_bytes\)"):
         for i in range(5):
             task.world({f"b{i}": "z" * 900})
     task.release()
@@ -124,7 +124,7 @@ def test_world_merge_and_task_world_share_one_cap_named_max_world_bytes(store: M
 def test_the_memory_cap_message_names_max_memory_bytes(store: MemoryStore) -> None:
     store = set_setting(store, "max_memory_bytes: 100")
     with pytest.raises(InvalidInput, match=r"content: is 200 bytes, over the 100-byte cap "
-                                           r"\(extra.memsite.max_memory_bytes\); split it"):
+                                           r"\(plugins.memsite.max_memory_bytes\); split it"):
         store.remember("w" * 200)
     store.close()
 

@@ -217,7 +217,7 @@ def test_a_call_the_tools_cannot_take_is_a_one_line_tool_error_and_the_server_go
             assert unknown == f"unknown tool 'remember_everything'; the tools are {', '.join(sorted(TOOLS))}"
             # 10 MB in one argument: the store's cap refuses it, one line naming the setting
             huge = await error(s, "remember", content="word " * 2_000_000)
-            assert huge == ("content: is 10000000 bytes, over the 65536-byte cap (extra.memsite.max_memory_bytes); "
+            assert huge == ("content: is 10000000 bytes, over the 65536-byte cap (plugins.memsite.max_memory_bytes); "
                             "split it into smaller memories")
             assert head(repo) == before
             made = await call(s, "remember", content="Still serving after the refusals")

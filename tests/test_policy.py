@@ -21,10 +21,10 @@ fixture_ok = settings(deadline=None, suppress_health_check=[HealthCheck.function
 
 
 def set_memsite_config(store_root: Path, **changes: object) -> None:
-    """Edit extra.memsite in mkdocs.yml and commit it, as a person would."""
+    """Edit the memsite plugin's settings in mkdocs.yml and commit it, as a person would."""
     path = store_root / "mkdocs.yml"
     data = yaml.safe_load(path.read_text())
-    data["extra"]["memsite"].update(changes)
+    data["plugins"]["memsite"].update(changes)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     git(store_root, "commit", "-qam", "Change memsite settings")
 
@@ -309,7 +309,7 @@ def test_every_configuration_problem_is_reported_at_once() -> None:
     joined = "\n".join(lines)
     for key in ("max_memory_bytes", "trim", "decay.half_life_days", "fallback_category", "colour",
                 "categories.cases.capacity.lines", "categories.Bad Name", "categories.other"):
-        assert f"Config value 'extra.memsite.{key}'" in joined, key
+        assert f"Config value 'plugins.memsite.{key}'" in joined, key
     assert all(line.startswith("Config value") for line in lines[1:])
 
 

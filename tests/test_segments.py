@@ -38,7 +38,7 @@ def resized(store: MemoryStore, size: int, clock: Clock, **settings: object) -> 
     """``store`` reopened after a person set ``segment_size`` (and ``settings``) in mkdocs.yml and committed it."""
     path = store.root / "mkdocs.yml"
     data = yaml.safe_load(path.read_text())
-    data["extra"]["memsite"].update(segment_size=size, **settings)
+    data["plugins"]["memsite"].update(segment_size=size, **settings)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     git(store.root, "commit", "-qam", f"segment_size: {size}")
     store.close()
@@ -234,5 +234,5 @@ def test_segment_size_is_a_whole_number_up_to_1000() -> None:
     assert parse_config({}).segment_size == 500
     assert parse_config({"segment_size": 1000}).segment_size == 1000
     for wrong in (0, 1001, "many", 2.5, True):
-        with pytest.raises(ConfigError, match=r"Config value 'extra.memsite.segment_size': expected a whole number"):
+        with pytest.raises(ConfigError, match=r"Config value 'plugins.memsite.segment_size': expected a whole number"):
             parse_config({"segment_size": wrong})

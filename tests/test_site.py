@@ -258,7 +258,7 @@ def test_the_product_repository_root_is_an_example_memory_site(tmp_path: Path) -
 def test_a_copy_outside_git_still_builds_without_history(demo: Path, tmp_path: Path) -> None:
     copy = tmp_path / "export"
     copy.mkdir()
-    for name in ("mkdocs.yml", "content", "hooks"):
+    for name in ("mkdocs.yml", "content"):
         (shutil.copytree if (demo / name).is_dir() else shutil.copy)(demo / name, copy / name)
     result = subprocess.run(["mkdocs", "build", "--strict"], cwd=copy, capture_output=True, text=True,
                             env={**env(tmp_path), "GIT_CEILING_DIRECTORIES": str(tmp_path)})

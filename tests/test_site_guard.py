@@ -48,22 +48,46 @@ def published(site: Path) -> list[str]:
     return found
 
 
-def test_symlinks_out_of_the_repository_are_never_published(repo: Path, tmp_path: Path,
-                                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_links_to_files_out_of_the_repository_are_never_published(repo: Path, tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     host_links(repo, tmp_path)
+    for folder in ("hostdir", "etc"):
+        (repo / "content" / folder).unlink()
     built = run(repo, "build", "--site-dir", str(tmp_path / "site"))
     assert built.exit_code == 0, built.output
     site = tmp_path / "site"
     assert (site / "index.html").is_file()
-    assert published(site) == []
-    assert not (site / "etc").exists() and not (site / "hostdir").exists() and not (site / "leak.txt").exists()
-    for link in ("content/hostdir", "content/leak.txt", "content/etc", "content/gitconfig"):
+    assert published(site) == [] and not (site / "leak.txt").exists()
+    for link in ("content/leak.txt", "content/gitconfig"):
         assert sum(f"{link}: skipped: a symlink to " in m for m in caplog.messages) == 1  # one warning each
 
 
-def test_plain_mkdocs_build_is_guarded_by_the_hooks_too(repo: Path, tmp_path: Path) -> None:
-    """CI runs ``mkdocs build``: the hooks replace MkDocs' walk before it follows a link."""
+def test_a_link_to_a_folder_out_of_the_repository_stops_the_build_before_mkdocs_walks_it(
+        repo: Path, tmp_path: Path) -> None:
+    """MkDocs' walk of docs_dir follows every link (``content/etc -> /``: the whole disk); memsite stops first."""
     host_links(repo, tmp_path)
+    os.symlink("..", repo / "content" / "up")  # a folder that holds the link: walked round and round
+    built = run(repo, "build", "--site-dir", str(tmp_path / "site"))
+    assert built.exit_code == 1
+    lines = [line.removeprefix("warning: ") for line in built.stderr.splitlines()][:3]
+    assert lines == ["content/etc: a symlink to /etc, outside the repository; remove the link (the site build "
+                     "would walk it)",
+                     f"content/hostdir: a symlink to {tmp_path / 'host' / 'private'}, outside the repository; remove "
+                     "the link (the site build would walk it)",
+                     "content/up: a symlink to .., a folder that holds it; remove the link (the site build would "
+                     "walk it)"], built.stderr
+    assert not (tmp_path / "site").exists() or published(tmp_path / "site") == []
+
+
+def test_plain_mkdocs_build_is_guarded_by_the_plugin_too(repo: Path, tmp_path: Path) -> None:
+    """CI runs ``mkdocs build``: the plugin refuses a folder link before MkDocs' walk, and leaves file links out."""
+    host_links(repo, tmp_path)
+    result = subprocess.run(["mkdocs", "build", "--site-dir", str(tmp_path / "site")], cwd=repo,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0 and "content/etc: a symlink to /etc, outside the repository" in result.stderr
+    assert not (tmp_path / "site").exists() or published(tmp_path / "site") == []
+    for folder in ("hostdir", "etc"):
+        (repo / "content" / folder).unlink()
     result = subprocess.run(["mkdocs", "build", "--site-dir", str(tmp_path / "site")], cwd=repo,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
@@ -76,12 +100,16 @@ def test_plain_mkdocs_build_is_guarded_by_the_hooks_too(repo: Path, tmp_path: Pa
 def test_check_fails_naming_every_link_out_of_the_repository(repo: Path, tmp_path: Path) -> None:
     host_links(repo, tmp_path)
     os.symlink("index.md", repo / "content" / "home.md")  # inside the repository: fine
+    os.symlink("..", repo / "content" / "up")  # a folder holding the link: the build stops at it
     result = run(repo, "check")
     assert result.exit_code == 1
     lines = [line for line in result.stdout.splitlines() if "symlink" in line]
     assert sorted(line.split(":")[0] for line in lines) == [
-        "content/etc", "content/gitconfig", "content/hostdir", "content/leak.txt"]
-    assert all("outside the repository" in line and "remove the link" in line for line in lines)
+        "content/etc", "content/gitconfig", "content/hostdir", "content/leak.txt", "content/up"]
+    assert all("remove the link" in line for line in lines)
+    assert all("outside the repository" in line for line in lines if not line.startswith("content/up"))
+    assert "content/up: a symlink to .., a folder that holds it; the site build stops at it" in result.stdout
+    assert "content/leak.txt: a symlink to" in result.stdout and "the site build skips it" in result.stdout
 
 
 def _append(repo: Path, text: str) -> None:
@@ -125,9 +153,9 @@ def test_mkdocs_own_tags_and_materials_documented_names_still_build(repo: Path, 
 
 def test_check_warns_when_mkdocs_yml_adds_code_to_the_build(repo: Path) -> None:
     text = (repo / "mkdocs.yml").read_text()
-    text = text.replace("hooks:\n  - hooks/memsite_hooks.py\n",
-                        "hooks:\n  - hooks/memsite_hooks.py\n  - hooks/extra.py\n")
-    (repo / "mkdocs.yml").write_text(text + "plugins:\n  - search\n  - tags\n  - material/offline\n  - macros\n")
+    text = text.replace("plugins:\n", "plugins:\n  tags:\n  material/offline:\n  macros:\n")
+    (repo / "mkdocs.yml").write_text(text + "hooks:\n  - hooks/memsite_hooks.py\n  - hooks/extra.py\n")
+    (repo / "hooks").mkdir()
     (repo / "hooks" / "memsite_hooks.py").write_text("import os\nos.system('true')\n")
     result = run(repo, "check")
     assert result.exit_code == 0  # a warning for the reviewer, not a failure

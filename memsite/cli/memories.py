@@ -208,7 +208,7 @@ def trim(ctx: Context, category: str) -> None:
         if not named.capacity.bounded:
             raise click.ClickException(
                 f"{named.name} has no capacity marks, so it is never trimmed; add 'capacity: "
-                f"{{entries: {{high: 200, low: 150}}}}' under extra.memsite.categories.{named.name} in mkdocs.yml")
+                f"{{entries: {{high: 200, low: 150}}}}' under plugins.memsite.categories.{named.name} in mkdocs.yml")
         trimmed = store.trim(category)
     if trimmed:
         echo(f"Trimmed {len(trimmed)} memories: {' '.join(trimmed)}")

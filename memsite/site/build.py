@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import history
-from ..config import load_config
+from ..config import PLUGIN, load_config, plugin_options, read_mkdocs_yml
 from ..errors import DiskFull, MemsiteError
 from ..store.activity import pending_counts
 from .guard import refuse_unsafe_config
-from .hooks import build_time
+from .plugin import build_time
 from .pages import projection
 from .snapshot import load
 
@@ -25,12 +25,28 @@ def _settings(root: Path) -> Path:
     return path
 
 
+def _checked(root: Path) -> Path:
+    """``root/mkdocs.yml``, checked before MkDocs reads it: no code to run, memsite's settings valid, its plugin there.
+
+    Raises:
+        MemsiteError: one line per problem.
+    """
+    from mkdocs.plugins import get_plugins
+
+    path = _settings(root)
+    refuse_unsafe_config(path)  # MkDocs' YAML loader would run a !!python/object tag
+    load_config(root)  # memsite's settings, one line per problem naming its key
+    if plugin_options(read_mkdocs_yml(path).get("plugins")) is not None and PLUGIN not in get_plugins():
+        raise MemsiteError(f"{path}: names the {PLUGIN} plugin, which MkDocs finds only once memsite is installed "
+                           "with it: run 'pip install -e .' in memsite's checkout again (or pip install memsite)")
+    return path
+
+
 def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
     from mkdocs.config import load_config as load_mkdocs
     from mkdocs.exceptions import ConfigurationError
 
-    path = _settings(root)
-    refuse_unsafe_config(path)  # MkDocs' YAML loader would run a !!python/object tag
+    path = _checked(root)
     try:
         return load_mkdocs(config_file=str(path), **{k: v for k, v in overrides.items() if v is not None})
     except ConfigurationError as exc:
@@ -78,8 +94,7 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_brow
     """
     from mkdocs.commands.serve import serve as mkdocs_serve
 
-    path = _settings(root)
-    refuse_unsafe_config(path)
+    path = _checked(root)
     check_port(host, port)
     if announce:
         announce(f"Serving {root} at {url(host, port)} (Ctrl-C stops)")

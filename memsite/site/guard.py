@@ -10,12 +10,13 @@ MkDocs (1.6.1) trusts both:
   (the YAML is only composed), before MkDocs is handed the file;
 - it walks docs_dir with ``os.walk(..., followlinks=True)`` and copies every
   file it finds, so ``content/hostdir -> /etc`` publishes ``/etc``;
-  :func:`safe_walk` is that walk with links leading outside the repository
-  (or into its ``.git``) left out and never entered.
+  :func:`folder_links` finds the folder links that walk must not enter (the
+  plugin refuses to build with one) and :func:`escapes` the files it found
+  that must not be copied (the plugin leaves them out).
 
 :func:`config_warnings` names what ``mkdocs.yml`` adds to the build beyond
-memsite's own hook and the built-in plugins, so a reviewer sees a pull request
-that adds code to the build. No MkDocs import here: ``hooks`` wires these in.
+memsite's own plugin (or hook) and the built-in plugins, so a reviewer sees a pull request
+that adds code to the build. No MkDocs import here: ``plugin`` wires these in.
 """
 
 from __future__ import annotations
@@ -26,14 +27,19 @@ from pathlib import Path
 
 import yaml
 
-from ..config import read_mkdocs_yml
+from ..config import PLUGIN, read_mkdocs_yml
 from ..errors import ConfigError
-from ..scaffold import HOOKS_PATH, HOOKS_PY
 
 PYTHON_TAG = "tag:yaml.org,2002:python/"
 # ``!!python/name:`` only names a function of these packages (Material's documented
 # emoji and fence settings); it imports nothing from the repository and calls nothing.
 TRUSTED_NAMES = ("material.", "pymdownx.")
+# The adapter ``memsite init`` wrote before memsite was a plugin (``mkdocs.yml`` listed it in hooks).
+HOOKS_PATH = "hooks/memsite_hooks.py"
+HOOKS_PY = '''"""MkDocs hooks that render this memory repository as its website (see memsite.site.hooks)."""
+
+from memsite.site.hooks import *  # noqa: F403 (every hook memsite defines)
+'''
 BUILTIN_PLUGINS = frozenset({"search", "blog", "group", "info", "meta", "offline", "optimize", "privacy",
                              "projects", "social", "tags", "typeset"})
 
@@ -94,7 +100,7 @@ def config_warnings(root: Path) -> list[str]:
     names = list(plugins) if isinstance(plugins, (list, dict)) else [plugins]
     for entry in names:
         name = next(iter(entry), None) if isinstance(entry, dict) else entry
-        if not isinstance(name, str) or name.removeprefix("material/") not in BUILTIN_PLUGINS:
+        if name != PLUGIN and (not isinstance(name, str) or name.removeprefix("material/") not in BUILTIN_PLUGINS):
             warnings.append(f"mkdocs.yml: plugins: {name!r} is not a built-in plugin of MkDocs or Material; "
                             "it adds code to the site build: review it before building")
     adapter = root / HOOKS_PATH
@@ -148,42 +154,65 @@ def _inherit(root: yaml.Node | None) -> str | None:
 # --- docs_dir ----------------------------------------------------------------------
 
 
-def safe_walk(docs_dir: Path, root: Path, refused: list[str]) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``os.walk(docs_dir, followlinks=True)`` that neither lists nor enters a link leading outside ``root``.
+def _links(docs_dir: Path, root: Path) -> Iterator[tuple[str, str, bool]]:
+    """Each link under ``docs_dir`` a site build must not follow: (its path relative to ``root``, why, a folder?).
 
-    Links to places inside the repository are followed as MkDocs follows
-    them; a link out of it, into its ``.git``, or to nothing is left out and
-    its path (relative to ``root``) appended to ``refused``. A folder reached
-    twice (a link loop) is walked once.
+    ``why`` is ``out`` (it leads outside ``root``, into its ``.git``, or to
+    nothing) or ``loop`` (a folder link to a folder holding it). Links to
+    other places inside the repository are followed, as MkDocs follows them;
+    a folder reached twice is read once. One ``scandir`` a folder: no call per file.
     """
     seen: set[str] = set()
-    for folder, dirnames, filenames in os.walk(docs_dir, followlinks=True):
+    stack = [str(docs_dir)]
+    while stack:
+        folder = stack.pop()
         real = os.path.realpath(folder)
         if real in seen:
-            dirnames[:] = []
             continue
         seen.add(real)
-        for names in (dirnames, filenames):
-            for name in list(names):
-                path = os.path.join(folder, name)
-                if os.path.islink(path) and _escapes(path, root):
-                    names.remove(name)
-                    refused.append(os.path.relpath(path, root))
-        yield folder, dirnames, filenames
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_symlink():
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                continue
+            rel, is_dir = os.path.relpath(entry.path, root), entry.is_dir()
+            target = os.path.realpath(entry.path)
+            if _escapes(entry.path, root):
+                yield rel, "out", is_dir
+            elif is_dir and (real == target or real.startswith(target + os.sep)):
+                yield rel, "loop", True
+            elif is_dir:
+                stack.append(entry.path)
 
 
 def outside_links(docs_dir: Path, root: Path) -> list[str]:
     """Every link under ``docs_dir`` that leads outside ``root`` (or into ``.git``, or nowhere)."""
-    refused: list[str] = []
-    for _ in safe_walk(docs_dir, root, refused):
-        pass
-    return refused
+    return sorted(rel for rel, why, _ in _links(docs_dir, root) if why == "out")
+
+
+def folder_links(docs_dir: Path, root: Path) -> list[tuple[str, str]]:
+    """Each folder link under ``docs_dir`` that MkDocs' walk must not enter, and why, in words.
+
+    MkDocs (1.6.1) walks docs_dir following every link: through one to a
+    folder outside the repository (``/`` as well), and round a link to a
+    folder that holds it until the path is too long.
+    """
+    words = {"out": "outside the repository", "loop": "a folder that holds it"}
+    return sorted((rel, words[why]) for rel, why, is_dir in _links(docs_dir, root) if is_dir)
 
 
 def link_problems(docs_dir: Path, root: Path) -> list[str]:
-    """One line per link the site build would refuse to follow."""
-    return [f"{rel}: a symlink to {os.readlink(root / rel)}, outside the repository; the site build skips it "
-            "(it would publish that file or folder): remove the link" for rel in outside_links(docs_dir, root)]
+    """One line per link the site build refuses to follow: a file link it skips, a folder link it stops at."""
+    lines = []
+    for rel, why, is_dir in sorted(_links(docs_dir, root)):
+        where = "outside the repository" if why == "out" else "a folder that holds it"
+        effect = "stops at it (it would walk it)" if is_dir else "skips it (it would publish that file)"
+        lines.append(f"{rel}: a symlink to {os.readlink(root / rel)}, {where}; the site build {effect}: remove the link")
+    return lines
 
 
 def escapes(path: str | Path, root: Path) -> bool:

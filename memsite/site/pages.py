@@ -68,7 +68,7 @@ class Site(LogPages):
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
 
     def raw(self, html: str) -> str:
-        """A placeholder for finished HTML, put in place after Markdown ran (see hooks.on_page_content).
+        """A placeholder for finished HTML, put in place after Markdown ran (see MemsitePlugin.on_page_content).
 
         Python-Markdown would leave the HTML alone anyway, but parsing it to
         find that out is most of the cost of a big page.

@@ -38,7 +38,7 @@ def read_memory(config: Config, path: str, rel: str, data: bytes) -> Memory | No
     if category is None:
         raise FormatError(
             f"{path}: folder '{place.folder}' is not a configured category; "
-            "add it under extra.memsite.categories in mkdocs.yml or move the file"
+            "add it under plugins.memsite.categories in mkdocs.yml or move the file"
         )
     text = decode(data, path)
     try:
