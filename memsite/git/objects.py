@@ -70,6 +70,7 @@ _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _KINDS = {code: kind for kind, code in _PACK_TYPES.items()}
 
 _tmp_counter = itertools.count()
+PACK_TMP_PREFIX = ".memsite-tmp-"  # a pack or index being written: .memsite-tmp-<pid>-<n>.pack
 _TREE_ENTRY = re.compile(rb"([0-7]{5,6} ([^\x00]*)\x00.{20})", re.DOTALL)  # a tree's entry: mode, name, id
 log = logging.getLogger("memsite")
 
@@ -304,9 +305,11 @@ class ObjectStore:
             objects, names = self._batch, self._batch_names
         finally:
             self._batch, self._batch_names = None, {}
-        if len(objects) == 1:
-            [(binsha, (code, data))] = objects.items()
-            self.write(_KINDS[code], data)
+        if len(objects) == 1 or (objects and _gc_running(self.dir.parent)):
+            # While a 'git gc' runs, as git's own commands do: loose files, which no part of it removes (a
+            # pack of memsite's written meanwhile was seen to lose its index, and the commit with it).
+            for code, data in objects.values():
+                self.write(_KINDS[code], data)
         elif objects:
             name = self._write_pack([(binsha, code, data) for binsha, (code, data) in objects.items()],
                                     self._flush_commit)
@@ -347,7 +350,7 @@ class ObjectStore:
         Thousands of loose files cost a file creation each and slow git down
         until ``git gc``; a pack is one file, as ``git fast-import`` writes.
         """
-        if self._batch is not None or len(items) < PACK_THRESHOLD:
+        if self._batch is not None or len(items) < PACK_THRESHOLD or _gc_running(self.dir.parent):
             return [self.write(kind, data) for data in items]
         code = _PACK_TYPES[kind]
         shas = [_object_id(kind, data) for data in items]
@@ -398,9 +401,11 @@ class ObjectStore:
         idx += hashlib.sha1(idx).digest()
         folder = f"{self._dir}/pack"
         name = f"pack-{pack_sha.hex()}"
-        # The .pack goes in place before the .idx: git finds packs by their index.
+        # The .pack goes in place before the .idx: git finds packs by their index. The temporary names
+        # are not git's 'tmp_': 'git prune' stats every such file in the folder, and one renamed under it
+        # makes it report 'Could not stat', after which git runs no automatic gc for a day.
         for suffix, data, flush in ((".pack", pack, flushes[0]), (".idx", idx, flushes[1])):
-            files.store(f"{folder}/{name}{suffix}", f"{folder}/tmp_{name}{suffix}_{os.getpid()}_{next(_tmp_counter)}",
+            files.store(f"{folder}/{name}{suffix}", f"{folder}/{PACK_TMP_PREFIX}{os.getpid()}-{next(_tmp_counter)}{suffix}",
                         data, mode=0o444, flush=flush)
         return name
 
