@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .errors import MemsiteError
-from .git import Repository, git_environment, locks
+from .git import PACK_TMP_PREFIX, Repository, git_environment, locks
 from .migrate import migrate
 from .store import Store
 from .store.sqlite import COMPANIONS, damaged_copies, intact, remove_copy
@@ -37,7 +37,7 @@ from .validate import check_working_tree
 
 _MEMSITE_TMP = re.compile(r"^\..+\.(\d+)\.memsite-tmp$")
 _OBJECT_TMP = re.compile(r"^tmp_obj_(\d+)_\d+$")  # git's own are tmp_obj_XXXXXX: letters and digits, no '_'
-_PACK_TMP = re.compile(r"^tmp_pack-.*_(\d+)$")
+_PACK_TMP = re.compile(r"^\.memsite-tmp-(\d+)-\d+\.(?:pack|idx)$")
 DERIVED = ("catalog.sqlite3", "vectors.sqlite3")
 
 
@@ -144,7 +144,7 @@ def _locks(repo: Repository) -> Iterator[Finding]:
 def _temp_files(repo: Repository) -> Iterator[Finding]:
     objects = repo.common_dir / "objects"
     candidates = [(p, _OBJECT_TMP) for p in objects.glob("??/tmp_obj_*")]
-    candidates += [(p, _PACK_TMP) for p in objects.glob("pack/tmp_pack-*")]
+    candidates += [(p, _PACK_TMP) for p in objects.glob(f"pack/{PACK_TMP_PREFIX}*")]
     for folder, dirs, files in os.walk(repo.root):
         dirs[:] = [d for d in dirs if d != ".git"]
         candidates += [(Path(folder) / name, _MEMSITE_TMP) for name in files if name.endswith(".memsite-tmp")]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import CacheError, DiskFull, MemsiteError, RepositoryError
+from .git import PACK_TMP_PREFIX
 from .store.sqlite import intact
 from .store.state import disk_full, out_of_room
 
@@ -80,7 +81,7 @@ def translate(exc: BaseException, root: Path | None) -> BaseException:
 def sweep_temp_files(root: Path) -> None:
     """Remove the temporary files this process's writes left in ``root`` (named with its pid).
 
-    Git object files (``tmp_obj_<pid>_*``), pack files (``tmp_pack-*_<pid>``)
+    Git object files (``tmp_obj_<pid>_*``), pack files (``.memsite-tmp-<pid>-*``)
     and working-tree files (``.<name>.<pid>.memsite-tmp``): memsite's own,
     named so no other program's file can match.
     """
@@ -90,7 +91,7 @@ def sweep_temp_files(root: Path) -> None:
     candidates: list[Path] = []
     if objects is not None:
         candidates += objects.glob(f"??/tmp_obj_{pid}_*")
-        candidates += [p for p in objects.glob("pack/tmp_pack-*") if p.name.endswith(f"_{pid}")]
+        candidates += objects.glob(f"pack/{PACK_TMP_PREFIX}{pid}-*")
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
         candidates += [Path(folder) / f for f in files if f.startswith(".") and f.endswith(f".{pid}.memsite-tmp")]

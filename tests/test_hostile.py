@@ -166,7 +166,7 @@ def test_an_unexpected_error_is_one_line_unless_debug(tmp_path: Path, monkeypatc
 
 def temp_files(root: Path) -> list[str]:
     return [str(p.relative_to(root)) for p in root.rglob("*")
-            if p.name.startswith("tmp_obj_") or p.name.endswith(".memsite-tmp") or p.name.startswith("tmp_pack")]
+            if p.name.startswith("tmp_obj_") or p.name.endswith(".memsite-tmp") or p.name.startswith(".memsite-tmp-")]
 
 
 def test_a_full_disk_is_one_error_and_nothing_is_written(small_disk: Path) -> None:
