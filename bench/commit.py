@@ -339,11 +339,25 @@ def count_files(repo: Path, pattern: str) -> int:
     return sum(1 for line in out.splitlines() if pattern in Path(line).name)
 
 
-def fsck_clean(repo: Path) -> bool:
-    # git commit (and memsite) may have started a detached 'gc --auto': let it finish.
+def gc_done(repo: Path) -> None:
+    """Wait for a detached 'git gc --auto' (git commit and memsite start one now and then) to finish: a copy
+    taken while it repacks may hold neither the old pack nor the new one."""
     while (repo / ".git" / "gc.pid").exists():
         time.sleep(0.1)
-    return subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=repo, capture_output=True).returncode == 0
+
+
+def fsck_clean(repo: Path) -> bool:
+    gc_done(repo)
+    result = subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=repo, capture_output=True, text=True)
+    if result.returncode != 0:
+        log(f"git fsck --strict failed in {repo}:\n{result.stderr.strip()[:2000]}")
+    return result.returncode == 0
+
+
+def copy_repository(source: Path, target: Path) -> None:
+    """An identical copy of a repository for the baseline, once git's own maintenance there has finished."""
+    gc_done(source)
+    shutil.copytree(source, target, symlinks=True)
 
 
 def measure_one_month(size: int, workdir: Path, quick: bool) -> list[tuple]:
@@ -355,7 +369,10 @@ def measure_one_month(size: int, workdir: Path, quick: bool) -> list[tuple]:
     seeded = seed_one_by_one(mem, size)
     seed_time = time.perf_counter() - start
     last = seeded[-min(len(seeded), 10_000):]
-    shutil.copytree(mem, base, symlinks=True)
+    if not fsck_clean(mem):
+        log(f"{mem}: the repository memsite wrote does not pass git fsck --strict; kept for a look")
+        os._exit(1)  # (without removing it)
+    copy_repository(mem, base)
     os.sync()
     ours, theirs, per_write = bench_latency(mem, base, writes, git_writes)
     p50, p95, b50, b95 = (statistics.median(ours), percentile(ours, 95),
@@ -423,7 +440,7 @@ def measure(size: int, workdir: Path, quick: bool, first: bool) -> list[tuple]:
     create_cost = file_create_cost(workdir)
     mem, base = workdir / f"memsite-{size}", workdir / f"baseline-{size}"
     seed(mem, size)
-    shutil.copytree(mem, base, symlinks=True)
+    copy_repository(mem, base)
     os.sync()  # measure writes, not the write-back of the seed and its copy
     ours, theirs, per_write = bench_latency(mem, base, writes, git_writes)
     p50, p95, b50, b95 = (statistics.median(ours), percentile(ours, 95),
@@ -444,7 +461,7 @@ def measure(size: int, workdir: Path, quick: bool, first: bool) -> list[tuple]:
                  ">= 3,000/s" if first else "", tx_ours >= 3000 if first else None))
     if first:
         other = workdir / f"other-{size}"
-        shutil.copytree(mem, other, symlinks=True)
+        copy_repository(mem, other)
         os.sync()
         one, two = bench_two_stores(mem, other, 30 if quick else 200)
         rows.append(("one process, two stores alternately: p50 per write", f"{two:.2f} ms", f"{one:.2f} ms (one store)",
