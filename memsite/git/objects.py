@@ -273,6 +273,7 @@ class ObjectStore:
         self._delta_job: tuple[subprocess.Popen[bytes], list[str], int] | None = None
         self._batch: dict[bytes, tuple[int, bytes]] | None = None
         self._batch_names: dict[bytes, str] = {}  # folder of each tree in the batch
+        self._held: list[str] = []  # packs with a .keep until their branch moves (see release)
         self._names = f"{objects_dir.parent}/{PACK_NAMES}"
         self._names_listed = 0  # bytes of the names file when the list was last read to merge
         self._packs: tuple[_Pack, ...] = ()  # newest first
@@ -305,15 +306,24 @@ class ObjectStore:
             objects, names = self._batch, self._batch_names
         finally:
             self._batch, self._batch_names = None, {}
-        if len(objects) == 1 or (objects and _gc_running(self.dir.parent)):
-            # While a 'git gc' runs, as git's own commands do: loose files, which no part of it removes (a
-            # pack of memsite's written meanwhile was seen to lose its index, and the commit with it).
-            for code, data in objects.values():
-                self.write(_KINDS[code], data)
+        if len(objects) == 1:
+            [(binsha, (code, data))] = objects.items()
+            self.write(_KINDS[code], data)
         elif objects:
             name = self._write_pack([(binsha, code, data) for binsha, (code, data) in objects.items()],
-                                    self._flush_commit)
+                                    self._flush_commit, keep=True)
             self._list_own(name, len(objects), names)
+
+    def release(self) -> None:
+        """Let git's repacks take the packs written since the last call: the branch points at their commits
+        now (or never will). Until then each has a ``.keep`` file, as a pack 'git receive-pack' takes in
+        has until the refs move: a 'git gc' that lists the packs as it starts and walks the refs just
+        before they move would otherwise remove the pack with objects it did not see reachable (a pack
+        memsite wrote during a gc was seen to lose its index, and the commit with it)."""
+        held, self._held = self._held, []
+        for name in held:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self._dir}/pack/{name}.keep")
 
     def write(self, kind: bytes, data: bytes, *, name: str | None = None) -> bytes:
         """Store an object (blob, tree, commit) and return its binary id.
@@ -350,7 +360,7 @@ class ObjectStore:
         Thousands of loose files cost a file creation each and slow git down
         until ``git gc``; a pack is one file, as ``git fast-import`` writes.
         """
-        if self._batch is not None or len(items) < PACK_THRESHOLD or _gc_running(self.dir.parent):
+        if self._batch is not None or len(items) < PACK_THRESHOLD:
             return [self.write(kind, data) for data in items]
         code = _PACK_TYPES[kind]
         shas = [_object_id(kind, data) for data in items]
@@ -358,7 +368,8 @@ class ObjectStore:
         self._write_pack([(binsha, code, data) for binsha, data in objects.items()], self._flush_pack)
         return shas
 
-    def _write_pack(self, objects: list[tuple[bytes, int, bytes]], flushes: tuple[Flush | None, Flush | None]) -> str:
+    def _write_pack(self, objects: list[tuple[bytes, int, bytes]], flushes: tuple[Flush | None, Flush | None],
+                    keep: bool = False) -> str:
         """Write ``objects`` (id, type code, data) as one pack, each stored whole (no deltas); its name."""
         entries = []
         for binsha, code, data in objects:
@@ -371,9 +382,10 @@ class ObjectStore:
                 size >>= 7
             entry = bytes(header) + zlib.compress(data, 0 if _large_tree(_KINDS[code], data) else self._level)
             entries.append((binsha, zlib.crc32(entry), entry))
-        return self._store_pack(entries, flushes)
+        return self._store_pack(entries, flushes, keep)
 
-    def _store_pack(self, entries: list[tuple[bytes, int, bytes]], flushes: tuple[Flush | None, Flush | None]) -> str:
+    def _store_pack(self, entries: list[tuple[bytes, int, bytes]], flushes: tuple[Flush | None, Flush | None],
+                    keep: bool = False) -> str:
         """Write a pack of ``entries`` (id, CRC-32, the entry's bytes) and its version-2 index; the pack's name."""
         parts = [b"PACK", struct.pack(">II", 2, len(entries))]
         offset = 12
@@ -404,6 +416,10 @@ class ObjectStore:
         # The .pack goes in place before the .idx: git finds packs by their index. The temporary names
         # are not git's 'tmp_': 'git prune' stats every such file in the folder, and one renamed under it
         # makes it report 'Could not stat', after which git runs no automatic gc for a day.
+        if keep:  # (before the index: git never sees the pack without it) until release()
+            files.store(f"{folder}/{name}.keep", f"{folder}/{PACK_TMP_PREFIX}{os.getpid()}-{next(_tmp_counter)}.keep",
+                        f"memsite {os.getpid()}: until its branch moves\n".encode(), mode=0o644)
+            self._held.append(name)
         for suffix, data, flush in ((".pack", pack, flushes[0]), (".idx", idx, flushes[1])):
             files.store(f"{folder}/{name}{suffix}", f"{folder}/{PACK_TMP_PREFIX}{os.getpid()}-{next(_tmp_counter)}{suffix}",
                         data, mode=0o444, flush=flush)
@@ -497,15 +513,19 @@ class ObjectStore:
             return
         listed: dict[str, int] = {}
         deltas: dict[str, int] = {}  # packs git wrote with deltas from memsite's: listed, never merged here
+        held: dict[str, str] = {}  # packs a writer keeps until its branch moves (see release): listed as they are
         repacked = 0  # objects listed when git last repacked them (a line 'repacked <n>')
         for line in before.split(b"\n"):
             name, _, rest = line.decode("ascii", "replace").strip().partition(" ")
             count, _, mark = rest.partition(" ")
             if name == "repacked" and count.isdigit():
                 repacked = int(count)
-            elif (name.startswith("pack-") and count.isdigit() and os.path.exists(f"{folder}/{name}.idx")
-                    and not os.path.exists(f"{folder}/{name}.keep")):
-                (deltas if mark == "deltas" else listed)[name] = int(count)
+            elif name.startswith("pack-") and count.isdigit() and os.path.exists(f"{folder}/{name}.idx"):
+                kept_by = _keep_of(f"{folder}/{name}.keep")
+                if kept_by is None:
+                    (deltas if mark == "deltas" else listed)[name] = int(count)
+                elif kept_by.startswith(b"memsite "):  # a writer's, until its branch moves: merged later
+                    held[name] = line.decode("ascii", "replace").strip()
         gone = self._collect_deltas(folder, listed, deltas)
         total = sum(listed.values())
         repacked = min(repacked, total)  # git's repack took packs off the list
@@ -539,7 +559,8 @@ class ObjectStore:
                 _remove_pack(folder, name, kept)
             listed[new] = len(entries)
         listed.update((name, 0) for name in kept)
-        fixed = "".join([*(f"{name} {count} deltas\n" for name, count in deltas.items()), f"repacked {repacked}\n"])
+        fixed = "".join([*(f"{name} {count} deltas\n" for name, count in deltas.items()),
+                         *(f"{line}\n" for line in held.values()), f"repacked {repacked}\n"])
         text = "".join([*(f"{name} {count}\n" for name, count in listed.items()), fixed]).encode("ascii")
         # Lines a merge cannot take in: without this, once there are as many of them as packs to merge
         # at (git's packs with deltas add up until 'git gc' repacks), every write would merge.
@@ -1055,6 +1076,17 @@ class _Pack:
         if not inflate.eof or len(out) != size:
             return None
         return kind.decode(), out
+
+
+def _keep_of(path: str) -> bytes | None:
+    """What a pack's ``.keep`` file says (None: it has none); memsite's say ``memsite <pid>: ...``."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(64)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return b""
 
 
 def _gc_running(git_dir: Path) -> bool:

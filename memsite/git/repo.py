@@ -566,8 +566,11 @@ class Repository:
         sha: str | None = None
         try:
             # (Not checked out: the objects are built before index.lock is taken, to hold it briefly.)
-            if self.refs.head_target() == ref or build() is not None:
-                sha = self._commit_locked(ref, parent, files, base, build, move, owned, ahead)
+            try:
+                if self.refs.head_target() == ref or build() is not None:
+                    sha = self._commit_locked(ref, parent, files, base, build, move, owned, ahead)
+            finally:
+                self.objects.release()  # the branch points at the commit's pack now, or never will
         except BaseException:
             if settle is not None:
                 made = built[0] if built else None
