@@ -365,19 +365,22 @@ def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: Memor
     assert_clean(root)
 
 
-def test_memsite_removes_no_pack_while_a_git_gc_runs(store: MemoryStore) -> None:
+def test_memsite_writes_loose_objects_and_removes_no_pack_while_a_git_gc_runs(store: MemoryStore) -> None:
     """A repack lists the packs as it starts: one merged away meanwhile failed it ('cannot open pack index'),
-    and git then ran no automatic gc for a day. While gc.pid names a running process, memsite merges nothing."""
+    and git then ran no automatic gc for a day; and gc takes an index it lists before its pack (written
+    meanwhile) for garbage and removes it. While gc.pid names a running process, memsite merges nothing and
+    writes its objects loose, as git's own commands do."""
     root = store.root
     objects = store.repo.objects
     objects._merge_at = 2  # a merge is due at every write
     gc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # stands for a detached 'git gc'
     try:
         (root / ".git" / "gc.pid").write_text(f"{gc.pid} {socket.gethostname()}")
-        before = pack_names(root)
+        before, loose = pack_names(root), loose_objects(root)
         for i in range(6):
             store.remember(f"note {i} written while git gc runs", category="events")
-        assert before <= pack_names(root)  # none removed
+        assert pack_names(root) == before  # none removed, none added
+        assert loose_objects(root) >= loose + 6 * 3  # each write's blob, folders and commit
     finally:
         gc.kill()
         gc.wait()
