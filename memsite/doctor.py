@@ -37,7 +37,7 @@ from .validate import check_working_tree
 
 _MEMSITE_TMP = re.compile(r"^\..+\.(\d+)\.memsite-tmp$")
 _OBJECT_TMP = re.compile(r"^tmp_obj_(\d+)_\d+$")  # git's own are tmp_obj_XXXXXX: letters and digits, no '_'
-_PACK_TMP = re.compile(r"^\.memsite-tmp-(\d+)-\d+\.(?:pack|idx)$")
+_PACK_TMP = re.compile(r"^\.memsite-tmp-(\d+)-\d+\.(?:pack|idx|keep)$")
 DERIVED = ("catalog.sqlite3", "vectors.sqlite3")
 
 
