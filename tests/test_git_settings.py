@@ -346,6 +346,8 @@ def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: Memor
     """memsite never merges git's packs with deltas; they stay listed until a 'git gc' repacks them. Once there
     were as many of them as packs to merge at, every write merged its own pack (fsyncs and a new file each)."""
     root = store.root
+    # (git's own 'gc --auto', which memsite runs now and then, would repack them once 50 packs add up: not now)
+    git(root, "config", "gc.autoPackLimit", "1000")
     for i in range(30):  # what 30 of git's runs storing memsite's objects with deltas leave listed
         blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=f"object {i}\n",
                               capture_output=True, text=True, check=True).stdout
