@@ -94,7 +94,7 @@ class _RestrictedLoader(_Restrictions, yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-# libyaml parses about ten times faster; the restrictions above apply to it alike.
+# libyaml parses much faster; the restrictions above apply to it alike.
 _FastLoader: type | None = None
 if hasattr(yaml, "CSafeLoader"):
 
