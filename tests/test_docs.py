@@ -131,6 +131,9 @@ def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
                  "memsite.MemsiteError"):
         assert f'id="{name}"' in api  # generated from the docstrings
     assert "<table>" in (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
+    assert all(f"Usage: memsite {name} " in cli for name in main.commands)  # each command's --help, generated
+    assert "Usage: memsite task finish " in cli and not (tmp_path / "site" / "hooks").exists()
 
 
 BENCH_SCRIPT = '''
