@@ -83,6 +83,12 @@ def test_the_agents_guide_examples_run(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(server.requests) == 1
 
 
+def test_every_python_example_of_the_docs_compiles() -> None:
+    for page in sorted(DOCS.rglob("*.md")):
+        for block in blocks("python", page.read_text()):
+            compile(block, str(page), "exec")
+
+
 def test_the_quick_start_builds_the_demo_site(tmp_path: Path) -> None:
     first = blocks("bash")[0].strip()
     install, _, rest = first.partition(" && ")
