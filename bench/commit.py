@@ -58,6 +58,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import report
 from corpus import CATEGORIES, Corpus
 
 from memsite import MemoryStore
@@ -533,6 +534,7 @@ def main() -> None:
         print(f"| {name} | {a} | {b} | {ratio} | {target} | {mark} |")
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
+    report.publish("commit", skip=args.quick)
 
 
 if __name__ == "__main__":

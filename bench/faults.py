@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import report  # noqa: E402  (bench/ is on the path: this script's folder)
 from tests import faults  # noqa: E402  (shared with the test suite)
 
 
@@ -109,6 +110,7 @@ def main() -> None:
     print(f"({time.perf_counter() - started:.0f} s)")
     for failure in total.failures + hostile.failures:
         print(f"FAILED: {failure}")
+    report.publish("faults")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import report
 from corpus import Corpus
 from recall import percentile
 
@@ -114,6 +115,7 @@ def main() -> None:
               f"{percentile(theirs, 95):.3f} ms | {'' if target is None else f'<= {target:g} ms'} | {met} |")
     if args.quick:
         print("\n(--quick: a small repository; the targets apply to the full run)")
+    report.publish("langgraph-store", skip=args.quick)
 
 
 if __name__ == "__main__":

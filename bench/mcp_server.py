@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import report
 from corpus import Corpus
 from recall import percentile, seed
 
@@ -103,6 +104,7 @@ def main() -> None:
     print(f"| CLI, a new process per call | {statistics.median(by_cli):.0f} ms | {percentile(by_cli, 95):.0f} ms | | |")
     if args.quick:
         print("\n(--quick: a small repository; the target applies to the full run)")
+    report.publish("mcp-server", skip=args.quick)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import report
 from corpus import Corpus
 
 from memsite import MemoryStore, relevance
@@ -262,6 +263,7 @@ def main() -> None:
     print("\ntargets: held-out paraphrase recall@5 >= 65% (hybrid, wordllama) and hybrid >= the best single signal "
           "(words only has no floor: its ranking is what it returns); "
           "keyword 100%; off-topic >= 95% with no hit at every size; hybrid p50 <= 10 ms at 10,000, <= 30 ms at 100,000")
+    report.publish("quality", skip=args.quick)
 
 
 if __name__ == "__main__":

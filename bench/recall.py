@@ -31,6 +31,7 @@ import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
+import report
 from corpus import Corpus
 
 from memsite import MemoryStore
@@ -198,6 +199,7 @@ def main() -> None:
         print(f"| embedding every memory once at {size:,} (stand-in model) | {r['embed_all_s']:.1f} s | | | | |")
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
+    report.publish("recall", skip=args.quick)
 
 
 if __name__ == "__main__":

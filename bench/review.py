@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import report
 from corpus import Corpus
 
 from memsite import MemoryStore
@@ -85,6 +86,7 @@ def main() -> None:
     for label, seconds, target in rows:
         met = "" if target is None else ("yes" if seconds <= target else "NO")
         print(f"| {label:<48} | {seconds:>8.2f} | {'' if target is None else f'<= {target:g} s':>8} | {met:<3} |")
+    report.publish("review", skip=args.quick)
 
 
 if __name__ == "__main__":

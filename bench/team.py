@@ -44,6 +44,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import report
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -447,6 +449,7 @@ def main() -> None:
         for label, values in (("while a sync of the same clone runs", during), ("no sync running (baseline)", idle)):
             print(f"| {label} | {percentile(values, 50) * 1000:.1f} ms | {percentile(values, 95) * 1000:.1f} ms | "
                   f"{max(values) * 1000:.1f} ms | {len(values)} |")
+    report.publish("team", skip=args.quick)
 
 
 def _subcommand() -> None:

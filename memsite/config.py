@@ -378,7 +378,7 @@ def memory_url(base: str, memory_id: str) -> str:
 PLUGIN = "memsite"  # the name of memsite's MkDocs plugin in mkdocs.yml's plugins
 LEGACY = "extra.memsite"  # where settings were before the plugin; still read, with a deprecation note
 DEPRECATED = (f"memsite: settings under {LEGACY} are deprecated: move them under plugins: {PLUGIN}: in mkdocs.yml "
-              "(and drop hooks/memsite_hooks.py from hooks); see the README's Settings")
+              "(and drop hooks/memsite_hooks.py from hooks); see Settings in docs/guides/site.md")
 
 
 def settings_of(options: Any, legacy: Any, where: str = "mkdocs.yml") -> tuple[Any, str]:

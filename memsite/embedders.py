@@ -1,7 +1,7 @@
 """Embedders memsite knows by name, for hybrid recall without writing one.
 
 ``wordllama`` (the ``memsite[embed]`` extra) ships its weights and tokenizer
-inside its wheel: about 0.1 ms a text on a CPU, no network. Its vectors are
+inside its wheel and runs on a CPU, with no network. Its vectors are
 cut to their first 128 of 256 dimensions (the model is trained so that a
 prefix is a smaller embedding): on bench/data it found as many paraphrases
 (65% against 66% at 256; 54% at 64), and recall compares half the bytes.

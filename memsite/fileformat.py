@@ -94,7 +94,7 @@ class _RestrictedLoader(_Restrictions, yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-# libyaml parses about ten times faster; the restrictions above apply to it alike.
+# libyaml parses much faster; the restrictions above apply to it alike.
 _FastLoader: type | None = None
 if hasattr(yaml, "CSafeLoader"):
 
@@ -128,7 +128,7 @@ class _CanonicalDumper(yaml.SafeDumper):
     """SafeDumper with multi-line strings as literal blocks: the reference output."""
 
 
-# libyaml's emitter writes the same bytes 5x faster, except that it escapes
+# libyaml's emitter writes the same bytes much faster, except that it escapes
 # characters beyond U+FFFF (emoji) where the reference writes them as they
 # are; it is used only for data without them (tests pin the outputs equal).
 _FastDumper: type | None = None

@@ -1,42 +1,92 @@
-"""The README is part of the product: its examples run, its commands are the real ones."""
+"""The README and the docs are part of the product: examples run, commands are the real ones, the site builds."""
 
 from __future__ import annotations
 
+import ast
+import io
 import json
 import os
 import re
 import subprocess
+import sys
+import tokenize
 from pathlib import Path
 
 import pytest
 
 from memsite.cli import main
+from memsite.config import DEFAULT_CATEGORIES
 from tests.test_llm import Endpoint, chat
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+AGENTS = (DOCS / "guides" / "agents.md").read_text()
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, re.S)
+def blocks(language: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
-def test_the_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def git_log(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "log", *args], capture_output=True, text=True).stdout
+
+
+def test_the_readme_stays_short() -> None:
+    assert len(README.splitlines()) <= 200
+
+
+def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    api, extraction, *integrations = blocks("python")
+    (example,) = blocks("python")
+    exec(compile(example, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert out.startswith("created preferences ")
+    assert "User prefers tabs over spaces in Python files." in out.split("# World state")[0]  # recalled
+    assert "- deploy.target: staging" in out
+    log = git_log(tmp_path / "agent-memory", "--format=%an %s")
+    assert "planner Task debug: indentation (succeeded)" in log
+    assert "planner Remember preferences: User prefers tabs over spaces in Python files." in log
+
+
+def test_the_readme_lists_the_categories_memsite_init_writes() -> None:
+    rows = re.findall(r"^\| `(\w+)` \| (.+?) \| (.*) \|$", README, re.M)
+    assert [(name, what, re.findall(r"`(\w+)`", aliases)) for name, what, aliases in rows] == [
+        (c.name, c.description, list(c.aliases)) for c in DEFAULT_CATEGORIES]
+    layout = (DOCS / "reference" / "repository.md").read_text()
+    assert all(f"| `{c.name}` | {c.description} |" in layout for c in DEFAULT_CATEGORIES)
+
+
+def test_the_readme_links_lead_to_docs_pages() -> None:
+    links = re.findall(r"\]\((?!https?:)([^)#]+)", README)
+    assert "docs/guides/agents.md" in links and "docs/reference/api.md" in links
+    assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_the_agents_guide_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    api, extraction, *integrations = blocks("python", AGENTS)
     for block in integrations:  # they need an LLM or an agent framework: compiled, not run
-        compile(block, "README.md", "exec")
-    exec(compile(api, "README.md", "exec"), {})
-    log = subprocess.run(["git", "-C", "agent-memory", "log", "--format=%an %s"], capture_output=True, text=True)
-    assert "planner Import notes from session 12" in log.stdout
-    assert "planner Forget preferences:" in log.stdout
+        compile(block, "docs/guides/agents.md", "exec")
+    exec(compile(api, "docs/guides/agents.md", "exec"), {})
+    log = git_log(tmp_path / "agent-memory", "--format=%an %s")
+    assert "planner Import notes from session 12" in log
+    assert "planner Forget preferences:" in log
 
     server = Endpoint(chat(json.dumps([{"content": "Staging is the vega cluster.", "category": "entities"}])))
     server.start()
-    exec(compile(extraction.replace("http://127.0.0.1:8080/v1", server.base_url), "README.md", "exec"), {})
+    exec(compile(extraction.replace("http://127.0.0.1:8080/v1", server.base_url), "docs/guides/agents.md", "exec"),
+         {})
     server.stop()
-    log = subprocess.run(["git", "-C", "agent-memory", "log", "-1", "--format=%B"], capture_output=True, text=True)
-    assert "Ingest-Batch: run-42 0-1" in log.stdout and len(server.requests) == 1
+    assert "Ingest-Batch: run-42 0-1" in git_log(tmp_path / "agent-memory", "-1", "--format=%B")
+    assert len(server.requests) == 1
+
+
+def test_every_python_example_of_the_docs_compiles() -> None:
+    for page in sorted(DOCS.rglob("*.md")):
+        for block in blocks("python", page.read_text()):
+            compile(block, str(page), "exec")
 
 
 def test_the_quick_start_builds_the_demo_site(tmp_path: Path) -> None:
@@ -70,6 +120,106 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert os.access(ROOT / ".ci" / "run", os.X_OK)
 
 
-def test_the_command_table_lists_every_command() -> None:
-    documented = set(re.findall(r"^\| `memsite ([\w-]+)", README, re.M))
+def test_the_command_reference_lists_every_command() -> None:
+    documented = set(re.findall(r"^\| `memsite ([\w-]+)", (DOCS / "reference" / "cli.md").read_text(), re.M))
     assert documented == set(main.commands)
+
+
+def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
+    """`mkdocs build --strict`: a broken link or anchor, a bad docstring or a page left out of the nav fails it."""
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.docs.yml",
+                             "-d", str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "WARNING" not in result.stderr
+    api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
+    for name in ("memsite.MemoryStore.remember", "memsite.MemoryStore.recall", "memsite.MemoryStore.task",
+                 "memsite.MemsiteError"):
+        assert f'id="{name}"' in api  # generated from the docstrings
+    assert "<table>" in (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
+    assert all(f"Usage: memsite {name} " in cli for name in main.commands)  # each command's --help, generated
+    assert "Usage: memsite task finish " in cli and not (tmp_path / "site" / "hooks").exists()
+
+
+BENCH_SCRIPT = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+import report
+
+print("demo benchmark: 3 runs")
+print("| measure | memsite | baseline |")
+print("|---|---|---|")
+print("| remember() p50 | 2.5 ms | 30 ms |")
+print("{{:<10}}  {{:>5}}".format("aligned", 1))
+print("progress on stderr", file=sys.stderr)
+report.publish("demo", skip="--quick" in sys.argv, page=Path({page!r}))
+'''
+
+
+def test_a_bench_run_rewrites_its_own_section_of_the_benchmarks_page(tmp_path: Path) -> None:
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\n## Demo\n\nWhat it measures.\n\n<!-- bench:demo -->\nold figures\n"
+                    "<!-- /bench:demo -->\n\n## Other\n\n<!-- bench:other -->\nkept\n<!-- /bench:other -->\n")
+    script = tmp_path / "demo.py"
+    script.write_text(BENCH_SCRIPT.format(bench=str(ROOT / "bench"), page=str(page)))
+    before = page.read_text()
+    quick = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True)
+    assert quick.returncode == 0, quick.stderr
+    assert "| remember() p50 | 2.5 ms | 30 ms |" in quick.stdout  # printed as before
+    assert page.read_text() == before  # a smoke run leaves the figures alone
+
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    text = page.read_text()
+    assert "old figures" not in text
+    demo = text.split("<!-- bench:demo -->\n")[1].split("<!-- /bench:demo -->")[0]
+    assert demo.startswith("*Last run ") and "`python bench/demo.py`" in demo
+    assert ("demo benchmark: 3 runs\n\n| measure | memsite | baseline |\n|---|---|---|\n"
+            "| remember() p50 | 2.5 ms | 30 ms |\n\n```text\naligned         1\n```") in demo
+    assert "progress on stderr" not in text
+    assert text.startswith("# Benchmarks\n\n## Demo\n\nWhat it measures.\n\n")
+    assert "<!-- bench:other -->\nkept\n<!-- /bench:other -->" in text
+
+    again = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert again.returncode == 0 and page.read_text().count("<!-- bench:demo -->") == 1
+
+
+def test_every_bench_script_has_its_section_on_the_benchmarks_page() -> None:
+    page = (DOCS / "benchmarks.md").read_text()
+    published = {m for f in (ROOT / "bench").glob("*.py")
+                 for m in re.findall(r'report\.publish\("([\w-]+)"', f.read_text())}
+    assert published == {"commit", "faults", "langgraph-store", "mcp-server", "quality", "recall", "review",
+                         "site", "team"}
+    assert [name for name in sorted(published)
+            if page.count(f"<!-- bench:{name} -->") != 1 or page.count(f"<!-- /bench:{name} -->") != 1] == []
+
+
+# A measured duration or speed-up: "4 ms", "~1.5 s", "0.25 seconds", "3x faster", "twice as fast",
+# "2,000 memories/s".
+TIMING = re.compile(r"(?<![\w.])~?\d[\d,]*(\.\d+)?\s?(ms|µs|us|ns|s|secs?|seconds?|minutes?|min|hours?)\b(?!-)"
+                    r"|\b(\d+(\.\d+)?x|(\d+|two|three|four|five|six|seven|eight|nine|ten) times) (faster|slower|quicker)\b"
+                    r"|\btwice as (fast|slow)\b"
+                    r"|\d[\d,.]* ?(commits|memories|writes|files|items)/s\b", re.I)
+
+
+def comments_and_docstrings(path: Path) -> list[tuple[int, str]]:
+    source = path.read_text()
+    found = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+             if tok.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                found += [(first.lineno + i, line) for i, line in enumerate(first.value.value.splitlines())]
+    return found
+
+
+def test_no_timing_figures_in_code_comments() -> None:
+    """Figures go stale in comments: they belong in docs/benchmarks.md, written by bench/."""
+    figures = [f"{path.relative_to(ROOT)}:{line}: {text.strip()}"
+               for path in sorted((ROOT / "memsite").rglob("*.py"))
+               for line, text in comments_and_docstrings(path) if TIMING.search(text)]
+    assert figures == []

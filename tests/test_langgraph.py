@@ -268,14 +268,14 @@ def test_without_a_query_items_come_oldest_first_grouped_by_namespace(store: Mem
     assert [i.key for i in graph.search((), limit=2, offset=1)] == ["a2", "b1"]
 
 
-def test_the_readme_graph_keeps_a_preference_and_finds_it_in_a_later_conversation(
+def test_the_guide_graph_keeps_a_preference_and_finds_it_in_a_later_conversation(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import re
 
-    (example,) = [b for b in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-                  if "MemsiteStore(" in b]
+    guide = ROOT / "docs" / "guides" / "agents.md"
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", guide.read_text(), re.S) if "MemsiteStore(" in b]
     monkeypatch.chdir(tmp_path)
     MemoryStore.init(tmp_path / "agent-memory", agent="setup").close()
-    exec(compile(example, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(example, str(guide), "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out == "I prefer answers in French\n"
     assert log(tmp_path / "agent-memory")[0] == "assistant LangGraph put users/alice/preference"

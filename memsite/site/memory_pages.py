@@ -3,7 +3,7 @@
 The address depends on the id alone, so it never changes when lists are
 paginated, a memory is re-ranked, or the file layout moves. There can be
 100,000 of these pages: they do not go through MkDocs' page pipeline (every
-MkDocs page renders the whole nav, ~8 ms with Material). MkDocs renders one
+MkDocs page renders the whole nav, which Material makes slow). MkDocs renders one
 shell page through the site's own theme (``theme/memsite-memory.html``), and
 :func:`fill` puts each memory's article into a copy of it: a string join per
 memory. Every memory page sits at the same depth, so the shell's relative

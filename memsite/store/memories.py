@@ -460,7 +460,9 @@ class Store:
             The updated Memory with its new ``.commit`` (unchanged if nothing changed).
 
         Raises:
-            NotFound, InvalidInput, SecretFound.
+            NotFound: no memory has that id.
+            InvalidInput: a field or value that is not allowed.
+            SecretFound: the new text holds a credential.
         """
         tx, updated = self._write(lambda tx: tx.update(id, **changes))
         return tx.result(updated)
