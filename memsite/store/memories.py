@@ -96,7 +96,6 @@ class Store:
             self.config: Config = load_config(self.root)
             self.repo.lock_timeout = self.config.lock_timeout
             self.agent: str = checks.agent(agent if agent is not None else _default_agent(self.repo))
-            self.auto_load_lines: int = self.config.auto_load_lines
             # The branch this store reads and writes, fixed when it opens: a
             # person checking out another branch later never redirects it.
             self.ref: str | None = self.repo.refs.head_target() if branch is None else checks.branch(branch)
@@ -370,12 +369,7 @@ class Store:
     def get(self, id: str) -> Memory:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
 
-        Raises:
-            NotFound: no memory has that id (saying when, by whom and in
-                which commit it was forgotten or trimmed, see :meth:`not_found`).
-            InvalidInput: ``id`` is a prefix shorter than 6 characters, or
-                more than one id starts with it (naming them).
-            FormatError: the file of that id cannot be read (naming it).
+        See :meth:`memsite.MemoryStore.get` for what it raises.
         """
         def read() -> Memory | None:
             with self.repo._thread_lock:
@@ -393,8 +387,11 @@ class Store:
     def not_found(self, id: object) -> NotFound:
         """The error for an id no memory has: it says when, by whom and in which commit the memory was
         forgotten or trimmed, when the history (``removal``) shows it was (get, update and forget raise it)."""
-        tip = self.tip() if self._removal is not None and isinstance(id, str) else None
-        return ids.not_found(id, self._removal(self.root, tip, id) if tip and isinstance(id, str) else None)
+        removed = None
+        if self._removal is not None and isinstance(id, str):
+            tip = self.tip()
+            removed = self._removal(self.root, tip, id) if tip else None
+        return ids.not_found(id, removed)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
@@ -475,25 +472,7 @@ class Store:
     ) -> Memory:
         """Write a new memory in its own commit (or recognise one already there).
 
-        Args:
-            content: the full text (Markdown).
-            category: a category name or alias; routes the file to its folder.
-            abstract: one-line summary; the first line of ``content`` if None.
-            overview: a short paragraph; the first paragraph if None.
-            tags: words to file it under.
-            source: the session (or other origin) it came from.
-            pinned: exempt from decay and trimming.
-            dedupe: skip an exact duplicate of the category and merge a near
-                one into it (default: the ``dedupe`` setting).
-
-        Returns:
-            The stored Memory, with ``.id``, ``.path``, ``.commit`` and
-            ``.action``: ``created``, ``merged`` (into an existing memory, which
-            keeps its id) or ``skipped`` (an exact duplicate; nothing written).
-
-        Raises:
-            InvalidInput: empty, oversized or non-UTF-8 text, bad tags, unknown
-                category; SecretFound for credentials. Nothing is written.
+        See :meth:`memsite.MemoryStore.remember` for the arguments and what it returns and raises.
         """
         memory = self.new_memory(content, category, abstract, overview, tags, source, pinned)
         tx, added = self.write(lambda tx: tx.add(memory, self.config.dedupe if dedupe is None else dedupe))
@@ -502,15 +481,7 @@ class Store:
     def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
 
-        Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
-        ``pinned`` and ``category`` (which moves the file). An abstract or
-        overview of None is derived from the text again.
-
-        Returns:
-            The updated Memory with its new ``.commit`` (unchanged if nothing changed).
-
-        Raises:
-            NotFound, InvalidInput, SecretFound.
+        See :meth:`memsite.MemoryStore.update`.
         """
         tx, updated = self.write(lambda tx: tx.update(id, **changes))
         return tx.result(updated)
