@@ -615,8 +615,8 @@ class MemoryStore:
             raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
         name = self.config.route(category).name if category is not None else None
         tag_list = checks.tags(tags)
-        return self._store.healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning,
-                                                       below), reading=True)
+        return self._store.healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score,
+                                                             meaning, below), reading=True)
 
     def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
                      agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
