@@ -203,6 +203,10 @@ class MemoryStore:
         """memsite's settings, from ``mkdocs.yml``."""
         return self._store.config
 
+    @config.setter
+    def config(self, config: Config) -> None:
+        self._store.config = config
+
     @property
     def agent(self) -> str:
         """Who writes: the commit author."""
