@@ -1,9 +1,12 @@
 """MemoryStore: the Python API agents write and recall memories through.
 
-The facade over the layers: :class:`memsite.store.Store` reads and writes
-memories under memsite's policy; the features (recall, world state, the task
-protocol, core memory, ingest, skills, sync) build on it, and this class puts
-them behind one object. It holds no logic of its own beyond wiring.
+The facade over the layers. It holds a :class:`memsite.store.Store`, which
+reads and writes memories under memsite's policy, and hands out its parts
+(``repo``, ``config``, ``catalog``, ``world``...); the features (recall,
+world state, the task protocol, core memory, ingest, skills, sync) build on
+that store, and this class puts them behind one object. Each public method
+is an entry point: :func:`memsite.failures.translated` turns the OS, SQLite
+and git failures below it into memsite's errors there, and nowhere else.
 """
 
 from __future__ import annotations
@@ -13,32 +16,49 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from . import checks
-from .core import DEFAULT_DIR, FALSE, TRUE, auto_load_lines
-from .errors import ConfigError, InvalidInput, NotFound, RepositoryError
-from .extract import message_texts
-from .failures import translate_methods
+from .config import Config
+from .core import (
+    DEFAULT_DIR,
+    FALSE,
+    TRUE,
+    auto_load_lines,
+    core_text,
+    first_lines,
+    recent_memories,
+    recent_texts,
+    topic_text,
+)
+from .embedders import by_name, chosen_name, download_allowed, normal
+from .errors import ConfigError, InvalidInput
+from .extract import Extractor, message_texts
+from .failures import translated
+from .git import Repository
+from .history import removal
+from .ingest import incomplete, ingest, resume
 from .merge import clone_settings
-from .model import format_time, utcnow
-from .recall import Hit
+from .migrate import Migration, migrate
+from .model import Memory, format_time, utcnow
+from .protocol import Task, start
+from .recall import TOOLS, Hit, call_tool, format_hits
 from .relevance import Why, floor, hybrid, word_share
-from .store import Store, ids
-from .store.state import disk_full, out_of_room
-from .store.vectors import Embedder
+from .scaffold import create_repository
+from .skills import SkillCandidate, candidates
+from .store import Store, Transaction
+from .store.activity import ActivityJournal
+from .store.catalog import Catalog
+from .store.state import StateDir
+from .store.vectors import Embedder, Vectors
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
+from .text import match_any, only_stopwords, search_terms
+from .world import World
 
-if TYPE_CHECKING:
-    from .extract import Extractor
-    from .migrate import Migration
-    from .protocol import Task
-    from .skills import SkillCandidate
-    from .world import World
+T = TypeVar("T")
 
 
-@translate_methods  # a full disk, an I/O or SQLite failure reach the caller as MemsiteError
-class MemoryStore(Store):
+class MemoryStore:
     """Memories in a git repository, written by one agent.
 
     Args:
@@ -84,6 +104,7 @@ class MemoryStore(Store):
         ConfigError: ``mkdocs.yml`` has no valid memsite settings (``plugins.memsite``, or ``extra.memsite`` before).
     """
 
+    @translated
     def __init__(
         self,
         path: str | os.PathLike[str] = ".",
@@ -98,65 +119,24 @@ class MemoryStore(Store):
         remote: str = "origin",
     ) -> None:
         self.syncer: Syncer | None = None
-        super().__init__(path, agent, clock=clock, progress=progress,
-                         embedder=embedder if callable(embedder) else None, branch=branch)
+        self._store = Store(path, agent, clock=clock, progress=progress,
+                            embedder=embedder if callable(embedder) else None, branch=branch,
+                            git_settings=clone_settings, removal=removal)
+        self.auto_load_lines: int = self._store.config.auto_load_lines
+        """The most lines :meth:`load_core` returns by default."""
         try:
             if agent_branch:
-                self.ref = checks.branch(review_branch(self))
+                self._store.ref = checks.branch(review_branch(self._store))
             if not callable(embedder):
                 self._use_named_embedder(embedder)
-            self._configure_clone()
             if sync_every is not None:
-                self.syncer = Syncer(self, sync_every, remote)
-                self.commit_listeners.append(self.syncer.committed)
+                self.syncer = Syncer(self._store, sync_every, remote)
+                self._store.commit_listeners.append(self.syncer.committed)
         except BaseException:
             self.close()
             raise
 
-    def close(self) -> None:
-        """Sync what the background syncer has not yet (``sync_every``), then release everything."""
-        if self.syncer is not None:
-            syncer, self.syncer = self.syncer, None
-            syncer.close()
-        super().close()
-
-    def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
-        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.sync.sync`)."""
-        return sync(self, remote, branch)
-
-    def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
-        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.sync.integrate`)."""
-        return integrate(self, remote, branch)
-
-    def _configure_clone(self) -> None:
-        """Register memsite's merge drivers and index settings in this clone (nothing when they are there).
-
-        A clone whose git config cannot be written (a read-only ``.git``) is
-        still read; its first write says why it cannot be made. On a full
-        disk they are written before the first write, once there is room.
-        """
-        try:
-            self.repo.ensure_config(clone_settings(self.repo))
-        except RepositoryError as exc:
-            config = self.repo.common_dir / "config"
-            if out_of_room(exc, config):  # on a full disk: written before the first write, once there is room
-                self._unconfigured = True
-                return
-            if os.access(config, os.W_OK) and os.access(config.parent, os.W_OK):
-                raise
-            self._cannot_write = f"{exc}; make {self.repo.locks.show(config)} writable to write memories here"
-        self._unconfigured = False
-
-    def _writable_ref(self) -> str:
-        if self._unconfigured:
-            self._configure_clone()
-            if self._unconfigured:
-                raise disk_full(self.root)
-        return super()._writable_ref()
-
     def _use_named_embedder(self, name: object) -> None:
-        from .embedders import by_name, chosen_name, download_allowed, normal
-
         download = download_allowed(self.config.embedding_download)
         if name is None:
             where = "MEMSITE_EMBEDDING" if os.environ.get("MEMSITE_EMBEDDING") else "embedding.model"
@@ -167,15 +147,10 @@ class MemoryStore(Store):
             raise InvalidInput(f"embedder: expected a callable (text -> vector) or a model name, "
                                f"got {type(name).__name__}")
         if resolved is not None:
-            self._embedder = resolved  # opened, and healed, as a callable given to the store is
-            self._open_state(self._open_vectors)
-
-    @property
-    def embedder(self) -> Embedder | None:
-        """The embedder recall uses (its ``model`` names it); None when recall is by words only."""
-        return None if self._vectors is None else self._vectors.embedder
+            self._store.use_embedder(resolved)  # opened, and healed, as a callable given to the store is
 
     @classmethod
+    @translated
     def init(
         cls,
         path: str | os.PathLike[str],
@@ -191,21 +166,277 @@ class MemoryStore(Store):
         Raises:
             MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``.
         """
-        from .scaffold import create_repository
-
         create_repository(Path(path), when=(clock or utcnow)())
         return cls(path, agent=agent, clock=clock)
 
-    def _not_found(self, id: object) -> NotFound:
-        """No memory has ``id``: the error says when, by whom and in which commit it was forgotten or trimmed,
-        when the history shows it was (get, update and forget raise it)."""
-        from .history import removal
+    @translated
+    def close(self) -> None:
+        """Sync what the background syncer has not yet (``sync_every``), then release everything."""
+        if self.syncer is not None:
+            syncer, self.syncer = self.syncer, None
+            syncer.close()
+        self._store.close()
 
-        tip = self.tip()
-        return ids.not_found(id, removal(self.root, tip, id) if tip and isinstance(id, str) else None)
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.root)!r}, agent={self.agent!r})"
+
+    # --- the parts it hands out ------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        """The repository's working tree."""
+        return self._store.root
+
+    @property
+    def repo(self) -> Repository:
+        """The git repository (memsite's own plumbing over it)."""
+        return self._store.repo
+
+    @property
+    def config(self) -> Config:
+        """memsite's settings, from ``mkdocs.yml``."""
+        return self._store.config
+
+    @config.setter
+    def config(self, config: Config) -> None:
+        self._store.config = config
+
+    @property
+    def agent(self) -> str:
+        """Who writes: the commit author."""
+        return self._store.agent
+
+    @property
+    def ref(self) -> str | None:
+        """The full name of the branch this store reads and writes (``refs/heads/main``); None on a detached HEAD."""
+        return self._store.ref
+
+    @ref.setter
+    def ref(self, ref: str | None) -> None:
+        self._store.ref = ref
+
+    @property
+    def branch(self) -> str | None:
+        """The branch this store reads and writes (``main``); None when opened on a detached HEAD (read only)."""
+        return self._store.branch
+
+    @property
+    def catalog(self) -> Catalog:
+        """The index of the memories at the branch tip (derived from git, rebuilt when lost)."""
+        return self._store.catalog
+
+    @property
+    def activity(self) -> ActivityJournal:
+        """The journal of recalls not yet committed to the memory files."""
+        return self._store.activity
+
+    @property
+    def vectors(self) -> Vectors | None:
+        """The memories' vectors for hybrid recall; None when recall is by words only."""
+        return self._store.vectors
+
+    @property
+    def state(self) -> StateDir:
+        """The folder the derived files (catalog, journal, vectors) live in."""
+        return self._store.state
+
+    @property
+    def commit_listeners(self) -> list[Callable[[str], None]]:
+        """Called with each commit this store makes, once the lock is released (a background syncer listens)."""
+        return self._store.commit_listeners
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder recall uses (its ``model`` names it); None when recall is by words only."""
+        return None if self._store.vectors is None else self._store.vectors.embedder
+
+    @property
+    def world(self) -> World:
+        """The shared world state: ``store.world.read()``, ``store.world.merge({...})``."""
+        return World(self._store)
+
+    # --- the store's reads and writes ------------------------------------------
+
+    @translated
+    def tip(self) -> str | None:
+        """The commit reads see: the store's branch (HEAD's commit while that branch does not exist yet,
+        or when the store was opened on a detached HEAD)."""
+        return self._store.tip()
+
+    def now(self) -> datetime:
+        """The current time as this store sees it (UTC, whole seconds)."""
+        return self._store.now()
+
+    @translated
+    def cannot_write(self) -> str | None:
+        """Why a write would be refused now (one line naming the cause), or None."""
+        return self._store.cannot_write()
+
+    @translated
+    def writable_ref(self) -> str:
+        """The branch to write to, after checking that a write can be made (see :meth:`Store.writable_ref`).
+
+        Raises:
+            RepositoryError: detached HEAD, a rebase (merge, ...) in progress,
+                a read-only folder, or a git config that could not be written.
+        """
+        return self._store.writable_ref()
+
+    @translated
+    def fresh(self) -> None:
+        """Bring the catalog up to the branch tip now (reads do it when they need it)."""
+        self._store.fresh()
+
+    @translated
+    def get(self, id: str) -> Memory:
+        """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
+
+        Raises:
+            NotFound: no memory has that id, saying when, by whom and in
+                which commit it was forgotten or trimmed.
+            InvalidInput: ``id`` is a prefix shorter than 6 characters, or
+                more than one id starts with it (naming them).
+            FormatError: the file of that id cannot be read (naming it).
+        """
+        return self._store.get(id)
+
+    @translated
+    def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
+        """Memories, oldest first, optionally of one category (or alias) and/or agent.
+
+        A file that cannot be read is left out with a warning (once); 'memsite check' names it.
+        """
+        return self._store.list(category, agent)
+
+    @translated
+    def remember(
+        self,
+        content: str,
+        category: str = "general",
+        abstract: str | None = None,
+        overview: str | None = None,
+        tags: Iterable[str] = (),
+        source: str | None = None,
+        pinned: bool = False,
+        dedupe: bool | None = None,
+    ) -> Memory:
+        """Write a new memory in its own commit (or recognise one already there).
+
+        Args:
+            content: the full text (Markdown).
+            category: a category name or alias; routes the file to its folder.
+            abstract: one-line summary; the first line of ``content`` if None.
+            overview: a short paragraph; the first paragraph if None.
+            tags: words to file it under.
+            source: the session (or other origin) it came from.
+            pinned: exempt from decay and trimming.
+            dedupe: skip an exact duplicate of the category and merge a near
+                one into it (default: the ``dedupe`` setting).
+
+        Returns:
+            The stored Memory, with ``.id``, ``.path``, ``.commit`` and
+            ``.action``: ``created``, ``merged`` (into an existing memory, which
+            keeps its id) or ``skipped`` (an exact duplicate; nothing written).
+
+        Raises:
+            InvalidInput: empty, oversized or non-UTF-8 text, bad tags, unknown
+                category; SecretFound for credentials. Nothing is written.
+        """
+        return self._store.remember(content, category, abstract, overview, tags, source, pinned, dedupe)
+
+    @translated
+    def update(self, id: str, /, **changes: Any) -> Memory:
+        """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
+
+        Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
+        ``pinned`` and ``category`` (which moves the file). An abstract or
+        overview of None is derived from the text again.
+
+        Returns:
+            The updated Memory with its new ``.commit`` (unchanged if nothing changed).
+
+        Raises:
+            NotFound: no memory has that id.
+            InvalidInput: a field or value that is not allowed.
+            SecretFound: the new text holds a credential.
+        """
+        return self._store.update(id, **changes)
+
+    @translated
+    def forget(self, id: str, reason: str = "") -> str:
+        """Delete a memory in one commit (it stays in history); returns the commit id.
+
+        ``id`` may be a unique prefix of the id, as for :meth:`get`.
+        """
+        return self._store.forget(id, reason)
+
+    @translated
+    def trim(self, category: str) -> list[str]:
+        """Apply the category's capacity marks now; returns the ids trimmed."""
+        return self._store.trim(category)
+
+    @translated
+    def transaction(self, message: str | None = None) -> Transaction:
+        """Group writes into one commit: ``with store.transaction("msg") as tx:``.
+
+        The repository lock is held for the block. If the block raises, nothing
+        is committed. After it, ``tx.commit`` is the commit id.
+        """
+        return self._store.transaction(message)
+
+    @translated
+    def write(self, body: Callable[[Transaction], T], message: str | None = None) -> tuple[Transaction, T]:
+        """Run ``body`` in a transaction of its own, again if the branch moved under it; (the transaction, its result).
+
+        For writes that stage more than memories (world state, sessions):
+        ``tx, _ = store.write(lambda tx: tx.write_text(path, text), "message")``.
+        """
+        return self._store.write(body, message)
+
+    @translated
+    def flush_activity(self) -> str | None:
+        """Commit the recall counts the journal holds; the last commit id, or None.
+
+        Each agent's recalls go into a commit of their own, authored by that
+        agent, whoever flushes. Also run when a task closes and when
+        ``flush_every`` recalls wait.
+        """
+        return self._store.flush_activity()
+
+    @translated
+    def rebuild_index(self) -> int:
+        """Rebuild the catalog and full-text index from the files at the branch tip; returns the count.
+
+        Works whatever state the catalog is in: a damaged one is set aside first.
+        """
+        return self._store.rebuild_index()
+
+    @translated
+    def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
+        """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names."""
+        return self._store.heal(cause)
+
+    # --- sharing ------------------------------------------------------------
+
+    @translated
+    def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
+        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.sync.sync`)."""
+        return sync(self._store, remote, branch)
+
+    @translated
+    def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
+        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.sync.integrate`)."""
+        return integrate(self._store, remote, branch)
 
     # --- recall -------------------------------------------------------------
 
+    @translated
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
         """The memories that best match ``query``, ranked by relevance x decay x boost.
@@ -222,16 +453,14 @@ class MemoryStore(Store):
             Hits, best first; each recalled memory's ``active_count`` is raised
             (journaled at once, committed in batches; see flush_activity).
         """
-        from .text import match_any, only_stopwords, search_terms
-
         if not isinstance(query, str):
             raise InvalidInput(f"query: expected text, got {type(query).__name__}")
         terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
-        if not terms and (self._vectors is None or not query.strip() or only_stopwords(query[:4096])):
+        if not terms and (self._store.vectors is None or not query.strip() or only_stopwords(query[:4096])):
             return []  # nothing but common words: any memory would match as well as any other
         hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
-                            meaning=None if self._vectors is None else query)
-        waiting = self._note_recalls([h.memory.id for h in hits]) if hits else None
+                            meaning=None if self._store.vectors is None else query)
+        waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits else None
         if waiting is not None:  # (None: the disk is full, and the recall was not counted)
             hits = [h.recalled(self.now()) for h in hits]
             if waiting >= self.config.flush_every and self.cannot_write() is None:
@@ -240,6 +469,7 @@ class MemoryStore(Store):
 
     # --- the long-term memory interface for agents --------------------------
 
+    @translated
     def record(self, messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         """Remember the user and assistant messages of a conversation, one memory each, one commit.
 
@@ -254,6 +484,7 @@ class MemoryStore(Store):
                 tx.remember(text, source="conversation")
         return tx.stats
 
+    @translated
     def ingest(self, messages: Iterable[Mapping[str, Any]], extractor: Extractor, session_key: str | None = None,
                *, batch_size: int = 200, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Extract memories from a conversation and store them, resumably.
@@ -277,16 +508,14 @@ class MemoryStore(Store):
         Raises:
             InvalidInput: ``messages`` or ``session_key`` is malformed.
         """
-        from .ingest import ingest
+        return ingest(self._store, messages, extractor, session_key, batch_size=batch_size, progress=progress)
 
-        return ingest(self, messages, extractor, session_key, batch_size=batch_size, progress=progress)
-
+    @translated
     def incomplete_ingests(self) -> list[str]:
         """Session keys of ingests that were interrupted and left a checkpoint."""
-        from .ingest import incomplete
+        return incomplete(self._store)
 
-        return incomplete(self)
-
+    @translated
     def resume(self, session_key: str, extractor: Extractor | None = None, *,
                progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Finish an interrupted :meth:`ingest`; returns its totals.
@@ -297,10 +526,9 @@ class MemoryStore(Store):
         Raises:
             NotFound: no checkpoint for ``session_key``.
         """
-        from .ingest import resume
+        return resume(self._store, session_key, extractor, progress=progress)
 
-        return resume(self, session_key, extractor, progress=progress)
-
+    @translated
     def skill_candidates(self, threshold: int = 5, llm: Callable[[str], str] | None = None) -> list[SkillCandidate]:
         """Patterns recalled at least ``threshold`` times that could become agent skills, best first.
 
@@ -308,14 +536,11 @@ class MemoryStore(Store):
         candidate); without, steps come from the pattern's lists and triggers
         from its abstract and tags. :func:`memsite.render_skill` drafts the SKILL.md.
         """
-        from .skills import candidates
+        return candidates(self._store, threshold, llm)
 
-        return candidates(self, threshold, llm)
-
+    @translated
     def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
         """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""
-        from .recall import format_hits
-
         if isinstance(query_or_messages, str):
             query = query_or_messages
         else:
@@ -325,30 +550,28 @@ class MemoryStore(Store):
         hits = self.recall(query, limit=limit)
         return f"Relevant memories (best first):\n{format_hits(hits)}" if hits else ""
 
+    @translated
     def tools(self) -> list[dict[str, Any]]:
         """The memory tools an LLM may call: name, description, JSON-Schema parameters each.
 
         For OpenAI-style APIs wrap each as ``{"type": "function", "function": tool}``.
         """
-        from .recall import TOOLS
-
         return [dict(tool) for tool in TOOLS]
 
+    @translated
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
         """Run a tool from :meth:`tools`; returns text for the LLM (an error too, never an exception)."""
-        from .recall import call_tool
-
         return call_tool(self, self.recall, name, arguments)
 
+    @translated
     def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
         """Move memory files of an earlier layout (or a wrong month folder) to their month's numbered folders.
 
         One commit; see :func:`memsite.migrate.migrate`. ``.commit`` is None when nothing had to move.
         """
-        from .migrate import migrate
+        return migrate(self._store, progress)
 
-        return migrate(self, progress)
-
+    @translated
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                 agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
@@ -361,12 +584,10 @@ class MemoryStore(Store):
             hit's ``why`` holds its signals (meaning, words), its relevance and
             the floor, and says whether it was kept.
         """
-        from .text import match_any, search_terms
-
         if not isinstance(query, str):
             raise InvalidInput(f"query: expected text, got {type(query).__name__}")
         terms = search_terms(query[:4096])
-        if self._vectors is not None:
+        if self._store.vectors is not None:
             return [*self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
                                   meaning=query),
                     *self._ranked(None, limit, category, tags, agent, min_score, meaning=query, below=True)]
@@ -381,6 +602,7 @@ class MemoryStore(Store):
             explained.append(replace(hit, why=Why(None, share, matched, hit.relevance, None, True)))
         return explained
 
+    @translated
     def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
         """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""
         return self._ranked(None, limit, category, (), None, 0.0)
@@ -399,18 +621,18 @@ class MemoryStore(Store):
             raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
         name = self.config.route(category).name if category is not None else None
         tag_list = checks.tags(tags)
-        return self._healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning,
-                                                       below), reading=True)
+        return self._store.healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score,
+                                                             meaning, below), reading=True)
 
     def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
                      agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
         with self.repo._thread_lock:
-            self._fresh()
+            self._store.fresh()
             relevance = None
             whys: dict[str, Why] = {}
-            if meaning is not None and self._vectors is not None:
-                found = hybrid(self.catalog, self._vectors, meaning, self.config.embedding_weight,
-                               floor(self.catalog, self._vectors, self.config.embedding_floor),
+            if meaning is not None and self._store.vectors is not None:
+                found = hybrid(self.catalog, self._store.vectors, meaning, self.config.embedding_weight,
+                               floor(self.catalog, self._store.vectors, self.config.embedding_floor),
                                None if limit is None else max(50, 10 * limit),
                                self.catalog.matching(name, agent, tag_list))
                 relevance = {n: why.relevance for n, why in found.items() if why.kept != below}
@@ -425,6 +647,7 @@ class MemoryStore(Store):
 
     # --- core memory ----------------------------------------------------------
 
+    @translated
     def load_core(self, lines: int | None = None) -> str:
         """Prompt-ready core memory: world state, pinned memories, this agent's recent memories.
 
@@ -436,8 +659,6 @@ class MemoryStore(Store):
             At most ``lines`` lines; '' for an empty repository. The recent
             memories section is left out when this agent has none.
         """
-        from .core import core_text, first_lines, recent_memories
-
         limit = self.auto_load_lines if lines is None else lines
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidInput(f"lines: expected a whole number >= 0, got {limit!r}")
@@ -446,25 +667,17 @@ class MemoryStore(Store):
         text = core_text(self.world.read(), pinned, recent_memories(self.list(agent=self.agent), 10), self.agent)
         return first_lines(text, limit)
 
+    @translated
     def load_topic(self, category: str) -> str:
         """The full text of one category (name or alias), oldest first; '' if it has none."""
-        from .core import topic_text
-
         return topic_text(self.list(category=category))
 
+    @translated
     def recent(self, n: int = 10) -> list[str]:
         """The texts of this agent's ``n`` most recent memories, oldest first (never empty ones)."""
-        from .core import recent_texts
-
         return recent_texts(self.list(agent=self.agent), n)
 
-    @property
-    def world(self) -> World:
-        """The shared world state: ``store.world.read()``, ``store.world.merge({...})``."""
-        from .world import World
-
-        return World(self)
-
+    @translated
     def task(self, type: str | None = None, keywords: Iterable[str] = (), *,
              plan: Iterable[str] | None = None) -> Task:
         """Start a task, or resume this agent's unfinished one; use it as a context manager.
@@ -485,9 +698,7 @@ class MemoryStore(Store):
         Raises:
             ProtocolError: another task of this agent is open or unfinished.
         """
-        from .protocol import start
-
-        return start(self, type, keywords, plan)
+        return start(self._store, type, keywords, plan)
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> MemoryStore | None:

@@ -2,7 +2,8 @@
 
 The layers below the API raise what the operating system and SQLite report
 (``OSError``, ``sqlite3.Error``) and git's own complaints; an API caller gets
-one exception tree instead. :func:`translated` wraps a public entry point: a
+one exception tree instead. :func:`translated` wraps each public entry point
+(of MemoryStore, World and Task, by hand: they are the one boundary): a
 full disk becomes :class:`DiskFull` ("disk full at <path>; nothing was
 written") and the temporary files this process left on the way are removed;
 another I/O error becomes a :class:`RepositoryError` naming the file; a SQLite
@@ -27,7 +28,6 @@ from .store.sqlite import intact
 from .store.state import disk_full, out_of_room
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T", bound=type)
 
 
 def translated(func: F) -> F:
@@ -46,20 +46,6 @@ def translated(func: F) -> F:
             raise error from exc
 
     return wrapper  # type: ignore[return-value]
-
-
-def translate_methods(cls: T) -> T:
-    """Wrap every public method of ``cls`` (and its bases) and its constructor with :func:`translated`."""
-    names = {"__init__"} | {name for klass in cls.__mro__[:-1] for name in vars(klass) if not name.startswith("_")}
-    for name in names:
-        member = _lookup(cls, name)
-        if isinstance(member, classmethod):
-            setattr(cls, name, classmethod(translated(member.__func__)))
-        elif isinstance(member, staticmethod):
-            setattr(cls, name, staticmethod(translated(member.__func__)))
-        elif callable(member) and not isinstance(member, type):
-            setattr(cls, name, translated(member))
-    return cls
 
 
 def translate(exc: BaseException, root: Path | None) -> BaseException:
@@ -115,21 +101,11 @@ def _sqlite_message(exc: sqlite3.Error, state_dir: Path) -> str:
 
 
 def _root_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Path | None:
-    """The repository a call works on: ``self.root``, ``self._store.root``, or the path it was given."""
-    if args:
-        owner = args[0]
-        store = getattr(owner, "_store", owner)
-        root = getattr(store, "root", None)
-        if isinstance(root, Path):
-            return root
+    """The repository a call works on: its object's ``root``, or the path it was given (a constructor)."""
+    root = getattr(args[0], "root", None) if args else None  # (None while the constructor has not found it)
+    if isinstance(root, Path):
+        return root
     path = kwargs.get("path", args[1] if len(args) > 1 else None)
     if isinstance(path, (str, os.PathLike)):
         return Path(path).absolute()
-    return None
-
-
-def _lookup(cls: type, name: str) -> Any:
-    for klass in cls.__mro__:
-        if name in vars(klass):
-            return vars(klass)[name]
     return None

@@ -180,7 +180,7 @@ def _store_batch(store: Store, key: str, batch: str, candidates: list[Candidate]
 
     count = len(candidates)
     part = "" if count == total else f" (candidates {batch.rsplit(' ', 1)[1]} of {total})"
-    tx, stats = store._write(body, f"Ingest {key}: {count} candidate{'s' * (count != 1)}{part}")
+    tx, stats = store.write(body, f"Ingest {key}: {count} candidate{'s' * (count != 1)}{part}")
     if tx.commit is None:  # every candidate skipped or refused: nothing to commit, nothing to find later
         log.info("ingest %s: batch %s changed nothing", key, batch)
     return stats

@@ -72,7 +72,7 @@ def migrate(store: Store, progress: Callable[[int, int], None] | None = None) ->
         MemsiteError: a file is already where one would move; nothing is written.
     """
     message = "Migrate memories to the numbered folders of their month"
-    tx, counts = store._write(lambda tx: _stage(store, tx, progress), message=message)
+    tx, counts = store.write(lambda tx: _stage(store, tx, progress), message=message)
     return Migration(counts[0], counts[1], tx.commit)
 
 

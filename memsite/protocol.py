@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
 from . import checks, sessions, world
 from .errors import FormatError, InvalidInput, MemsiteError, ProtocolError, SecretFound
-from .failures import translate_methods
+from .failures import translated
 from .model import format_time, one_line
 from .notes import (
     CLOSING_STEPS,
@@ -81,12 +82,7 @@ def start(store: Store, type: str | None, keywords: Iterable[str], plan: Iterabl
             matched = knowledge.matching(type, words)
             state = TaskState(store.agent, type, words, store.now(), pattern=matched[0] if matched else None)
             resumed = False
-        task = Task(store, state, knowledge, lock, resumed=resumed)
-        if plan is not None:
-            task.plan(plan)
-        else:
-            task._save()
-        return task
+        return Task(store, state, knowledge, lock, resumed=resumed, plan=plan)
     except BaseException:
         lock.release()
         raise
@@ -101,12 +97,13 @@ def read_knowledge(store: Store, agent: str | None = None) -> Knowledge:
     return parse_knowledge(data.decode("utf-8"), path, agent) if data else Knowledge(agent)
 
 
-@translate_methods
 class Task:
     """A task in progress; see the module documentation and MemoryStore.task."""
 
+    @translated
     def __init__(self, store: Store, state: TaskState, knowledge: Knowledge, lock: FileLock, *,
-                 resumed: bool) -> None:
+                 resumed: bool, plan: Iterable[str] | None = None) -> None:
+        """Takes the task's ``lock``; writes its working memory at once, with ``plan`` as the TODO if given."""
         self._store = store
         self._state = state
         self._lock = lock
@@ -123,8 +120,17 @@ class Task:
         self.commit: str | None = None
         """The commit that closed the task."""
         self.closed = False
+        if plan is not None:
+            self.plan(plan)
+        else:
+            self._save()
 
     # --- what the task knows ------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        """The repository's working tree."""
+        return self._store.root
 
     @property
     def agent(self) -> str:
@@ -156,6 +162,7 @@ class Task:
 
     # --- the TODO (written to task_process.md at once) ------------------------
 
+    @translated
     def plan(self, items: Iterable[str]) -> None:
         """Replace the plan; items already checked keep their state."""
         previous = {t.text: t for t in self._state.todo}
@@ -163,6 +170,7 @@ class Task:
         self._state.todo = [previous.get(text, TodoItem(text)) for text in dict.fromkeys(texts)]
         self._save()
 
+    @translated
     def add(self, item: str) -> None:
         """Add an item at the end of the plan."""
         text = _item(item)
@@ -170,11 +178,13 @@ class Task:
             self._state.todo.append(TodoItem(text))
         self._save()
 
+    @translated
     def drop(self, item: str) -> None:
         """Remove an item from the plan (it turned out not to be needed)."""
         self._state.todo.remove(self._find(item))
         self._save()
 
+    @translated
     def check(self, item: str, note: str | None = None) -> None:
         """Mark an item done, with an optional note of what was found."""
         found = self._find(item)
@@ -185,22 +195,26 @@ class Task:
 
     # --- the record -----------------------------------------------------------
 
+    @translated
     def problem(self, text: str) -> None:
         """Describe the problem the task addressed (the session's Problem section)."""
         self._state.problem = self._text(text, "problem")
         self._save()
 
+    @translated
     def solution(self, text: str) -> None:
         """Describe the solution (the session's Solution section)."""
         self._state.solution = self._text(text, "solution")
         self._save()
 
+    @translated
     def learn(self, text: str) -> None:
         """Record a learning. Closing the task stores each as a memory recall can find (its source the
         session): one starting with 'pattern:' in ``patterns`` (and the agent's knowledge), the rest in ``general``."""
         self._state.learnings.append(one_line(self._text(text, "learning")))
         self._save()
 
+    @translated
     def world(self, updates: Mapping[str, object] | None = None, remove: Iterable[str] = ()) -> None:
         """World state changes to merge when the task closes (checked now).
 
@@ -229,6 +243,7 @@ class Task:
 
     # --- closing ----------------------------------------------------------------
 
+    @translated
     def finish(self) -> str:
         """Close the task: one commit of the four closing steps. Returns the commit id.
 
@@ -245,10 +260,12 @@ class Task:
             raise _protocol_error([(STEP_SESSION, f"nothing to record yet: call {' and '.join(missing)}")])
         return self._close("partial" if any(not item.done for item in self._state.todo) else "succeeded")
 
+    @translated
     def abandon(self, reason: str) -> str:
         """Close the task without finishing it; the session records why. Returns the commit id."""
         return self._close("abandoned", error=one_line(self._text(reason, "reason")) or "abandoned")
 
+    @translated
     def release(self) -> None:
         """Stop working on the task in this process, leaving it open (it can be resumed)."""
         if self._lock.is_locked:
@@ -300,7 +317,7 @@ class Task:
                                 "a task closes once: start a new one with store.task(...)", [])
         store, config = self._store, self._store.config
         try:
-            tx, missing = store._write(lambda tx: self._stage_close(tx, outcome, error), message=self._subject(outcome))
+            tx, missing = store.write(lambda tx: self._stage_close(tx, outcome, error), message=self._subject(outcome))
         except InvalidInput as refused:  # the commit found one of the four files edited by someone else
             path = str(refused).split(":", 1)[0]
             step = {config.world_path: STEP_WORLD,

@@ -100,7 +100,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             published on the agent branch all the same).
         RepositoryError: no such remote, the remote cannot be reached, or it refused the push.
     """
-    ref = store._writable_ref()
+    ref = store.writable_ref()
     _ready(store, ref)
     shared = branch or ref.removeprefix("refs/heads/")
     publish = publish_branch(store)

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import checks
 from .errors import FormatError, InvalidInput
-from .failures import translate_methods
+from .failures import translated
 
 if TYPE_CHECKING:
     from .store import Store, Transaction
@@ -238,13 +239,18 @@ def merge_in(tx: Transaction, updates: Mapping[str, str], remove: Iterable[str] 
     return True
 
 
-@translate_methods
 class World:
     """``store.world``: the shared world state of a memory repository."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
+    @property
+    def root(self) -> Path:
+        """The repository's working tree."""
+        return self._store.root
+
+    @translated
     def read(self) -> dict[str, str]:
         """Every key and its Markdown body, at the branch tip."""
         store = self._store
@@ -254,6 +260,7 @@ class World:
             return {}
         return parse(data.decode("utf-8"), store.config.world_path)[1]
 
+    @translated
     def merge(self, updates: Mapping[str, object] | None = None, remove: Iterable[str] = ()) -> str | None:
         """Set the keys in ``updates``, remove the keys in ``remove``, keep every other key.
 
@@ -272,5 +279,5 @@ class World:
         removing = [check_value(key, "", cap)[0] for key in check_remove(remove, "world.merge")]
         parts = [f"set {', '.join(sorted(checked))}" if checked else "", f"unset {', '.join(sorted(removing))}" if removing else ""]
         message = "World: " + "; ".join(p for p in parts if p)
-        tx, _ = self._store._write(lambda tx: merge_in(tx, checked, removing), message=message)
+        tx, _ = self._store.write(lambda tx: merge_in(tx, checked, removing), message=message)
         return tx.commit

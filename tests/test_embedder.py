@@ -109,7 +109,7 @@ def test_the_weight_comes_from_configuration(store: MemoryStore, hybrid: MemoryS
 def test_the_same_ranking_without_numpy(hybrid: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     with_numpy = [(h.memory.id, round(h.relevance, 6)) for h in hybrid.recall("dog walks", limit=3)]
     monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy now fails
-    hybrid._vectors._loaded = None  # type: ignore[union-attr]
+    hybrid.vectors._loaded = None  # type: ignore[union-attr]
     assert [(h.memory.id, round(h.relevance, 6)) for h in hybrid.recall("dog walks", limit=3)] == with_numpy
 
 

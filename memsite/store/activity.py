@@ -28,6 +28,7 @@ from ..errors import InvalidInput
 from ..git.repo import STATE_DIR
 from ..model import ID_RE, parse_time
 from .sqlite import connect, read_only, transaction
+from .state import FILES, cache_folder
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, at TEXT NOT NULL,
@@ -210,8 +211,6 @@ def pending_counts(root: Path) -> dict[str, tuple[int, str]]:
     joins the same table), for readers that do not open a store: the site.
     Read only; {} when there is no journal (a fresh clone, a copy outside git).
     """
-    from .state import FILES, cache_folder
-
     for folder in (root / STATE_DIR, cache_folder(root)):
         path = folder / FILES[1]
         if not path.is_file():

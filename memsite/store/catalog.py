@@ -419,9 +419,14 @@ class Catalog:
         self.settle_pending()
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
-        recording = self._unsettled = Recording(self, self._worker, _Upsert(list(upserts), created), list(deletes),
-                                                list(moves))
+        recording = self._unsettled = Recording(self._worker, self._writer, self._settling, self._committed,
+                                                _Upsert(list(upserts), created), list(deletes), list(moves))
         return recording.settle
+
+    def _settling(self, recording: Recording) -> None:
+        """``recording`` is being settled: no longer one for :meth:`settle_pending` to drop."""
+        if self._unsettled is recording:
+            self._unsettled = None
 
     def _writer(self) -> sqlite3.Connection:
         """The connection the catalog's thread writes through (opened there, on first use).
@@ -598,9 +603,14 @@ class Recording:
     See :meth:`Catalog.record`.
     """
 
-    def __init__(self, catalog: Catalog, worker: ThreadPoolExecutor, upserts: _Upsert,
+    def __init__(self, worker: ThreadPoolExecutor, writer: Callable[[], sqlite3.Connection],
+                 settling: Callable[[Recording], None], committed: Callable[[int], None], upserts: _Upsert,
                  deletes: list[str], moves: list[tuple[str, str]]) -> None:
-        self._catalog = catalog
+        """``writer``: the connection to write through (on the worker); ``settling`` is told when it is
+        settled, ``committed`` how many rows it committed."""
+        self._writer = writer
+        self._settling = settling
+        self._committed = committed
         self._decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._settled = False
         self._rows = upserts.count + len(deletes) + len(moves)  # how many it writes
@@ -608,8 +618,7 @@ class Recording:
 
     def settle(self, commit: str | None) -> None:
         """Commit the rows as ``commit``'s and wait for them (raising what went wrong); None drops them."""
-        if self._catalog._unsettled is self:
-            self._catalog._unsettled = None
+        self._settling(self)
         if not self._settled:
             self._settled = True
             self._decision.put(commit)
@@ -625,10 +634,10 @@ class Recording:
         if error is not None and commit is not None:
             raise error
         if commit is not None:
-            self._catalog._committed(self._rows)
+            self._committed(self._rows)
 
     def _work(self, upserts: _Upsert, deletes: list[str], moves: list[tuple[str, str]]) -> None:
-        db = self._catalog._writer()
+        db = self._writer()
         # Deferred: its first write locks the catalog; catalog writes are serialised by the repository lock.
         db.execute("BEGIN")
         try:

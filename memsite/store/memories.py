@@ -16,7 +16,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +41,7 @@ from ..model import (
 from . import ids
 from .activity import ActivityJournal, carry_over
 from .catalog import Catalog
+from .ids import Removal
 from .sqlite import intact, is_damage
 from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
 from .transaction import Transaction, refuse_unreadable
@@ -60,8 +61,15 @@ EDITABLE_FIELDS = frozenset({"content", "abstract", "overview", "tags", "source"
 class Store:
     """Memories in a git repository, written by one agent: reads, writes and their policy.
 
-    Opened through :class:`memsite.MemoryStore`, which adds the features;
-    see it for the arguments.
+    Opened by :class:`memsite.MemoryStore`, which holds one and adds the
+    features; see it for the other arguments.
+
+    Args:
+        git_settings: the git config every clone needs (from the repository):
+            written when the store opens, or before its first write when the
+            disk was full then.
+        removal: the history's account of a removed memory, (root, tip, id)
+            -> :data:`ids.Removal` or None; :meth:`not_found` tells it.
     """
 
     def __init__(
@@ -73,18 +81,21 @@ class Store:
         progress: Callable[[int, int], None] | None = None,
         embedder: Embedder | None = None,
         branch: str | None = None,
+        git_settings: Callable[[Repository], Mapping[tuple[str, str | None, str], str]] | None = None,
+        removal: Callable[[Path, str, str], Removal | None] | None = None,
     ) -> None:
         self.repo = Repository(path)
-        self._vectors: Vectors | None = None
+        self.vectors: Vectors | None = None
         self._embedder = embedder
         self._clock = clock or utcnow
         self._progress = progress
+        self._git_settings = git_settings
+        self._removal = removal
         try:
             self.root: Path = self.repo.root
             self.config: Config = load_config(self.root)
             self.repo.lock_timeout = self.config.lock_timeout
             self.agent: str = checks.agent(agent if agent is not None else _default_agent(self.repo))
-            self.auto_load_lines: int = self.config.auto_load_lines
             # The branch this store reads and writes, fixed when it opens: a
             # person checking out another branch later never redirects it.
             self.ref: str | None = self.repo.refs.head_target() if branch is None else checks.branch(branch)
@@ -95,9 +106,14 @@ class Store:
         except BaseException:
             self.repo.close()
             raise
-        self._local = threading.local()
+        self.thread_state = threading.local()  # .tx: the transaction open in this thread (one at a time)
         # Called with each commit this store makes, once the lock is released (a background syncer listens).
         self.commit_listeners: list[Callable[[str], None]] = []
+        try:
+            self._configure_clone()
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         """Release the catalog, the activity journal and git's helper processes."""
@@ -119,20 +135,25 @@ class Store:
     def cannot_write(self) -> str | None:
         """Why a write would be refused now (one line naming the cause), or None."""
         try:
-            self._writable_ref()
+            self.writable_ref()
         except RepositoryError as exc:
             return str(exc)
         return None
 
-    def _writable_ref(self) -> str:
+    def writable_ref(self) -> str:
         """The branch to write to, after checking that a write can be made.
 
         Raises:
             RepositoryError: detached HEAD, a rebase (merge, ...) in progress,
                 a read-only folder, or a git config that could not be written.
+            DiskFull: the disk has no room (for the git config either).
         """
         if self._cannot_write is not None:
             raise RepositoryError(self._cannot_write)
+        if self._unconfigured:
+            self._configure_clone()
+            if self._unconfigured:
+                raise disk_full(self.root)
         self._on_disk()
         if self.ref is None:
             busy = self.repo.in_progress()
@@ -142,6 +163,32 @@ class Store:
                                   "check out one, or name one (MemoryStore(path, branch=NAME))")
         self.repo.check_writable(self.ref)
         return self.ref
+
+    def _configure_clone(self) -> None:
+        """Write the git config ``git_settings`` asks for in this clone (nothing when it is there).
+
+        A clone whose git config cannot be written (a read-only ``.git``) is
+        still read; its first write says why it cannot be made. On a full
+        disk it is written before the first write, once there is room.
+        """
+        self._unconfigured = False
+        if self._git_settings is None:
+            return
+        try:
+            self.repo.ensure_config(self._git_settings(self.repo))
+        except RepositoryError as exc:
+            config = self.repo.common_dir / "config"
+            if out_of_room(exc, config):
+                self._unconfigured = True
+                return
+            if os.access(config, os.W_OK) and os.access(config.parent, os.W_OK):
+                raise
+            self._cannot_write = f"{exc}; make {self.repo.locks.show(config)} writable to write memories here"
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Make recall hybrid with ``embedder`` from now on: its vectors are opened (and healed) here."""
+        self._embedder = embedder
+        self._open_state(self._open_vectors)
 
     # --- the files in .memsite/ ------------------------------------------------
 
@@ -166,11 +213,11 @@ class Store:
     def _open_vectors(self) -> None:
         if self._embedder is not None:
             embedder = self._embedder
-            self._vectors = self._opened("vectors.sqlite3", lambda path: Vectors(path, embedder, self._progress),
+            self.vectors = self._opened("vectors.sqlite3", lambda path: Vectors(path, embedder, self._progress),
                                          REBUILT)
 
     def _close_state(self) -> None:
-        for name in ("catalog", "activity", "_vectors"):
+        for name in ("catalog", "activity", "vectors"):
             opened = getattr(self, name, None)
             if opened is not None:
                 opened.close()
@@ -227,7 +274,7 @@ class Store:
             if self.state.in_memory:
                 raise disk_full(self.root)
 
-    def _healing(self, work: Callable[[], T], *, reading: bool = False) -> T:
+    def healing(self, work: Callable[[], T], *, reading: bool = False) -> T:
         """``work()``; if a file in .memsite/ turns out damaged, it is set aside and ``work`` runs again.
 
         The catalog, the search index and the vectors are derived from git
@@ -299,7 +346,7 @@ class Store:
 
     # --- reads -------------------------------------------------------------
 
-    def _fresh(self) -> None:
+    def fresh(self) -> None:
         """Bring the catalog up to the store's branch tip (cheap when it already is)."""
         with self.repo._thread_lock:
             if self.catalog.commit != self.tip():
@@ -317,34 +364,34 @@ class Store:
                 self.catalog.sync(self.repo, self.config, self.tip(), self._progress)
                 return self.catalog.count()
 
-        return self._healing(rebuild)
+        return self.healing(rebuild)
 
     def get(self, id: str) -> Memory:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
 
-        Raises:
-            NotFound: no memory has that id (through MemoryStore, saying
-                when, by whom and in which commit it was forgotten or trimmed).
-            InvalidInput: ``id`` is a prefix shorter than 6 characters, or
-                more than one id starts with it (naming them).
-            FormatError: the file of that id cannot be read (naming it).
+        See :meth:`memsite.MemoryStore.get` for what it raises.
         """
         def read() -> Memory | None:
             with self.repo._thread_lock:
-                self._fresh()
+                self.fresh()
                 memory = ids.lookup(self.catalog, id)
                 if memory is None and isinstance(id, str):
                     refuse_unreadable(self.catalog, id, None)
                 return memory
 
-        memory = self._healing(read, reading=True)
+        memory = self.healing(read, reading=True)
         if memory is None:
-            raise self._not_found(id)
+            raise self.not_found(id)
         return memory
 
-    def _not_found(self, id: object) -> NotFound:
-        """The error for an id no memory has (MemoryStore adds what the history says of it)."""
-        return ids.not_found(id)
+    def not_found(self, id: object) -> NotFound:
+        """The error for an id no memory has: it says when, by whom and in which commit the memory was
+        forgotten or trimmed, when the history (``removal``) shows it was (get, update and forget raise it)."""
+        removed = None
+        if self._removal is not None and isinstance(id, str):
+            tip = self.tip()
+            removed = self._removal(self.root, tip, id) if tip else None
+        return ids.not_found(id, removed)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
@@ -355,12 +402,12 @@ class Store:
 
         def read() -> list[Memory]:
             with self.repo._thread_lock:
-                self._fresh()
+                self.fresh()
                 return self.catalog.list(category=name, agent=agent)
 
-        return self._healing(read, reading=True)
+        return self.healing(read, reading=True)
 
-    def _note_recalls(self, ids: list[str]) -> int | None:
+    def note_recalls(self, ids: list[str]) -> int | None:
         """Journal one recall of each of ``ids`` by this agent; how many recalls now wait for a flush.
 
         None when the disk is full: the recall is not counted (reading then
@@ -369,7 +416,7 @@ class Store:
         if not self.state.in_memory:
             at = format_time(self.now())
             try:
-                return self._healing(lambda: self.activity.record(ids, at, self.agent))
+                return self.healing(lambda: self.activity.record(ids, at, self.agent))
             except (OSError, sqlite3.Error) as exc:
                 if not self._read_in_memory(exc):
                     raise
@@ -382,7 +429,7 @@ class Store:
         agent, whoever flushes. Also run when a task closes and when
         ``flush_every`` recalls wait.
         """
-        self._writable_ref()
+        self.writable_ref()
 
         def flush() -> str | None:
             commit = None
@@ -393,7 +440,7 @@ class Store:
                     if batch is None:
                         continue
                     try:
-                        tx, _ = self._write(lambda tx: tx._record_activity(batch.batch, batch.counts, batch.agent))
+                        tx, _ = self.write(lambda tx: tx.record_activity(batch.batch, batch.counts, batch.agent))
                     except BaseException:
                         self.activity.end_batch(batch, committed=False)
                         raise
@@ -401,7 +448,7 @@ class Store:
                     commit = tx.commit or commit
             return commit
 
-        return self._healing(flush)
+        return self.healing(flush)
 
     def _settle_activity(self) -> None:
         """Finish a flush that was killed: did its commit land? Then its recalls are counted."""
@@ -425,46 +472,18 @@ class Store:
     ) -> Memory:
         """Write a new memory in its own commit (or recognise one already there).
 
-        Args:
-            content: the full text (Markdown).
-            category: a category name or alias; routes the file to its folder.
-            abstract: one-line summary; the first line of ``content`` if None.
-            overview: a short paragraph; the first paragraph if None.
-            tags: words to file it under.
-            source: the session (or other origin) it came from.
-            pinned: exempt from decay and trimming.
-            dedupe: skip an exact duplicate of the category and merge a near
-                one into it (default: the ``dedupe`` setting).
-
-        Returns:
-            The stored Memory, with ``.id``, ``.path``, ``.commit`` and
-            ``.action``: ``created``, ``merged`` (into an existing memory, which
-            keeps its id) or ``skipped`` (an exact duplicate; nothing written).
-
-        Raises:
-            InvalidInput: empty, oversized or non-UTF-8 text, bad tags, unknown
-                category; SecretFound for credentials. Nothing is written.
+        See :meth:`memsite.MemoryStore.remember` for the arguments and what it returns and raises.
         """
-        memory = self._new_memory(content, category, abstract, overview, tags, source, pinned)
-        tx, added = self._write(lambda tx: tx._add(memory, self.config.dedupe if dedupe is None else dedupe))
+        memory = self.new_memory(content, category, abstract, overview, tags, source, pinned)
+        tx, added = self.write(lambda tx: tx.add(memory, self.config.dedupe if dedupe is None else dedupe))
         return tx.result(added)
 
     def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
 
-        Accepts ``content``, ``abstract``, ``overview``, ``tags``, ``source``,
-        ``pinned`` and ``category`` (which moves the file). An abstract or
-        overview of None is derived from the text again.
-
-        Returns:
-            The updated Memory with its new ``.commit`` (unchanged if nothing changed).
-
-        Raises:
-            NotFound: no memory has that id.
-            InvalidInput: a field or value that is not allowed.
-            SecretFound: the new text holds a credential.
+        See :meth:`memsite.MemoryStore.update`.
         """
-        tx, updated = self._write(lambda tx: tx.update(id, **changes))
+        tx, updated = self.write(lambda tx: tx.update(id, **changes))
         return tx.result(updated)
 
     def forget(self, id: str, reason: str = "") -> str:
@@ -472,14 +491,14 @@ class Store:
 
         ``id`` may be a unique prefix of the id, as for :meth:`get`.
         """
-        tx, _ = self._write(lambda tx: tx.forget(id, reason=reason))
+        tx, _ = self.write(lambda tx: tx.forget(id, reason=reason))
         assert tx.commit is not None
         return tx.commit
 
     def trim(self, category: str) -> list[str]:
         """Apply the category's capacity marks now; returns the ids trimmed."""
         name = self.config.route(category).name
-        tx, _ = self._write(lambda tx: tx._categories.add(name))
+        tx, _ = self.write(lambda tx: tx.trim_category(name))
         return [op.memory.id for op in tx.ops if op.action == "trimmed"]
 
     def transaction(self, message: str | None = None) -> Transaction:
@@ -490,7 +509,7 @@ class Store:
         """
         return Transaction(self, message)
 
-    def _write(self, body: Callable[[Transaction], T], message: str | None = None) -> tuple[Transaction, T]:
+    def write(self, body: Callable[[Transaction], T], message: str | None = None) -> tuple[Transaction, T]:
         """Run ``body`` in its own transaction, again if the branch moved under it.
 
         The branch only moves under memsite's lock when a plain git command
@@ -509,18 +528,18 @@ class Store:
             raise AssertionError("unreachable")
 
         # A damaged catalog fails a write before it commits (after, the commit stands and the catalog catches up).
-        return self._healing(attempt)
+        return self.healing(attempt)
 
     # --- building records --------------------------------------------------
 
-    def _new_memory(self, content: Any, category: Any, abstract: Any, overview: Any, tags: Any, source: Any,
+    def new_memory(self, content: Any, category: Any, abstract: Any, overview: Any, tags: Any, source: Any,
                     pinned: Any) -> Memory:
-        fields = self._fields(dict(content=content, category=category, abstract=abstract, overview=overview,
+        fields = self.checked_fields(dict(content=content, category=category, abstract=abstract, overview=overview,
                                    tags=tags, source=source, pinned=pinned), None)
         now = self.now()
         return Memory(id=new_id(), agent=self.agent, created=now, updated=now, **fields)
 
-    def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]:
+    def checked_fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]:
         """Checked values for the fields in ``given`` (of a new memory when ``current`` is None).
 
         An abstract or overview of None is derived from the text.
@@ -566,7 +585,7 @@ class Store:
                           excerpts=[name for name in ("abstract", "overview") if name in given and given[name] is None])
         return out
 
-    def _reason(self, reason: Any) -> str:
+    def checked_reason(self, reason: Any) -> str:
         text = one_line(checks.text(reason or "", "reason", max_bytes=1024, allow_empty=True))
         checks.no_secrets({"reason": text})
         return text

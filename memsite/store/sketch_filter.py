@@ -13,9 +13,9 @@ set: they cost a query, never a duplicate missed.
 
 A write of a few values (a single remember()) appends them to a short list
 beside the bits instead of rewriting up to six rows of them: a page of the
-catalog's log rather than six, which took ~0.1 ms off such a write. The
-next write of many values, or the one that makes the list ``RECENT_MAX``
-long, folds the list into the bits; reading the filter reads both.
+catalog's log rather than six. The next write of many values, or the one
+that makes the list ``RECENT_MAX`` long, folds the list into the bits;
+reading the filter reads both.
 """
 
 from __future__ import annotations

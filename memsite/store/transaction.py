@@ -37,7 +37,7 @@ T = TypeVar("T")
 # while it stages the rest, this many at a time (see _send_ahead).
 AHEAD_BATCH = 100
 # Dedup questions a transaction asks before it reads the catalog's sketch
-# filter (~1 ms, the time of about 30 questions; see _seen_sketches).
+# filter (reading it costs about as much as that many questions; see _seen_sketches).
 SEEN_AFTER = 32
 
 
@@ -56,16 +56,17 @@ class Owner(Protocol):
     config: Config
     catalog: Catalog
     agent: str
-    _local: threading.local
+    thread_state: threading.local
+    commit_listeners: list[Callable[[str], None]]
 
     def now(self) -> datetime: ...
-    def transaction(self, message: str | None = None) -> Transaction: ...
-    def _new_memory(self, content: Any, category: Any, abstract: Any, overview: Any, tags: Any, source: Any,
-                    pinned: Any) -> Memory: ...
-    def _fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]: ...
-    def _reason(self, reason: Any) -> str: ...
-    def _healing(self, work: Callable[[], T]) -> T: ...
-    def _writable_ref(self) -> str: ...
+    def writable_ref(self) -> str: ...
+    def healing(self, work: Callable[[], T]) -> T: ...
+    def new_memory(self, content: Any, category: Any, abstract: Any, overview: Any, tags: Any, source: Any,
+                   pinned: Any) -> Memory: ...
+    def checked_fields(self, given: dict[str, Any], current: Memory | None) -> dict[str, Any]: ...
+    def checked_reason(self, reason: Any) -> str: ...
+    def not_found(self, id: object) -> NotFound: ...
 
 
 class Transaction:
@@ -101,9 +102,9 @@ class Transaction:
 
     def __enter__(self) -> Transaction:
         store = self.store
-        if getattr(store._local, "tx", None) is not None:
+        if getattr(store.thread_state, "tx", None) is not None:
             raise MemsiteError("a transaction is already open in this thread; write through it (tx.remember, ...)")
-        self.ref = store._writable_ref()  # refused here, before any lock or file is taken
+        self.ref = store.writable_ref()  # refused here, before any lock or file is taken
         self._lock = store.repo.locked()
         self._lock.__enter__()
         try:
@@ -114,11 +115,11 @@ class Transaction:
                     store.repo.refs.update(self.ref, self.parent, None, ident=self._author().ident(int(store.now().timestamp())),
                                            message=f"branch: created from HEAD by memsite ({store.agent})")
             self._base_tree = store.repo.root_tree(self.parent)
-            store._healing(lambda: store.catalog.sync(store.repo, store.config, self.parent))
+            store.healing(lambda: store.catalog.sync(store.repo, store.config, self.parent))
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
-        store._local.tx = self
+        store.thread_state.tx = self
         self._open = True
         return self
 
@@ -132,7 +133,7 @@ class Transaction:
                 self._drop_ahead()
             finally:  # (a second Ctrl-C while the rows and files sent ahead are dropped) still unlocked
                 self._open = False
-                self.store._local.tx = None
+                self.store.thread_state.tx = None
                 self._lock.__exit__(None, None, None)
         if made is not None:
             self.store.repo.maintain(made)  # other writers commit meanwhile
@@ -150,8 +151,8 @@ class Transaction:
                  pinned: bool = False, dedupe: bool | None = None) -> Memory:
         """As :meth:`MemoryStore.remember`, committed with the transaction."""
         self._check_open()
-        memory = self.store._new_memory(content, category, abstract, overview, tags, source, pinned)
-        return self._add(memory, self.store.config.dedupe if dedupe is None else dedupe)
+        memory = self.store.new_memory(content, category, abstract, overview, tags, source, pinned)
+        return self.add(memory, self.store.config.dedupe if dedupe is None else dedupe)
 
     def get(self, id: str) -> Memory:
         """The memory as this transaction would leave it."""
@@ -164,14 +165,14 @@ class Transaction:
         if isinstance(id, str):
             refuse_unreadable(self.store.catalog, memory.id if memory else id, memory)
         if memory is None:
-            raise self.store._not_found(id)
+            raise self.store.not_found(id)
         return memory
 
     def update(self, id: str, /, **changes: Any) -> Memory:
         """As :meth:`MemoryStore.update`, committed with the transaction."""
         self._check_open()
         current = self.get(id)
-        changed = current.replace(**self.store._fields(changes, current))
+        changed = current.replace(**self.store.checked_fields(changes, current))
         if changed == current:
             return current
         changed = changed.replace(updated=self.store.now())
@@ -190,8 +191,13 @@ class Transaction:
         current = self.get(id)
         self._files[self._path_of(current)] = None
         self._pending[current.id] = None
-        self.ops.append(_Op("forgotten", current, self.store._reason(reason) or None))
+        self.ops.append(_Op("forgotten", current, self.store.checked_reason(reason) or None))
         return current
+
+    def trim_category(self, name: str) -> None:
+        """Apply the capacity marks of the category ``name`` when the transaction commits (see :meth:`Store.trim`)."""
+        self._check_open()
+        self._categories.add(name)
 
     def relocate(self, path: str, to: str, data: bytes, memory: Memory, *, archived: bool = False) -> None:
         """Move the memory file ``path`` (holding ``data``, read as ``memory``) to ``to``, bytes unchanged.
@@ -274,7 +280,9 @@ class Transaction:
 
     # --- internals ---------------------------------------------------------
 
-    def _add(self, memory: Memory, dedupe: bool) -> Memory:
+    def add(self, memory: Memory, dedupe: bool) -> Memory:
+        """Stage the new ``memory`` (see :meth:`Store.new_memory`), or recognise one already there (``dedupe``)."""
+        self._check_open()
         mark = fingerprint(memory.content)
         twin, exact = self._twin(memory, mark) if dedupe else (None, False)
         if twin is not None and self.store.catalog.problems_of(twin.id):
@@ -363,7 +371,7 @@ class Transaction:
             updated=self.store.now(),
         )
 
-    def _record_activity(self, batch: str, counts: Mapping[str, tuple[int, str]], agent: str = "") -> None:
+    def record_activity(self, batch: str, counts: Mapping[str, tuple[int, str]], agent: str = "") -> None:
         """Stage the recall counts of a journal batch, recalled by ``agent`` (see MemoryStore.flush_activity)."""
         self.author = agent or None
         for mid, (recalls, last) in sorted(counts.items()):

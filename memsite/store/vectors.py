@@ -215,7 +215,7 @@ class Vectors:
             return _closest_plain(block, wanted, keep, allowed, also)
         rows = block.numbers
         # einsum, not '@': a matrix-vector product through BLAS spreads over threads that, on a busy
-        # machine, wait for each other (measured 2-7 ms at 100,000 rows, against 3 ms on one thread).
+        # machine, wait for each other (slower and more erratic than one thread, as measured at 100,000 rows).
         scores = numpy.einsum("ij,j->i", block.matrix, numpy.frombuffer(wanted.tobytes(), dtype=numpy.float32))
         positions = (numpy.flatnonzero(numpy.isin(rows, numpy.fromiter(allowed, numpy.int64, len(allowed))))
                      if allowed is not None else None)
