@@ -15,8 +15,8 @@ from .objects import Entry, blob_id
 from .pack import PACK_TMP_PREFIX
 from .refs import RefMoved, Refs
 from .repo import Repository
-from .settings import git_environment
+from .settings import GitConfig, git_environment
 from .worktree import FilesAhead
 
-__all__ = ["PACK_TMP_PREFIX", "Author", "Entry", "FilesAhead", "Git", "GitFailed", "ObjectStore", "RefMoved", "Refs",
-           "Repository", "blob_id", "git_environment", "merge_file"]
+__all__ = ["PACK_TMP_PREFIX", "Author", "Entry", "FilesAhead", "Git", "GitConfig", "GitFailed", "ObjectStore", "RefMoved",
+           "Refs", "Repository", "blob_id", "git_environment", "merge_file"]

@@ -35,6 +35,7 @@ from ..errors import RepositoryError
 from .checkout import Checkout
 from .commands import Git
 from .commits import Author, Commits
+from .discovery import locate
 from .locks import DEFAULT_TIMEOUT, Locks
 from .mutex import LockTimeout, ProcessLock
 from .object_store import ObjectStore
@@ -91,10 +92,12 @@ class Repository:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.root, self.git_dir, self.common_dir = _locate(path)
+        self.root, self.git_dir, self.common_dir = locate(path)
         self.git = Git(self.root)  # git itself, run here: the door for anything memsite leaves to git
         self.config = self.git.config()  # git's configuration at every level, as it was at open
         self.settings = GitSettings.read(self.config)
+        if self.settings.bare and self.git_dir == self.common_dir:  # (a linked worktree of a bare one is fine)
+            raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
         self.settings.check_supported(self.root)  # before anything is written
         self.locks = Locks(self.common_dir, self.root, lock_timeout)
         self.objects = ObjectStore(self.common_dir / "objects", self.settings)
@@ -499,33 +502,6 @@ class Repository:
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
             self.git.run("gc", "--auto", "--quiet", capture=False)  # (it detaches: nothing to wait for on a pipe)
-
-
-def _locate(path: str | os.PathLike[str]) -> tuple[Path, Path, Path]:
-    """(the worktree's top folder, its git folder, the repository's common git folder) of the worktree
-    ``path`` is in, as git finds them (searching the folders above it).
-
-    Raises:
-        RepositoryError: ``path`` is in no git repository, or in a bare one.
-    """
-    folder = os.path.abspath(path)
-    try:
-        result = Git(folder).run("rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir",
-                                 "--show-toplevel")
-    except (FileNotFoundError, NotADirectoryError):  # (no such folder)
-        result = None
-    found = result.stdout.splitlines() if result is not None else []
-    if found[:1] == ["true"]:
-        raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
-    if result is None or result.returncode != 0 or len(found) != 4:
-        if result is not None and "dubious ownership" in result.stderr:
-            raise RepositoryError(f"{path}: {result.stderr.strip().splitlines()[0].removeprefix('fatal: ')}; "
-                                  "see 'git config --global --add safe.directory'")
-        if found[:1] == ["false"] and "work tree" in (result.stderr if result is not None else ""):
-            raise RepositoryError(f"{path}: is inside a git folder; open the worktree it belongs to")
-        raise RepositoryError(f"{path}: not a git repository; run 'memsite init {path}' first")
-    _, git_dir, common_dir, root = found
-    return Path(root), Path(git_dir), Path(os.path.normpath(os.path.join(folder, common_dir)))
 
 
 def _use_of(git_dir: Path, ref: str) -> str | None:
