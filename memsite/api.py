@@ -404,7 +404,7 @@ class MemoryStore(Store):
 
     def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
                      agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
-        with self.repo._thread_lock:
+        with self.repo.thread_lock:
             self._fresh()
             relevance = None
             whys: dict[str, Why] = {}

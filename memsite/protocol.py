@@ -96,7 +96,7 @@ def read_knowledge(store: Store, agent: str | None = None) -> Knowledge:
     """The agent's knowledge at the branch tip (empty if it has none yet)."""
     agent = agent or store.agent
     path = store.config.notes_path(agent, "agent_knowledge.md")
-    with store.repo._thread_lock:
+    with store.repo.thread_lock:
         data = store.repo.read_file(store.tip(), path)
     return parse_knowledge(data.decode("utf-8"), path, agent) if data else Knowledge(agent)
 
@@ -290,7 +290,7 @@ class Task:
         if self.closed:
             raise ProtocolError("the task is closed; start a new one with store.task(...)", [])
         data = render_process(self._state, self.agent).encode("utf-8")
-        with self._store.repo._thread_lock:
+        with self._store.repo.thread_lock:
             self._store.repo.write_working_file(self._store.config.notes_path(self.agent, "task_process.md"), data)
         self._written = data
 

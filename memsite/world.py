@@ -248,7 +248,7 @@ class World:
     def read(self) -> dict[str, str]:
         """Every key and its Markdown body, at the branch tip."""
         store = self._store
-        with store.repo._thread_lock:
+        with store.repo.thread_lock:
             data = store.repo.read_file(store.tip(), store.config.world_path)
         if data is None:
             return {}

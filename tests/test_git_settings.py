@@ -190,7 +190,7 @@ def test_a_process_opening_and_closing_stores_keeps_no_file_open(store: MemorySt
     for i in range(5):  # writes, merges of packs, and a close each time
         with MemoryStore(root, agent="planner", clock=clock) as again:
             again.remember(f"memory {i} written by a short-lived store", category="events")
-            again.repo.objects.merge_own_packs()
+            again.repo.objects.maintenance.merge_own_packs()
     assert open_files() == before
 
 
@@ -291,10 +291,10 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
         for i in range(60):
             store.remember(f"note {i}: the canary for service {i} " + "and its long shared runbook text " * 20,
                            category="events")
-            job = store.repo.objects._delta_job
+            job = store.repo.objects.maintenance.delta_process
             if job is not None and hasattr(os, "getpriority"):
                 with contextlib.suppress(ProcessLookupError):  # (reaped already)
-                    priorities.add(os.getpriority(os.PRIO_PROCESS, job[0].pid))
+                    priorities.add(os.getpriority(os.PRIO_PROCESS, job.pid))
         assert len(store.list()) == 61
         assert priorities == {19} or not hasattr(os, "getpriority")  # git works on the time writers leave
         # git's pack with deltas, started in the background past gc.auto objects, is taken in by the
@@ -315,8 +315,8 @@ def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: Memory
     holds, git takes whole objects side by side for objects it found no delta between before, and it finds a
     tree's earlier versions by the folder it is for: told to look again, and which folder each tree is for,
     it stores each version as a delta of another."""
-    objects = store.repo.objects
-    objects._merge_at = 10_000  # merged below, all at once
+    objects = store.repo.objects.maintenance
+    objects.merge_at = 10_000  # merged below, all at once
     with store.transaction("A folder of 300") as tx:
         for i in range(300):
             tx.remember(f"event {i}: deploy {i * 7} of service {i % 13}", category="events", dedupe=False)
@@ -325,7 +325,7 @@ def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: Memory
                        category=DEFAULT_CATEGORIES[i % len(DEFAULT_CATEGORIES)].name)
     objects.merge_own_packs()
     assert len(listed_packs(store.root)) == 1  # every version of every folder in one pack
-    objects._delta_after = 100  # (gc.auto) git's threshold, made small: the next merge starts git
+    objects.delta_after = 100  # (gc.auto) git's threshold, made small: the next merge starts git
     objects.merge_own_packs()
     objects.wait_for_deltas(600)  # (git runs at the lowest priority: on a busy machine it waits its turn)
     objects.merge_own_packs()  # takes git's pack in
@@ -355,7 +355,7 @@ def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: Memor
                               capture_output=True, text=True, check=True).stdout.strip()
         with open(root / ".git" / "memsite-packs", "a") as listed:
             listed.write(f"pack-{made} 0 deltas\n")
-    objects = store.repo.objects
+    objects = store.repo.objects.maintenance
     merges = []
     merge = objects._merge
     monkeypatch.setattr(objects, "_merge", lambda: (merges.append(1), merge()))
@@ -373,8 +373,8 @@ def test_memsite_writes_loose_objects_and_removes_no_pack_while_a_git_gc_runs(st
     meanwhile) for garbage and removes it. While gc.pid names a running process, memsite merges nothing and
     writes its objects loose, as git's own commands do."""
     root = store.root
-    objects = store.repo.objects
-    objects._merge_at = 2  # a merge is due at every write
+    objects = store.repo.objects.maintenance
+    objects.merge_at = 2  # a merge is due at every write
     gc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # stands for a detached 'git gc'
     try:
         (root / ".git" / "gc.pid").write_text(f"{gc.pid} {socket.gethostname()}")
@@ -395,12 +395,12 @@ def test_memsite_writes_loose_objects_and_removes_no_pack_while_a_git_gc_runs(st
 
 def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stays_listed(
         store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memsite.git import objects
+    from memsite.git import maintenance
 
     root = store.root
     for i in range(4):
         store.remember(f"memory {i} written before the merge", category="events")
-    copy, during = objects._whole_entries, {}
+    copy, during = maintenance.whole_entries, {}
 
     def copy_while_another_process_writes(folder: str, name: str) -> list:
         if not during:  # the merge holds no lock a writer needs: a writer in another process lands meanwhile
@@ -410,9 +410,9 @@ def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stay
             during.update(acknowledged(out))
         return copy(folder, name)
 
-    monkeypatch.setattr(objects, "_whole_entries", copy_while_another_process_writes)
+    monkeypatch.setattr(maintenance, "whole_entries", copy_while_another_process_writes)
     listed_before = pack_names(root)
-    monkeypatch.setattr(store.repo.objects, "_merge_at", 1)  # this write's merge is due: it runs once its lock is free
+    monkeypatch.setattr(store.repo.objects.maintenance, "merge_at", 1)  # this write's merge is due: it runs once its lock is free
     store.remember("the write after which the merge runs", category="events")
     assert len(during) == 2
     listed = listed_packs(root)
@@ -424,12 +424,12 @@ def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stay
 
 def test_a_failed_merge_of_packs_never_fails_a_write(store: MemoryStore, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    from memsite.git.objects import ObjectStore
+    from memsite.git.maintenance import PackMaintenance
 
-    def full_disk(self: ObjectStore) -> None:
+    def full_disk(self: PackMaintenance) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ObjectStore, "merge_own_packs", full_disk)
+    monkeypatch.setattr(PackMaintenance, "merge_own_packs", full_disk)
     topics = "cache deploy canary rollback schema index queue retry quota shard token backup alert audit billing".split()
     made = [store.remember(f"the {a} notes mention the {b} owner", category="events") for a in topics[:6] for b in topics[6:11]]
     assert all(m.commit for m in made) and len(store.list()) == 30

@@ -262,14 +262,12 @@ def _folder_versions(entries: dict[bytes, tuple[bytes, bytes]], edits: list[tupl
 @settings(max_examples=300, deadline=None)
 @given(entries=_FOLDER, edits=_EDITS)
 def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edits) -> None:  # type: ignore[no-untyped-def]
-    from memsite.git.objects import Tree, _changed_window, _decode_entry
+    from memsite.git.objects import Tree, changed_window
 
     old, new = _folder_versions(entries, edits)
     if old == new:
         return
-    old_raw, new_raw = set(Tree.parse(old)._raw), set(Tree.parse(new)._raw)
-    expected = (dict(map(_decode_entry, old_raw - new_raw)), dict(map(_decode_entry, new_raw - old_raw)))
-    assert _changed_window(old, new) == expected
+    assert changed_window(old, new) == Tree.parse(old).difference(Tree.parse(new))
 
 
 @settings(max_examples=300, deadline=None)
@@ -372,7 +370,7 @@ def test_a_process_that_found_no_catalog_keeps_the_one_another_made_meanwhile(tm
 def test_reading_a_loose_object_gives_what_zlib_gives(data: bytes, level: int, chunks: int) -> None:
     import zlib
 
-    from memsite.git.objects import _loose_object
+    from memsite.git.objects import loose_object
 
     # git deflates the header and the body in separate calls: streams of several stored runs.
     packer = zlib.compressobj(level)
@@ -380,11 +378,11 @@ def test_reading_a_loose_object_gives_what_zlib_gives(data: bytes, level: int, c
     step = len(data) // chunks + 1
     stream = packer.compress(header) + b"".join(
         packer.compress(data[i : i + step]) for i in range(0, len(data), step)) + packer.flush()
-    assert _loose_object(stream) == ("blob", data)
+    assert loose_object(stream) == ("blob", data)
     damaged = bytearray(stream)
     damaged[len(stream) // 2] ^= 0x10
     with pytest.raises(zlib.error):
-        assert _loose_object(bytes(damaged)) == ("blob", data)  # whatever zlib makes of damage, never silent
+        assert loose_object(bytes(damaged)) == ("blob", data)  # whatever zlib makes of damage, never silent
 
 
 def test_a_clone_stores_loose_objects_uncompressed_unless_the_user_chose(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memsite import MemoryStore
-from memsite.git import repo, worktree
+from memsite.git import checkout, worktree
 from memsite.git.locks import Locks
 from memsite.git.refs import Refs
 
@@ -26,10 +26,10 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     # point: (owner, attribute, "before" | "after")
     "git-lock-taken": (Locks, "acquire", "after"),
     "journal-begun": (worktree.Journal, "begin", "after"),
-    "file-written": (repo, "atomic_write", "after"),
+    "file-written": (checkout, "atomic_write", "after"),
     "files-written-ahead": (worktree.FilesAhead, "finish", "after"),  # (a large commit) none placed yet
     "file-placed": (worktree.FilesAhead, "place", "after"),
-    "index-started": (repo, "IndexUpdate", "after"),
+    "index-started": (checkout, "IndexUpdate", "after"),
     "index-lock-held": (os, "replace", "before-index"),
     "ref-lock-held": (os, "replace", "before-ref"),
     "ref-moved": (Refs, "update", "after"),

@@ -25,33 +25,28 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
-from ..errors import InvalidInput, RepositoryError
-from . import index as gitindex
-from .locks import DEFAULT_TIMEOUT, LockFile, Locks
+from ..errors import RepositoryError
+from .checkout import Checkout
+from .commits import Author, Commits
+from .locks import DEFAULT_TIMEOUT, Locks
 from .mutex import LockTimeout, ProcessLock
-from .objects import MODE_FILE, Entry, ObjectStore, blob_id
+from .object_store import ObjectStore
+from .objects import MODE_FILE, Entry, blob_id
 from .refs import RefMoved, Refs
 from .settings import LOCATION_VARIABLES, GitSettings, git_environment
 from .worktree import (
     AHEAD_DIR,
-    Background,
     FilesAhead,
-    IndexUpdate,
     Journal,
     atomic_write,
-    remove_file,
-    restore,
     sweep_ahead,
     sweep_index_copies,
 )
@@ -65,11 +60,6 @@ DELTAS_TIMEOUT_SECONDS = 60.0  # how long closing a store waits for git to store
 # It is run instead after commits whose id starts with these characters: one
 # write in 256, the rate at which git samples objects/17/ to decide.
 GC_SAMPLE = "17"
-LISTED_FILES = 16  # files in one commit from which the working tree is checked by listing folders
-BACKGROUND_FILES = 64  # files in one commit from which the working tree is written on a second thread
-CATCH_UP_COMMITS = 64  # how far back an index left behind by a 'git checkout' racing a write is looked for
-WRITER_DOMAIN = "memsite.invalid"  # of the email on every commit memsite writes (.invalid: a name, not a mailbox)
-SETTLE_POLL_SECONDS = 0.02  # how often a write waiting for a person's git command to end looks again
 # git operations that leave the checkout between two states, and how to end each.
 OPERATIONS = (
     ("rebase-merge", "a rebase", "git rebase --continue or --abort"),
@@ -80,20 +70,6 @@ OPERATIONS = (
     ("REVERT_HEAD", "a revert", "git revert --continue or --abort"),
     ("BISECT_LOG", "a bisect", "git bisect reset"),
 )
-
-
-@dataclass(frozen=True)
-class Author:
-    name: str
-    email: str
-
-    @classmethod
-    def writer(cls, name: str) -> Author:
-        """The identity of ``name`` (an agent) on the commits memsite writes: a name at WRITER_DOMAIN."""
-        return cls(name, f"{name}@{WRITER_DOMAIN}")
-
-    def ident(self, when: int) -> str:
-        return f"{self.name} <{self.email}> {when} +0000"
 
 
 class Repository:
@@ -122,21 +98,24 @@ class Repository:
                 "GIT_NAMESPACE": ""}
         self.git.git.update_environment(**{name: here[name] for name in LOCATION_VARIABLES if name in os.environ})
         self.locks = Locks(self.common_dir, self.root, lock_timeout)
-        self.objects = ObjectStore(self.common_dir / "objects", self.git, self.settings)
+        self.objects = ObjectStore(self.common_dir / "objects", self.settings)
+        self.commits = Commits(self.objects)
         self.refs = Refs(self.git_dir, self.common_dir, self.locks, self.settings)
         self.state_dir = self.root / STATE_DIR
         with contextlib.suppress(OSError):  # a read-only checkout is still read (see check_writable)
             self.state_dir.mkdir(exist_ok=True)
         self._file_lock = ProcessLock(self.state_dir / "lock")
-        self._thread_lock = threading.RLock()
+        # Held by a thread of this process for the whole of its write (and by readers that must not see one
+        # half done); re-entrant. The file lock above keeps other processes out.
+        self.thread_lock = threading.RLock()
         self._depth = 0
         self.journal = Journal(self.state_dir / "journal.json")
+        self.checkout = Checkout(self.root, self.git_dir, self.common_dir, objects=self.objects, commits=self.commits,
+                                 refs=self.refs, locks=self.locks, journal=self.journal, settings=self.settings)
         # Checked before every write, as plain strings (a write is a few milliseconds).
         self._operations = [(str(self.git_dir / name), what, fix) for name, what, fix in OPERATIONS]
         self._write_folders = [str(folder) for folder in (self.common_dir / "objects", self.common_dir / "refs" / "heads",
                                                           self.git_dir, self.state_dir, self.root)]
-        self._index_left: tuple[int, int, int] | None = None  # os.stat of the index this process last wrote
-        self._trees: dict[str, bytes] = {}  # commit id -> its root tree id
 
     @property
     def lock_timeout(self) -> float:
@@ -179,10 +158,11 @@ class Repository:
 
     def close(self) -> None:
         """Take in git's pack with deltas if one is being made, and stop GitPython's ``git cat-file`` helpers."""
-        if self.objects.storing_deltas:
+        maintenance = self.objects.maintenance
+        if maintenance.storing_deltas:
             try:
-                self.objects.wait_for_deltas(DELTAS_TIMEOUT_SECONDS)  # (other writers go on meanwhile)
-                self.objects.merge_own_packs(wait=DELTAS_TIMEOUT_SECONDS)
+                maintenance.wait_for_deltas(DELTAS_TIMEOUT_SECONDS)  # (other writers go on meanwhile)
+                maintenance.merge_own_packs(wait=DELTAS_TIMEOUT_SECONDS)
             except Exception as exc:  # its packs stay; a later 'git gc' tidies them
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
         self.locks.close()  # (the files of locks taken outside the write lock too)
@@ -200,7 +180,7 @@ class Repository:
         Taking it first repairs what a killed writer left (``recover``); a
         reader that only brings derived files up to date passes False.
         """
-        with self._thread_lock:
+        with self.thread_lock:
             if self._depth == 0:
                 try:
                     self._file_lock.acquire(LOCK_TIMEOUT_SECONDS)
@@ -240,7 +220,7 @@ class Repository:
         if paths:
             sweep_index_copies(self.git_dir)
             if ref is None or self.refs.head_target() == ref:
-                self._match_head(paths)
+                self.checkout.match_head(paths)
             else:
                 log.warning("a write to %s was interrupted while it was checked out; it no longer is, so its "
                             "%d file(s) in the working tree were left as they are", ref, len(paths))
@@ -260,7 +240,7 @@ class Repository:
         if wrong:
             log.warning("a write to %s met a checkout of %s: %d file(s) it left there put back", ref,
                         self.refs.head_target(), len(wrong))
-            self._match_head(wrong)
+            self.checkout.match_head(wrong)
         self.journal.end()
 
     def left_in_another_checkout(self, record: object = None) -> tuple[str | None, list[str]]:
@@ -274,7 +254,7 @@ class Repository:
         head = self.refs.head_target()
         if ref is None or head == ref or head is None:
             return None, []
-        tree = self.root_tree(self.refs.read(head))
+        tree = self.commits.root_tree(self.refs.read(head))
         wrong = []
         for path, blob in left.items():
             try:
@@ -285,24 +265,6 @@ class Repository:
             if on_disk == blob and (entry.sha.hex() if entry is not None else None) != blob:
                 wrong.append(path)
         return ref, wrong
-
-    def _match_head(self, paths: list[str], lock: LockFile | None = None) -> None:
-        """Put ``paths`` back to the checked-out commit; the index through ``lock`` (taken here if None)."""
-        own = lock is None
-        held = self.locks.acquire(self.git_dir / "index") if lock is None else lock
-        try:
-            ref = self.refs.head_target()
-            tree = self.root_tree(self.refs.read(ref) if ref else None)
-            files: dict[str, bytes | None] = {}
-            for rel in paths:
-                entry = self.objects.lookup(tree, rel)
-                files[rel] = self.objects.read_blob(entry.sha) if entry is not None and not entry.is_tree else None
-            restore(self.root, self.git_dir, held, files)
-            if own:
-                held.commit(self.settings.flush("index"))
-        finally:
-            if own:
-                held.rollback()
 
     # --- reading -----------------------------------------------------------
 
@@ -380,63 +342,27 @@ class Repository:
 
     def root_tree(self, commit: str | None) -> bytes | None:
         """The root tree id of ``commit`` (None for no commit)."""
-        if commit is None:
-            return None
-        tree = self._trees.get(commit)  # a commit never changes: each write reads its parent's twice
-        if tree is None:
-            kind, data = self.objects.read(bytes.fromhex(commit))
-            if kind != "commit" or not data.startswith(b"tree "):
-                raise RepositoryError(f"{commit}: is not a commit")
-            tree = self._remember_tree(commit, bytes.fromhex(data[5:45].decode()))
-        return tree
-
-    def _remember_tree(self, commit: str, tree: bytes) -> bytes:
-        if len(self._trees) > 4096:
-            self._trees.clear()
-        self._trees[commit] = tree
-        return tree
+        return self.commits.root_tree(commit)
 
     def parents(self, commit: str) -> list[str]:
         """The parent commit ids of ``commit``."""
-        return [parent.decode() for parent in self._header(commit).get(b"parent", [])]
-
-    def _header(self, commit: str) -> dict[bytes, list[bytes]]:
-        """The header of ``commit``: each field's values (tree, parent, author, committer), in order."""
-        kind, data = self.objects.read(bytes.fromhex(commit))
-        if kind != "commit":
-            raise RepositoryError(f"{commit}: is not a commit")
-        fields: dict[bytes, list[bytes]] = {}
-        for line in data.partition(b"\n\n")[0].split(b"\n"):
-            key, _, value = line.partition(b" ")
-            fields.setdefault(key, []).append(value)
-        return fields
+        return self.commits.parents(commit)
 
     def last_commits(self, paths: list[str], since: str | None, tip: str, limit: int = 64) -> dict[str, str] | None:
-        """The newest commit after ``since`` that changed each path, walking at most ``limit`` commits.
+        """The newest commit after ``since`` that changed each path (see :meth:`Commits.last_commits`)."""
+        return self.commits.last_commits(paths, since, tip, limit)
 
-        A path is credited to a commit whose version of it differs from every
-        parent's (a merge that took one side's version is passed over, as
-        git log does). Returns None when the range is longer than ``limit``.
-        """
-        wanted = set(paths)
-        found: dict[str, str] = {}
-        queue, seen = [tip], {since}
-        while queue and wanted - set(found):
-            commit = queue.pop(0)
-            if commit in seen:
-                continue
-            seen.add(commit)
-            if len(seen) > limit:
-                return None
-            parents = self.parents(commit)
-            tree = self.root_tree(commit)
-            parent_trees = [self.root_tree(p) for p in parents]
-            for path in wanted - set(found):
-                entry = self.objects.lookup(tree, path)
-                if all(self.objects.lookup(pt, path) != entry for pt in parent_trees) or not parents:
-                    found[path] = commit
-            queue.extend(parents)
-        return found
+    def files_under(self, commit: str | None, folder: str) -> dict[str, bytes]:
+        """Every file under ``folder`` at ``commit``: path -> content."""
+        return self.commits.files_under(commit, folder)
+
+    def read_file(self, commit: str | None, path: str) -> bytes | None:
+        """The bytes of ``path`` at ``commit``, or None if it has no such file."""
+        return self.commits.read_file(commit, path)
+
+    def write_commit(self, tree: bytes, parents: Sequence[str | None], message: str, author: Author, when: int) -> str:
+        """Store a commit object of ``tree`` with ``parents`` (no branch moves); returns its id."""
+        return self.commits.write(tree, parents, message, author, when)
 
     def resolve(self, revision: str) -> str:
         """The commit id ``revision`` (a branch, tag, HEAD~2...) names.
@@ -482,20 +408,6 @@ class Repository:
             before = None if set(old_sha) == {ord("0")} else Entry(int(old_mode, 8), bytes.fromhex(old_sha.decode()))
             after = None if set(new_sha) == {ord("0")} else Entry(int(new_mode, 8), bytes.fromhex(new_sha.decode()))
             yield path.decode("utf-8", "surrogateescape"), before, after
-
-    def files_under(self, commit: str | None, folder: str) -> dict[str, bytes]:
-        """Every file under ``folder`` at ``commit``: path -> content."""
-        entry = self.objects.lookup(self.root_tree(commit), folder)
-        if entry is None or not entry.is_tree:
-            return {}
-        return {f"{folder}/{rel}": self.objects.read_blob(item.sha) for rel, item in self.objects.walk(entry.sha)}
-
-    def read_file(self, commit: str | None, path: str) -> bytes | None:
-        """The bytes of ``path`` at ``commit``, or None if it has no such file."""
-        entry = self.objects.lookup(self.root_tree(commit), path)
-        if entry is None or entry.is_tree:
-            return None
-        return self.objects.read_blob(entry.sha)
 
     # --- writing -----------------------------------------------------------
 
@@ -545,7 +457,7 @@ class Repository:
             RepositoryError: a git command held ``index.lock`` or the ref's
                 lock longer than ``lock_timeout``; nothing changed.
         """
-        base = self.root_tree(parent)
+        base = self.commits.root_tree(parent)
         built: list[str | None] = []
 
         def build() -> str | None:
@@ -555,7 +467,7 @@ class Repository:
                     shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
                     entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
                     entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
-                    built.append(self._commit_object(base, entries, parent, message, author, when))
+                    built.append(self.commits.write_change(base, entries, parent, message, author, when))
             return built[0]
 
         def move(sha: str) -> None:
@@ -568,7 +480,7 @@ class Repository:
             # (Not checked out: the objects are built before index.lock is taken, to hold it briefly.)
             try:
                 if self.refs.head_target() == ref or build() is not None:
-                    sha = self._commit_locked(ref, parent, files, base, build, move, owned, ahead)
+                    sha = self.checkout.commit_locked(ref, parent, files, base, build, move, owned, ahead)
             finally:
                 self.objects.release()  # the branch points at the commit's pack now, or never will
         except BaseException:
@@ -603,14 +515,14 @@ class Repository:
             RefMoved: ``ref`` no longer pointed at ``parent`` (a write landed meanwhile): merge again.
             InvalidInput: a path that changes has uncommitted edits in the working tree.
         """
-        base = self.root_tree(parent)
-        target = self.root_tree(theirs) if tree is None else tree
+        base = self.commits.root_tree(parent)
+        target = self.commits.root_tree(theirs) if tree is None else tree
         changes = list(self.objects.diff(base, target))
         made: list[str] = []
 
         def build() -> str:
             if not made:
-                made.append(theirs if tree is None else self.write_commit(tree, [parent, theirs], message, author, when))
+                made.append(theirs if tree is None else self.commits.write(tree, [parent, theirs], message, author, when))
             return made[0]
 
         def move(sha: str) -> None:
@@ -627,298 +539,9 @@ class Repository:
                                       f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}")
             return sha
         files = {path: None if new is None else self.objects.read_blob(new.sha) for path, _, new in changes}
-        sha = self._commit_locked(ref, parent, files, base, build, move, None, None)
+        sha = self.checkout.commit_locked(ref, parent, files, base, build, move, None, None)
         assert sha is not None
         return sha
-
-    def _commit_locked(
-        self,
-        ref: str,
-        parent: str | None,
-        files: Mapping[str, bytes | None],
-        base: bytes | None,
-        build: Callable[[], str | None],
-        move: Callable[[str], None],
-        owned: Mapping[str, bytes] | None,
-        ahead: FilesAhead | None,
-    ) -> str | None:
-        """The part of :meth:`commit` done under git's ``index.lock``: the branch moves (and the index and
-        working tree with it, when checked out)."""
-        # As 'git commit' does: HEAD, the branch and the index stay as they
-        # are read here until the new index is renamed into place, so a
-        # person's 'git checkout' (which takes index.lock too) never
-        # interleaves with the write.
-        hook = self._hook_index()
-        if hook is not None and hook.name != "index":  # the command running this hook holds index.lock till it ends
-            self._refuse_in_hook()
-        while True:
-            lock = self.locks.acquire(self.git_dir / "index")
-            try:
-                if self.refs.read(ref) != parent:
-                    raise RefMoved(f"{ref} moved while the write waited for {self.locks.show(lock.path)}")
-                catch_up = self._checked_out(ref, base, parent)
-                if catch_up is None:  # the ref's compare-and-swap is all it takes
-                    sha = build()
-                    if sha is not None:
-                        move(sha)
-                    return sha
-                self._refuse_unsaved_edits(base, files, owned or {})
-                return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
-            except _Unsettled as unsettled:
-                seen, until = self._checkout_state(ref), unsettled.until
-            finally:
-                lock.rollback()  # nothing once committed
-            while self._checkout_state(ref) == seen and time.time() < until:
-                time.sleep(SETTLE_POLL_SECONDS)
-
-    def _hook_index(self) -> Path | None:
-        """The index a ``git commit`` running this process as its hook commits from, if it is this repository's.
-
-        git names it in ``GIT_INDEX_FILE`` for its hooks (relative to the top
-        of the worktree): ``index`` for a commit of what is staged (written,
-        its lock let go), ``index.lock`` or a ``next-index-<pid>.lock`` while
-        it holds the lock; None once that lock is gone (a process a hook left
-        running) or for any other index a script names.
-        """
-        named = os.environ.get("GIT_INDEX_FILE")
-        if not named:
-            return None
-        path = Path(named)
-        if not path.is_absolute():
-            try:
-                root, here = os.path.realpath(self.root), os.path.realpath(os.getcwd())
-                inside = os.path.commonpath([root, here]) == root  # else it is another repository's hook
-            except (OSError, ValueError):  # (the current folder removed, or on another drive: not this one's)
-                return None
-            path = (self.root if inside else Path(here)) / path
-        if os.path.realpath(path.parent) != os.path.realpath(self.git_dir):
-            return None
-        if path.name == "index" or (_HOOK_LOCK.fullmatch(path.name) is not None and path.exists()):
-            return path
-        return None
-
-    def _refuse_in_hook(self) -> None:
-        raise RepositoryError(f"{self.root}: cannot write from a hook of the 'git commit' running there "
-                              f"(GIT_INDEX_FILE={os.environ.get('GIT_INDEX_FILE')}): its commit lands after the hook "
-                              "returns; write from a post-commit hook instead (nothing was written)")
-
-    def _pending_since(self, ref: str, index: os.stat_result) -> float | None:
-        """When a ``git commit`` that may still move ``ref`` last showed itself; None if none can be pending.
-
-        It writes the index before its hooks run (unless it is unchanged) and
-        ``COMMIT_EDITMSG`` before the editor and the commit-msg hook, then
-        moves the branch: files written before the branch last moved (a
-        ``git reset --soft``, a commit of some of the staged paths) were left
-        by a command that has ended.
-        """
-        try:
-            moved = os.stat(self.common_dir / ref).st_mtime_ns
-        except OSError:
-            moved = 0  # (packed, or gone: no telling)
-        written = [index.st_mtime_ns]
-        with contextlib.suppress(OSError):
-            written.append(os.stat(self.git_dir / "COMMIT_EDITMSG").st_mtime_ns)
-        # (A commit ending writes both within a clock tick; one pending wrote its files well after the branch moved.)
-        since = [ns for ns in written if ns > moved]
-        return max(since) / 1e9 if since else None
-
-    def _checkout_state(self, ref: str) -> tuple[object, ...]:
-        """What a person's git command changes as it ends: HEAD, the branch and the index file."""
-        try:
-            st = os.stat(self.git_dir / "index")
-            index: tuple[int, ...] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
-        except FileNotFoundError:
-            index = None
-        return self.refs.head_target(), self.refs.read(ref), index
-
-    def _checked_out(self, ref: str, base: bytes | None, parent: str | None) -> dict[str, bytes | None] | None:
-        """Under index.lock: None if the index and working tree are not ``ref``'s; else the files they lag behind by.
-
-        HEAD naming ``ref`` is not enough. An index whose cache-tree vouches
-        for a tree that is not the branch's may have been left behind by a
-        ``git checkout`` that read the branch just before a write moved it
-        (brought forward here: the paths of those commits whose working file
-        is still as the older commit has it; see _left_by_checkout), or hold
-        a person's staged changes (the file the last commit added, removed
-        again), or a git command is between writing the index and moving a
-        ref, with no lock held:
-        ``git checkout`` writes the index, then HEAD; a plain ``git commit``
-        of staged changes writes the index, runs its hooks and editor, then
-        moves the branch, and fails if it moved meanwhile. That raises
-        _Unsettled: the caller waits for the command to end, until what it
-        wrote last (see _pending_since) is ``lock_timeout`` old. An index that
-        old is taken as one with changes
-        staged (left by a commit its hook refused, say): the write goes into it,
-        as into one no commit can be pending on (see _pending_since).
-        """
-        if self.refs.head_target() != ref:
-            return None
-        try:
-            st = os.stat(self.git_dir / "index")
-        except FileNotFoundError:
-            return {}
-        if (st.st_ino, st.st_size, st.st_mtime_ns) == self._index_left:
-            return {}  # as this process left it
-        tree = gitindex.cached_tree(self.git_dir)
-        if tree is None or tree == base or base is None or parent is None:
-            return {}
-        behind = self._left_by_checkout(parent, tree)
-        if behind is None:
-            pending = self._pending_since(ref, st)
-            if pending is None:
-                return {}  # staged after a commit ('git reset --soft', a partial commit): nothing pending
-            age = time.time() - pending
-            if 0 <= age < self.locks.timeout:  # (a time ahead of this clock's, on a shared disk: no telling)
-                if self._hook_index() is not None:  # the command to wait for is waiting for this hook
-                    self._refuse_in_hook()
-                raise _Unsettled(pending + self.locks.timeout)
-            log.warning("the index of %s has been for another tree for %.0f s (a 'git commit' waiting in its hook "
-                        "or editor will fail and need running again): writing through it", ref, age)
-            return {}
-        files: dict[str, bytes | None] = {}
-        for path, old, new in self.objects.diff(tree, base):
-            try:
-                on_disk: bytes | None = (self.root / path).read_bytes()
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                on_disk = None
-            if (blob_id(on_disk) if on_disk is not None else None) == (old.sha if old is not None else None):
-                files[path] = self.objects.read_blob(new.sha) if new is not None else None
-        log.info("the working tree of %s was %s behind it: brought %d file(s) forward", ref, behind[:12], len(files))
-        return files
-
-    def _left_by_checkout(self, tip: str, tree: bytes) -> str | None:
-        """The recent ancestor of ``tip`` with root tree ``tree`` that a ``git checkout`` left the index at, or None.
-
-        Left by a checkout that read the branch just before memsite's writes
-        moved it: every commit since is memsite's, and HEAD last moved by
-        that checkout (when HEAD has a reflog). An index that matches an
-        older tree otherwise holds a person's staged changes.
-        """
-        queue, seen = [tip], set()
-        while queue and len(seen) < CATCH_UP_COMMITS:
-            current = queue.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
-            header = self._header(current)
-            if current != tip and header[b"tree"][0] == tree.hex().encode():
-                return current if self._head_moved_by_checkout() else None
-            if not any(f"@{WRITER_DOMAIN}>".encode() in line for line in header.get(b"committer", [])):
-                return None  # a commit of someone else's since
-            queue.extend(parent.decode() for parent in header.get(b"parent", []))
-        return None
-
-    def _head_moved_by_checkout(self) -> bool:
-        """HEAD's reflog ends with a 'git checkout' (or has no reflog to tell)."""
-        try:
-            with open(self.git_dir / "logs" / "HEAD", "rb") as handle:
-                handle.seek(max(0, os.fstat(handle.fileno()).st_size - 4096))
-                last = handle.read().rstrip(b"\n").rpartition(b"\n")[2]
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return False
-        return last.partition(b"\t")[2].startswith(b"checkout: moving from ")
-
-    def _commit_checked_out(
-        self,
-        ref: str,
-        files: Mapping[str, bytes | None],
-        committed: Mapping[str, bytes | None],
-        base: bytes | None,
-        build: Callable[[], str | None],
-        move: Callable[[str], None],
-        lock: LockFile,
-        ahead: FilesAhead | None,
-    ) -> str | None:
-        """Commit with the working tree and the index: ``files`` are written there (``committed`` and any catch-up)."""
-        new_paths = [path for path, data in committed.items()
-                     if data is not None and self.objects.lookup(base, path) is None]
-
-        index: list[IndexUpdate] = []
-
-        def update_working_tree() -> None:
-            root = str(self.root)  # paths as strings: a transaction writes thousands of files
-            if ahead is not None:
-                ahead.finish()
-            for path, data in files.items():
-                if data is None:
-                    remove_file(self.root, path)
-                elif ahead is None or not ahead.place(path, f"{root}/{path}", data):
-                    atomic_write(f"{root}/{path}", data)
-            new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]
-            index.append(IndexUpdate(self.root, self.git_dir, lock, files, new_files))
-
-        # The working tree and the index are updated while other work goes
-        # on: with many files, on a second thread while the objects are built
-        # and the branch moves (creating files is kernel time, and 'git
-        # update-index' another process); with a few, after the objects,
-        # while the caller records the commit on its own thread. The journal
-        # covers a crash at any point; the branch is the truth it repairs to.
-        self.journal.begin(files, ref)
-        sha: str | None = None
-        try:
-            if len(files) < BACKGROUND_FILES:
-                sha = build()
-                update_working_tree()
-                if sha is not None:
-                    move(sha)
-            else:
-                with Background(update_working_tree) as updating:
-                    sha = build()
-                    if sha is not None:
-                        move(sha)
-                updating.result()
-            index[0].wait()
-        except BaseException as exc:
-            moved = sha is not None and self.refs.read(ref) == sha
-            if index:  # let a 'git update-index' still running finish first
-                with contextlib.suppress(Exception):
-                    index[0].wait()
-            if moved and not isinstance(exc, Exception):
-                raise  # committed, then interrupted: the journal repairs the tree at the next lock
-            try:
-                self._match_head(list(files), lock)
-                lock.commit(self.settings.flush("index"))
-                self.journal.end()
-            except Exception:
-                log.warning("could not repair %s now; the next write will", ", ".join(files))
-            if not moved or sha is None:
-                raise
-            log.warning("commit %s landed, then the work after it failed (%s); working tree repaired", sha[:12], exc)
-            return sha
-        lock.commit(self.settings.flush("index"))
-        self.journal.end(ref, {path: None if data is None else blob_id(data).hex() for path, data in files.items()})
-        with contextlib.suppress(OSError):
-            st = os.stat(self.git_dir / "index")
-            self._index_left = (st.st_ino, st.st_size, st.st_mtime_ns)
-        return sha
-
-    def _commit_object(
-        self,
-        base: bytes | None,
-        entries: Mapping[str, Entry | None],
-        parent: str | None,
-        message: str,
-        author: Author,
-        when: int,
-    ) -> str | None:
-        """Write the trees and the commit object; None if the tree is unchanged."""
-        tree = self.objects.apply(base, entries)
-        if tree == base:
-            return None
-        if tree is None:
-            tree = self.objects.write(b"tree", b"")
-        return self.write_commit(tree, [parent] if parent else [], message, author, when)
-
-    def write_commit(self, tree: bytes, parents: Sequence[str | None], message: str, author: Author, when: int) -> str:
-        """Store a commit object of ``tree`` with ``parents`` (no branch moves); returns its id."""
-        ident = author.ident(when)
-        lines = [f"tree {tree.hex()}", *(f"parent {p}" for p in parents), f"author {ident}", f"committer {ident}",
-                 "", message.rstrip("\n") + "\n"]
-        commit = self.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
-        self._remember_tree(commit, tree)
-        return commit
 
     def maintain(self, commit: str) -> None:
         """After a commit (once the write lock is released: other writers go on meanwhile), merge
@@ -926,64 +549,12 @@ class Repository:
         it detaches to do it). A failure here never fails the write: it is logged, and git's own
         maintenance still works."""
         try:
-            self.objects.maintain()
+            self.objects.maintenance.maintain()
         except Exception as exc:
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
             subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root, env=git_environment(),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def _refuse_unsaved_edits(
-        self, base: bytes | None, files: Mapping[str, bytes | None], owned: Mapping[str, bytes]
-    ) -> None:
-        on_disk_names = _FolderNames(str(self.root), listed=len(files) >= LISTED_FILES)
-        for path in files:
-            entry = self.objects.lookup(base, path)
-            if entry is None and not on_disk_names.may_exist(path):
-                continue  # new to the branch and not on disk: the common case
-            try:
-                on_disk = (self.root / path).read_bytes()
-            except FileNotFoundError:
-                on_disk = None
-            except IsADirectoryError:
-                raise InvalidInput(f"{path}: is a folder in the working tree; move it away and retry") from None
-            committed = entry.sha if entry is not None else None
-            if path in owned and on_disk == owned[path]:
-                continue
-            if (blob_id(on_disk) if on_disk is not None else None) != committed:
-                raise InvalidInput(
-                    f"{path}: has changes that are not committed; commit them or discard them "
-                    f"(git checkout -- {path}) and retry"
-                )
-
-
-class _FolderNames:
-    """Whether working-tree files may exist: for many files, from one listing per folder (not a system
-    call per file); for a few, asked one by one (a month folder of a large store lists hundreds of names).
-
-    A name that differs from a listed one only in case is checked on disk:
-    on a case-insensitive file system it is the same file.
-    """
-
-    def __init__(self, root: str, *, listed: bool) -> None:
-        self._root = root
-        self._listed = listed
-        self._folders: dict[str, tuple[set[str], set[str]]] = {}
-
-    def may_exist(self, path: str) -> bool:
-        if not self._listed:
-            return os.path.lexists(f"{self._root}/{path}")
-        folder, _, name = path.rpartition("/")
-        names = self._folders.get(folder)
-        if names is None:
-            try:
-                listed = set(os.listdir(f"{self._root}/{folder}" if folder else self._root))
-            except OSError:  # missing, not a folder, or unreadable: as os.path.lexists, nothing there
-                listed = set()
-            names = self._folders[folder] = (listed, {n.casefold() for n in listed})
-        if name in names[0]:
-            return True
-        return name.casefold() in names[1] and os.path.lexists(f"{self._root}/{path}")
 
 
 def _use_of(git_dir: Path, ref: str) -> str | None:
@@ -1006,16 +577,6 @@ def _use_of(git_dir: Path, ref: str) -> str | None:
         return "being bisected"
     return None
 
-
-_HOOK_LOCK = re.compile(r"index\.lock|next-index-\d+\.lock")  # the index a running 'git commit' holds
-
-
-class _Unsettled(Exception):
-    """A person's git command may be between writing the index and moving a ref (see Repository._checked_out)."""
-
-    def __init__(self, until: float) -> None:
-        super().__init__(until)
-        self.until = until  # (time.time()) when the index will have stayed as it is long enough to be staged changes
 
 
 def _settle(settle: Callable[[str | None], None], sha: str | None) -> None:

@@ -202,7 +202,7 @@ class Store:
         """After ``exc``: if the disk is full, read from copies of the files in memory; whether it does now."""
         if self.state.in_memory or not out_of_room(exc, self.state.path):
             return False
-        with self.repo._thread_lock:
+        with self.repo.thread_lock:
             self._close_state()
             self.state.to_memory()
             self._open_files()
@@ -215,7 +215,7 @@ class Store:
         Raises:
             DiskFull: there is still no room (nothing was written).
         """
-        with self.repo._thread_lock:
+        with self.repo.thread_lock:
             if not self.state.in_memory:
                 return
             free = free_bytes(self.state.path)
@@ -301,7 +301,7 @@ class Store:
 
     def _fresh(self) -> None:
         """Bring the catalog up to the store's branch tip (cheap when it already is)."""
-        with self.repo._thread_lock:
+        with self.repo.thread_lock:
             if self.catalog.commit != self.tip():
                 with self.state.locked():
                     self.catalog.sync(self.repo, self.config, self.tip(), self._progress)
@@ -330,7 +330,7 @@ class Store:
             FormatError: the file of that id cannot be read (naming it).
         """
         def read() -> Memory | None:
-            with self.repo._thread_lock:
+            with self.repo.thread_lock:
                 self._fresh()
                 memory = ids.lookup(self.catalog, id)
                 if memory is None and isinstance(id, str):
@@ -354,7 +354,7 @@ class Store:
         name = self.config.route(category).name if category is not None else None
 
         def read() -> list[Memory]:
-            with self.repo._thread_lock:
+            with self.repo.thread_lock:
                 self._fresh()
                 return self.catalog.list(category=name, agent=agent)
 
@@ -386,7 +386,7 @@ class Store:
 
         def flush() -> str | None:
             commit = None
-            with self.repo._thread_lock, self.repo.locked():
+            with self.repo.thread_lock, self.repo.locked():
                 self._settle_activity()
                 for agent in self.activity.agents():
                     batch = self.activity.begin_batch(new_id(), self.tip(), agent)

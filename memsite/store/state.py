@@ -150,14 +150,14 @@ class StateDir:
         process's own: a thread lock guards them.
         """
         if self.in_memory:
-            with self.repo._thread_lock:
+            with self.repo.thread_lock:
                 yield
             return
         if self.shared:
             with self.repo.locked(recover=False):
                 yield
             return
-        with self.repo._thread_lock:
+        with self.repo.thread_lock:
             try:
                 self._lock.acquire(LOCK_TIMEOUT_SECONDS)
             except LockTimeout:
