@@ -164,11 +164,14 @@ def test_branches_of_any_name_git_allows_are_created_by_memsite_and_listed_by_gi
     names = [name for name in names if not any(o != name and o.startswith(f"{name}/") for o in names)]
     head = text(repo, "rev-parse", "main").strip()
     refs = refs_of(repo)
-    for name in names:
-        run(repo, "check-ref-format", f"refs/heads/{name}")  # (the strategy only makes names git allows)
-        refs.update(f"refs/heads/{name}", head, refs.read(f"refs/heads/{name}"), ident=IDENT, message="branch")
-    listed = text(repo, "for-each-ref", "--format=%(refname)", "refs/heads").splitlines()
-    assert {f"refs/heads/{name}" for name in names} <= set(listed)
-    assert all(refs.read(ref) == head for ref in listed)
-    for name in names:  # (the next example starts from main alone)
-        run(repo, "update-ref", "-d", f"refs/heads/{name}")
+    try:
+        for name in names:
+            run(repo, "check-ref-format", f"refs/heads/{name}")  # (the strategy only makes names git allows)
+            refs.update(f"refs/heads/{name}", head, refs.read(f"refs/heads/{name}"), ident=IDENT, message="branch")
+        # (split on newlines alone: names may hold characters Python counts as line breaks)
+        listed = text(repo, "for-each-ref", "--format=%(refname)", "refs/heads").rstrip("\n").split("\n")
+        assert {f"refs/heads/{name}" for name in names} <= set(listed)
+        assert all(refs.read(ref) == head for ref in listed)
+    finally:
+        for name in names:  # (the next example starts from main alone)
+            run(repo, "update-ref", "-d", f"refs/heads/{name}", check=False)
