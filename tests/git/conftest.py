@@ -10,9 +10,10 @@ import pytest
 from memsite.git.settings import git_environment
 
 
-def run(repo: Path, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-    """git's standard output (bytes) for ``args`` in ``repo``; fails the test with git's message if it fails."""
-    result = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True, env=git_environment())
+def run(repo: Path, *args: str, input: bytes | None = None, check: bool = True, **env: str) -> bytes:
+    """git's standard output (bytes) for ``args`` in ``repo`` (``env``: variables to set for it); fails the test
+    with git's message if it fails."""
+    result = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True, env=git_environment(**env))
     if check and result.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {result.stderr.decode(errors='replace')}")
     return result.stdout
