@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from memsite.git import Author, Repository
 from memsite.git.settings import git_environment
 
 
@@ -53,3 +55,25 @@ def repo(tmp_path: Path) -> Path:
     path = init(tmp_path / "repo")
     commit_files(path, {"README.md": b"# notes\n"}, "first")
     return path
+
+
+WHEN = 1_764_230_400
+
+
+@pytest.fixture
+def opened(repo: Path) -> Iterator[Repository]:
+    """``repo`` opened as memsite opens a repository (its state folder ignored, as ``memsite init`` has it)."""
+    (repo / ".git" / "info" / "exclude").write_text(".memsite/\n")
+    repository = Repository(repo)
+    try:
+        yield repository
+    finally:
+        repository.close()
+
+
+def memsite_commit(repository: Repository, files: dict[str, bytes | None], message: str, *,
+                   ref: str = "refs/heads/main", when: int = WHEN, **options: object) -> str | None:
+    """``Repository.commit`` of ``files`` on top of where ``ref`` is, under the repository lock, by agent planner."""
+    with repository.locked():
+        return repository.commit(ref, repository.refs.read(ref), files, message=message, author=Author.writer("planner"),
+                                 when=when, **options)  # type: ignore[arg-type]

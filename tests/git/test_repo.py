@@ -1,10 +1,14 @@
-"""memsite.git.repo: commits memsite writes are what git shows, on a checked-out branch and beside it, and what
-memsite reads back from history is what git says."""
+"""memsite.git.repo, the door into git: branches moved by commits and merges as git shows them, refusals that
+change nothing (a moved branch, a person's edit, a rebase, a branch another worktree has), and what it resolves,
+finds and diffs as git says.
+
+(The working tree and index of a commit on the checked-out branch: test_checkout.py; history reads:
+test_commits.py.)"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,51 +17,16 @@ from memsite.errors import InvalidInput, RepositoryError
 from memsite.git import Author, RefMoved, Repository
 from memsite.git.remote import merge_trees
 
-from .conftest import commit_files, fsck, run, text
+from .conftest import WHEN, commit_files, fsck, memsite_commit, run, text
 
-WHEN = 1_764_230_400
 PLANNER = Author.writer("planner")
-
-
-@pytest.fixture
-def opened(repo: Path) -> Iterator[Repository]:
-    (repo / ".git" / "info" / "exclude").write_text(".memsite/\n")  # its state folder (memsite init ignores it)
-    repository = Repository(repo)
-    try:
-        yield repository
-    finally:
-        repository.close()
-
-
-def commit(repository: Repository, files: dict[str, bytes | None], message: str, *, ref: str = "refs/heads/main",
-           when: int = WHEN) -> str | None:
-    with repository.locked():
-        return repository.commit(ref, repository.refs.read(ref), files, message=message, author=PLANNER, when=when)
-
-
-def test_a_commit_on_the_checked_out_branch_is_what_git_shows_with_index_and_files_in_step(
-        opened: Repository, repo: Path) -> None:
-    commit_files(repo, {"a/old.md": b"old\n", "a/gone.md": b"gone\n"})
-    parent = text(repo, "rev-parse", "HEAD").strip()
-    sha = commit(opened, {"a/old.md": b"old, edited\n", "a/gone.md": None, "b/c/new.md": b"new\n"},
-                 "Remember a thing\n\nMemory-Id: m1")
-    assert sha == text(repo, "rev-parse", "HEAD").strip()
-    assert text(repo, "log", "-1", "--format=%P|%an|%ae|%at|%cn|%B", "HEAD").strip() == \
-        f"{parent}|planner|planner@memsite.invalid|{WHEN}|planner|Remember a thing\n\nMemory-Id: m1"
-    assert text(repo, "diff-tree", "-r", "--name-status", "--no-commit-id", "HEAD").splitlines() == [
-        "D\ta/gone.md", "M\ta/old.md", "A\tb/c/new.md"]
-    assert (repo / "b" / "c" / "new.md").read_bytes() == b"new\n" and not (repo / "a" / "gone.md").exists()
-    assert text(repo, "status", "--porcelain", "--untracked-files=all") == ""
-    assert text(repo, "diff-index", "--cached", "HEAD") == ""
-    assert text(repo, "reflog", "-1", "--format=%gs", "main") == "memsite: Remember a thing\n"
-    fsck(repo)
 
 
 def test_a_commit_to_a_branch_not_checked_out_moves_only_that_branch(opened: Repository, repo: Path) -> None:
     run(repo, "branch", "agent/planner")
     (repo / "README.md").write_text("# notes, being edited by a person\n")
     status = text(repo, "status", "--porcelain")
-    sha = commit(opened, {"memory.md": b"on the agent's branch\n"}, "Remember", ref="refs/heads/agent/planner")
+    sha = memsite_commit(opened, {"memory.md": b"on the agent's branch\n"}, "Remember", ref="refs/heads/agent/planner")
     assert text(repo, "rev-parse", "agent/planner").strip() == sha
     assert text(repo, "show", "agent/planner:memory.md") == "on the agent's branch\n"
     assert not (repo / "memory.md").exists() and text(repo, "status", "--porcelain") == status
@@ -66,7 +35,7 @@ def test_a_commit_to_a_branch_not_checked_out_moves_only_that_branch(opened: Rep
 
 def test_a_commit_that_changes_nothing_makes_none(opened: Repository, repo: Path) -> None:
     head = text(repo, "rev-parse", "HEAD")
-    assert commit(opened, {"README.md": b"# notes\n"}, "Same bytes") is None
+    assert memsite_commit(opened, {"README.md": b"# notes\n"}, "Same bytes") is None
     assert text(repo, "rev-parse", "HEAD") == head
 
 
@@ -78,59 +47,22 @@ def test_a_write_on_a_branch_git_moved_meanwhile_or_over_a_persons_edit_is_refus
         opened.commit("refs/heads/main", stale, {"memory.md": b"m\n"}, message="late", author=PLANNER, when=WHEN)
     (repo / "by-hand.md").write_text("edited, not committed\n")
     with pytest.raises(InvalidInput, match="by-hand.md"):
-        commit(opened, {"by-hand.md": b"memsite's version\n"}, "over an edit")
+        memsite_commit(opened, {"by-hand.md": b"memsite's version\n"}, "over an edit")
     assert text(repo, "rev-parse", "HEAD").strip() == moved
     assert (repo / "by-hand.md").read_text() == "edited, not committed\n" and not (repo / "memory.md").exists()
     assert text(repo, "status", "--porcelain") == " M by-hand.md\n"
 
 
-def test_history_memsite_reads_is_the_history_git_shows(opened: Repository, repo: Path) -> None:
-    first = commit(opened, {"notes/a.md": b"a1\n", "notes/b.md": b"b1\n"}, "One\n\nMemory-Id: one", when=WHEN)
-    second = commit(opened, {"notes/a.md": b"a2\n"}, "Two\n\nMemory-Id: two", when=WHEN + 1)
-    third = commit_files(repo, {"other/c.md": b"c\n"}, "Three by hand")
-    assert opened.resolve("HEAD~2") == first and opened.resolve("main") == third
-    with pytest.raises(RepositoryError, match="'nope' is not a commit"):
-        opened.resolve("nope")
-    assert opened.parents(third) == text(repo, "rev-parse", f"{third}^@").split()
-    assert opened.root_tree(second) == bytes.fromhex(text(repo, "rev-parse", f"{second}^{{tree}}").strip())
-    assert opened.read_file(second, "notes/a.md") == run(repo, "show", f"{second}:notes/a.md")
-    assert opened.read_file(second, "notes") is None and opened.read_file(second, "none.md") is None
-    assert opened.files_under(third, "notes") == {path: run(repo, "show", f"{third}:{path}")
-                                                  for path in text(repo, "ls-tree", "-r", "--name-only", third,
-                                                                   "notes").split()}
-    paths = ["notes/a.md", "notes/b.md", "other/c.md", "README.md"]
-    assert opened.last_commits(paths, None, third) == {
-        path: text(repo, "log", "-1", "--format=%H", third, "--", path).strip() for path in paths}
-    assert opened.last_commits(paths, None, third, limit=2) is None  # a longer walk than allowed
-    changes = sorted((path, a.sha.hex() if a else None, b.sha.hex() if b else None)
-                     for path, a, b in opened.diff_trees(opened.root_tree(first), opened.root_tree(third)))
-    assert changes == sorted(by_git_diff(repo, first, third))
-    assert changes == sorted((path, a.sha.hex() if a else None, b.sha.hex() if b else None)
-                             for path, a, b in opened.objects.diff(opened.root_tree(first), opened.root_tree(third)))
-    assert opened.commit_with_trailer("Memory-Id", "two", since=first)
-    assert not opened.commit_with_trailer("Memory-Id", "one", since=first)
-    assert opened.message_with_trailer("Memory-Id", "one", since=None) == "One\n\nMemory-Id: one\n"
-
-
-def by_git_diff(repo: Path, old: str, new: str) -> list[tuple[str, str | None, str | None]]:
-    out = []
-    for line in text(repo, "diff-tree", "-r", "--no-renames", old, new).splitlines():
-        info, path = line.split("\t")
-        _, _, a, b, _ = info.split()
-        out.append((path, None if set(a) == {"0"} else a, None if set(b) == {"0"} else b))
-    return out
-
-
 def test_a_merge_moves_the_checked_out_branch_as_git_merge_would(opened: Repository, repo: Path) -> None:
     run(repo, "branch", "agent/reviewer")
-    ahead = commit(opened, {"reviewed.md": b"reviewed\n"}, "Review", ref="refs/heads/agent/reviewer")
+    ahead = memsite_commit(opened, {"reviewed.md": b"reviewed\n"}, "Review", ref="refs/heads/agent/reviewer")
     base = text(repo, "rev-parse", "HEAD").strip()
     assert ahead is not None
     with opened.locked():  # a fast-forward: the branch takes the other's commit
         assert opened.merge("refs/heads/main", base, ahead, None, message="m", author=PLANNER, when=WHEN) == ahead
     assert (repo / "reviewed.md").read_text() == "reviewed\n" and text(repo, "status", "--porcelain") == ""
-    mine = commit(opened, {"mine.md": b"mine\n"}, "Mine")
-    theirs = commit(opened, {"theirs.md": b"theirs\n"}, "Theirs", ref="refs/heads/agent/reviewer")
+    mine = memsite_commit(opened, {"mine.md": b"mine\n"}, "Mine")
+    theirs = memsite_commit(opened, {"theirs.md": b"theirs\n"}, "Theirs", ref="refs/heads/agent/reviewer")
     assert mine is not None and theirs is not None
     tree = merge_trees(repo, mine, theirs).tree
     with opened.locked():
@@ -156,3 +88,44 @@ def test_a_rebase_stopped_on_a_conflict_is_named_and_no_write_starts(opened: Rep
         opened.check_writable("refs/heads/side")
     run(repo, "rebase", "--abort")
     assert opened.in_progress() is None and opened.branch() == "refs/heads/side"
+
+
+def test_what_memsite_resolves_finds_and_diffs_is_what_git_says(opened: Repository, repo: Path) -> None:
+    first = memsite_commit(opened, {"notes/a.md": b"a1\n", "notes/b.md": b"b1\n"}, "One\n\nMemory-Id: one")
+    memsite_commit(opened, {"notes/a.md": b"a2\n"}, "Two\n\nMemory-Id: two", when=WHEN + 1)
+    third = commit_files(repo, {"other/c.md": b"c\n"}, "Three by hand")
+    assert first is not None
+    assert opened.resolve("HEAD~2") == first and opened.resolve("main") == third
+    with pytest.raises(RepositoryError, match="'nope' is not a commit"):
+        opened.resolve("nope")
+    old, new = opened.root_tree(first), opened.root_tree(third)
+    assert old is not None and new is not None
+    changes = sorted((path, a.sha.hex() if a else None, b.sha.hex() if b else None)
+                     for path, a, b in opened.diff_trees(old, new))
+    assert changes == sorted(by_git_diff(repo, first, third))
+    assert changes == sorted((path, a.sha.hex() if a else None, b.sha.hex() if b else None)
+                             for path, a, b in opened.objects.diff(old, new))
+    assert opened.commit_with_trailer("Memory-Id", "two", since=first)
+    assert not opened.commit_with_trailer("Memory-Id", "one", since=first)
+    assert opened.message_with_trailer("Memory-Id", "one", since=None) == "One\n\nMemory-Id: one\n"
+
+
+def by_git_diff(repo: Path, old: str, new: str) -> list[tuple[str, str | None, str | None]]:
+    out = []
+    for line in text(repo, "diff-tree", "-r", "--no-renames", old, new).splitlines():
+        info, path = line.split("\t")
+        _, _, a, b, status = info.split()
+        out.append((path, None if status == "A" else a, None if status == "D" else b))
+    return out
+
+
+def test_a_branch_checked_out_in_another_worktree_is_refused_as_git_refuses_to_move_it(opened: Repository,
+                                                                                       repo: Path) -> None:
+    run(repo, "branch", "agent/reviewer")
+    other = repo.parent / "reviewer"
+    run(repo, "worktree", "add", "-q", str(other), "agent/reviewer")
+    by_git = subprocess.run(["git", "branch", "-f", "agent/reviewer", "HEAD"], cwd=repo, capture_output=True, text=True)
+    assert by_git.returncode != 0 and str(other) in by_git.stderr
+    with pytest.raises(RepositoryError, match=f"agent/reviewer: is checked out in the worktree {other}"):
+        opened.check_writable("refs/heads/agent/reviewer")
+    opened.check_writable("refs/heads/main")  # (its own branch is fine)
