@@ -10,14 +10,13 @@ forget a stale fact, and overflow the ``cases`` category so it is trimmed.
 from __future__ import annotations
 
 import random
-import subprocess
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from .api import MemoryStore
 from .errors import MemsiteError
-from .git import git_environment
+from .git import Git
 from .model import utcnow
 
 AGENTS = ("planner", "coder", "reviewer")
@@ -252,11 +251,12 @@ def _limit_cases(folder: Path, when: datetime) -> None:
                         "        capacity: {entries: {high: 8, low: 6}}")
     settings.write_text(text)
     stamp = f"{int(when.timestamp())} +0000"
-    env = git_environment(GIT_AUTHOR_NAME="Team lead", GIT_AUTHOR_EMAIL="lead@example.com",
-                          GIT_COMMITTER_NAME="Team lead", GIT_COMMITTER_EMAIL="lead@example.com",
-                          GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
+    person = {"GIT_AUTHOR_NAME": "Team lead", "GIT_AUTHOR_EMAIL": "lead@example.com",
+              "GIT_COMMITTER_NAME": "Team lead", "GIT_COMMITTER_EMAIL": "lead@example.com",
+              "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    git = Git(folder)
     for args in (["add", "mkdocs.yml"], ["commit", "-q", "-m", "Cap the cases category at 8 memories"]):
-        subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True, env=env)
+        git.run(*args, check=True, env=person)
 
 
 class _Clock:

@@ -21,7 +21,6 @@ import os
 import re
 import socket
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .errors import MemsiteError
-from .git import PACK_TMP_PREFIX, Repository, git_environment, locks
+from .git import PACK_TMP_PREFIX, Repository, locks
 from .migrate import migrate
 from .store import Store
 from .store.sqlite import COMPANIONS, damaged_copies, intact, remove_copy
@@ -92,11 +91,9 @@ def repair(root: Path, findings: list[Finding], agent: str | None = None) -> lis
                 pass
             done.append("put back the files a write left out of line with the checked-out branch")
         if "index" in kinds:
-            result = subprocess.run(["git", "read-tree", "HEAD"], cwd=repo.root, capture_output=True, text=True,
-                                    env=git_environment())
+            result = repo.git.run("read-tree", "HEAD")
             if result.returncode == 0:
-                subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo.root, capture_output=True,
-                               env=git_environment())
+                repo.git.run("update-index", "-q", "--refresh")
                 done.append("rebuilt .git/index from HEAD (nothing was staged: it was missing)")
             else:  # most likely index.lock is there: reported on its own
                 done.append(f"not done: could not rebuild .git/index: {result.stderr.strip().splitlines()[0]}")

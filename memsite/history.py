@@ -8,7 +8,6 @@ revision: ``memsite report --date D`` at a tag shows that tag's history.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from .errors import RepositoryError
-from .git import git_environment
+from .git import Git
 
 COUNTED = ("created", "merged", "updated", "forgotten", "trimmed", "recalled")
 _SEP, _END = "\x1f", "\x1e"
@@ -47,11 +46,8 @@ class DayReport:
 
 def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Commit]:
     """Every commit reachable from ``revision`` that touched ``folder``, oldest first (one ``git log``)."""
-    result = subprocess.run(
-        ["git", "log", "--reverse", "--no-renames", "--name-status", "-z",
-         f"--format={_END}%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}", revision, "--", folder],
-        cwd=root, capture_output=True, text=True, env=git_environment(),
-    )
+    result = Git(root).run("log", "--reverse", "--no-renames", "--name-status", "-z",
+                           f"--format={_END}%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}", revision, "--", folder)
     if result.returncode != 0:
         if any(m in result.stderr for m in ("does not have any commits", "unknown revision", "not a git repository")):
             return []  # no history to read: the site shows none
@@ -69,28 +65,15 @@ def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, st
     """
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", mid):
         return None
-    proc = subprocess.Popen(
-        ["git", "log", "-E", "-i", "--all-match", f"--grep=^Memory-Id: {mid}", "--grep=^Action: (forgotten|trimmed)$",
-         f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}", tip, "--"],  # (a record is whole at its end mark)
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_environment(),
-    )
-    assert proc.stdout is not None
-    try:
-        waiting = b""
-        while True:
-            chunk = proc.stdout.read1(1 << 16)
-            *records, waiting = (waiting + chunk).split(_END.encode())
-            for record in records:
-                commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
-                for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
-                    if action in ("forgotten", "trimmed") and found.lower().startswith(mid.lower()):
-                        return commit.sha, commit.author, commit.when, found, action, reason
-            if not chunk:
-                return None
-    finally:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
+    records = Git(root).log(tip, "-E", "-i", "--all-match", f"--grep=^Memory-Id: {mid}",
+                            "--grep=^Action: (forgotten|trimmed)$", f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}",
+                            sep=_END.encode())  # (a record is whole at its end mark)
+    for record in records:  # (leaving the loop ends git)
+        commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
+        for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
+            if action in ("forgotten", "trimmed") and found.lower().startswith(mid.lower()):
+                return commit.sha, commit.author, commit.when, found, action, reason
+    return None
 
 
 def _commit(record: str) -> Commit | None:
@@ -219,22 +202,8 @@ def read_files(root: Path, specs: list[str]) -> list[bytes | None]:
     """The bytes of each ``<commit>:<path>`` in ``specs`` (None where it names no file), from one ``git cat-file``."""
     if not specs:
         return []
-    result = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="".join(s + "\n" for s in specs).encode(),
-                            capture_output=True, env=git_environment())
-    if result.returncode != 0:
-        raise RepositoryError(f"git cat-file failed in {root}: {result.stderr.decode(errors='replace').strip()}")
-    out, found, at = result.stdout, [], 0
-    for _ in specs:
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
-            found.append(out[end + 1:end + 1 + size])
-            at = end + 1 + size + 1
-        else:  # '<spec> missing', or a tree
-            found.append(None)
-            at = end + 1 + (int(header[2]) + 1 if len(header) == 3 else 0)
-    return found
+    answers = Git(root).cat_file(specs)
+    return [answer[1] if answer is not None and answer[0] == "blob" else None for answer in answers]  # missing, a tree
 
 
 def removed_files(commits: list[Commit], folder: str) -> list[tuple[Commit, str]]:

@@ -11,7 +11,6 @@ locally (``memsite sync``) so it has nothing left to merge.
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import world
 from .errors import FormatError
 from .fileformat import format_memory, parse_memory
+from .git.commands import merge_file
 
 if TYPE_CHECKING:
     from .git import Repository
@@ -72,9 +72,8 @@ def run(kind: str, base: Path, ours: Path, theirs: Path, label: str = "") -> int
             problem = f"both sides changed the same lines of the memory text{where}" if clash else ""
     except FormatError:
         # Not a file memsite can read (yet): merge it as git would.
-        result = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
-                                 str(ours), str(base), str(theirs)], capture_output=True)
-        return 0 if result.returncode == 0 else 1
+        _, clean = merge_file(ours, base, theirs)
+        return 0 if clean else 1
     ours.write_bytes(merged.encode("utf-8", "surrogateescape"))
     if problem:
         print(f"memsite: {problem}", file=sys.stderr)
@@ -140,9 +139,8 @@ def _merge_text(base: str, ours: str, theirs: str) -> tuple[str, bool]:
             path = Path(tmp, name)
             path.write_text(text + "\n", encoding="utf-8", errors="surrogateescape")
             paths.append(str(path))
-        result = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", *paths],
-                                capture_output=True)
-    return result.stdout.decode("utf-8", "surrogateescape").rstrip("\n"), result.returncode != 0
+        merged, clean = merge_file(*map(Path, paths), in_place=False)
+    return merged.decode("utf-8", "surrogateescape").rstrip("\n"), not clean
 
 
 def clone_settings(repo: Repository) -> dict[tuple[str, str | None, str], str]:

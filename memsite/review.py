@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import subprocess
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from . import history, world
 from .config import Config, Place, load_config, memory_url, place_of, site_url
 from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
-from .git import Repository, git_environment
+from .git import Git, Repository
 from .model import Memory
 
 SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
@@ -198,15 +197,8 @@ def _transient(root: Path, config: Config, commits: list[history.Commit], seen: 
     if not wanted:
         return []
     names = sorted({spec for _, spec, _ in wanted})
-    result = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="\n".join(names).encode() + b"\n",
-                            capture_output=True, check=False, env=git_environment())
-    blobs, data = {}, result.stdout
-    for name in names:  # '<sha> blob <size>\n<bytes>\n' for each, in order
-        header, _, data = data.partition(b"\n")
-        parts = header.split()
-        if len(parts) == 3 and parts[1] == b"blob":
-            size = int(parts[2])
-            blobs[name], data = data[:size], data[size + 1:]
+    blobs = {name: found[1] for name, found in zip(names, Git(root).cat_file(names))
+             if found is not None and found[0] == "blob"}
     changes = []
     for mid, spec, path in wanted:
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from datetime import datetime
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import yaml
 from . import workflows, world
 from .config import DEFAULT_CATEGORIES, plugin_options, read_mkdocs_yml
 from .errors import MemsiteError, RepositoryError
-from .git import git_environment
+from .git import Git
 from .merge import gitattributes
 
 INIT_AGENT = "memsite"
@@ -159,13 +158,11 @@ def _appended(path: Path, lines: list[str]) -> str | None:
 
 
 def _is_work_tree(path: Path) -> bool:
-    result = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True, env=git_environment()
-    )
-    return result.returncode == 0 and Path(result.stdout.strip()).resolve() == path.resolve()
+    top = Git(path).toplevel()
+    return top is not None and top.resolve() == path.resolve()
 
 
 def _git(path: Path, *args: str) -> None:
-    result = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, env=git_environment())
+    result = Git(path).run(*args)
     if result.returncode != 0:
         raise RepositoryError(f"git {' '.join(args)} failed in {path}: {result.stderr.strip()}")

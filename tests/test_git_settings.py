@@ -129,7 +129,7 @@ def test_core_fsync_values_read_as_git_reads_them(value: str, components: set[st
 
 def test_core_fsync_object_files_flushes_loose_objects(store: MemoryStore) -> None:
     git(store.root, "config", "core.fsyncObjectFiles", "true")
-    settings = GitSettings.read(store.repo.git.config_reader())
+    settings = GitSettings.read(store.repo.git.config())
     assert settings.flush("loose-object") is not None and settings.flush("reference") is None
 
 

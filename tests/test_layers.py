@@ -83,3 +83,71 @@ def test_the_public_api_is_importable_from_the_package() -> None:
     from memsite import Memory, MemoryStore, MemsiteError
 
     assert isinstance(MemoryStore, type) and isinstance(Memory, type) and issubclass(MemsiteError, Exception)
+
+
+# The modules outside memsite/git/ that may start a process, and what each starts: none of them git.
+NOT_GIT_PROCESSES = {
+    "memsite.site.search": "Pagefind, which indexes the built site",
+    "memsite.site.plugin": "a Python process removing an old build folder in the background",
+}
+_PROCESS_CALLS = {("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output",
+                                                    "getoutput", "getstatusoutput")}
+_PROCESS_CALLS |= {("os", name) for name in ("system", "popen", "execv", "execvp", "execvpe", "execl", "execlp",
+                                             "spawnv", "spawnvp", "spawnl", "spawnlp", "posix_spawn", "posix_spawnp")}
+
+
+def git_outside_the_door(package: Path) -> list[str]:
+    """Where a module of ``package`` reaches git other than through memsite.git: GitPython imported
+    (anywhere: memsite.git reads objects and runs git itself), or, outside ``git/``, a process started
+    that is not on NOT_GIT_PROCESSES (or is git, even there)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent)
+        name = ".".join(rel.with_suffix("").parts).removesuffix(".__init__")
+        door = rel.parts[1] == "git"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{rel}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name == "git" or alias.name.startswith("git."):
+                        found.append(f"{where}: imports GitPython ({alias.name})")
+                    elif alias.name == "subprocess" and not door and name not in NOT_GIT_PROCESSES:
+                        found.append(f"{where}: imports subprocess")
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                if node.module == "git" or node.module.startswith("git."):
+                    found.append(f"{where}: imports GitPython ({node.module})")
+                elif node.module == "subprocess" and not door and name not in NOT_GIT_PROCESSES:
+                    found.append(f"{where}: imports from subprocess")
+            elif (not door and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in _PROCESS_CALLS):
+                command = node.args[0] if node.args else None
+                first = command.elts[0] if isinstance(command, (ast.List, ast.Tuple)) and command.elts else command
+                runs_git = isinstance(first, ast.Constant) and str(first.value).split()[:1] == ["git"]
+                if name not in NOT_GIT_PROCESSES or runs_git:
+                    found.append(f"{where}: starts a process ({node.func.value.id}.{node.func.attr})")
+    return found
+
+
+def test_only_memsite_git_runs_git() -> None:
+    """One door into git: every module outside memsite/git/ goes through Repository (``repo.git``), Git or
+    merge_file, never GitPython or a git process of its own."""
+    assert git_outside_the_door(PACKAGE) == []
+
+
+def test_a_git_process_started_outside_memsite_git_is_caught(tmp_path: Path) -> None:
+    package = tmp_path / "memsite"
+    (package / "git").mkdir(parents=True)
+    (package / "git" / "commands.py").write_text("import subprocess\nsubprocess.run(['git', 'log'])\n")
+    (package / "git" / "repo.py").write_text("import git\n")
+    (package / "history.py").write_text("import subprocess\n\ndef log():\n    subprocess.run(['git', 'log'])\n")
+    (package / "sync.py").write_text("from git import Repo\n")
+    (package / "site").mkdir()
+    (package / "site" / "search.py").write_text("import subprocess\nsubprocess.run(['git', 'status'])\n")
+    (package / "site" / "plugin.py").write_text("import subprocess\nsubprocess.Popen(['pagefind'])\n")
+    assert git_outside_the_door(package) == [
+        "memsite/git/repo.py:1: imports GitPython (git)",
+        "memsite/history.py:1: imports subprocess",
+        "memsite/history.py:4: starts a process (subprocess.run)",
+        "memsite/site/search.py:2: starts a process (subprocess.run)",  # allowed a process, but not git
+        "memsite/sync.py:1: imports GitPython (git)",
+    ]

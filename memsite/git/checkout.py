@@ -34,6 +34,8 @@ from .worktree import (
     atomic_write,
     remove_file,
     restore,
+    sweep_ahead,
+    sweep_index_copies,
 )
 
 log = logging.getLogger("memsite")
@@ -47,9 +49,10 @@ SETTLE_POLL_SECONDS = 0.02  # how often a write waiting for a person's git comma
 class Checkout:
     """The working tree and index of one worktree, as memsite's writes keep them in step with its branch."""
 
-    def __init__(self, root: Path, git_dir: Path, common_dir: Path, *, objects: ObjectStore, commits: Commits,
-                 refs: Refs, locks: Locks, journal: Journal, settings: GitSettings) -> None:
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path, state_dir: Path, *, objects: ObjectStore,
+                 commits: Commits, refs: Refs, locks: Locks, journal: Journal, settings: GitSettings) -> None:
         self.root = root
+        self.state_dir = state_dir
         self.git_dir = git_dir
         self.common_dir = common_dir
         self.objects = objects
@@ -59,6 +62,72 @@ class Checkout:
         self.journal = journal
         self.settings = settings
         self._index_left: tuple[int, int, int] | None = None  # os.stat of the index this process last wrote
+
+    def recover(self) -> None:
+        """Finish or undo the working-tree part of a write whose writer died.
+
+        The branch is the truth: each path the journal lists is made to match
+        the checked-out commit, in the working tree and in the index. The
+        dead writer's ``index.lock`` was taken back by ``locks.sweep`` first;
+        the live index was never touched (the new one was still in that lock).
+        If that branch is no longer checked out, the files belong to the
+        branch a person checked out since, and are left as they are.
+        """
+        sweep_ahead(self.state_dir)
+        finished = self.journal.finished()
+        if finished is not None and finished == self.refs.head_target():
+            return  # the last write finished, and its branch is still checked out: nothing to repair or take back
+        record = self.journal.read()
+        self._take_back_left_behind(record)
+        ref, paths = self.journal.pending_write(record)
+        if paths:
+            sweep_index_copies(self.git_dir)
+            if ref is None or self.refs.head_target() == ref:
+                self.match_head(paths)
+            else:
+                log.warning("a write to %s was interrupted while it was checked out; it no longer is, so its "
+                            "%d file(s) in the working tree were left as they are", ref, len(paths))
+            self.journal.end()
+
+    def _take_back_left_behind(self, record: object) -> None:
+        """Undo, in a checkout of another branch, what the last write left for its own branch.
+
+        ``git checkout`` writes HEAD after it releases ``index.lock``. A write
+        between the two, to a branch with the same tree as the one being
+        checked out, cannot tell the index apart and updates it and the files
+        for its own branch; the checkout then leaves them staged there.
+        """
+        ref, wrong = self.left_in_another_checkout(record)
+        if ref is None:
+            return
+        if wrong:
+            log.warning("a write to %s met a checkout of %s: %d file(s) it left there put back", ref,
+                        self.refs.head_target(), len(wrong))
+            self.match_head(wrong)
+        self.journal.end()
+
+    def left_in_another_checkout(self, record: object = None) -> tuple[str | None, list[str]]:
+        """(the branch, the paths) the last write left in the working tree of a branch no longer checked out.
+
+        A path counts while it still holds what the write put there and the
+        checked-out commit has it otherwise. (None, []) while the write's
+        branch is still checked out, or HEAD is detached.
+        """
+        ref, left = self.journal.left_behind(record)
+        head = self.refs.head_target()
+        if ref is None or head == ref or head is None:
+            return None, []
+        tree = self.commits.root_tree(self.refs.read(head))
+        wrong = []
+        for path, blob in left.items():
+            try:
+                on_disk: str | None = blob_id((self.root / path).read_bytes()).hex()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                on_disk = None
+            entry = self.objects.lookup(tree, path)
+            if on_disk == blob and (entry.sha.hex() if entry is not None else None) != blob:
+                wrong.append(path)
+        return ref, wrong
 
     def match_head(self, paths: list[str], lock: LockFile | None = None) -> None:
         """Put ``paths`` back to the checked-out commit; the index through ``lock`` (taken here if None)."""

@@ -1,7 +1,7 @@
 """A fast path for the most common index update: new files in a split index.
 
-``git update-index`` reads the whole index (~1.5 ms for 10,000 entries) and
-costs a process start: together about 3.5 ms, most of a memsite write. With
+``git update-index`` reads the whole index and costs a process start:
+together, most of a memsite write. With
 ``core.splitIndex`` (set by ``memsite init``) the index is a large shared base
 file plus a small delta file, ``.git/index``. Adding a file that is in neither
 only has to rewrite that delta, which this module does directly.
@@ -48,7 +48,7 @@ MAX_DELTA_ENTRIES = 200
 # A batch of new files (a transaction's) goes into the delta even past that,
 # while the delta stays within this share of the base: git's own limit
 # (splitIndex.maxPercentChange, 20% by default). A fold makes git read and
-# rewrite the whole index (~35 ms at 10,000 files, ~200 ms at 100,000); this
+# rewrite the whole index (costly in a large store); this
 # way a run of transactions folds once every few, and the next single write
 # folds what is left.
 BATCH_DELTA_SHARE = 0.2
@@ -60,22 +60,21 @@ RESPLIT = "resplit"  # the delta is large: run git with --split-index to fold it
 
 # Names in a shared index file never change (the file is named by its hash),
 # so they are kept per file, sorted: a process writing to several
-# repositories in turn keeps each one's (reading a base of 100,000 names
-# costs ~60 ms).
+# repositories in turn keeps each one's (reading a large base's names
+# costs more than a write).
 _base_names: OrderedDict[Path, _Names] = OrderedDict()
 BASE_CACHE_SIZE = 8
 # The names of the last shared index a memsite process read (or made by
 # folding), for the others: '<base id> <count> <SHA-1 of the rest>\n', then
 # the names, sorted, NUL-separated (no path holds a NUL). Several writers
 # take turns: after a fold each one's next write needed the new base's names,
-# ~10 ms to parse at 10,000 files (~70 ms at 100,000) against ~1 ms to read
-# here. Written and read under ``index.lock``, which serialises them.
+# parsed from the index at far more cost than they are read here. Written and read under ``index.lock``, which serialises them.
 NAMES_FILE = "memsite-index-names"
 
 
 class _Names:
-    """The names of a shared index, sorted, asked by bisection (no set to build: a base of 100,000 names took
-    30 ms to hash); a name too many only sends that name's write to git."""
+    """The names of a shared index, sorted, asked by bisection (no set to build: hashing a large base's names
+    costs more than the bisections); a name too many only sends that name's write to git."""
 
     def __init__(self, names: list[bytes]) -> None:
         names.sort()  # (the order git wrote them in: sorting a sorted list is one pass)
@@ -199,7 +198,7 @@ def _publish_names(git_dir: Path, base: bytes, names: _Names) -> None:
 
 
 def _names(data: bytes) -> list[bytes]:
-    """The names of an index file's entries (only these: a base of 100,000 is read 3x faster than whole)."""
+    """The names of an index file's entries (only these: far quicker than reading a large base whole)."""
     version, count = _header(data, verify=True)
     names, pos = [], _HEADER.size
     for _ in range(count):
@@ -235,7 +234,7 @@ def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str],
 
     When git folded the delta into a new base, that base holds at most the
     names the index held before plus ``paths``; kept as the new base's names,
-    they spare the next write reading it whole (~90 ms at 100,000 memories).
+    they spare the next write reading it whole.
     A name kept that git removed only sends that name's next write to git.
     """
     index = git_dir / "index"

@@ -248,7 +248,7 @@ class Locks:
         Called once the writer has released its locks. They are removed on a
         thread of their own, which the caller does not wait for: removing a
         replaced file frees its blocks, which costs the file system more than
-        the rename did (about 60 us each on a disk with online discard). A
+        the rename did (on a disk with online discard). A
         process that dies first leaves them to the next writer's sweep.
         """
         if not self._retired:

@@ -1,7 +1,7 @@
 """A lock between processes on one file, taken by every write of a process in turn.
 
 ``filelock`` opens, locks and closes the file on every acquire, with a
-polling wait: about 0.4 ms of a 4 ms write, and a waiter notices a release
+polling wait: a noticeable share of a write, and a waiter notices a release
 only at its next poll. On POSIX this keeps the file open and uses
 ``flock`` directly (the same lock ``filelock`` takes, so the two exclude each
 other): uncontended, one system call; contended, a waiting thread blocks in

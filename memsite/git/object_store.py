@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import RepositoryError
 from . import files
-from .commands import CatFile, cat_file_batch
+from .commands import CatFile, Git
 from .maintenance import PackMaintenance, gc_running
 from .objects import (
     KINDS,
@@ -244,7 +244,8 @@ class ObjectStore:
             else:
                 rest.append(binsha)
         if rest:
-            for binsha, answer in zip(rest, cat_file_batch(self.dir.parent, rest)):  # objects/ is in the git dir
+            git_dir = self.dir.parent  # objects/ is in the git dir
+            for binsha, answer in zip(rest, Git(git_dir, git_dir=git_dir).cat_file(rest)):
                 if answer is None:
                     raise RepositoryError(f"git object {binsha.hex()} is missing; run 'git fsck'")
                 found[binsha] = answer[1]

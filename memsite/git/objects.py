@@ -333,7 +333,7 @@ def is_large_tree(kind: bytes, data: bytes) -> bool:
 
     A category folder's tree is rewritten by every write to it and replaced by
     the next one; at 10,000 memories it is about 120 KB, and compressing it
-    took half of a write's time to save a third of its size.
+    took a large share of a write's time to save a third of its size.
     git reads a stored (level 0) zlib stream like any other, and ``git gc``
     packs these objects with deltas anyway.
     """

@@ -4,7 +4,7 @@ A ref moves only if it still points where the writer started from
 (``update-ref REF NEW OLD`` semantics). The lock is git's ``<ref>.lock``,
 taken as ``locks`` describes, so memsite and any git command running beside
 it exclude each other. Doing this in-process instead of running ``git
-update-ref`` saves a subprocess (~2-4 ms) on every write. Reflogs follow
+update-ref`` saves a subprocess on every write. Reflogs follow
 ``core.logAllRefUpdates``; the ref file and its reflog are flushed when
 ``core.fsync`` names references.
 """

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DiskFull, RepositoryError
-from .settings import git_environment
+from .commands import Git
 
 # What git says when a ref's lock is held by another git command (a person's
 # 'git fetch' beside memsite's): worth trying again, not an error to report.
@@ -202,8 +202,4 @@ def _last_line(stderr: str, prefer: str = "") -> str:
 
 
 def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, env=git_environment(),
-                            encoding="utf-8", errors="surrogateescape")
-    if check and result.returncode != 0:
-        raise RepositoryError(f"git {' '.join(args[:2])} failed in {root}: {_last_line(result.stderr)}")
-    return result
+    return Git(root).run(*args, check=check)  # (raises GitFailed: "git <command> failed in <root>: <git's last line>")

@@ -25,30 +25,28 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import subprocess
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import git
-
 from ..errors import RepositoryError
 from .checkout import Checkout
+from .commands import Git
 from .commits import Author, Commits
+from .discovery import locate
 from .locks import DEFAULT_TIMEOUT, Locks
 from .mutex import LockTimeout, ProcessLock
 from .object_store import ObjectStore
-from .objects import MODE_FILE, Entry, blob_id
+from .objects import MODE_FILE, Entry
 from .refs import RefMoved, Refs
-from .settings import LOCATION_VARIABLES, GitSettings, git_environment
+from .settings import GitSettings
 from .worktree import (
     AHEAD_DIR,
     FilesAhead,
     Journal,
     atomic_write,
-    sweep_ahead,
-    sweep_index_copies,
 )
 
 log = logging.getLogger("memsite")
@@ -61,6 +59,7 @@ DELTAS_TIMEOUT_SECONDS = 60.0  # how long closing a store waits for git to store
 # write in 256, the rate at which git samples objects/17/ to decide.
 GC_SAMPLE = "17"
 # git operations that leave the checkout between two states, and how to end each.
+_FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
 OPERATIONS = (
     ("rebase-merge", "a rebase", "git rebase --continue or --abort"),
     ("rebase-apply/applying", "git am", "git am --continue or --abort"),
@@ -73,30 +72,33 @@ OPERATIONS = (
 
 
 class Repository:
-    """A non-bare git repository with memsite's lock, object writer and refs."""
+    """A non-bare git repository with memsite's lock, object writer and refs: the one door into git.
+
+    What other modules use:
+
+    - reading: :meth:`branch`, :meth:`resolve`, :meth:`root_tree`, :meth:`parents`,
+      :meth:`read_file`, :meth:`files_under`, :meth:`diff_trees`, :meth:`last_commits`,
+      :meth:`message_with_trailer`; ``objects`` (:class:`ObjectStore`) and ``refs`` (:class:`Refs`);
+    - writing: :meth:`locked`, :meth:`commit`, :meth:`merge`, :meth:`write_commit`, :meth:`maintain`;
+    - git's configuration: ``config`` (:class:`GitConfig`, as it was at open), :meth:`configured`,
+      :meth:`ensure_config`;
+    - git itself, for what memsite leaves to it (a log walk, a ``cat-file`` batch, plumbing):
+      ``git`` (:class:`Git`): ``repo.git.run("read-tree", "HEAD")``, ``repo.git.log(...)``,
+      ``repo.git.cat_file([...])``.
+
+    Raises:
+        RepositoryError: ``path`` is in no git repository, or a bare one, or one memsite cannot write
+            (another object format or ref storage).
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = DEFAULT_TIMEOUT) -> None:
-        try:
-            self.git = git.Repo(path, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise RepositoryError(f"{path}: not a git repository; run 'memsite init {path}' first") from None
-        try:
-            if self.git.bare or self.git.working_tree_dir is None:
-                raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
-            self.settings = GitSettings.read(self.git.config_reader())
-            self.settings.check_supported(self.git.working_tree_dir)  # before anything is written
-        except BaseException:
-            self.git.close()
-            raise
-        self.root = Path(self.git.working_tree_dir)
-        self.git_dir = Path(self.git.git_dir)
-        self.common_dir = Path(os.path.normpath(self.git.common_dir))  # a linked worktree's ends in '../..'
-        # GitPython runs git in this process's environment: point what a hook may have set here (git_environment).
-        here = {"GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root),
-                "GIT_INDEX_FILE": str(self.git_dir / "index"), "GIT_COMMON_DIR": str(self.common_dir),
-                "GIT_OBJECT_DIRECTORY": str(self.common_dir / "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
-                "GIT_NAMESPACE": ""}
-        self.git.git.update_environment(**{name: here[name] for name in LOCATION_VARIABLES if name in os.environ})
+        self.root, self.git_dir, self.common_dir = locate(path)
+        self.git = Git(self.root)  # git itself, run here: the door for anything memsite leaves to git
+        self.config = self.git.config()  # git's configuration at every level, as it was at open
+        self.settings = GitSettings.read(self.config)
+        if self.settings.bare and self.git_dir == self.common_dir:  # (a linked worktree of a bare one is fine)
+            raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
+        self.settings.check_supported(self.root)  # before anything is written
         self.locks = Locks(self.common_dir, self.root, lock_timeout)
         self.objects = ObjectStore(self.common_dir / "objects", self.settings)
         self.commits = Commits(self.objects)
@@ -110,9 +112,10 @@ class Repository:
         self.thread_lock = threading.RLock()
         self._depth = 0
         self.journal = Journal(self.state_dir / "journal.json")
-        self.checkout = Checkout(self.root, self.git_dir, self.common_dir, objects=self.objects, commits=self.commits,
-                                 refs=self.refs, locks=self.locks, journal=self.journal, settings=self.settings)
-        # Checked before every write, as plain strings (a write is a few milliseconds).
+        self.checkout = Checkout(self.root, self.git_dir, self.common_dir, self.state_dir, objects=self.objects,
+                                 commits=self.commits, refs=self.refs, locks=self.locks, journal=self.journal,
+                                 settings=self.settings)
+        # Checked before every write, as plain strings (cheap next to a write).
         self._operations = [(str(self.git_dir / name), what, fix) for name, what, fix in OPERATIONS]
         self._write_folders = [str(folder) for folder in (self.common_dir / "objects", self.common_dir / "refs" / "heads",
                                                           self.git_dir, self.state_dir, self.root)]
@@ -127,8 +130,8 @@ class Repository:
         self.locks.timeout = seconds
 
     def configured(self, section: str, option: str) -> bool:
-        """Whether ``section.option`` is set at any level (system, global or this clone)."""
-        return self.git.config_reader().has_option(section, option)
+        """Whether ``section.option`` is set at any level (system, global or this clone), as :attr:`config` has it."""
+        return f"{section}.{option}" in self.config
 
     def ensure_config(self, values: Mapping[tuple[str, str | None, str], str]) -> None:
         """Set ``(section, subsection, option) -> value`` in this clone's git config where it differs.
@@ -136,28 +139,30 @@ class Repository:
         git keeps merge drivers and index settings per clone, never in the
         repository, so every clone needs them written once.
         """
-        def current(section: str, subsection: str | None, option: str) -> str:
-            reader = self.git.config_reader("repository")  # read afresh: another process may have written
-            value = reader.get_value(f'{section} "{subsection}"' if subsection else section, option, "")
-            return str(value).lower() if isinstance(value, bool) else str(value)  # GitPython parses 'true'
+        def current(key: str) -> str | None:  # read afresh: another process may have written
+            result = self.git.run("config", "--local", "--get", key)
+            return result.stdout.rstrip("\n") if result.returncode == 0 else None
 
+        written = False
         for (section, subsection, option), value in values.items():
-            if current(section, subsection, option) == value:
-                continue
             key = f"{section}.{subsection}.{option}" if subsection else f"{section}.{option}"
+            if self.config.local(key) == value:
+                continue
             for _ in range(2):
-                result = subprocess.run(["git", "config", key, value], cwd=self.root, capture_output=True, text=True,
-                                        env=git_environment())
-                if result.returncode == 0 or current(section, subsection, option) == value:
+                result = self.git.run("config", key, value)
+                if result.returncode == 0 or current(key) == value:
                     break
                 if "config.lock" not in result.stderr:
                     raise RepositoryError(f"git config {key} failed: {result.stderr.strip()}")
                 self.locks.wait_for(self.common_dir / "config.lock")  # git's own: another process is writing it
             else:
                 raise RepositoryError(f"git config {key} failed: {result.stderr.strip()}")
+            written = True
+        if written:
+            self.config = self.git.config()
 
     def close(self) -> None:
-        """Take in git's pack with deltas if one is being made, and stop GitPython's ``git cat-file`` helpers."""
+        """Take in git's pack with deltas if one is being made, and end the ``git cat-file`` reading objects."""
         maintenance = self.objects.maintenance
         if maintenance.storing_deltas:
             try:
@@ -169,7 +174,6 @@ class Repository:
         self.objects.close()
         self.journal.close()
         self._file_lock.close()
-        self.git.close()
 
     # --- locking -----------------------------------------------------------
 
@@ -201,70 +205,13 @@ class Repository:
                     self.locks.drop_retired()  # (other writers go on meanwhile)
 
     def recover(self) -> None:
-        """Finish or undo the working-tree part of a write whose writer died.
+        """Finish or undo the working-tree part of a write whose writer died (see :meth:`Checkout.recover`)."""
+        self.checkout.recover()
 
-        The branch is the truth: each path the journal lists is made to match
-        the checked-out commit, in the working tree and in the index. The
-        dead writer's ``index.lock`` was taken back by ``locks.sweep`` first;
-        the live index was never touched (the new one was still in that lock).
-        If that branch is no longer checked out, the files belong to the
-        branch a person checked out since, and are left as they are.
-        """
-        sweep_ahead(self.state_dir)
-        finished = self.journal.finished()
-        if finished is not None and finished == self.refs.head_target():
-            return  # the last write finished, and its branch is still checked out: nothing to repair or take back
-        record = self.journal.read()
-        self._take_back_left_behind(record)
-        ref, paths = self.journal.pending_write(record)
-        if paths:
-            sweep_index_copies(self.git_dir)
-            if ref is None or self.refs.head_target() == ref:
-                self.checkout.match_head(paths)
-            else:
-                log.warning("a write to %s was interrupted while it was checked out; it no longer is, so its "
-                            "%d file(s) in the working tree were left as they are", ref, len(paths))
-            self.journal.end()
-
-    def _take_back_left_behind(self, record: object) -> None:
-        """Undo, in a checkout of another branch, what the last write left for its own branch.
-
-        ``git checkout`` writes HEAD after it releases ``index.lock``. A write
-        between the two, to a branch with the same tree as the one being
-        checked out, cannot tell the index apart and updates it and the files
-        for its own branch; the checkout then leaves them staged there.
-        """
-        ref, wrong = self.left_in_another_checkout(record)
-        if ref is None:
-            return
-        if wrong:
-            log.warning("a write to %s met a checkout of %s: %d file(s) it left there put back", ref,
-                        self.refs.head_target(), len(wrong))
-            self.checkout.match_head(wrong)
-        self.journal.end()
-
-    def left_in_another_checkout(self, record: object = None) -> tuple[str | None, list[str]]:
-        """(the branch, the paths) the last write left in the working tree of a branch no longer checked out.
-
-        A path counts while it still holds what the write put there and the
-        checked-out commit has it otherwise. (None, []) while the write's
-        branch is still checked out, or HEAD is detached.
-        """
-        ref, left = self.journal.left_behind(record)
-        head = self.refs.head_target()
-        if ref is None or head == ref or head is None:
-            return None, []
-        tree = self.commits.root_tree(self.refs.read(head))
-        wrong = []
-        for path, blob in left.items():
-            try:
-                on_disk: str | None = blob_id((self.root / path).read_bytes()).hex()
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                on_disk = None
-            entry = self.objects.lookup(tree, path)
-            if on_disk == blob and (entry.sha.hex() if entry is not None else None) != blob:
-                wrong.append(path)
-        return ref, wrong
+    def left_in_another_checkout(self) -> tuple[str | None, list[str]]:
+        """(the branch, the paths) the last write left in the working tree of a branch no longer checked out
+        (see :meth:`Checkout.left_in_another_checkout`)."""
+        return self.checkout.left_in_another_checkout()
 
     # --- reading -----------------------------------------------------------
 
@@ -370,10 +317,14 @@ class Repository:
         Raises:
             RepositoryError: it names no commit.
         """
-        try:
-            return self.git.rev_parse(f"{revision}^{{commit}}").hexsha
-        except (git.BadName, ValueError, git.GitCommandError):
-            raise RepositoryError(f"{revision!r} is not a commit in {self.root}; fetch it or name another") from None
+        if _FULL_ID.fullmatch(revision):  # read here: most revisions memsite resolves are commit ids
+            with contextlib.suppress(RepositoryError, ValueError):
+                if self.objects.read(bytes.fromhex(revision))[0] == "commit":
+                    return revision.lower()
+        result = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
+        if result.returncode != 0 or not result.stdout.strip():
+            raise RepositoryError(f"{revision!r} is not a commit in {self.root}; fetch it or name another")
+        return result.stdout.strip()
 
     def commit_with_trailer(self, key: str, value: str, *, since: str | None, tip: str = "HEAD") -> bool:
         """Whether a commit after ``since`` up to ``tip`` (a commit or ref) has the trailer ``key: value``."""
@@ -382,8 +333,7 @@ class Repository:
     def message_with_trailer(self, key: str, value: str, *, since: str | None, tip: str = "HEAD") -> str | None:
         """The message of the newest commit after ``since`` up to ``tip`` with the trailer ``key: value``, or None."""
         revision = f"{since}..{tip}" if since else tip
-        result = subprocess.run(["git", "log", "-z", "--format=%B", "-F", f"--grep={key}: {value}", revision, "--"],
-                                cwd=self.root, capture_output=True, text=True, env=git_environment())
+        result = self.git.run("log", "-z", "--format=%B", "-F", f"--grep={key}: {value}", revision, "--")
         if result.returncode != 0 and since:  # 'since' rewritten away: look through the whole branch
             return self.message_with_trailer(key, value, since=None, tip=tip)
         for message in result.stdout.split("\0"):
@@ -396,8 +346,7 @@ class Repository:
 
         For large folders: git compares trees in C without anyone parsing them in Python.
         """
-        result = subprocess.run(["git", "diff-tree", "-r", "-z", "--raw", "--no-renames", old.hex(), new.hex()],
-                                cwd=self.root, capture_output=True, env=git_environment())
+        result = self.git.run("diff-tree", "-r", "-z", "--raw", "--no-renames", old.hex(), new.hex(), text=False)
         if result.returncode != 0:
             raise RepositoryError(f"git diff-tree failed: {result.stderr.decode(errors='replace').strip()}")
         fields = result.stdout.split(b"\x00")
@@ -532,8 +481,7 @@ class Repository:
             sha = build()
             if self.refs.read(ref) != parent:
                 raise RefMoved(f"{ref} moved while the merge was made")
-            result = subprocess.run(["git", "merge", "--ff-only", "--quiet", sha], cwd=self.root, capture_output=True,
-                                    text=True, env=git_environment())
+            result = self.git.run("merge", "--ff-only", "--quiet", sha)
             if result.returncode != 0:
                 raise RepositoryError(f"git merge --ff-only {sha[:12]} failed in {self.root}: "
                                       f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}")
@@ -553,8 +501,7 @@ class Repository:
         except Exception as exc:
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
-            subprocess.run(["git", "gc", "--auto", "--quiet"], cwd=self.root, env=git_environment(),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.git.run("gc", "--auto", "--quiet", capture=False)  # (it detaches: nothing to wait for on a pipe)
 
 
 def _use_of(git_dir: Path, ref: str) -> str | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,54 @@ def git_environment(**given: str) -> dict[str, str]:
     return env
 
 
+class GitConfig:
+    """git's configuration as ``git config --list`` shows it: every level, the later value of a key winning.
+
+    Keys are looked up as git spells them, in any case: ``core.bare``,
+    ``merge.memsite-memory.driver`` (the subsection as it was written).
+    """
+
+    def __init__(self, values: Mapping[str, str], local: Mapping[str, str] | None = None) -> None:
+        self._values = dict(values)
+        self._local = dict(local if local is not None else values)
+
+    @classmethod
+    def parse(cls, listing: bytes) -> GitConfig:
+        """Read ``git config -z --list --show-scope`` (or ``-z --list``) output."""
+        values: dict[str, str] = {}
+        local: dict[str, str] = {}
+        fields = listing.decode("utf-8", "surrogateescape").split("\0")
+        scoped = len(fields) > 1 and "\n" not in fields[0]  # '<scope>' '<key>\n<value>' ... with --show-scope
+        pairs = zip(fields[0::2], fields[1::2]) if scoped else (("", field) for field in fields)
+        for scope, item in pairs:
+            if not item:
+                continue
+            key, newline, value = item.partition("\n")
+            key = _normal_key(key)
+            values[key] = value if newline else "true"  # a key with no '=' is a true boolean, to git
+            if scope in ("local", "worktree", ""):
+                local[key] = values[key]
+        return cls(values, local)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """The value of ``key`` (the last one set, as git's ``--get`` gives), or ``default``."""
+        return self._values.get(_normal_key(key), default)
+
+    def __contains__(self, key: str) -> bool:
+        return _normal_key(key) in self._values
+
+    def local(self, key: str) -> str | None:
+        """The value of ``key`` in this clone's own config (``.git/config``), or None."""
+        return self._local.get(_normal_key(key))
+
+
+def _normal_key(key: str) -> str:
+    """``Section.Sub.Option`` as git compares keys: section and option in any case, the subsection as it is."""
+    section, _, rest = key.partition(".")
+    sub, dot, option = rest.rpartition(".")
+    return f"{section.lower()}.{sub}{dot}{option.lower()}" if dot else f"{section.lower()}.{option.lower()}"
+
+
 def _bool(value: Any, key: str) -> bool:
     text = str(value).strip().lower()
     if text in ("true", "yes", "on"):
@@ -154,10 +202,10 @@ class GitSettings:
     bare: bool = False  # core.bare: in a linked worktree, whether the repository it belongs to has no worktree itself
 
     @classmethod
-    def read(cls, reader: Any) -> GitSettings:
-        """Read from a GitPython config reader (``repo.config_reader()``)."""
-        def get(section: str, option: str, default: Any) -> Any:  # (GitPython takes a default of None for none)
-            return reader.get_value(section, option, default) if reader.has_option(section, option) else default
+    def read(cls, config: GitConfig) -> GitSettings:
+        """Read from git's configuration (see :meth:`memsite.git.commands.Git.config`)."""
+        def get(section: str, option: str, default: Any) -> Any:
+            return config.get(f"{section}.{option}", default)
 
         log = get("core", "logallrefupdates", None)
         if log is None:
@@ -173,7 +221,7 @@ class GitSettings:
             object_format=str(get("extensions", "objectformat", "sha1")).strip().lower(),
             ref_storage=str(get("extensions", "refstorage", "files")).strip().lower(),
             log_refs=log_refs,
-            fsync=parse_fsync(str(get("core", "fsync", ""))) if reader.has_option("core", "fsync") else DEFAULT_FSYNC,
+            fsync=parse_fsync(str(get("core", "fsync", ""))) if "core.fsync" in config else DEFAULT_FSYNC,
             fsync_method=method,
             fsync_object_files=_bool(get("core", "fsyncobjectfiles", "false"), "core.fsyncObjectFiles"),
             loose_compression=_level(get("core", "loosecompression", get("core", "compression", 1))),

@@ -103,7 +103,7 @@ class Background(Generic[T]):
 
 # The program of the process that writes a commit's files ahead (see FilesAhead): frames of
 # (name length, data length, name, data) on its input; at the end of it, the names it could not
-# write on its output, one a line. It imports nothing of memsite's, so it starts in ~10 ms. Once
+# write on its output, one a line. It imports nothing of memsite's, so it starts quickly. Once
 # its caller is gone (killed: the next writer sweeps the folder) it writes nothing more, and
 # removes the file it was writing (where a process outliving its parent gets a new one: POSIX).
 _WRITER = """

@@ -14,7 +14,6 @@ import logging
 import math
 import queue
 import sqlite3
-import subprocess
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import FormatError, RepositoryError
-from ..git import Repository, git_environment
+from ..git import Repository
 from ..model import Memory, format_time, parse_time
 from ..ranking import TrimCandidate
 from ..text import category_key, fingerprint, match_any, sketch
@@ -699,22 +698,15 @@ def _last_commits(
     wanted = set(paths)
     found: dict[str, str] = {}
     revision = f"{since}..{commit}" if since else commit
-    proc = subprocess.Popen(
-        ["git", "log", "--format=%x00%H", "--name-only", "--no-renames", revision, "--", folder],
-        cwd=repo.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_environment(),
-    )
-    assert proc.stdout is not None
     current = None
-    for raw in proc.stdout:
-        line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
+    for raw in repo.git.log(revision, "--format=%x00%H", "--name-only", "--no-renames", paths=[folder]):
+        line = raw.decode("utf-8", "surrogateescape")
         if line.startswith("\x00"):
             current = line[1:]
         elif line and current and line in wanted and line not in found:
             found[line] = current
             if len(found) == len(wanted):
-                break
-    proc.kill()
-    proc.wait()
+                break  # (leaving the loop ends git)
     return found
 
 

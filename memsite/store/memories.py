@@ -575,7 +575,7 @@ def _default_agent(repo: Repository) -> str:
     if name:
         return name
     try:
-        user = repo.git.config_reader().get_value("user", "name", "")
+        user = repo.config.get("user.name", "")
     except Exception:
         user = ""
     slug = slugify(str(user), limit=64) if user else ""
