@@ -4,6 +4,8 @@
     python bench/dulwich_trial.py --sizes 2000 --writes 50   # a small smoke run
     python bench/dulwich_trial.py --fsync-refs       # with core.fsync=reference in every copy
 
+Needs dulwich (``pip install dulwich``, measured with 1.2.21).
+
 For each size, a repository holding that many memory files
 (``content/memories/<category>/<YYYY-MM>/<NNN>/<name>.md``: 7 categories over
 24 months, numbered folders of at most 500 files), made by ``git fast-import``
@@ -15,7 +17,7 @@ in turn (the order rotating), with the same file, path, author and time:
   * memsite: ``ObjectStore.batch()`` around ``write`` (the blob), ``apply``
     (the trees down the path) and ``write`` (the commit), so the seven objects
     go into one pack; ``Refs.update`` (compare-and-swap under git's
-    ``<ref>.lock``, with the reflog); ``release``; ``maintain`` (memsite merging
+    ``<ref>.lock``, with the reflog); ``release``; ``maintenance.maintain`` (memsite merging
     its small packs, part of every write);
   * dulwich, loose: ``DiskObjectStore.add_object`` for the blob,
     ``dulwich.object_store.commit_tree_changes`` for the trees (it stores each
@@ -153,7 +155,7 @@ class MemsiteSide:
             commit = self.objects.write(b"commit", commit_bytes(root.hex(), self.parent, when, message)).hex()
         self.refs.update(REF, commit, self.parent, ident=f"{AUTHOR} {when} +0000", message=f"commit: {message}")
         self.objects.release()
-        self.objects.maintain()
+        self.objects.maintenance.maintain()
         self.parent, self.root = commit, root
         return commit
 
