@@ -108,7 +108,7 @@ def test_trees_written_along_changed_paths_are_the_trees_git_writes(store: tuple
     changes.update((path, change) for path, change in final.items() if files.get(path) != change)
     changes.update((path, None) for path, change in edits.items()  # removing what is not there changes nothing
                    if change is None and path not in files and path not in folders([*files, *final])
-                   and not folders([path]) & set(files))  # (not below a file: see the test after this one)
+                   and not folders([path]) & {*files, *final})  # (not below a file: see the test after this one)
     assume(not set(final) & folders(files))  # (a folder turned file in one change: see the test after this one)
 
     def entries(given: dict[str, tuple[int, bytes] | None]) -> dict[str, Entry | None]:
