@@ -138,8 +138,8 @@ def _merge_text(base: str, ours: str, theirs: str) -> tuple[str, bool]:
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
             path = Path(tmp, name)
             path.write_text(text + "\n", encoding="utf-8", errors="surrogateescape")
-            paths.append(str(path))
-        merged, clean = merge_file(*map(Path, paths), in_place=False)
+            paths.append(path)
+        merged, clean = merge_file(*paths, in_place=False)
     return merged.decode("utf-8", "surrogateescape").rstrip("\n"), not clean
 
 

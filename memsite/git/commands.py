@@ -1,10 +1,11 @@
-"""Running git itself: one command, a ``cat-file --batch`` of many objects, a persistent object reader.
+"""git itself, for what memsite leaves to it: :class:`Git` (a command, a log walk, a ``cat-file`` batch,
+the configuration), :func:`merge_file`, and :class:`CatFile`, the ``git cat-file`` kept running to read
+objects stored as deltas.
 
-The few things memsite leaves to git (a walk of the log, a three-way merge
-of a file, objects stored as deltas, refreshing the index) go through here,
-always with :func:`~memsite.git.settings.git_environment`, so that what a hook
-running memsite set (``GIT_DIR``, ``GIT_INDEX_FILE``...) never points a
-command at another repository.
+Every command runs with :func:`~memsite.git.settings.git_environment`, so
+that what a hook running memsite set (``GIT_DIR``, ``GIT_INDEX_FILE``...)
+never points it at another repository. Modules outside ``memsite.git`` run
+git only through here (``tests/test_layers.py`` checks).
 """
 
 from __future__ import annotations
@@ -242,15 +243,15 @@ class CatFile:
             RepositoryError: git has no such object (or cannot be run).
         """
         with self._lock:
-            for attempt in range(2):
-                try:
-                    return self._ask(binsha)
-                except (OSError, ValueError) as exc:  # git ended (killed, or the repository moved): start it again
-                    self._stop()
-                    if attempt:
-                        raise RepositoryError(f"git object {binsha.hex()} could not be read ({exc}); "
-                                              "run 'git fsck'") from None
-        raise AssertionError("unreachable")
+            try:
+                return self._ask(binsha)
+            except (OSError, ValueError):  # git ended (killed, or its pipe broke): start it again, once
+                self._stop()
+            try:
+                return self._ask(binsha)
+            except (OSError, ValueError) as exc:
+                self._stop()
+                raise RepositoryError(f"git object {binsha.hex()} could not be read ({exc}); run 'git fsck'") from None
 
     def _ask(self, binsha: bytes) -> tuple[str, bytes]:
         if self._proc is None:

@@ -58,7 +58,7 @@ class ObjectStore:
     def __init__(self, objects_dir: Path, settings: GitSettings | None = None) -> None:
         self.dir = objects_dir
         self._dir = str(objects_dir)
-        self._git = CatFile(objects_dir.parent)  # objects/ is in the git dir
+        self._cat_file = CatFile(objects_dir.parent)  # (objects/ is in the git dir) for deltas and alternates
         settings = settings or GitSettings()
         self._level = settings.loose_compression
         # A commit's pack stands for its loose objects: flushed as they would be (git flushes packs
@@ -179,7 +179,7 @@ class ObjectStore:
 
     def close(self) -> None:
         """End its ``git cat-file`` and close the files the locks of its pack maintenance hold open."""
-        self._git.close()
+        self._cat_file.close()
         self.maintenance.close()
 
     def read(self, binsha: bytes) -> tuple[str, bytes]:
@@ -192,7 +192,7 @@ class ObjectStore:
         found = self._from_packs(binsha)
         if found is not None:
             return found
-        return self._git.read(binsha)
+        return self._cat_file.read(binsha)
 
     def _from_packs(self, binsha: bytes) -> tuple[str, bytes] | None:
         """(kind, data) from a pack that stores it whole; None if none does (or it is a delta)."""

@@ -96,25 +96,21 @@ class GitConfig:
     ``merge.memsite-memory.driver`` (the subsection as it was written).
     """
 
-    def __init__(self, values: Mapping[str, str], local: Mapping[str, str] | None = None) -> None:
-        self._values = dict(values)
-        self._local = dict(local if local is not None else values)
+    def __init__(self, values: Mapping[str, str], local: Mapping[str, str]) -> None:
+        self._values = dict(values)  # every level
+        self._local = dict(local)  # this clone's own (.git/config, and a worktree's config.worktree)
 
     @classmethod
     def parse(cls, listing: bytes) -> GitConfig:
-        """Read ``git config -z --list --show-scope`` (or ``-z --list``) output."""
+        """Read what ``git config -z --list --show-scope`` printed: ``<scope>\\0<key>\\n<value>\\0`` for each."""
         values: dict[str, str] = {}
         local: dict[str, str] = {}
         fields = listing.decode("utf-8", "surrogateescape").split("\0")
-        scoped = len(fields) > 1 and "\n" not in fields[0]  # '<scope>' '<key>\n<value>' ... with --show-scope
-        pairs = zip(fields[0::2], fields[1::2]) if scoped else (("", field) for field in fields)
-        for scope, item in pairs:
-            if not item:
-                continue
+        for scope, item in zip(fields[0::2], fields[1::2]):
             key, newline, value = item.partition("\n")
             key = _normal_key(key)
             values[key] = value if newline else "true"  # a key with no '=' is a true boolean, to git
-            if scope in ("local", "worktree", ""):
+            if scope in ("local", "worktree"):
                 local[key] = values[key]
         return cls(values, local)
 
