@@ -1,0 +1,1 @@
+"""Tests of memsite's git plumbing (memsite/git/), one file per module, checked against git itself."""
