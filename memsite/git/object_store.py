@@ -367,7 +367,10 @@ class ObjectStore:
             current = tree.get(name)
             sub_root = current.sha if current is not None and current.is_tree else None
             new_sub = self.apply(sub_root, sub, f"{folder}/{name}" if folder else name)
-            edits[name] = Entry(MODE_TREE, new_sub) if new_sub is not None else None
+            if new_sub is not None:
+                edits[name] = Entry(MODE_TREE, new_sub)
+            elif sub_root is not None and name not in direct:
+                edits[name] = None  # a folder left empty goes; a file of that name stays, or is what direct says
         new_tree = tree.edited(edits)
         if not len(new_tree):
             return None

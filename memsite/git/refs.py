@@ -11,6 +11,7 @@ update-ref`` saves a subprocess on every write. Reflogs follow
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -87,6 +88,8 @@ class Refs:
             RefMoved: the ref had moved; nothing was written.
             RepositoryError: another process held the ref's lock for too long.
         """
+        if old is None:
+            self._refuse_name_conflict(ref)  # (before the lock: its folder may be a ref's file)
         lock = self.locks.acquire(self.common_dir / ref)
         try:
             current = self.read(ref)
@@ -94,6 +97,8 @@ class Refs:
                 raise RefMoved(
                     f"{ref} moved from {(old or 'nothing')[:12]} to {(current or 'nothing')[:12]} during the write"
                 )
+            if old is None:
+                self._refuse_name_conflict(ref)  # (again under the lock: created meanwhile)
             lock.write(f"{new}\n".encode())
             # The reflog is written under the ref's lock, as git does, so that
             # 'git reflog expire' (run by gc) never rewrites it underneath.
@@ -104,6 +109,33 @@ class Refs:
             lock.commit(self._flush)
         finally:
             lock.rollback()  # nothing once committed
+
+    def _refuse_name_conflict(self, ref: str) -> None:
+        """Refuse a new ``ref`` under another ref's name (``refs/heads/a/b`` beside ``refs/heads/a``) or
+        above other refs (``refs/heads/a`` beside ``refs/heads/a/b``): git keeps one of the two.
+
+        Raises:
+            RepositoryError: naming the ref in the way.
+        """
+        parts = ref.split("/")
+        above = ["/".join(parts[:i]) for i in range(2, len(parts))]  # refs/heads/a of refs/heads/a/b
+        below = f"{ref}/"
+        in_the_way = next((name for name in above if os.path.isfile(f"{self._common}/{name}")), None)
+        if in_the_way is None and os.path.isdir(f"{self._common}/{ref}"):
+            in_the_way = next((f"{ref}/{path.relative_to(self.common_dir / ref).as_posix()}"
+                               for path in (self.common_dir / ref).rglob("*")
+                               if path.is_file() and not path.name.endswith(".lock")), None)
+        if in_the_way is None:
+            with contextlib.suppress(FileNotFoundError):
+                with open(self.common_dir / "packed-refs", encoding="utf-8") as handle:
+                    for line in handle:
+                        name = line.rstrip("\n").partition(" ")[2]
+                        if not line.startswith(("#", "^")) and (name in above or name.startswith(below)):
+                            in_the_way = name
+                            break
+        if in_the_way is not None:
+            raise RepositoryError(f"cannot create {ref}: {in_the_way} exists (git keeps a ref or the refs "
+                                  "under its name, not both)")
 
     def _append_log(self, ref: str, path: Path, line: bytes) -> None:
         """Append to the reflog; a missing one is created only where core.logAllRefUpdates says so."""

@@ -132,12 +132,8 @@ def test_memsite_holding_a_ref_lock_makes_git_fail_and_a_git_lock_makes_memsite_
     assert text(repo, "rev-parse", "main").strip() == later
 
 
-@pytest.mark.xfail(strict=True, reason="memsite bug: Refs.update creates refs/heads/a/b beside a branch refs/heads/a "
-                   "(a name conflict git refuses: \"'refs/heads/a' exists; cannot create 'refs/heads/a/b'\"), "
-                   "or fails with a bare NotADirectoryError; see the report of tests/git")
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
 def test_a_branch_under_the_name_of_another_branch_is_refused_as_git_refuses_it(repo: Path, packed: bool) -> None:
-    run(repo, "config", "core.logAllRefUpdates", "false")  # (with reflogs, the loose case fails on the log's folder)
     run(repo, "branch", "agent")
     if packed:
         run(repo, "pack-refs", "--all")
@@ -151,6 +147,21 @@ def test_a_branch_under_the_name_of_another_branch_is_refused_as_git_refuses_it(
     assert text(repo, "for-each-ref") == before
     assert not list((repo / ".git" / "refs").rglob("*.lock"))
 
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_a_branch_named_as_the_folder_of_other_branches_is_refused_as_git_refuses_it(repo: Path, packed: bool) -> None:
+    run(repo, "branch", "agent/planner")
+    if packed:
+        run(repo, "pack-refs", "--all")
+    head = text(repo, "rev-parse", "HEAD").strip()
+    by_git = subprocess.run(["git", "update-ref", "refs/heads/agent", head], cwd=repo, capture_output=True, text=True)
+    assert by_git.returncode != 0 and "refs/heads/agent/planner" in by_git.stderr
+    before = text(repo, "for-each-ref")
+    with pytest.raises(RepositoryError, match="refs/heads/agent/planner exists"):
+        refs_of(repo).update("refs/heads/agent", head, None, ident=IDENT, message="branch: created")
+    assert text(repo, "for-each-ref") == before
+    assert not list((repo / ".git" / "refs").rglob("*.lock"))
 
 _PART = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x2FF, blacklist_characters="~^:?*[\\/.\x7f"),
                 min_size=1, max_size=10).filter(lambda part: "@{" not in part)
