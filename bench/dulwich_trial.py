@@ -52,6 +52,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import report
 from corpus import CATEGORIES, Corpus
 from dulwich.object_store import MemoryObjectStore, OverlayObjectStore, commit_tree_changes
 from dulwich.objects import Blob, Commit
@@ -289,6 +290,7 @@ def main() -> None:
             if row[0] == size and row is not ours:
                 print(f"\n{size:,} files: {row[1]} p50 is {row[2] / ours[2]:.2f}x memsite's", end="")
     print()
+    report.publish("dulwich-trial", skip=min(args.sizes) < 10_000 or args.fsync_refs)  # (--fsync-refs: a variant)
 
 
 if __name__ == "__main__":

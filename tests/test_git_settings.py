@@ -608,7 +608,7 @@ def test_a_transaction_adds_its_new_files_to_the_index_itself_and_a_later_single
 def test_git_variables_a_hook_passes_on_point_no_command_at_another_repository(
         tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hook of another repository's linked worktree runs memsite on this one: git gave it GIT_DIR (and
-    GIT_INDEX_FILE). memsite's git commands (git log for the site's history, 'git gc', GitPython's readers)
+    GIT_INDEX_FILE). memsite's git commands (git log for the site's history, 'git gc', 'git cat-file')
     still work on this repository, and leave that one alone: its history never reaches this site."""
     project = tmp_path / "project"
     git(tmp_path, "init", "-q", str(project))
