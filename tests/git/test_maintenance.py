@@ -20,7 +20,7 @@ from memsite.git.maintenance import GC_PID_STALE_SECONDS, gc_running
 from memsite.git.objects import MODE_FILE
 from memsite.git.settings import GitSettings
 
-from .conftest import commit_files, fsck, run, text
+from .conftest import fsck, run, text
 
 
 @pytest.fixture

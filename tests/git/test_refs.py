@@ -14,7 +14,7 @@ from memsite.git.locks import Locks
 from memsite.git.refs import RefMoved, Refs
 from memsite.git.settings import GitSettings
 
-from .conftest import commit_files, fsck, init, run, text
+from .conftest import fsck, init, run, text
 
 IDENT = "Planner <planner@memsite.invalid> 1764230400 +0000"
 
