@@ -534,7 +534,7 @@ def main() -> None:
         print(f"| {name} | {a} | {b} | {ratio} | {target} | {mark} |")
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
-    report.publish("commit", skip=args.quick)
+    report.publish("commit-large" if args.large and not sizes and not month_size else "commit", skip=args.quick)
 
 
 if __name__ == "__main__":
