@@ -269,6 +269,7 @@ class MemoryStore:
         or when the store was opened on a detached HEAD)."""
         return self._store.tip()
 
+    @translated
     def now(self) -> datetime:
         """The current time as this store sees it (UTC, whole seconds)."""
         return self._store.now()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import world
 from .errors import FormatError
 from .fileformat import format_memory, parse_memory
-from .git.commands import merge_file
+from .git import merge_file
 
 if TYPE_CHECKING:
     from .git import Repository

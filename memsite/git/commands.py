@@ -196,7 +196,7 @@ def merge_file(ours: Path, base: Path, theirs: Path, *, labels: tuple[str, str, 
     """
     options = ["-L", labels[0], "-L", labels[1], "-L", labels[2]]
     result = subprocess.run(["git", "merge-file", *([] if in_place else ["-p"]), *options,
-                             str(ours), str(base), str(theirs)], capture_output=True)
+                             str(ours), str(base), str(theirs)], capture_output=True, env=git_environment())
     return result.stdout, result.returncode == 0
 
 

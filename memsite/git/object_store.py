@@ -1,9 +1,8 @@
 """The objects of one repository: written in batches (a commit's in one pack) or loose, read, and trees cached.
 
-Why not GitPython's index or object writer: its index is pure Python and
-rewrites the whole index at every commit, and its loose-object writer and
-tree serializer cost more than the rest of a memsite write together. A
-commit here writes one blob per changed file and one tree per folder on the
+Why its own writer rather than a general git library's (GitPython's index
+rewrites the whole index at every commit; dulwich was measured, see
+docs/benchmarks.md): a commit here writes one blob per changed file and one tree per folder on the
 changed path (the other trees are reused by id), so a write to a repo of
 10,000 memories costs little more than one to an empty one.
 

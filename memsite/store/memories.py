@@ -148,12 +148,12 @@ class Store:
                 a read-only folder, or a git config that could not be written.
             DiskFull: the disk has no room (for the git config either).
         """
-        if self._cannot_write is not None:
-            raise RepositoryError(self._cannot_write)
-        if self._unconfigured:
+        if self._unconfigured:  # (opened on a full disk: written now, or found unwritable now)
             self._configure_clone()
             if self._unconfigured:
                 raise disk_full(self.root)
+        if self._cannot_write is not None:
+            raise RepositoryError(self._cannot_write)
         self._on_disk()
         if self.ref is None:
             busy = self.repo.in_progress()
@@ -595,9 +595,6 @@ def _default_agent(repo: Repository) -> str:
     name = os.environ.get("MEMSITE_AGENT")
     if name:
         return name
-    try:
-        user = repo.config.get("user.name", "")
-    except Exception:
-        user = ""
-    slug = slugify(str(user), limit=64) if user else ""
+    user = repo.config.get("user.name", "")
+    slug = slugify(user, limit=64) if user else ""
     return slug if slug and slug != "memory" else "human"
