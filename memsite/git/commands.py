@@ -28,8 +28,14 @@ class GitFailed(RepositoryError):
     def __init__(self, where: Path, args: Sequence[str], returncode: int, stderr: str) -> None:
         self.returncode = returncode
         self.stderr = stderr
-        last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "no reason given")
-        super().__init__(f"git {' '.join(args[:2])} failed in {where}: {last}")
+        super().__init__(f"git {' '.join(args[:2])} failed in {where}: {last_line(stderr)}")
+
+
+def last_line(stderr: str, prefer: str = "") -> str:
+    """What git said last (or its first line starting with ``prefer``), for a one-line message."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    chosen = next((line for line in lines if prefer and line.startswith(prefer)), lines[-1] if lines else "")
+    return chosen or "no reason given"
 
 
 class Git:

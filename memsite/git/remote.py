@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DiskFull, RepositoryError
-from .commands import Git
+from .commands import Git, last_line
 
 # What git says when a ref's lock is held by another git command (a person's
 # 'git fetch' beside memsite's): worth trying again, not an error to report.
@@ -153,7 +153,7 @@ def merge_trees(root: Path, ours: str, theirs: str) -> TreeMerge:
             raise RepositoryError(f"merging needs git 2.38 or newer (git merge-tree --write-tree); this is {version}")
         if "no space left on device" in result.stderr.lower():
             raise DiskFull(f"disk full at {root}: git merge-tree could not write the merge; nothing was lost")
-        raise RepositoryError(f"git merge-tree {ours[:12]} {theirs[:12]} failed: {_last_line(result.stderr)}")
+        raise RepositoryError(f"git merge-tree {ours[:12]} {theirs[:12]} failed: {last_line(result.stderr)}")
     first, _, rest = result.stdout.partition("\0")
     if result.returncode == 0:
         return TreeMerge(bytes.fromhex(first), (), "")
@@ -175,7 +175,7 @@ def is_ancestor(root: Path, commit: str, of: str) -> bool:
     """Whether ``commit`` is ``of`` or in its history."""
     result = _git(root, "merge-base", "--is-ancestor", commit, of, check=False)
     if result.returncode > 1:
-        raise RepositoryError(f"git merge-base failed in {root}: {_last_line(result.stderr)}")
+        raise RepositoryError(f"git merge-base failed in {root}: {last_line(result.stderr)}")
     return result.returncode == 0
 
 
@@ -185,7 +185,7 @@ def count(root: Path, include: str, exclude: Sequence[str] = ()) -> int:
 
 
 def _failure(remote: str, what: str, stderr: str, root: Path) -> RepositoryError:
-    reason = _last_line(stderr, prefer="fatal:")
+    reason = last_line(stderr, prefer="fatal:")
     if "no space left on device" in stderr.lower() or "disk quota exceeded" in stderr.lower():
         return DiskFull(f"disk full at {root}: git {what} {remote} could not write ({reason.removeprefix('fatal: ')}); "
                         "nothing acknowledged was lost: free some space and sync again")
@@ -193,12 +193,6 @@ def _failure(remote: str, what: str, stderr: str, root: Path) -> RepositoryError
         return Busy(f"git {what} {remote}: {reason}")
     return Unreachable(f"cannot reach the remote {remote} ({reason.removeprefix('fatal: ')}); "
                        f"nothing was {'fetched' if what == 'fetch' else 'pushed'}")
-
-
-def _last_line(stderr: str, prefer: str = "") -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    chosen = next((line for line in lines if prefer and line.startswith(prefer)), lines[-1] if lines else "")
-    return chosen or "no reason given"
 
 
 def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
