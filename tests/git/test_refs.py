@@ -133,35 +133,25 @@ def test_memsite_holding_a_ref_lock_makes_git_fail_and_a_git_lock_makes_memsite_
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
-def test_a_branch_under_the_name_of_another_branch_is_refused_as_git_refuses_it(repo: Path, packed: bool) -> None:
-    run(repo, "branch", "agent")
+@pytest.mark.parametrize(("existing", "new"), [("agent", "agent/planner"), ("agent/planner", "agent")],
+                         ids=["under-another-branch", "named-as-a-folder-of-branches"])
+def test_a_branch_whose_name_clashes_with_another_is_refused_as_git_refuses_it(repo: Path, packed: bool, existing: str,
+                                                                              new: str) -> None:
+    """A branch under another branch's name, or named as the folder of other branches: git keeps one of the two."""
+    run(repo, "branch", existing)
     if packed:
         run(repo, "pack-refs", "--all")
     head = text(repo, "rev-parse", "HEAD").strip()
-    by_git = subprocess.run(["git", "update-ref", "refs/heads/agent/planner", head], cwd=repo, capture_output=True,
-                            text=True)
-    assert by_git.returncode != 0 and "cannot create 'refs/heads/agent/planner'" in by_git.stderr
-    before = text(repo, "for-each-ref")
-    with pytest.raises(RepositoryError, match="refs/heads/agent"):
-        refs_of(repo).update("refs/heads/agent/planner", head, None, ident=IDENT, message="branch: created")
-    assert text(repo, "for-each-ref") == before
-    assert not list((repo / ".git" / "refs").rglob("*.lock"))
-
-
-
-@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
-def test_a_branch_named_as_the_folder_of_other_branches_is_refused_as_git_refuses_it(repo: Path, packed: bool) -> None:
-    run(repo, "branch", "agent/planner")
-    if packed:
-        run(repo, "pack-refs", "--all")
-    head = text(repo, "rev-parse", "HEAD").strip()
-    by_git = subprocess.run(["git", "update-ref", "refs/heads/agent", head], cwd=repo, capture_output=True, text=True)
+    by_git = subprocess.run(["git", "update-ref", f"refs/heads/{new}", head], cwd=repo, capture_output=True, text=True)
     assert by_git.returncode != 0 and "refs/heads/agent/planner" in by_git.stderr
+    if new == "agent/planner":
+        assert "cannot create 'refs/heads/agent/planner'" in by_git.stderr
     before = text(repo, "for-each-ref")
-    with pytest.raises(RepositoryError, match="refs/heads/agent/planner exists"):
-        refs_of(repo).update("refs/heads/agent", head, None, ident=IDENT, message="branch: created")
+    with pytest.raises(RepositoryError, match=f"cannot create refs/heads/{new}: refs/heads/{existing} exists"):
+        refs_of(repo).update(f"refs/heads/{new}", head, None, ident=IDENT, message="branch: created")
     assert text(repo, "for-each-ref") == before
     assert not list((repo / ".git" / "refs").rglob("*.lock"))
+
 
 _PART = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x2FF, blacklist_characters="~^:?*[\\/.\x7f"),
                 min_size=1, max_size=10).filter(lambda part: "@{" not in part)
