@@ -73,6 +73,7 @@ DEFAULT_CATEGORIES: tuple[Category, ...] = (
 )
 
 TRIM_POLICIES = ("archive", "delete")
+SYNC_INTEGRATION = ("auto", "push", "queue")  # who moves the shared branch: see Config.sync_integrate
 MAX_SEGMENT_SIZE = 1000  # files GitHub's web view lists in a folder
 
 
@@ -106,10 +107,12 @@ def _flag(value: Any) -> bool:
     return value
 
 
-def _trim(value: Any) -> str:
-    if value not in TRIM_POLICIES:
-        raise _Bad(" or ".join(TRIM_POLICIES))
-    return value
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def parse(value: Any) -> str:
+        if value not in choices:
+            raise _Bad(" or ".join(choices))
+        return value
+    return parse
 
 
 def _model(value: Any) -> str:
@@ -181,7 +184,7 @@ class Config:
     """Largest memory text accepted."""
     max_world_bytes: int = setting(128 * 1024, "max_world_bytes", _number(1, whole=True))
     """Largest world_state.md a merge (store.world.merge or a task's world changes) may leave."""
-    trim: str = setting("archive", "trim", _trim)
+    trim: str = setting("archive", "trim", _one_of(TRIM_POLICIES))
     """What trimming does with a memory: ``archive`` (moved to archive/) or ``delete`` (kept in history)."""
     half_life_days: float = setting(30.0, "decay.half_life_days", _number(0, above=True))
     """Decay half-life: a memory not recalled loses half its score in this many days."""
@@ -213,12 +216,19 @@ class Config:
     """Seconds a write waits for a git lock file held by someone else (a running ``git commit``) before failing."""
     sync_publish: str = setting("agent/{agent}", "sync.publish", _branch, null=True)
     """The branch ``memsite sync`` publishes an agent's commits to (``{agent}``: its name); empty: publish none."""
+    sync_integrate: str = setting("auto", "sync.integrate", _one_of(SYNC_INTEGRATION))
+    """Who moves the shared branch when agents publish: ``push`` (each sync pushes it too), ``queue`` (syncs
+    only publish; ``memsite integrate`` merges) or ``auto``: queue while the merge queue is running (the
+    shared branch's newest commit is its merge, under two minutes old), push otherwise.
+
+    With fifty agents, syncs that push the shared branch keep moving it
+    under the merge queue, whose pushes then lose the race over and over."""
     sync_attempts: int | None = setting(None, "sync.attempts", _number(1, whole=True))
     """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued.
 
-    Default: once when agents publish (a sync that lost the race is queued
-    and ``memsite integrate`` merges it: a retry would only add to the
-    contention), five times with backoff when they publish none."""
+    Default: once with ``sync.integrate: push`` when agents publish (a sync
+    that lost the race is queued and ``memsite integrate`` merges it: a retry
+    would only add to the contention), five times with backoff otherwise."""
     recent_days: int = setting(7, "site.recent_days", _number(1, whole=True))
     """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
     segment_size: int = setting(500, "segment_size", _number(1, MAX_SEGMENT_SIZE, whole=True))

@@ -42,6 +42,8 @@ UNQUEUED_ATTEMPTS = 5  # a sync's tries at the shared branch when there is no qu
 INTEGRATE_ATTEMPTS = 12  # an integrator keeps at it longer than an agent's sync: it is the queue
 BUSY_ATTEMPTS = 5  # tries of a fetch or push while another git command in this clone holds a ref
 SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
+QUEUE_RUNNING_SECONDS = 120.0  # a merge of the queue this recent on the shared branch: the queue is running
+INTEGRATE_SUBJECT = "Integrate agent branches: "  # the first line of the merge queue's commits
 
 INTEGRATED, QUEUED, UP_TO_DATE = "integrated", "queued", "up to date"
 
@@ -108,8 +110,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         publish = None  # (pushing the branch is all there is; a branch for review never goes to the merge queue)
     origin = Remote(store.root, remote)
     tries = attempts if attempts is not None else store.config.sync_attempts
-    if tries is None:
-        tries = 1 if publish else UNQUEUED_ATTEMPTS
+    if tries is None:  # (a sync that lost the race is queued at once when a merge queue is known to run)
+        tries = 1 if publish and store.config.sync_integrate == "push" else UNQUEUED_ATTEMPTS
     if tries < 1:
         raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
     refs = store.repo.refs
@@ -134,8 +136,10 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             fetched += brought
             if mine is None or mine == theirs:
                 return SyncResult(remote, shared, UP_TO_DATE, fetched, 0, attempt, publish, restored=restored)
-            outcome = _push(origin, {shared: mine, **({publish: mine} if publish else {})})
-            if publish and not outcome[publish].ok and not outcome[publish].rejected and not outcome[shared].ok:
+            queue = publish is not None and _leave_to_queue(store, theirs)
+            outcome = _push(origin, {publish: mine} if queue else {shared: mine, **({publish: mine} if publish else {})})
+            if publish and not queue and not outcome[publish].ok and not outcome[publish].rejected \
+                    and not outcome[shared].ok:
                 # A hook refused the whole push for the shared branch's sake (protected): publish alone.
                 outcome[publish] = _push(origin, {publish: mine})[publish]
             if publish and not outcome[publish].ok:
@@ -143,6 +147,14 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                     raise RepositoryError(f"{remote} refused {publish}: {outcome[publish].reason}; nothing was "
                                           "published (the commits stay in this clone)")
                 own_moved = True
+            if queue:
+                if outcome[publish].ok:  # type: ignore[index]
+                    return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
+                                      note=f"left to the merge queue (sync.integrate: {store.config.sync_integrate})")
+                note = f"{remote}/{publish} kept moving (this agent publishes from another clone too)"
+                if attempt < tries:
+                    _backoff(attempt)
+                continue
             result = outcome[shared]
             if result.ok:
                 return SyncResult(remote, shared, INTEGRATED, fetched, pushed, attempt, publish,
@@ -245,13 +257,12 @@ class _Chain:
         return True
 
     def commit(self) -> str:
-        """One commit: the shared branch and every merged agent branch as its parents (or a fast-forward)."""
-        if len(self.merged) == 1:
-            only = next(iter(self.merged.values()))
-            if is_ancestor(self.store.root, self.base, only):
-                return only
-        names = ", ".join(self.merged)
-        lines = [f"Integrate {len(self.merged)} agent branch{'es' if len(self.merged) > 1 else ''}: {names}", ""]
+        """One commit: the shared branch and every merged agent branch as its parents.
+
+        Never a fast-forward, even for one branch: the shared branch's
+        newest commit then tells agents' syncs the queue is running.
+        """
+        lines = [INTEGRATE_SUBJECT + ", ".join(self.merged), ""]
         lines += [f"Integrated: {name} {sha}" for name, sha in self.merged.items()]
         lines += [f"Left-Out: {name} ({why})" for name, why in self.left_out]
         return _commit(self.store, self.store.repo.root_tree(self.current), [self.base, *self.merged.values()],
@@ -297,6 +308,17 @@ def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish:
             except RefMoved:
                 continue
         return behind, now, ahead + (tree is not None)
+
+
+def _leave_to_queue(store: Store, shared: str | None) -> bool:
+    """Whether a sync publishes its commits only, leaving the shared branch (now at ``shared``) to the merge
+    queue: always (``sync.integrate: queue``), never (``push``), or while the queue runs (``auto``: the
+    shared branch's newest commit is its merge, made less than ``QUEUE_RUNNING_SECONDS`` ago)."""
+    mode = store.config.sync_integrate
+    if mode != "auto" or shared is None:
+        return mode == "queue"
+    subject, when = store.repo.subject(shared)
+    return subject.startswith(INTEGRATE_SUBJECT) and abs(store.now().timestamp() - when) < QUEUE_RUNNING_SECONDS
 
 
 def _ready(store: Store, ref: str) -> None:

@@ -13,12 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
-from memsite import ConflictError, MemoryStore, RepositoryError
+from memsite import ConfigError, ConflictError, MemoryStore, RepositoryError
 from memsite.cli import main
 from memsite.sync import integrate, sync
-from tests.conftest import assert_clean, git, head
+from memsite.config import parse_config
+from tests.conftest import Clock, assert_clean, git, head
 from tests.faults import fill
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,8 +49,8 @@ def tip(remote: Path, branch: str) -> str | None:
     return result.stdout.strip() or None
 
 
-def on_main(remote: Path, commit: str) -> bool:
-    return subprocess.run(["git", "merge-base", "--is-ancestor", commit, "main"], cwd=remote).returncode == 0
+def on_main(remote: Path, commit: str, branch: str = "main") -> bool:
+    return subprocess.run(["git", "merge-base", "--is-ancestor", commit, branch], cwd=remote).returncode == 0
 
 
 def protect_main(remote: Path, hook: str = "update") -> Path:
@@ -93,6 +95,46 @@ def test_a_protected_main_leaves_commits_queued_until_integrate(store: MemorySto
     assert_clean(remote.parent / "integrator")
 
 
+def test_while_the_merge_queue_runs_syncs_leave_main_to_it(store: MemoryStore, remote: Path, clock: Clock) -> None:
+    """Agents pushing main would keep moving it under the queue's pushes: while the queue's merge is main's
+    newest commit (under two minutes old), a sync publishes only; once it is older, syncs push main again."""
+    allow = protect_main(remote)
+    store.remember("The release train leaves on Thursdays", category="events")
+    assert sync(store).status == "queued"
+    allow.touch()
+    with clone(remote, "integrator", clock=clock) as queue:
+        assert integrate(queue).merged == ("agent/planner",)
+    merged = tip(remote, "main")
+    assert git(remote, "log", "-1", "--format=%s", "main").strip() == "Integrate agent branches: agent/planner"
+    second = store.remember("Hotfixes skip the train", category="events")
+    result = sync(store)
+    assert (result.status, result.note) == ("queued", "left to the merge queue (sync.integrate: auto)")
+    assert tip(remote, "main") == merged and on_main(remote, second.commit, "agent/planner")
+    clock.advance(seconds=121)  # nothing merged for two minutes: as far as a sync can tell, the queue stopped
+    assert sync(store).status == "integrated" and on_main(remote, second.commit)
+
+
+@pytest.mark.parametrize("mode", ["push", "queue"])
+def test_sync_integrate_pushes_main_always_or_never(store: MemoryStore, remote: Path, clock: Clock,
+                                                    mode: str) -> None:
+    path = store.root / "mkdocs.yml"
+    data = yaml.safe_load(path.read_text())
+    data["plugins"]["memsite"]["sync"] = {"integrate": mode}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    git(store.root, "commit", "-qam", f"sync.integrate: {mode}")
+    with clone(remote, "integrator", clock=clock) as queue:
+        store.remember("The release train leaves on Thursdays", category="events")
+        sync(store)
+        integrate(queue)  # the queue's merge is main's newest commit
+        with MemoryStore(store.root, agent="planner", clock=clock) as configured:
+            memory = configured.remember("Hotfixes skip the train", category="events")
+            result = sync(configured)
+    assert result.status == ("integrated" if mode == "push" else "queued")
+    assert on_main(remote, memory.commit) == (mode == "push")
+    with pytest.raises(ConfigError, match="plugins.memsite.sync.integrate': expected auto or push or queue"):
+        parse_config({"sync": {"integrate": "sometimes"}})
+
+
 def test_a_main_that_keeps_moving_leaves_the_sync_queued_not_failed(store: MemoryStore, remote: Path) -> None:
     """Each push of the store's clone finds main moved since its fetch: another clone pushed first."""
     other = remote.parent / "person"
@@ -109,8 +151,8 @@ cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && date +
     assert (result.status, result.attempts) == ("queued", 2) and "kept moving" in result.note
     assert tip(remote, "agent/planner") is not None and not on_main(remote, memory.commit)
     store.remember("The build cluster is lyra", category="entities")
-    result = sync(store)  # by default a published sync does not try again: the queue takes it from here
-    assert (result.status, result.attempts) == ("queued", 1)
+    result = sync(store)  # no merge queue is running: a sync tries main five times before it leaves it queued
+    assert (result.status, result.attempts) == ("queued", 5)
     hook.unlink()
     assert sync(store).status == "integrated" and on_main(remote, memory.commit)
     assert (store.root / "moved.txt").exists()  # what the other clone pushed was merged in

@@ -62,14 +62,25 @@ class Commits:
 
     def header(self, commit: str) -> dict[bytes, list[bytes]]:
         """The header of ``commit``: each field's values (tree, parent, author, committer), in order."""
+        return self._parse(commit)[0]
+
+    def subject(self, commit: str) -> tuple[str, int]:
+        """The first line of ``commit``'s message, and when it was committed (seconds since the epoch)."""
+        fields, message = self._parse(commit)
+        committer = fields.get(b"committer", [b""])[-1].split(b" ")
+        when = int(committer[-2]) if len(committer) >= 2 and committer[-2].isdigit() else 0
+        return message.partition(b"\n")[0].decode("utf-8", "replace"), when
+
+    def _parse(self, commit: str) -> tuple[dict[bytes, list[bytes]], bytes]:
         kind, data = self.objects.read(bytes.fromhex(commit))
         if kind != "commit":
             raise RepositoryError(f"{commit}: is not a commit")
+        head, _, message = data.partition(b"\n\n")
         fields: dict[bytes, list[bytes]] = {}
-        for line in data.partition(b"\n\n")[0].split(b"\n"):
+        for line in head.split(b"\n"):
             key, _, value = line.partition(b" ")
             fields.setdefault(key, []).append(value)
-        return fields
+        return fields, message
 
     def last_commits(self, paths: list[str], since: str | None, tip: str, limit: int = 64) -> dict[str, str] | None:
         """The newest commit after ``since`` that changed each path, walking at most ``limit`` commits.

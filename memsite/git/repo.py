@@ -295,6 +295,10 @@ class Repository:
         """The parent commit ids of ``commit``."""
         return self.commits.parents(commit)
 
+    def subject(self, commit: str) -> tuple[str, int]:
+        """The first line of ``commit``'s message, and when it was committed (see :meth:`Commits.subject`)."""
+        return self.commits.subject(commit)
+
     def last_commits(self, paths: list[str], since: str | None, tip: str, limit: int = 64) -> dict[str, str] | None:
         """The newest commit after ``since`` that changed each path (see :meth:`Commits.last_commits`)."""
         return self.commits.last_commits(paths, since, tip, limit)
