@@ -108,6 +108,10 @@ def worker(args: argparse.Namespace) -> None:
 
     while time.time() < args.start:
         time.sleep(0.01)
+    import cProfile, atexit
+    if os.environ.get("PROF") and name in ("agent07", "agent21"):
+        prof = cProfile.Profile(); prof.enable()
+        atexit.register(lambda: (prof.disable(), prof.dump_stats(f"/tmp/prof-{name}.out")))
     written = 0
     while (written < args.count) if args.count else (time.time() < args.start + args.duration):
         if args.pace:

@@ -110,8 +110,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         publish = None  # (pushing the branch is all there is; a branch for review never goes to the merge queue)
     origin = Remote(store.root, remote)
     tries = attempts if attempts is not None else store.config.sync_attempts
-    if tries is None:  # (a sync that lost the race is queued at once when a merge queue is known to run)
-        tries = 1 if publish and store.config.sync_integrate == "push" else UNQUEUED_ATTEMPTS
+    if tries is None:
+        tries = 1 if publish else UNQUEUED_ATTEMPTS
     if tries < 1:
         raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
     refs = store.repo.refs

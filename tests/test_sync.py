@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memsite import ConflictError, MemoryStore
-from memsite.sync import sync
+from memsite.sync import integrate, sync
 from tests.conftest import Clock, assert_clean, git
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +86,20 @@ def test_world_state_merges_by_key_and_a_real_conflict_changes_nothing(store: Me
     other.close()
 
 
+def test_memories_a_sync_brings_name_the_commit_that_last_changed_them(store: MemoryStore, remote: Path,
+                                                                    tmp_path: Path) -> None:
+    other = clone(remote, tmp_path / "b", "coder")
+    written = [other.remember(f"Service {n} listens on port {9000 + n}", category="entities") for n in range(3)]
+    other.forget(written[1].id, reason="retired")
+    updated = other.update(written[2].id, content="Service 2 listens on port 9102 since the move")
+    store.remember("The build server is orion", category="entities")
+    sync(other)
+    sync(store)  # a merge of four commits from the other clone
+    for memory in (written[0], updated):
+        path = store.get(memory.id).path.relative_to(store.root).as_posix()
+        assert store.get(memory.id).commit == git(store.root, "log", "-1", "--format=%H", "--", path).strip()
+
+
 def test_recall_counts_from_two_clones_add_up(store: MemoryStore, remote: Path, tmp_path: Path,
                                              clock: Clock) -> None:
     shared = store.remember("The staging cluster is vega", category="entities")
@@ -118,6 +132,7 @@ def test_clones_writing_and_syncing_concurrently_lose_nothing(store: MemoryStore
         assert proc.returncode == 0, err
         acked += [line.split()[1] for line in out.splitlines() if line.startswith("ACK ")]
     assert len(acked) == 27
+    integrate(store)  # a sync that lost the race to main left its commits queued on its agent branch
     sync(store)
     ids = [m.id for m in store.list()]
     assert sorted(ids) == sorted(acked)  # every memory, exactly once

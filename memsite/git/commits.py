@@ -82,33 +82,6 @@ class Commits:
             fields.setdefault(key, []).append(value)
         return fields, message
 
-    def last_commits(self, paths: list[str], since: str | None, tip: str, limit: int = 64) -> dict[str, str] | None:
-        """The newest commit after ``since`` that changed each path, walking at most ``limit`` commits.
-
-        A path is credited to a commit whose version of it differs from every
-        parent's (a merge that took one side's version is passed over, as
-        git log does). Returns None when the range is longer than ``limit``.
-        """
-        wanted = set(paths)
-        found: dict[str, str] = {}
-        queue, seen = [tip], {since}
-        while queue and wanted - set(found):
-            commit = queue.pop(0)
-            if commit in seen:
-                continue
-            seen.add(commit)
-            if len(seen) > limit:
-                return None
-            parents = self.parents(commit)
-            tree = self.root_tree(commit)
-            parent_trees = [self.root_tree(p) for p in parents]
-            for path in wanted - set(found):
-                entry = self.objects.lookup(tree, path)
-                if all(self.objects.lookup(pt, path) != entry for pt in parent_trees) or not parents:
-                    found[path] = commit
-            queue.extend(parents)
-        return found
-
     def files_under(self, commit: str | None, folder: str) -> dict[str, bytes]:
         """Every file under ``folder`` at ``commit``: path -> content."""
         entry = self.objects.lookup(self.root_tree(commit), folder)

@@ -77,7 +77,7 @@ class Repository:
     What other modules use:
 
     - reading: :meth:`branch`, :meth:`resolve`, :meth:`root_tree`, :meth:`parents`,
-      :meth:`read_file`, :meth:`files_under`, :meth:`diff_trees`, :meth:`last_commits`,
+      :meth:`read_file`, :meth:`files_under`, :meth:`diff_trees`, :meth:`subject`,
       :meth:`message_with_trailer`; ``objects`` (:class:`ObjectStore`) and ``refs`` (:class:`Refs`);
     - writing: :meth:`locked`, :meth:`commit`, :meth:`merge`, :meth:`write_commit`, :meth:`maintain`;
     - git's configuration: ``config`` (:class:`GitConfig`, as it was at open), :meth:`configured`,
@@ -298,10 +298,6 @@ class Repository:
     def subject(self, commit: str) -> tuple[str, int]:
         """The first line of ``commit``'s message, and when it was committed (see :meth:`Commits.subject`)."""
         return self.commits.subject(commit)
-
-    def last_commits(self, paths: list[str], since: str | None, tip: str, limit: int = 64) -> dict[str, str] | None:
-        """The newest commit after ``since`` that changed each path (see :meth:`Commits.last_commits`)."""
-        return self.commits.last_commits(paths, since, tip, limit)
 
     def files_under(self, commit: str | None, folder: str) -> dict[str, bytes]:
         """Every file under ``folder`` at ``commit``: path -> content."""

@@ -700,10 +700,7 @@ def _last_commits(
         return {}
     if since and repo.parents(commit) == [since]:  # one commit: it changed every path the diff found
         return dict.fromkeys(paths, commit)
-    if since:  # a few commits: walked in-process, sparing a git subprocess
-        walked = repo.last_commits(paths, since, commit)
-        if walked is not None:
-            return walked
+    # (git's own walk: one walked here read a tree per commit and path, and a sync brings dozens of commits)
     wanted = set(paths)
     found: dict[str, str] = {}
     revision = f"{since}..{commit}" if since else commit

@@ -74,11 +74,6 @@ def test_history_memsite_reads_is_the_history_git_shows(repo: Path, commits: Com
                                                  for path in text(repo, "ls-tree", "-r", "--name-only", tip,
                                                                   "notes").split()}
     assert commits.files_under(tip, "none") == {}
-    paths = ["notes/a.md", "notes/b.md", "shared.md", "README.md"]
-    assert commits.last_commits(paths, None, tip) == {
-        path: text(repo, "log", "-1", "--format=%H", tip, "--", path).strip() for path in paths}
-    assert commits.last_commits(["notes/a.md"], None, tip)["notes/a.md"] == main  # type: ignore[index]
-    assert commits.last_commits(paths, first, tip, limit=2) is None  # a longer walk than allowed
     fsck(repo)
 
 
