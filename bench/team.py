@@ -108,10 +108,6 @@ def worker(args: argparse.Namespace) -> None:
 
     while time.time() < args.start:
         time.sleep(0.01)
-    import cProfile, atexit
-    if os.environ.get("PROF") and name in ("agent07", "agent21"):
-        prof = cProfile.Profile(); prof.enable()
-        atexit.register(lambda: (prof.disable(), prof.dump_stats(f"/tmp/prof-{name}.out")))
     written = 0
     while (written < args.count) if args.count else (time.time() < args.start + args.duration):
         if args.pace:
@@ -425,18 +421,18 @@ def main() -> None:
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"paced, {n} clones x {d} s, {kind}", kind, n, pace=(2, 8), duration=d, count=0,
                                  integrate=kind == "memsite", keep=args.keep))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), flush=True)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "cli" in chosen:
         n, d = (4, 20) if q else (12, 180)
         runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
                              duration=d, count=0, integrate=True, keep=args.keep))
-        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), flush=True)
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "stress" in chosen:
         n, w = (8, 5) if q else (50, 20)
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"stress, {n} clones x {w} back to back, {kind}", kind, n, pace=None, duration=0,
                                  count=w, integrate=kind == "memsite", keep=args.keep))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), flush=True)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     print()
     print("| run | acknowledged | lost | failed syncs | queued | sync p50 / p95 / max | on the shared branch after "
           "its sync, p50 / p95 / max | all on it, after the last write | fsck --strict |")

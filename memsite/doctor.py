@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .errors import MemsiteError
-from .git import PACK_TMP_PREFIX, Repository, locks
+from .git import PACK_TMP_PREFIX, Repository, keep_of, locks
 from .migrate import migrate
 from .store import Store
 from .store.sqlite import COMPANIONS, damaged_copies, intact, remove_copy
@@ -37,6 +37,7 @@ from .validate import check_working_tree
 _MEMSITE_TMP = re.compile(r"^\..+\.(\d+)\.memsite-tmp$")
 _OBJECT_TMP = re.compile(r"^tmp_obj_(\d+)_\d+$")  # git's own are tmp_obj_XXXXXX: letters and digits, no '_'
 _PACK_TMP = re.compile(r"^\.memsite-tmp-(\d+)-\d+\.(?:pack|idx|keep)$")
+_MEMSITE_KEEP = re.compile(rb"^memsite (\d+): ")  # what a writer's .keep says (ObjectStore.batch)
 DERIVED = ("catalog.sqlite3", "vectors.sqlite3")
 
 
@@ -58,7 +59,8 @@ def diagnose(root: Path) -> list[Finding]:
     except MemsiteError as exc:
         return [Finding("files", str(exc))]
     try:
-        findings = [*_locks(repo), *_temp_files(repo), *_journal(repo), *_index(repo), *_derived(repo)]
+        findings = [*_locks(repo), *_temp_files(repo), *_kept_packs(repo), *_journal(repo), *_index(repo),
+                    *_derived(repo)]
     finally:
         repo.close()
     checked = check_working_tree(repo.root)
@@ -156,6 +158,19 @@ def _temp_files(repo: Repository) -> Iterator[Finding]:
         else:
             yield Finding("temp", f"{rel}: temporary file of a memsite writer (process {pid}) that is no longer "
                                   "running; --fix removes it", fixable=True, path=path)
+
+
+def _kept_packs(repo: Repository) -> Iterator[Finding]:
+    """``.keep`` files a memsite writer gives its pack until its branch moves, left by one that was killed."""
+    for path in sorted((repo.common_dir / "objects" / "pack").glob("pack-*.keep")):
+        match = _MEMSITE_KEEP.match(keep_of(str(path)) or b"")
+        if match is None:
+            continue  # git's own (receive-pack's, a person's): not memsite's to judge
+        pid = int(match.group(1))
+        if locks.is_dead(locks.Owner(pid, "-", socket.gethostname())):
+            yield Finding("temp", f"{path.relative_to(repo.root)}: kept by memsite process {pid}, which was stopped "
+                                  "before its branch moved; git's repacks leave the pack alone while it is there; "
+                                  "--fix removes it", fixable=True, path=path)
 
 
 def _journal(repo: Repository) -> Iterator[Finding]:

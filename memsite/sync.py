@@ -123,7 +123,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             seen = refs.read(origin.tracking(shared))
             missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
             theirs = None if shared in missing else refs.read(origin.tracking(shared))
-            if seen and theirs and seen != theirs:
+            if seen and theirs and not _moved_on_from(store, seen, theirs):
                 gone = count(store.root, seen, [theirs])
                 if gone > restored:
                     restored = gone
@@ -150,7 +150,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             if queue:
                 if outcome[publish].ok:  # type: ignore[index]
                     return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
-                                      note=f"left to the merge queue (sync.integrate: {store.config.sync_integrate})")
+                                      note="the merge queue is running" if store.config.sync_integrate == "auto"
+                                      else "sync.integrate: queue")
                 note = f"{remote}/{publish} kept moving (this agent publishes from another clone too)"
                 if attempt < tries:
                     _backoff(attempt)
@@ -319,6 +320,20 @@ def _leave_to_queue(store: Store, shared: str | None) -> bool:
         return mode == "queue"
     subject, when = store.repo.subject(shared)
     return subject.startswith(INTEGRATE_SUBJECT) and abs(store.now().timestamp() - when) < QUEUE_RUNNING_SECONDS
+
+
+def _moved_on_from(store: Store, seen: str, theirs: str, steps: int = 16) -> bool:
+    """Whether ``theirs`` is ``seen`` or a commit after it along first parents (a few steps), read here: the
+    shared branch moved on by merges, as it does, spares a git process asking whether it was rewound."""
+    commit = theirs
+    for _ in range(steps):
+        if commit == seen:
+            return True
+        parents = store.repo.parents(commit)
+        if not parents:
+            return False
+        commit = parents[0]
+    return False
 
 
 def _ready(store: Store, ref: str) -> None:

@@ -66,6 +66,28 @@ def test_what_a_killed_writer_leaves_is_reported_then_repaired(store: MemoryStor
         assert [m.id for m in again.list()] == [memory.id]
 
 
+def test_a_pack_kept_by_a_killed_writer_is_reported_and_released(store: MemoryStore) -> None:
+    for n in range(3):
+        store.remember(f"Service {n} listens on port {9000 + n}", category="entities")
+    root = store.root
+    store.close()
+    packs = sorted((root / ".git" / "objects" / "pack").glob("pack-*.pack"))
+    assert len(packs) >= 3
+    dead = 2**22 + 12345  # above the kernel's default pid_max: no process has it
+    keeps = {who: pack.with_suffix(".keep") for who, pack in zip(("dead", "alive", "git"), packs)}
+    keeps["dead"].write_text(f"memsite {dead}: until its branch moves\n")  # a writer killed before it let go
+    keeps["alive"].write_text(f"memsite {os.getpid()}: until its branch moves\n")
+    keeps["git"].write_text("receive-pack 4242 on build-host\n")  # git's own: never memsite's to remove
+    result = doctor(root)
+    assert result.exit_code == 1
+    rel = keeps["dead"].relative_to(root)
+    assert f"problem: {rel}: kept by memsite process {dead}, which was stopped before its branch moved" in result.output
+    assert result.output.count(".keep") == 1
+    fixed = doctor(root, "--fix")
+    assert fixed.exit_code == 0, fixed.output
+    assert not keeps["dead"].exists() and keeps["alive"].exists() and keeps["git"].exists()
+
+
 def test_a_lock_file_is_reported_and_never_removed(store: MemoryStore) -> None:
     store.remember("The staging cluster is vega")
     lock = store.root / ".git" / "refs" / "heads" / "main.lock"

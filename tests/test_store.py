@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from memsite import InvalidInput, Memory, MemoryStore, MemsiteError, NotFound, RepositoryError
 from memsite.fileformat import parse_memory
+from memsite.git import index as gitindex
 from memsite.store import catalog as catalog_module
 
 from .conftest import Clock, assert_clean, git, head
@@ -383,6 +385,24 @@ def test_reading_a_loose_object_gives_what_zlib_gives(data: bytes, level: int, c
     damaged[len(stream) // 2] ^= 0x10
     with pytest.raises(zlib.error):
         assert loose_object(bytes(damaged)) == ("blob", data)  # whatever zlib makes of damage, never silent
+
+
+def test_shared_index_files_git_no_longer_reads_expire_after_an_hour(store: MemoryStore,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitindex, "MAX_DELTA_ENTRIES", 5)  # a fold of the split index every few writes
+    git_dir = store.root / ".git"
+    for n in range(14):
+        store.remember(f"Fact {n} about the build", category="entities")
+    old = set(git_dir.glob("sharedindex.*"))
+    assert len(old) >= 2
+    for path in old:  # left from a busy hour two hours ago
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    for n in range(14, 28):
+        store.remember(f"Fact {n} about the build", category="entities")
+    kept = set(git_dir.glob("sharedindex.*"))
+    assert len(kept & old) <= 1  # (the one the index was based on then: every write since has touched it)
+    assert git(store.root, "status", "--porcelain") == ""  # the index git reads is whole
+    assert len(store.list()) == 28
 
 
 def test_a_clone_stores_loose_objects_uncompressed_unless_the_user_chose(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ def test_while_the_merge_queue_runs_syncs_leave_main_to_it(store: MemoryStore, r
     assert git(remote, "log", "-1", "--format=%s", "main").strip() == "Integrate agent branches: agent/planner"
     second = store.remember("Hotfixes skip the train", category="events")
     result = sync(store)
-    assert (result.status, result.note) == ("queued", "left to the merge queue (sync.integrate: auto)")
+    assert (result.status, result.note) == ("queued", "the merge queue is running")
     assert tip(remote, "main") == merged and on_main(remote, second.commit, "agent/planner")
     clock.advance(seconds=121)  # nothing merged for two minutes: as far as a sync can tell, the queue stopped
     assert sync(store).status == "integrated" and on_main(remote, second.commit)
@@ -129,7 +129,7 @@ def test_sync_integrate_pushes_main_always_or_never(store: MemoryStore, remote: 
         with MemoryStore(store.root, agent="planner", clock=clock) as configured:
             memory = configured.remember("Hotfixes skip the train", category="events")
             result = sync(configured)
-    assert result.status == ("integrated" if mode == "push" else "queued")
+    assert (result.status, result.note) == (("integrated", "") if mode == "push" else ("queued", "sync.integrate: queue"))
     assert on_main(remote, memory.commit) == (mode == "push")
     with pytest.raises(ConfigError, match="plugins.memsite.sync.integrate': expected auto or push or queue"):
         parse_config({"sync": {"integrate": "sometimes"}})

@@ -151,9 +151,10 @@ def sync(ctx: Context, remote: str, branch: str | None, every: float | None, as_
 
     Merges the remote's shared branch in with memsite's merge drivers,
     publishes this agent's commits to its own branch (agent/<name>, which
-    only it pushes) and pushes them to the shared branch. When other clones
-    keep pushing first, the sync still succeeds: the commits are published
-    and queued, and 'memsite integrate' (a CI job) merges them. Nothing is
+    only it pushes) and pushes them to the shared branch, unless the merge
+    queue is running (sync.integrate). When other clones push first, the
+    sync still succeeds: the commits are published and queued, and 'memsite
+    integrate' (a CI job) merges them. Nothing is
     ever force-pushed and no local commit is dropped. Exit status 0 for
     integrated, queued and up to date.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -70,6 +71,7 @@ class Git:
         check: bool = False,
         env: Mapping[str, str] | None = None,
         capture: bool = True,
+        idle: bool = False,
     ) -> subprocess.CompletedProcess[Any]:
         """Run ``git args...`` to its end; its exit status, and its output and errors captured.
 
@@ -80,6 +82,8 @@ class Git:
             env: variables to add to its environment (an author's name and date, say).
             capture: False: its output goes nowhere (for a command that may leave a process running
                 behind it, as ``git gc --auto`` detaches: a pipe would be waited on until that ends).
+            idle: at the lowest priority (``nice``), with what it leaves running: background maintenance
+                takes the time writers and syncs leave.
 
         Raises:
             GitFailed: ``check`` is set and git failed (its message names the command, the folder and
@@ -87,7 +91,8 @@ class Git:
         """
         extra: dict[str, Any] = {"encoding": "utf-8", "errors": "surrogateescape"} if text else {}
         output = subprocess.PIPE if capture else subprocess.DEVNULL
-        result = subprocess.run(["git", *self._global, *args], cwd=self.cwd, input=input, stdout=output,
+        nice = ["nice", "-n", "19"] if idle and shutil.which("nice") else []
+        result = subprocess.run([*nice, "git", *self._global, *args], cwd=self.cwd, input=input, stdout=output,
                                 stderr=output, env=git_environment(**(env or {})), **extra)
         if check and result.returncode != 0:
             stderr = (result.stderr if text else result.stderr.decode("utf-8", "replace")) if capture else ""

@@ -501,7 +501,7 @@ class Repository:
         except Exception as exc:
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
-            self.git.run("gc", "--auto", "--quiet", capture=False)  # (it detaches: nothing to wait for on a pipe)
+            self.git.run("gc", "--auto", "--quiet", capture=False, idle=True)  # (it detaches: no pipe to wait on)
 
 
 def _use_of(git_dir: Path, ref: str) -> str | None:

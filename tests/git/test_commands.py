@@ -117,3 +117,9 @@ def test_a_file_merges_as_git_merge_file_merges_it(tmp_path: Path) -> None:
     assert not clean and b"<<<<<<< mine\none, ours\n=======\none, theirs\n>>>>>>> yours\n" in merged
     assert merge_file(ours, base, theirs, labels=("mine", "base", "yours")) == (b"", False)
     assert ours.read_bytes() == merged  # in place: the result, conflict markers and all
+
+
+def test_background_maintenance_runs_at_the_lowest_priority_with_what_it_starts(repo: Path) -> None:
+    ask = ("-c", "alias.niceness=!nice", "niceness")  # (a shell git starts, as a detaching 'git gc' starts its own)
+    assert Git(repo).run(*ask, check=True).stdout.strip() == str(os.nice(0))
+    assert Git(repo).run(*ask, idle=True, check=True).stdout.strip() == "19"
