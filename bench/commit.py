@@ -37,6 +37,11 @@ storing them with deltas; the store is closed first, which waits for that):
 ``.git/objects`` beside the memory files' bytes, and ``.git`` as a whole
 (which also holds the index and the shared index files git keeps two weeks).
 
+The first minute after a bulk import (``--after-import``, default 100,000):
+that many memories imported in transactions of 10,000 with no ``git gc``
+after, then remember() one after another for a minute in a new process while
+memsite's and git's maintenance start, then a few ``git add`` + ``git commit``.
+
 A large store (``--large N``, off by default): N memories over 24 months,
 seeded as above (transactions of 10,000, then 'git gc'), the seed timed;
 then remember() p50/p95 beside a few ``git add`` + ``git commit``.
@@ -432,6 +437,55 @@ def measure_large(size: int, workdir: Path) -> list[tuple]:
     ]
 
 
+def measure_after_import(size: int, workdir: Path, seconds: float = 60.0) -> list[tuple]:
+    """The table rows for the first minute after a bulk import of ``size`` memories.
+
+    The import is what a user runs: transactions of 10,000 (over 24 months),
+    with no ``git gc`` after it; then a new process opens the store and
+    writes one remember() after another for ``seconds``, while memsite's
+    maintenance (its pack merges, git storing the import's packs with
+    deltas in the background) and git's own start. Then a few ``git add`` +
+    ``git commit`` in the same repository.
+    """
+    n = f"{size:,}"
+    mem = workdir / f"memsite-import-{size}"
+    log(f"importing {n} memories in transactions of 10,000 (no git gc after) ...")
+    clock = SeedClock(size)
+    start = time.perf_counter()
+    with MemoryStore.init(mem, agent="import", clock=clock) as store:
+        for first in range(0, size, 10_000):
+            with store.transaction(f"Import memories {first}-{min(size, first + 10_000)}") as tx:
+                for i in range(first, min(size, first + 10_000)):
+                    clock.i = i
+                    tx.remember(text(i), category=CATEGORIES[i % 7], tags=[f"topic{i % 17}"], dedupe=False)
+    imported = time.perf_counter() - start
+    log(f"  imported in {imported:.0f} s; remember() one after another for {seconds:.0f} s ...")
+    times: list[float] = []
+    opened = time.perf_counter()
+    with MemoryStore(mem, agent="bench") as store:
+        open_time = time.perf_counter() - opened
+        while time.perf_counter() - opened < seconds:
+            body = text(size + len(times))
+            begin = time.perf_counter()
+            store.remember(body, category=CATEGORIES[len(times) % 7])
+            times.append((time.perf_counter() - begin) * 1000)
+    theirs = []
+    for i in range(10):
+        rel = f"content/memories/events/baseline-{i:03d}.md"
+        begin = time.perf_counter()
+        git_write(mem, rel, text(i))
+        theirs.append((time.perf_counter() - begin) * 1000)
+    p50, b50 = statistics.median(times), statistics.median(theirs)
+    return [
+        (f"import: {n} over 24 months (transactions of 10,000, no git gc)", f"{imported:.0f} s", "", "", "", None),
+        (f"first minute after importing {n}: opening the store / the first remember()",
+         f"{open_time * 1000:.0f} / {times[0]:.1f} ms", "", "", "", None),
+        (f"first minute after importing {n}: remember() p50 / p95 / max ({len(times):,} writes)",
+         f"{p50:.2f} / {percentile(times, 95):.2f} / {max(times):.0f} ms", f"{b50:.0f} ms",
+         f"{b50 / p50:.0f}x faster", "", None),
+    ]
+
+
 def measure(size: int, workdir: Path, quick: bool, first: bool) -> list[tuple]:
     """The table rows for a repository of ``size`` memories."""
     writes, git_writes = (30, 30) if quick else ((300, 300) if size <= 10_000 else (200, 40))
@@ -497,6 +551,8 @@ def main() -> None:
     parser.add_argument("--month-size", type=int, default=None,
                         help="memories written one by one into one month (default: 100000; 0: none)")
     parser.add_argument("--large", type=int, default=0, help="a store of this many over 24 months (default: none)")
+    parser.add_argument("--after-import", type=int, default=None,
+                        help="the first minute after a bulk import of this many (default: 100000; 0: none)")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / ".tmp",
                         help="where to create the repositories (default: bench/.tmp)")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
@@ -507,6 +563,7 @@ def main() -> None:
         return
     sizes = args.sizes if args.sizes is not None else ([500] if args.quick else [10_000, 100_000])
     month_size = args.month_size if args.month_size is not None else (2_000 if args.quick else 100_000)
+    after_import = args.after_import if args.after_import is not None else (2_000 if args.quick else 100_000)
     args.dir.mkdir(parents=True, exist_ok=True)
     rows = []
     # Removed only once everything is measured: on ext4 without a journal (as on
@@ -519,6 +576,8 @@ def main() -> None:
             rows += measure(size, Path(tmp), args.quick, first=i == 0)
         if month_size:
             rows += measure_one_month(month_size, Path(tmp), args.quick)
+        if after_import:
+            rows += measure_after_import(after_import, Path(tmp), 10.0 if args.quick else 60.0)
         if args.large:
             rows += measure_large(args.large, Path(tmp))
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
@@ -534,7 +593,9 @@ def main() -> None:
         print(f"| {name} | {a} | {b} | {ratio} | {target} | {mark} |")
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
-    report.publish("commit-large" if args.large and not sizes and not month_size else "commit", skip=args.quick)
+    alone = {"commit-large": args.large and not sizes and not month_size and not after_import,
+             "commit-import": after_import and not sizes and not month_size and not args.large}
+    report.publish(next((name for name, only in alone.items() if only), "commit"), skip=args.quick)
 
 
 if __name__ == "__main__":

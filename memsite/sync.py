@@ -172,8 +172,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         if publish and outcome[publish].ok:
             return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
                               note=note)
-        raise RepositoryError(f"{note}: the push was rejected {tries} times; nothing was lost; sync again "
-                              "(or publish agent branches: sync.publish in mkdocs.yml)")
+        hint = "" if publish else " (or publish agent branches: sync.publish in mkdocs.yml)"
+        raise RepositoryError(f"{note}: the push was rejected {tries} times; nothing was lost; sync again{hint}")
 
 
 def integrate(store: Store, remote: str = "origin", branch: str = "main", *,
