@@ -35,9 +35,9 @@ and object bytes per write beside git as above, the largest folder, and the
 repository's size once memsite's maintenance has run (its pack merges and git
 storing them with deltas; the store is closed first, which waits for that):
 ``.git/objects`` beside the memory files' bytes, and ``.git`` as a whole
-(which also holds the index and the shared index files git keeps two weeks).
+(which also holds the index, and the shared index files git keeps an hour in memsite's clones).
 
-The first minute after a bulk import (``--after-import``, default 100,000):
+The first minute after a bulk import (``--after-import``, 100,000 in a full run):
 that many memories imported in transactions of 10,000 with no ``git gc``
 after, then remember() one after another for a minute in a new process while
 memsite's and git's maintenance start, then a few ``git add`` + ``git commit``.
@@ -552,7 +552,7 @@ def main() -> None:
                         help="memories written one by one into one month (default: 100000; 0: none)")
     parser.add_argument("--large", type=int, default=0, help="a store of this many over 24 months (default: none)")
     parser.add_argument("--after-import", type=int, default=None,
-                        help="the first minute after a bulk import of this many (default: 100000; 0: none)")
+                        help="the first minute after a bulk import of this many (default: 100000 in a full run)")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / ".tmp",
                         help="where to create the repositories (default: bench/.tmp)")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
@@ -563,7 +563,9 @@ def main() -> None:
         return
     sizes = args.sizes if args.sizes is not None else ([500] if args.quick else [10_000, 100_000])
     month_size = args.month_size if args.month_size is not None else (2_000 if args.quick else 100_000)
-    after_import = args.after_import if args.after_import is not None else (2_000 if args.quick else 100_000)
+    everything = args.sizes is None and args.month_size is None and not args.large  # (a run choosing parts: those)
+    after_import = args.after_import if args.after_import is not None else (
+        (2_000 if args.quick else 100_000) if everything else 0)
     args.dir.mkdir(parents=True, exist_ok=True)
     rows = []
     # Removed only once everything is measured: on ext4 without a journal (as on
@@ -594,6 +596,7 @@ def main() -> None:
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
     alone = {"commit-large": args.large and not sizes and not month_size and not after_import,
+             "commit-month": month_size and not sizes and not after_import and not args.large,
              "commit-import": after_import and not sizes and not month_size and not args.large}
     report.publish(next((name for name, only in alone.items() if only), "commit"), skip=args.quick)
 
