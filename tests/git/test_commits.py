@@ -74,6 +74,10 @@ def test_history_memsite_reads_is_the_history_git_shows(repo: Path, commits: Com
                                                  for path in text(repo, "ls-tree", "-r", "--name-only", tip,
                                                                   "notes").split()}
     assert commits.files_under(tip, "none") == {}
+    assert commits.parents(main) == [first]
+    for commit in (first, merged, tip):  # the first line of the message, and the committer's time
+        assert commits.subject(commit) == (text(repo, "log", "-1", "--format=%s", commit).strip(),
+                                           int(text(repo, "log", "-1", "--format=%ct", commit)))
     fsck(repo)
 
 
