@@ -595,10 +595,10 @@ def main() -> None:
         print(f"| {name} | {a} | {b} | {ratio} | {target} | {mark} |")
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
-    alone = {"commit-large": args.large and not sizes and not month_size and not after_import,
-             "commit-month": month_size and not sizes and not after_import and not args.large,
-             "commit-import": after_import and not sizes and not month_size and not args.large}
-    report.publish(next((name for name, only in alone.items() if only), "commit"), skip=args.quick)
+    ran = {section for section, run in (("commit", sizes), ("commit-month", month_size),
+                                         ("commit-import", after_import), ("commit-large", args.large)) if run}
+    report.publish("commit-large" if ran == {"commit-large"} else "commit-month" if ran == {"commit-month"}
+                   else "commit-import" if ran == {"commit-import"} else "commit", skip=args.quick)
 
 
 if __name__ == "__main__":
