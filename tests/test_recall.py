@@ -102,7 +102,15 @@ def test_filters_and_min_score(store: MemoryStore, clock: Clock) -> None:
     assert ids(store.recall("redis", category="entity")) == sorted([a.id, b.id])
     assert ids(store.recall("redis", tags=["redis", "cache"])) == [a.id]
     assert ids(store.recall("redis", agent="ops")) == [c.id]
+    assert ids(store.recall("redis", tags=["redis"])) == sorted([a.id, b.id, c.id])  # a tag all of them have
     assert len(store.recall("redis", limit=2)) == 2
+    store.update(a.id, tags=["redis"])
+    store.update(b.id, tags=["redis", "cache"])
+    assert ids(store.recall("redis", tags=["cache", "redis"])) == [b.id]
+    store.rebuild_index()
+    assert ids(store.recall("redis", tags=["cache"])) == [b.id] and store.recall("redis", tags=["ops"]) == []
+    store.forget(b.id)
+    assert store.recall("redis", tags=["cache"]) == []
     clock.advance(days=60)
     assert store.recall("redis", min_score=0.5) == []
 

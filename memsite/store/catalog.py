@@ -31,7 +31,7 @@ from .sqlite import Damaged, connect, statements, transaction
 
 log = logging.getLogger("memsite")
 
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 # Rows written between two checkpoints of the catalog's log: about the
 # 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
 CHECKPOINT_ROWS = 50
@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS problems (
     path TEXT PRIMARY KEY, blob TEXT NOT NULL, id TEXT, duplicate INTEGER NOT NULL, message TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS problems_id ON problems (id);
+CREATE TABLE IF NOT EXISTS memory_tags (tag TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (tag, n)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     abstract, overview, content, tags,
     content='memories', content_rowid='n', tokenize='porter unicode61 remove_diacritics 2'
@@ -75,6 +76,7 @@ _DELETE_TRIGGER = """CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELE
     INSERT INTO memories_fts (memories_fts, rowid, abstract, overview, content, tags)
     VALUES ('delete', old.n, old.abstract, old.overview, old.content, old.tags);
     DELETE FROM sketches WHERE id = old.id;
+    DELETE FROM memory_tags WHERE n = old.n;
 END"""
 # Rows go in many to a statement (executemany would take Python's lock back
 # for every row, holding up the writer's other threads); at most 999
@@ -82,6 +84,10 @@ END"""
 _INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES "
 _INDEX_AFTER = ("INSERT INTO memories_fts (rowid, abstract, overview, content, tags) "
                 "SELECT n, abstract, overview, content, tags FROM memories WHERE n > ?")
+# Each memory's tags, one row each: a filter on a tag reads its rows, not every memory's tag list
+# (json_each over 10,000 rows made a LangGraph search, which filters on two tags, 60 ms).
+_TAGS_AFTER = ("INSERT OR IGNORE INTO memory_tags (tag, n) "
+               "SELECT j.value, m.n FROM memories m, json_each(m.tags) j WHERE m.n > ?")
 _INSERT_SKETCHES = "INSERT OR IGNORE INTO sketches (k, id) VALUES "
 _DELETE_ROWS = ("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?)) "
                 "OR path IN (SELECT value FROM json_each(?))")
@@ -89,7 +95,7 @@ _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
 DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS sketch_filter;
 DROP TABLE IF EXISTS sketch_recent; DROP TABLE IF EXISTS memories;
-DROP TABLE IF EXISTS problems;
+DROP TABLE IF EXISTS problems; DROP TABLE IF EXISTS memory_tags;
 DROP TABLE IF EXISTS meta;
 """
 # Every read shows recalls not committed yet (the activity journal) in the counts.
@@ -280,7 +286,7 @@ class Catalog:
         bm25 of the query (the best match has 1.0); without one it is 1.0.
         ``relevance`` (row number -> relevance) ranks those rows instead.
         """
-        where, args = _filters(category, agent, tags)
+        where, args = _filters(*self._selective(category, agent, tags))
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
                                   "min_score": min_score, "limit": -1 if limit is None else limit}
         for i, value in enumerate(args):
@@ -378,10 +384,30 @@ class Catalog:
 
     def matching(self, category: str | None, agent: str | None, tags: Iterable[str]) -> set[int] | None:
         """Row numbers of the memories passing the filters; None when there are none to apply."""
+        category, agent, tags = self._selective(category, agent, tags)
+        if category is None and agent is None and tags:  # a tag's own rows lead, not every memory's
+            also = " AND EXISTS (SELECT 1 FROM memory_tags o WHERE o.tag = ? AND o.n = t.n)" * (len(tags) - 1)
+            return {n for n, in self.db.execute(f"SELECT t.n FROM memory_tags t WHERE t.tag = ?{also}", tags)}
         where, args = _filters(category, agent, tags)
         if not where:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
+
+    def _selective(self, category: str | None, agent: str | None,
+                   tags: Iterable[str]) -> tuple[str | None, str | None, list[str]]:
+        """The filters that leave some memory out (one every memory passes filters nothing), rarest tag first:
+        a LangGraph store's searches name its category and tags that all its items have."""
+        total = self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
+
+        def count(sql: str, value: str) -> int:
+            return self.db.execute(sql, (value,)).fetchone()[0]
+
+        if category is not None and count("SELECT count(*) FROM memories WHERE category = ?", category) == total:
+            category = None
+        if agent is not None and count("SELECT count(*) FROM memories WHERE agent = ?", agent) == total:
+            agent = None
+        counted = {tag: count("SELECT count(*) FROM memory_tags WHERE tag = ?", tag) for tag in dict.fromkeys(tags)}
+        return category, agent, sorted((tag for tag, n in counted.items() if n < total), key=counted.__getitem__)
 
     def problems(self) -> list[tuple[str, str | None, bool, str]]:
         """(path, id it claims or None, whether it is a copy of another file's id, message) of each file not read."""
@@ -526,6 +552,7 @@ class Catalog:
                 self.db.execute("DELETE FROM sketch_filter")
                 self.db.execute("DELETE FROM sketch_recent")
                 self.db.execute("DELETE FROM problems")
+                self.db.execute("DELETE FROM memory_tags")
                 self.db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
                 self.db.execute(_DELETE_TRIGGER)
             gone_rows = [(p,) for p in [*touched, *(b[0] for b in demoted), *settled]]
@@ -724,6 +751,7 @@ def _insert(db: sqlite3.Connection, inserts: list[tuple[str, list[Any]]]) -> int
     for sql, values in inserts:
         db.execute(sql, values)  # each new row gets n = max(n) + 1, in order
     db.execute(_INDEX_AFTER, (last,))
+    db.execute(_TAGS_AFTER, (last,))
     return last
 
 
@@ -770,7 +798,7 @@ def _filters(category: str | None, agent: str | None, tags: Iterable[str]) -> tu
         where.append("m.agent = ?")
         args.append(agent)
     for tag in tags:  # every tag given must be on the memory
-        where.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)")
+        where.append("EXISTS (SELECT 1 FROM memory_tags t WHERE t.tag = ? AND t.n = m.n)")
         args.append(tag)
     return where, args
 
