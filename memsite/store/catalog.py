@@ -397,6 +397,9 @@ class Catalog:
                    tags: Iterable[str]) -> tuple[str | None, str | None, list[str]]:
         """The filters that leave some memory out (one every memory passes filters nothing), rarest tag first:
         a LangGraph store's searches name its category and tags that all its items have."""
+        tags = list(tags)
+        if category is None and agent is None and not tags:
+            return None, None, []
         total = self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
 
         def count(sql: str, value: str) -> int:
