@@ -4,7 +4,8 @@
     python bench/recall.py --quick    # 2,000 memories, a smoke run
 
 For each size:
-  * recall() latency p50/p95 over realistic queries (decay and the activity
+  * recall() latency p50/p95 over realistic queries, by words (the store
+    opened with ``embedder="none"``; decay and the activity
     journal included; the batch flushes are counted apart), beside a plain
     Python scan that reads every memory file, scores the query's words and
     applies the same decay;
@@ -51,7 +52,9 @@ def percentile(values: list[float], pct: float) -> float:
 
 def seed(path: Path, corpus: Corpus, count: int) -> MemoryStore:
     log(f"seeding {count:,} memories ...")
-    store = MemoryStore.init(path, agent="bench")
+    MemoryStore.init(path, agent="bench").close()
+    # Words only: with wordllama installed the default would be hybrid (measured below, and in quality.py).
+    store = MemoryStore(path, agent="bench", embedder="none")
     for start in range(0, count, 5000):
         with store.transaction(f"Seed memories {start}-{min(count, start + 5000)}") as tx:
             for _ in range(start, min(count, start + 5000)):
@@ -109,7 +112,7 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
     after_memsite, after_git = [], []
     general = sorted((root / "content" / "memories" / "general").rglob("*.md"))
     for target in general[:: len(general) // 9][:9]:  # spread over the folder
-        with MemoryStore(root, agent="other") as other:  # another writer, sharing the catalog
+        with MemoryStore(root, agent="other", embedder="none") as other:  # another writer, sharing the catalog
             other.remember(corpus.text(), category="general")
         start = time.perf_counter()
         store.fresh()
