@@ -85,7 +85,7 @@ _INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES "
 _INDEX_AFTER = ("INSERT INTO memories_fts (rowid, abstract, overview, content, tags) "
                 "SELECT n, abstract, overview, content, tags FROM memories WHERE n > ?")
 # Each memory's tags, one row each: a filter on a tag reads its rows, not every memory's tag list
-# (json_each over 10,000 rows made a LangGraph search, which filters on two tags, 60 ms).
+# (json_each over every row was most of a LangGraph search, which filters on two tags: see docs/benchmarks.md).
 _TAGS_AFTER = ("INSERT OR IGNORE INTO memory_tags (tag, n) "
                "SELECT j.value, m.n FROM memories m, json_each(m.tags) j WHERE m.n > ?")
 _INSERT_SKETCHES = "INSERT OR IGNORE INTO sketches (k, id) VALUES "
