@@ -137,7 +137,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             if mine is None or mine == theirs:
                 return SyncResult(remote, shared, UP_TO_DATE, fetched, 0, attempt, publish, restored=restored)
             queue = publish is not None and _leave_to_queue(store, theirs)
-            outcome = _push(origin, {publish: mine} if queue else {shared: mine, **({publish: mine} if publish else {})})
+            updates = {publish: mine} if queue else {shared: mine, **({publish: mine} if publish else {})}
+            outcome = _push(origin, updates)
             if publish and not queue and not outcome[publish].ok and not outcome[publish].rejected \
                     and not outcome[shared].ok:
                 # A hook refused the whole push for the shared branch's sake (protected): publish alone.

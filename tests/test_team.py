@@ -122,14 +122,17 @@ def test_sync_integrate_pushes_main_always_or_never(store: MemoryStore, remote: 
     data["plugins"]["memsite"]["sync"] = {"integrate": mode}
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     git(store.root, "commit", "-qam", f"sync.integrate: {mode}")
+    allow = protect_main(remote)
+    store.remember("The release train leaves on Thursdays", category="events")
+    assert sync(store).status == "queued"
+    allow.touch()
     with clone(remote, "integrator", clock=clock) as queue:
-        store.remember("The release train leaves on Thursdays", category="events")
-        sync(store)
-        integrate(queue)  # the queue's merge is main's newest commit
+        assert integrate(queue).commit == tip(remote, "main")  # the queue's merge is main's newest commit
         with MemoryStore(store.root, agent="planner", clock=clock) as configured:
             memory = configured.remember("Hotfixes skip the train", category="events")
             result = sync(configured)
-    assert (result.status, result.note) == (("integrated", "") if mode == "push" else ("queued", "sync.integrate: queue"))
+    expected = ("integrated", "") if mode == "push" else ("queued", "sync.integrate: queue")
+    assert (result.status, result.note) == expected
     assert on_main(remote, memory.commit) == (mode == "push")
     with pytest.raises(ConfigError, match="plugins.memsite.sync.integrate': expected auto or push or queue"):
         parse_config({"sync": {"integrate": "sometimes"}})
