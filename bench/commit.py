@@ -125,7 +125,9 @@ class SeedClock:
         return self.start + self.step * self.i
 
 
-def seed(path: Path, count: int) -> None:
+def seed(path: Path, count: int, *, gc: bool = True) -> None:
+    """``count`` memories over 24 months in transactions of 10,000; then ``git gc`` unless ``gc`` is False
+    (a fresh import, as a user runs one)."""
     log(f"seeding {count:,} memories in {path} ...")
     clock = SeedClock(count)
     with MemoryStore.init(path, agent="seed", clock=clock) as store:
@@ -137,7 +139,8 @@ def seed(path: Path, count: int) -> None:
             log(f"  {min(count, start + 10_000):,}")
     # A store that grew over two years has been packed by git's maintenance many times over:
     # every object in one pack, with deltas (not a fresh import still waiting for it).
-    subprocess.run(["git", "gc", "-q"], cwd=path, check=True)
+    if gc:
+        subprocess.run(["git", "gc", "-q"], cwd=path, check=True)
 
 
 def seed_one_by_one(path: Path, count: int) -> list[float]:
@@ -449,15 +452,8 @@ def measure_after_import(size: int, workdir: Path, seconds: float = 60.0) -> lis
     """
     n = f"{size:,}"
     mem = workdir / f"memsite-import-{size}"
-    log(f"importing {n} memories in transactions of 10,000 (no git gc after) ...")
-    clock = SeedClock(size)
     start = time.perf_counter()
-    with MemoryStore.init(mem, agent="import", clock=clock) as store:
-        for first in range(0, size, 10_000):
-            with store.transaction(f"Import memories {first}-{min(size, first + 10_000)}") as tx:
-                for i in range(first, min(size, first + 10_000)):
-                    clock.i = i
-                    tx.remember(text(i), category=CATEGORIES[i % 7], tags=[f"topic{i % 17}"], dedupe=False)
+    seed(mem, size, gc=False)
     imported = time.perf_counter() - start
     log(f"  imported in {imported:.0f} s; remember() one after another for {seconds:.0f} s ...")
     times: list[float] = []

@@ -629,6 +629,7 @@ class MemoryStore:
                      agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
         with self.repo.thread_lock:
             self._store.fresh()
+            name, agent, tag_list = self.catalog.selective(name, agent, tag_list)  # (counted once for both reads)
             relevance = None
             whys: dict[str, Why] = {}
             if meaning is not None and self._store.vectors is not None:

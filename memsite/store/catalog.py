@@ -286,7 +286,7 @@ class Catalog:
         bm25 of the query (the best match has 1.0); without one it is 1.0.
         ``relevance`` (row number -> relevance) ranks those rows instead.
         """
-        where, args = _filters(*self._selective(category, agent, tags))
+        where, args = _filters(category, agent, tags)
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
                                   "min_score": min_score, "limit": -1 if limit is None else limit}
         for i, value in enumerate(args):
@@ -383,8 +383,11 @@ class Catalog:
         return found
 
     def matching(self, category: str | None, agent: str | None, tags: Iterable[str]) -> set[int] | None:
-        """Row numbers of the memories passing the filters; None when there are none to apply."""
-        category, agent, tags = self._selective(category, agent, tags)
+        """Row numbers of the memories passing the filters; None when there are none to apply.
+
+        Filters as :meth:`selective` leaves them (rarest tag first) are the quickest.
+        """
+        tags = list(tags)
         if category is None and agent is None and tags:  # a tag's own rows lead, not every memory's
             also = " AND EXISTS (SELECT 1 FROM memory_tags o WHERE o.tag = ? AND o.n = t.n)" * (len(tags) - 1)
             return {n for n, in self.db.execute(f"SELECT t.n FROM memory_tags t WHERE t.tag = ?{also}", tags)}
@@ -393,10 +396,11 @@ class Catalog:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
 
-    def _selective(self, category: str | None, agent: str | None,
-                   tags: Iterable[str]) -> tuple[str | None, str | None, list[str]]:
-        """The filters that leave some memory out (one every memory passes filters nothing), rarest tag first:
-        a LangGraph store's searches name its category and tags that all its items have."""
+    def selective(self, category: str | None, agent: str | None,
+                  tags: Iterable[str]) -> tuple[str | None, str | None, list[str]]:
+        """The filters that leave some memory out (one every memory passes filters nothing), rarest tag first,
+        for :meth:`matching` and :meth:`ranked`: a LangGraph store's searches name its category and tags that
+        all its items have."""
         tags = list(tags)
         if category is None and agent is None and not tags:
             return None, None, []
