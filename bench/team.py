@@ -17,6 +17,15 @@ Every clone is a process of its own, on this disk, with one bare remote:
   (another clone keeps pushing, so each sync fetches and merges), beside
   remember() with no sync running.
 
+The remote stands in for a hosting service (``--remote hosted``, the
+default): it keeps each push as the pack it came in (``receive.unpackLimit
+1``) and folds those packs together every few seconds (``git repack -d
+--geometric=2``), as GitHub describes its maintenance ("Scaling monorepo
+maintenance", 2021); a fetch then sends the deltas a push brought rather than
+searching them again from loose objects. ``--remote plain`` is a bare
+repository with git's defaults (pushes of under 100 objects stored loose,
+``git gc --auto`` after 6,700), which charges a fetch that search each time.
+
 Then every clone syncs once more. Plain git carries the same load beside the
 paced and stress runs, in clones of its own: ``git add`` + ``git commit`` per
 memory, then ``git pull --rebase && git push``, tried up to 8 times (a team's
@@ -211,17 +220,28 @@ class Run:
         return [max(0.0, self.seen_at[f] - self.synced_at[f]) for f in self.synced_at if f in self.seen_at]
 
 
-def make_remote(root: Path, kind: str) -> Path:
-    """A bare remote holding a fresh memory repository."""
+HOST_REPACK_SECONDS = 5.0  # how often the hosted remote folds the packs pushes left
+
+
+def make_remote(root: Path, hosted: bool) -> Path:
+    """A bare remote holding a fresh memory repository; ``hosted``: each push is kept as its pack."""
     from memsite import MemoryStore
 
     remote = root / "remote.git"
     git(root, "init", "-q", "--bare", "-b", "main", str(remote))
+    if hosted:
+        git(remote, "config", "receive.unpackLimit", "1")
     seed = root / "seed"
     MemoryStore.init(seed, agent="seed").close()
     git(seed, "remote", "add", "origin", str(remote))
     git(seed, "push", "-q", "origin", "main")
     return remote
+
+
+def host_maintenance(remote: Path, stop: threading.Event) -> None:
+    """The hosted remote's own maintenance: fold the packs pushes left, geometrically, every few seconds."""
+    while not stop.wait(HOST_REPACK_SECONDS):
+        git(remote, "repack", "-d", "-q", "--geometric=2", check=False)
 
 
 def watch(remote: Path, run: Run, stop: threading.Event) -> None:
@@ -235,11 +255,11 @@ def watch(remote: Path, run: Run, stop: threading.Event) -> None:
 
 
 def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | None, duration: float,
-             count: int, integrate: bool, keep: bool) -> Run:
+             count: int, integrate: bool, keep: bool, hosted: bool) -> Run:
     run = Run(name)
     root = Path(tempfile.mkdtemp(prefix=f"memsite-team-{kind}-"))
     try:
-        remote = make_remote(root, kind)
+        remote = make_remote(root, hosted)
         paths = []
         for i in range(clones):
             path = root / f"clone{i:02d}"
@@ -264,8 +284,11 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                                                 "--stop", str(stop_file), "--interval", "1"],
                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         stop = threading.Event()
-        watcher = threading.Thread(target=watch, args=(remote, run, stop), daemon=True)
-        watcher.start()
+        watchers = [threading.Thread(target=watch, args=(remote, run, stop), daemon=True)]
+        if hosted:
+            watchers.append(threading.Thread(target=host_maintenance, args=(remote, stop), daemon=True))
+        for watcher in watchers:
+            watcher.start()
         busy = machine_busy()
         outputs = [proc.communicate() for proc in procs]
         run.elapsed = time.time() - start
@@ -285,7 +308,8 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
             run.round_errors = sum("error" in event for event in events)
             run.cpu["integrator"] = sum(next(e["cpu"] for e in events if "cpu" in e))
         stop.set()
-        watcher.join()
+        for watcher in watchers:
+            watcher.join()
         for (out, err), proc in zip(outputs, procs):
             if proc.returncode != 0:
                 run.failed.append(f"worker exited {proc.returncode}: {err.strip().splitlines()[-1:]}")
@@ -315,7 +339,7 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
     return run
 
 
-def during_sync(rounds: int, keep: bool) -> tuple[list[float], list[float]]:
+def during_sync(rounds: int, keep: bool, hosted: bool) -> tuple[list[float], list[float]]:
     """remember() latencies while a sync of the same clone runs, and with none running (same clone, same run)."""
     from corpus import Corpus
 
@@ -323,7 +347,7 @@ def during_sync(rounds: int, keep: bool) -> tuple[list[float], list[float]]:
 
     root = Path(tempfile.mkdtemp(prefix="memsite-team-during-"))
     try:
-        remote = make_remote(root, "memsite")
+        remote = make_remote(root, hosted)
         mine, feeder = root / "mine", root / "feeder"
         for path in (mine, feeder):
             git(root, "clone", "-q", str(remote), str(path))
@@ -336,6 +360,8 @@ def during_sync(rounds: int, keep: bool) -> tuple[list[float], list[float]]:
         idle: list[float] = []
         syncing = threading.Event()
         done = threading.Event()
+        if hosted:
+            threading.Thread(target=host_maintenance, args=(remote, done), daemon=True).start()
         with MemoryStore(mine, agent="mine") as store:
             store.list()
 
@@ -410,28 +436,33 @@ def main() -> None:
     parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
     parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
     parser.add_argument("--no-baseline", action="store_true", help="memsite alone (while tuning; quote runs with it)")
+    parser.add_argument("--remote", choices=["hosted", "plain"], default="hosted",
+                        help="a remote that keeps pushes as packs, as a hosting service (default), or git's defaults")
     args = parser.parse_args()
     chosen = args.only or ["paced", "cli", "stress", "during"]
     q = args.quick
-    print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}")
+    hosted = args.remote == "hosted"
+    print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}, "
+          + ("a hosted remote (pushes kept as packs, repacked geometrically every "
+             f"{HOST_REPACK_SECONDS:.0f} s)" if hosted else "a plain bare remote (git's defaults)"))
     runs: list[Run] = []
     if "paced" in chosen:
         n, d = (8, 30) if q else (50, 180)
         n, d = args.clones or n, args.seconds or d
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"paced, {n} clones x {d} s, {kind}", kind, n, pace=(2, 8), duration=d, count=0,
-                                 integrate=kind == "memsite", keep=args.keep))
+                                 integrate=kind == "memsite", keep=args.keep, hosted=hosted))
             print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "cli" in chosen:
         n, d = (4, 20) if q else (12, 180)
         runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
-                             duration=d, count=0, integrate=True, keep=args.keep))
+                             duration=d, count=0, integrate=True, keep=args.keep, hosted=hosted))
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "stress" in chosen:
         n, w = (8, 5) if q else (50, 20)
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"stress, {n} clones x {w} back to back, {kind}", kind, n, pace=None, duration=0,
-                                 count=w, integrate=kind == "memsite", keep=args.keep))
+                                 count=w, integrate=kind == "memsite", keep=args.keep, hosted=hosted))
             print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     print()
     print("| run | acknowledged | lost | failed syncs | queued | sync p50 / p95 / max | on the shared branch after "
@@ -442,7 +473,7 @@ def main() -> None:
     for run in runs:
         print(cpu_line(run))
     if "during" in chosen:
-        during, idle = during_sync(30 if q else 200, args.keep)
+        during, idle = during_sync(30 if q else 200, args.keep, hosted)
         print()
         print("| remember() | p50 | p95 | max | writes |")
         print("|---|---|---|---|---|")
