@@ -371,7 +371,9 @@ def test_memsite_writes_loose_objects_and_removes_no_pack_while_a_git_gc_runs(st
     """A repack lists the packs as it starts: one merged away meanwhile failed it ('cannot open pack index'),
     and git then ran no automatic gc for a day; and gc takes an index it lists before its pack (written
     meanwhile) for garbage and removes it. While gc.pid names a running process, memsite merges nothing and
-    writes its objects loose, as git's own commands do."""
+    writes its objects loose, as git's own commands do. Once the gc has ended, memsite packs the loose
+    objects it wrote (thousands of them, uncompressed, when a gc of a large store ran beside busy writers:
+    the gc then warned of too many loose objects and ran no automatic gc for a day); others' stay."""
     root = store.root
     objects = store.repo.objects.maintenance
     objects.merge_at = 2  # a merge is due at every write
@@ -381,13 +383,18 @@ def test_memsite_writes_loose_objects_and_removes_no_pack_while_a_git_gc_runs(st
         before, loose = pack_names(root), loose_objects(root)
         for i in range(6):
             store.remember(f"note {i} written while git gc runs", category="events")
+        theirs = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=b"a person's blob\n",
+                                capture_output=True, check=True).stdout.decode().strip()
         assert pack_names(root) == before  # none removed, none added
-        assert loose_objects(root) >= loose + 6 * 3  # each write's blob, folders and commit
+        assert loose_objects(root) >= loose + 6 * 3 + 1  # each write's blob, folders and commit
     finally:
         gc.kill()
         gc.wait()
     store.remember("the gc is over", category="events")  # its gc.pid, left behind, names no running process
     assert not before <= pack_names(root)  # merged now
+    assert loose_objects(root) == loose + 1  # memsite's are packed; the person's blob is git's to pack
+    assert (root / ".git" / "objects" / theirs[:2] / theirs[2:]).exists()
+    assert not (root / ".git" / "memsite-loose").exists()
     assert len(store.list()) == 7
     (root / ".git" / "gc.pid").unlink()
     assert_clean(root)

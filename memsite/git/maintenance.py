@@ -9,7 +9,9 @@ repacks everything; it never touches a pack it did not write. Once they hold
 more objects than ``gc.auto``, ``git pack-objects`` stores them again with
 deltas in the background, at the lowest priority. Nothing is merged or
 removed while a ``git gc`` runs (see :func:`gc_running`), nor while a writer's
-pack has its ``.keep`` file (until its branch moves).
+pack has its ``.keep`` file (until its branch moves). What writes store
+loose while a ``git gc`` runs is packed once it has ended (see
+:meth:`PackMaintenance.pack_loose`).
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from ..errors import RepositoryError
 from . import files, locks
 from .commands import feed_ids
 from .mutex import SharedLock
-from .pack import PackReader, whole_entries, write_pack
+from .objects import PACK_TYPES, loose_object
+from .pack import PackReader, pack_entry, whole_entries, write_pack
 from .settings import Flush, GitSettings, git_environment
 
 PACKS_FILE = "memsite-packs"  # in the git dir: the packs memsite wrote (name, objects), which it alone merges
 PACKS_LOCK = "memsite-packs-lock"  # in the git dir: a lock file for that list (linked worktrees share it)
 MERGE_LOCK = "memsite-merge-lock"  # in the git dir: held by the process merging memsite's packs
 PACK_NAMES = "memsite-pack-names"  # in the git dir: '<id> <folder>' of the trees in memsite's packs (see list_own)
+LOOSE_LIST = "memsite-loose"  # in the git dir: '<id> <folder>' of objects memsite stored loose while a git gc ran
 PACK_NAMES_LIMIT = 8 << 20  # bytes past which no more names are kept (merges left to git: nothing takes them out)
 LIST_LOCK_SECONDS = 30.0
 GC_PID_STALE_SECONDS = 12 * 3600  # a gc.pid this old was left by a killed 'git gc' (git's own rule)
@@ -62,6 +66,8 @@ class PackMaintenance:
         self._delta_job: tuple[subprocess.Popen[bytes], list[str], int] | None = None
         self._names = f"{git_dir}/{PACK_NAMES}"
         self._names_listed = 0  # bytes of the names file when the list was last read to merge
+        self._loose = f"{git_dir}/{LOOSE_LIST}"
+        self._level = settings.loose_compression
 
     def list_own(self, name: str, count: int, folders: Mapping[bytes, str]) -> None:
         """Add a pack memsite wrote to its list (a merge rewriting the list meanwhile keeps the line).
@@ -92,8 +98,25 @@ class PackMaintenance:
         except RepositoryError as exc:  # (the list's lock stayed taken)
             log.warning("%s; pack %s is left to git's maintenance", exc, name)
 
+    def note_loose(self, created: Mapping[bytes, str]) -> None:
+        """List objects a write stored loose while a git gc ran (``{id: the folder of a tree, or ''}``) for
+        :meth:`pack_loose`: only files memsite created are listed (and later removed)."""
+        text = "".join(f"{sha.hex()} {folder}\n" for sha, folder in created.items()).encode("utf-8", "replace")
+        try:
+            with self._list_held():
+                fd = os.open(self._loose, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
+                try:
+                    files.write_all(fd, text)
+                finally:
+                    os.close(fd)
+        except RepositoryError as exc:
+            log.warning("%s; %d loose object(s) are left to git's maintenance", exc, len(created))
+
     def maintain(self) -> None:
-        """Merge memsite's small packs once enough are listed (after a commit; no lock needed)."""
+        """Merge memsite's small packs once enough are listed, and pack what writes stored loose while a
+        git gc ran once it has ended (after a commit; no lock needed)."""
+        if os.path.exists(self._loose):
+            self.pack_loose()
         if self._merge_due:
             self._merge_due = False
             self.merge_own_packs()
@@ -130,6 +153,63 @@ class PackMaintenance:
             if gc_running(self.git_dir):
                 return  # it lists the packs as it starts: one removed meanwhile fails it (see gc_running)
             self._merge()
+        finally:
+            self._merge_lock.release()
+
+    def pack_loose(self) -> None:
+        """Store the objects memsite's writes left loose while a ``git gc`` ran in one pack of memsite's
+        list (merged and stored with deltas as the others), and remove those loose files.
+
+        While a gc runs, writes store their objects loose (see
+        ``ObjectStore.batch``). A gc of a large store runs for a minute or
+        more while agents go on writing: thousands of loose files, stored
+        uncompressed, more than ``gc.auto``. git's gc then ends with "too
+        many unreachable loose objects", writes ``gc.log`` and runs no
+        automatic gc for a day, and they stay loose until then. Done once no
+        gc runs, by one process at a time (the merge lock); a file gone
+        meanwhile (the gc packed it) is skipped. A kill at any point leaves
+        each object loose, packed, or both (the next call, or git's
+        ``prune-packed``, removes the loose copy).
+        """
+        if gc_running(self.git_dir) or not self._merge_lock.acquire(0):
+            return
+        try:
+            if gc_running(self.git_dir):
+                return
+            with self._list_held():
+                try:
+                    with open(self._loose, "rb") as handle:
+                        listed = handle.read()
+                except FileNotFoundError:
+                    return
+            folders: dict[bytes, str] = {}
+            for line in listed.splitlines():
+                hexsha, _, folder = line.partition(b" ")
+                with contextlib.suppress(ValueError):
+                    folders[bytes.fromhex(hexsha.decode("ascii"))] = folder.decode("utf-8", "replace")
+            entries, packed = [], []
+            for binsha in folders:
+                path = f"{self.git_dir}/objects/{binsha.hex()[:2]}/{binsha.hex()[2:]}"
+                try:
+                    with open(path, "rb") as handle:
+                        kind, data = loose_object(handle.read())
+                except (OSError, ValueError):  # packed by the gc (which removed the file), or damaged: git's
+                    continue
+                entries.append((binsha, *pack_entry(PACK_TYPES[kind.encode()], data, self._level)))
+                packed.append((binsha, path))
+            if entries:
+                name = write_pack(self.folder, entries, self._flush_pack)
+                self.list_own(name, len(entries), {sha: folders[sha] for sha, _ in packed if folders[sha]})
+                for _, path in packed:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+            with self._list_held():  # the objects listed since (a gc started again meanwhile) wait their turn
+                with open(self._loose, "rb") as handle:
+                    rest = handle.read()[len(listed):]
+                if rest:
+                    files.store(self._loose, f"{self._loose}.tmp_{os.getpid()}", rest, mode=0o644)
+                else:
+                    os.unlink(self._loose)
         finally:
             self._merge_lock.release()
 

@@ -104,8 +104,11 @@ class ObjectStore:
             # While a 'git gc' runs, loose files, as git's own commands write: it rescans the packs as it
             # goes, and a pack whose index it lists before the pack itself (written meanwhile) it takes for
             # garbage and removes that index when it ends (seen at 30,000 and 74,000 writes into a month).
-            for code, data in objects.values():
-                self.write(KINDS[code], data)
+            # A commit's are packed by memsite once the gc has ended (PackMaintenance.pack_loose).
+            created = {binsha: names.get(binsha, "") for binsha, (code, data) in objects.items()
+                       if self._store_loose(binsha, KINDS[code], data)}
+            if created and len(objects) > 1:
+                self.maintenance.note_loose(created)
         elif objects:
             name = self._write_pack([(binsha, code, data) for binsha, (code, data) in objects.items()],
                                     self._flush_commit, keep=True)
@@ -133,6 +136,11 @@ class ObjectStore:
             if name:
                 self._batch_names[binsha] = name
             return binsha
+        self._store_loose(binsha, kind, data)
+        return binsha
+
+    def _store_loose(self, binsha: bytes, kind: bytes, data: bytes) -> bool:
+        """Store one object as a loose file; False when it was there already (its time refreshed)."""
         path = self._path(binsha.hex())
         folder = os.path.dirname(path)
         try:
@@ -140,7 +148,7 @@ class ObjectStore:
             # 'git gc' running meanwhile may prune it as an old unreachable
             # object while the new commit points at it.
             os.utime(path)
-            return binsha
+            return False
         except OSError:
             pass  # not loose here (or not ours to touch): write it loose
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
@@ -148,7 +156,7 @@ class ObjectStore:
         compressed = zlib.compress(b"%s %d\x00%s" % (kind, len(data), data), 0 if is_large_tree(kind, data) else self._level)
         files.store(path, f"{folder}/tmp_obj_{os.getpid()}_{next(_tmp_counter)}", compressed, mode=0o444,
                     flush=self._flush_loose)
-        return binsha
+        return True
 
     def write_many(self, kind: bytes, items: list[bytes]) -> list[bytes]:
         """Store several objects of one kind; many at once go into one pack file.
