@@ -100,14 +100,17 @@ class ObjectStore:
             objects, names = self._batch, self._batch_names
         finally:
             self._batch, self._batch_names = None, {}
-        if len(objects) == 1 or (objects and gc_running(self.dir.parent)):
+        if len(objects) == 1:
+            [(binsha, (code, data))] = objects.items()
+            self._store_loose(binsha, KINDS[code], data)
+        elif objects and gc_running(self.dir.parent):
             # While a 'git gc' runs, loose files, as git's own commands write: it rescans the packs as it
             # goes, and a pack whose index it lists before the pack itself (written meanwhile) it takes for
             # garbage and removes that index when it ends (seen at 30,000 and 74,000 writes into a month).
-            # A commit's are packed by memsite once the gc has ended (PackMaintenance.pack_loose).
+            # memsite packs them once the gc has ended (PackMaintenance.pack_loose).
             created = {binsha: names.get(binsha, "") for binsha, (code, data) in objects.items()
                        if self._store_loose(binsha, KINDS[code], data)}
-            if created and len(objects) > 1:
+            if created:
                 self.maintenance.note_loose(created)
         elif objects:
             name = self._write_pack([(binsha, code, data) for binsha, (code, data) in objects.items()],
