@@ -194,6 +194,16 @@ def git_write(repo: Path, rel: str, data: str) -> None:
     subprocess.run(["git", "commit", "-q", "-m", f"Add {rel}"], cwd=repo, check=True, env=GIT_ENV)
 
 
+def git_write_times(repo: Path, count: int) -> list[float]:
+    """The baseline's ``git add`` + ``git commit`` of ``count`` memory files in ``repo``, each in ms."""
+    times = []
+    for i in range(count):
+        start = time.perf_counter()
+        git_write(repo, f"content/memories/events/baseline-{i:03d}.md", text(i))
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
 WARM_UP = 50
 TWO_STORES_BLOCK = 20  # writes in each block of the one-store and two-store measurements, which alternate
 
@@ -423,12 +433,7 @@ def measure_large(size: int, workdir: Path) -> list[tuple]:
     seed_time = time.perf_counter() - start
     os.sync()
     ours, _, _ = bench_latency(mem, None, writes, 0)
-    theirs = []
-    for i in range(git_writes):
-        rel = f"content/memories/events/baseline-{i:03d}.md"
-        start = time.perf_counter()
-        git_write(mem, rel, text(i))
-        theirs.append((time.perf_counter() - start) * 1000)
+    theirs = git_write_times(mem, git_writes)
     p50, b50 = statistics.median(ours), statistics.median(theirs)
     return [
         (f"seed: {n} over 24 months (transactions of 10,000, then git gc)", f"{seed_time:.0f} s", "", "", "", None),
@@ -465,12 +470,7 @@ def measure_after_import(size: int, workdir: Path, seconds: float = 60.0) -> lis
             begin = time.perf_counter()
             store.remember(body, category=CATEGORIES[len(times) % 7])
             times.append((time.perf_counter() - begin) * 1000)
-    theirs = []
-    for i in range(10):
-        rel = f"content/memories/events/baseline-{i:03d}.md"
-        begin = time.perf_counter()
-        git_write(mem, rel, text(i))
-        theirs.append((time.perf_counter() - begin) * 1000)
+    theirs = git_write_times(mem, 10)
     p50, b50 = statistics.median(times), statistics.median(theirs)
     return [
         (f"import: {n} over 24 months (transactions of 10,000, no git gc)", f"{imported:.0f} s", "", "", "", None),

@@ -79,36 +79,20 @@ class PackMaintenance:
         per write stored with deltas without the names, 1.1 KB with them).
         """
         line = f"{name} {count}\n".encode()
-        named = "".join(f"{sha.hex()} {folder}\n" for sha, folder in folders.items()).encode("utf-8", "replace")
         try:
             with self._list_held():
-                fd = os.open(self._listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
-                try:
-                    files.write_all(fd, line)
-                    self._merge_due = os.fstat(fd).st_size >= self._not_merged + self.merge_at * len(line)
-                finally:
-                    os.close(fd)
-                if named:
-                    fd = os.open(self._names, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
-                    try:
-                        if os.fstat(fd).st_size < PACK_NAMES_LIMIT:
-                            files.write_all(fd, named)
-                    finally:
-                        os.close(fd)
+                self._merge_due = _append(self._listed, line) >= self._not_merged + self.merge_at * len(line)
+                if folders:
+                    _append(self._names, _named_lines(folders), limit=PACK_NAMES_LIMIT)
         except RepositoryError as exc:  # (the list's lock stayed taken)
             log.warning("%s; pack %s is left to git's maintenance", exc, name)
 
     def note_loose(self, created: Mapping[bytes, str]) -> None:
         """List objects a write stored loose while a git gc ran (``{id: the folder of a tree, or ''}``) for
         :meth:`pack_loose`: only files memsite created are listed (and later removed)."""
-        text = "".join(f"{sha.hex()} {folder}\n" for sha, folder in created.items()).encode("utf-8", "replace")
         try:
             with self._list_held():
-                fd = os.open(self._loose, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
-                try:
-                    files.write_all(fd, text)
-                finally:
-                    os.close(fd)
+                _append(self._loose, _named_lines(created))
         except RepositoryError as exc:
             log.warning("%s; %d loose object(s) are left to git's maintenance", exc, len(created))
 
@@ -374,6 +358,24 @@ class PackMaintenance:
             except FileNotFoundError:
                 pass
         return [name for name in names if listed.pop(name, None) is not None]
+
+def _append(path: str, data: bytes, limit: int | None = None) -> int:
+    """Append ``data`` to one of memsite's lists (unless it holds ``limit`` bytes already); its size then."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | files.BINARY, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if limit is None or size < limit:
+            files.write_all(fd, data)
+            size += len(data)
+        return size
+    finally:
+        os.close(fd)
+
+
+def _named_lines(folders: Mapping[bytes, str]) -> bytes:
+    """``<id> <folder>`` lines, as the names and loose lists hold them."""
+    return "".join(f"{sha.hex()} {folder}\n" for sha, folder in folders.items()).encode("utf-8", "replace")
+
 
 def keep_of(path: str) -> bytes | None:
     """What a pack's ``.keep`` file says (None: it has none); memsite's say ``memsite <pid>: ...``."""
