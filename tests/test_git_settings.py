@@ -341,6 +341,15 @@ def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: Memory
     large = [(int(size), int(disk)) for size, disk in zip(sizes[0::2], sizes[1::2]) if int(size) > 16384]
     assert len(large) >= 9  # the folder of 300 and each version written since
     assert sum(disk for _, disk in large) < sum(size for size, _ in large) / 5  # whole: as much as their size
+    # content/memories (a line per category) is rewritten by every commit: given to git in the order written,
+    # each version is a delta of the one before (given in id order, its neighbours were versions apart: whole)
+    commits = git(store.root, "rev-list", "HEAD").split()
+    versions = set(subprocess.run(["git", "cat-file", "--batch-check=%(objectname)"], cwd=store.root, check=True,
+                                  input="".join(f"{commit}:content/memories\n" for commit in commits),
+                                  capture_output=True, text=True).stdout.split())
+    deltas = {line.split()[0] for line in shown.splitlines() if len(line.split()) >= 7}
+    assert len(versions) >= 60
+    assert len(versions & deltas) >= len(versions) * 3 // 4
     assert_clean(store.root)
 
 

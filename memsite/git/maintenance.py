@@ -241,7 +241,8 @@ class PackMaintenance:
             smaller += listed[name]
         entries: dict[bytes, tuple[int, bytes]] = {}
         merged = []
-        for name in by_size[:roll_up]:
+        rolled_up = set(by_size[:roll_up])
+        for name in (name for name in listed if name in rolled_up):  # oldest first (see _start_deltas)
             try:
                 found = whole_entries(folder, name)
             except (OSError, ValueError):
@@ -313,14 +314,19 @@ class PackMaintenance:
         """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background.
 
         Each tree is given with the folder it was written for, so git
-        compares it with the earlier versions of that folder. Nothing is
+        compares it with the earlier versions of that folder, and in the
+        order written (packs oldest first, as merges keep them): git's delta
+        window then holds a folder's consecutive versions, which differ by
+        an id or two. (In id order its neighbours were versions apart, and
+        the small folders written at every commit, such as
+        ``content/memories``, were stored whole.) Nothing is
         reused as it is: memsite stores objects whole, and git takes an
         object stored whole in a pack as it is, without looking for a delta.
         """
         ids, fed = [], []
         for name in names:
             with contextlib.suppress(OSError, ValueError):
-                ids += PackReader(folder, name).names()
+                ids += PackReader(folder, name).names_in_pack_order()
                 fed.append(name)  # only packs whose every object git is given are replaced
         try:
             with open(self._names, "rb") as handle:

@@ -123,6 +123,10 @@ class PackReader:
         """The ids of every object in the pack, in the index's order."""
         return [self._idx[at : at + 20] for at in range(1032, 1032 + 20 * self._count, 20)]
 
+    def names_in_pack_order(self) -> list[bytes]:
+        """The ids of every object in the pack, in the order the pack stores them (as they were written)."""
+        return [binsha for _, binsha in sorted(zip(self.offsets(), self.names()))]
+
     def crcs(self) -> tuple[int, ...]:
         """Each object's CRC-32, in the index's order."""
         return struct.unpack_from(f">{self._count}I", self._idx, 1032 + 20 * self._count)
@@ -195,7 +199,7 @@ class PackReader:
 
 
 def whole_entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]]:
-    """(id, CRC-32, entry bytes) of every object in a pack that stores them all whole.
+    """(id, CRC-32, entry bytes) of every object in a pack that stores them all whole, in the pack's order.
 
     Raises:
         ValueError: the pack holds a delta, is damaged, or is not a version-2 pack.
@@ -210,7 +214,7 @@ def whole_entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]]:
     shas, crcs, offsets = index.names(), index.crcs(), index.offsets()
     ends = dict(zip(sorted(offsets), [*sorted(offsets)[1:], len(pack) - 20]))
     entries = []
-    for binsha, crc, offset in zip(shas, crcs, offsets):
+    for binsha, crc, offset in sorted(zip(shas, crcs, offsets), key=lambda entry: entry[2]):
         if offset & 0x80000000 or not 1 <= (pack[offset] >> 4) & 7 <= 4:
             raise ValueError(f"{name}: holds deltas or large offsets")
         entries.append((binsha, crc, pack[offset : ends[offset]]))
