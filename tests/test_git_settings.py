@@ -309,6 +309,32 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
     assert whole < 350  # of about 490: most of memsite's objects left its whole-object packs for git's
     assert_clean(root)
 
+def test_packs_another_process_is_folding_are_left_to_it_until_it_has_ended(store: MemoryStore) -> None:
+    """A process folding git's packs with deltas marks them on the list: another one leaves them alone while
+    it runs (two folds would each make a copy), and folds them once it has ended without finishing."""
+    root = store.root
+    list_packs_with_deltas(root, 10)
+    folder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        tag = f"{folder.pid}+-+{socket.gethostname()}"
+        listed = root / ".git" / "memsite-packs"
+        listed.write_text(listed.read_text().replace(" 0 deltas\n", f" 0 deltas {tag}\n"))
+        objects = store.repo.objects.maintenance
+        for i in range(30):
+            store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
+            objects.wait_for_deltas(600)
+        assert listed.read_text().count(f" 0 deltas {tag}\n") == 10
+    finally:
+        folder.kill()
+        folder.wait()
+    for i in range(30):
+        store.remember(f"note {i + 30}: service {i} restarts at {i}:00 on node {i % 11}", category="events")
+        objects.wait_for_deltas(600)
+    objects.merge_own_packs()
+    assert listed.read_text().count(" deltas") == 1
+    assert_clean(root)
+
+
 def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: MemoryStore) -> None:
     """Each write rewrites its folders, each with one file more, stored whole (large ones uncompressed), and
     merging memsite's packs puts the versions of a folder side by side in one pack. Reusing what a pack
@@ -353,20 +379,35 @@ def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: Memory
     assert_clean(store.root)
 
 
-def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: MemoryStore,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """memsite never merges git's packs with deltas; they stay listed until a 'git gc' repacks them. Once there
-    were as many of them as packs to merge at, every write merged its own pack (fsyncs and a new file each)."""
-    root = store.root
-    # (git's own 'gc --auto', which memsite runs now and then, would repack them once 50 packs add up: not now)
-    git(root, "config", "gc.autoPackLimit", "1000")
-    for i in range(30):  # what 30 of git's runs storing memsite's objects with deltas leave listed
+def list_packs_with_deltas(root: Path, count: int) -> list[str]:
+    """What ``count`` of git's runs storing memsite's objects with deltas leave listed: the blobs they hold."""
+    blobs = []
+    for i in range(count):
         blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=f"object {i}\n",
                               capture_output=True, text=True, check=True).stdout
         made = subprocess.run(["git", "pack-objects", "-q", ".git/objects/pack/pack"], cwd=root, input=blob,
                               capture_output=True, text=True, check=True).stdout.strip()
         with open(root / ".git" / "memsite-packs", "a") as listed:
             listed.write(f"pack-{made} 0 deltas\n")
+        blobs.append(blob.strip())
+    git(root, "prune-packed")
+    return blobs
+
+
+def blobs_found(root: Path, blobs: list[str]) -> int:
+    """How many of ``blobs`` the repository holds."""
+    return subprocess.run(["git", "cat-file", "--batch-check"], cwd=root, input="".join(f"{blob}\n" for blob in blobs),
+                          capture_output=True, text=True, check=True).stdout.count(" blob ")
+
+
+def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: MemoryStore,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """memsite never merges git's packs with deltas itself. Once there were as many of them as packs to merge
+    at, every write merged its own pack (fsyncs and a new file each)."""
+    root = store.root
+    # (git's own 'gc --auto', which memsite runs now and then, would repack them once 50 packs add up: not now)
+    git(root, "config", "gc.autoPackLimit", "1000")
+    blobs = list_packs_with_deltas(root, 30)
     objects = store.repo.objects.maintenance
     merges = []
     merge = objects._merge
@@ -374,8 +415,32 @@ def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: Memor
     for i in range(60):
         store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
     assert len(merges) <= 4  # about one in 24 writes (the first learns what the list holds)
-    assert (root / ".git" / "memsite-packs").read_text().count(" deltas\n") == 30
     assert len(store.list()) == 60
+    assert blobs_found(root, blobs) == 30
+    assert_clean(root)
+
+
+def test_git_folds_its_packs_with_deltas_so_no_git_gc_repacks_everything(store: MemoryStore) -> None:
+    """Each of git's runs storing memsite's objects with deltas leaves a pack (120 in 100,000 writes). Left
+    listed, they reached the 50 packs at which 'git gc --auto' repacks the whole store, for many seconds while
+    agents write, which then ended writing gc.log. Once eight add up, git folds them into one, geometrically;
+    nothing is lost, and a pack of git's own stays."""
+    root = store.root
+    theirs = subprocess.run(["git", "pack-objects", "-q", ".git/objects/pack/pack"], cwd=root, check=True,
+                            input=git(root, "rev-parse", "HEAD"), capture_output=True, text=True).stdout.strip()
+    blobs = list_packs_with_deltas(root, 30)
+    objects = store.repo.objects.maintenance
+    for i in range(30):
+        store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
+        objects.wait_for_deltas(600)  # (git runs at the lowest priority: on a busy machine it waits its turn)
+    objects.merge_own_packs()  # takes git's last fold in
+    listed = (root / ".git" / "memsite-packs").read_text()
+    assert listed.count(" deltas") < 8
+    assert len(list((root / ".git" / "objects" / "pack").glob("*.pack"))) < 15
+    assert (root / ".git" / "objects" / "pack" / f"pack-{theirs}.pack").exists()
+    assert blobs_found(root, blobs) == 30
+    assert len(store.list()) == 30
+    assert not (root / ".git" / "gc.log").exists()
     assert_clean(root)
 
 

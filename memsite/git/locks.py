@@ -73,6 +73,14 @@ class Owner:
     def tag(self) -> str:
         return f"{self.pid}+{self.started}+{quote(self.host, safe='')}"
 
+    @classmethod
+    def from_tag(cls, tag: str) -> Owner | None:
+        """The owner :meth:`tag` wrote, or None for a text it did not write."""
+        parts = tag.split("+")
+        if len(parts) != 3 or not parts[0].isdigit():
+            return None
+        return cls(int(parts[0]), parts[1], unquote(parts[2]))
+
 
 def _proc_start(pid: int) -> str | None:
     """The start time of a running process from /proc (clock ticks after boot); None if none runs."""
@@ -119,10 +127,10 @@ def is_dead(owner: Owner) -> bool:
 
 def _parse(name: str) -> tuple[str, Owner] | None:
     """(lock key, owner) from a record's file name, or None for a name memsite did not write."""
-    parts = name.split("+")
-    if len(parts) != 5 or not parts[1].isdigit() or not parts[4].isdigit():
-        return None
-    return parts[0], Owner(int(parts[1]), parts[2], unquote(parts[3]))
+    key, _, rest = name.partition("+")
+    tag, _, count = rest.rpartition("+")
+    owner = Owner.from_tag(tag)
+    return None if owner is None or not count.isdigit() else (key, owner)
 
 
 def _remove_all(paths: list[Path]) -> None:

@@ -7,7 +7,8 @@ their entries (a git repack would cost a process and delta searches every few
 writes), so their number stays far below the 50 at which ``git gc --auto``
 repacks everything; it never touches a pack it did not write. Once they hold
 more objects than ``gc.auto``, ``git pack-objects`` stores them again with
-deltas in the background, at the lowest priority. Nothing is merged or
+deltas in the background, at the lowest priority; once several such packs
+add up, git folds them into one, reusing their deltas. Nothing is merged or
 removed while a ``git gc`` runs (see :func:`gc_running`), nor while a writer's
 pack has its ``.keep`` file (until its branch moves). What writes store
 loose while a ``git gc`` runs is packed once it has ended (see
@@ -42,6 +43,7 @@ PACK_NAMES_LIMIT = 8 << 20  # bytes past which no more names are kept (merges le
 LIST_LOCK_SECONDS = 30.0
 GC_PID_STALE_SECONDS = 12 * 3600  # a gc.pid this old was left by a killed 'git gc' (git's own rule)
 MERGE_PACKS = 24  # listed packs from which memsite merges its small ones (git gc --auto repacks all at 50)
+FOLD_AT = 8  # git's packs with deltas of memsite's objects from which git folds them (see _fold)
 
 log = logging.getLogger("memsite")
 
@@ -212,7 +214,9 @@ class PackMaintenance:
         if os.path.exists(f"{folder}/multi-pack-index"):
             return
         listed: dict[str, int] = {}
-        deltas: dict[str, int] = {}  # packs git wrote with deltas from memsite's: listed, never merged here
+        # packs git wrote with deltas from memsite's: never merged here; folded by git (see _fold), the tag
+        # of the process folding them if one is ('' if none)
+        deltas: dict[str, str] = {}
         held: dict[str, str] = {}  # packs a writer keeps until its branch moves (see release): listed as they are
         repacked = 0  # objects listed when git last repacked them (a line 'repacked <n>')
         for line in before.split(b"\n"):
@@ -223,7 +227,11 @@ class PackMaintenance:
             elif name.startswith("pack-") and count.isdigit() and os.path.exists(f"{folder}/{name}.idx"):
                 kept_by = keep_of(f"{folder}/{name}.keep")
                 if kept_by is None:
-                    (deltas if mark == "deltas" else listed)[name] = int(count)
+                    mark, _, folded_by = mark.partition(" ")
+                    if mark == "deltas":
+                        deltas[name] = folded_by
+                    else:
+                        listed[name] = int(count)
                 elif kept_by.startswith(b"memsite "):  # a writer's, until its branch moves: merged later
                     held[name] = line.decode("ascii", "replace").strip()
         gone = self._collect_deltas(folder, listed, deltas)
@@ -233,15 +241,11 @@ class PackMaintenance:
         if total > repacked + self.delta_after and not busy:
             self._start_deltas(folder, list(listed))
             busy, repacked = set(listed), total
-        by_size = sorted((name for name in listed if name not in busy), key=listed.__getitem__)
-        roll_up, smaller = 0, 0
-        for i, name in enumerate(by_size):
-            if listed[name] < 2 * smaller:
-                roll_up = i + 1
-            smaller += listed[name]
+        elif not busy:
+            self._fold(folder, deltas)
         entries: dict[bytes, tuple[int, bytes]] = {}
         merged = []
-        rolled_up = set(by_size[:roll_up])
+        rolled_up = set(roll_up({name: count for name, count in listed.items() if name not in busy}))
         for name in (name for name in listed if name in rolled_up):  # oldest first (see _start_deltas)
             try:
                 found = whole_entries(folder, name)
@@ -260,11 +264,11 @@ class PackMaintenance:
                 remove_pack(folder, name, kept)
             listed[new] = len(entries)
         listed.update((name, 0) for name in kept)
-        fixed = "".join([*(f"{name} {count} deltas\n" for name, count in deltas.items()),
+        fixed = "".join([*(f"{name} 0 deltas {by}".rstrip() + "\n" for name, by in deltas.items()),
                          *(f"{line}\n" for line in held.values()), f"repacked {repacked}\n"])
         text = "".join([*(f"{name} {count}\n" for name, count in listed.items()), fixed]).encode("ascii")
         # Lines a merge cannot take in: without this, once there are as many of them as packs to merge
-        # at (git's packs with deltas add up until 'git gc' repacks), every write would merge.
+        # at (git's packs with deltas, up to FOLD_AT and more while git folds some), every write would merge.
         self._not_merged = len(fixed) + sum(len(f"{name} {listed[name]}\n") for name in busy if name in listed)
         with self._list_held():
             try:
@@ -310,8 +314,9 @@ class PackMaintenance:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._delta_job[0].wait(timeout)
 
-    def _start_deltas(self, folder: str, names: list[str]) -> None:
-        """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background.
+    def _start_deltas(self, folder: str, names: list[str], fold: bool = False) -> bool:
+        """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background;
+        whether it started.
 
         Each tree is given with the folder it was written for, so git
         compares it with the earlier versions of that folder, and in the
@@ -322,30 +327,59 @@ class PackMaintenance:
         ``content/memories``, were stored whole.) Nothing is
         reused as it is: memsite stores objects whole, and git takes an
         object stored whole in a pack as it is, without looking for a delta.
+        ``fold``: packs git wrote so, whose deltas it reuses (see :meth:`_fold`).
         """
         ids, fed = [], []
         for name in names:
             with contextlib.suppress(OSError, ValueError):
                 ids += PackReader(folder, name).names_in_pack_order()
                 fed.append(name)  # only packs whose every object git is given are replaced
-        try:
-            with open(self._names, "rb") as handle:
+        listed = b""
+        if not fold:
+            with contextlib.suppress(FileNotFoundError), open(self._names, "rb") as handle:
                 listed = handle.read(self._names_listed)
-        except FileNotFoundError:
-            listed = b""
         folders = dict(line.split(b" ", 1) for line in listed.split(b"\n")[:-1] if b" " in line)  # hex id -> folder
         try:
             job = subprocess.Popen(["git", f"--git-dir={self.git_dir}", "pack-objects", "-q", "--delta-base-offset",
-                                    "--no-reuse-object", f"{folder}/pack"], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_environment())
+                                    *([] if fold else ["--no-reuse-object"]), f"{folder}/pack"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   env=git_environment())
         except OSError:
-            return  # no git: the packs stay as they are
+            return False  # no git: the packs stay as they are
         idle_priority(job.pid)  # (before it is fed: the threads git searches deltas on inherit it)
         assert job.stdin is not None
         threading.Thread(target=feed_ids, args=(job.stdin, ids, folders), daemon=True).start()
         self._delta_job = (job, fed, len(listed))
+        return True
 
-    def _collect_deltas(self, folder: str, listed: dict[str, int], deltas: dict[str, int]) -> list[str]:
+    def _fold(self, folder: str, deltas: dict[str, str]) -> None:
+        """Have git fold its packs with deltas of memsite's objects into one, in the background, once
+        :data:`FOLD_AT` of them add up: the smallest, geometrically as merges go.
+
+        Each of git's runs storing memsite's objects with deltas leaves a
+        pack (one per ``gc.auto`` objects written: 120 for 100,000 writes).
+        Unfolded, they reached the 50 packs at which ``git gc --auto``
+        repacks everything: for many seconds in a large store, while writes
+        store their objects loose (see ``ObjectStore.batch``); that gc then
+        ended with "too many unreachable loose objects" and wrote
+        ``gc.log``, and git's automatic gc stayed off for a day. Folding
+        reuses their deltas: it costs git about a copy of their bytes. The
+        packs being folded are marked on the list with this process's tag,
+        so no other process folds them meanwhile (a mark of a process that
+        has ended is ignored).
+        """
+        free = {}
+        for name, by in deltas.items():
+            owner = locks.Owner.from_tag(by)
+            if owner is None or locks.is_dead(owner):
+                with contextlib.suppress(OSError):
+                    free[name] = os.stat(f"{folder}/{name}.pack").st_size
+        chosen = roll_up(free) if len(free) >= FOLD_AT else []
+        if len(chosen) >= 2 and self._start_deltas(folder, chosen, fold=True):
+            tag = locks.current_owner().tag()
+            deltas.update((name, tag) for name in chosen)
+
+    def _collect_deltas(self, folder: str, listed: dict[str, int], deltas: dict[str, str]) -> list[str]:
         """Once git's pack-objects has finished: list its pack, and return the packs it replaces."""
         if self._delta_job is None or self._delta_job[0].poll() is None:
             return []
@@ -354,16 +388,28 @@ class PackMaintenance:
         made = job.stdout.read().decode("ascii", "replace").strip()
         job.stdout.close()
         if job.returncode != 0 or not os.path.exists(f"{folder}/pack-{made}.idx"):
+            deltas.update((name, "") for name in names if name in deltas)  # (a fold's mark taken off)
             return []  # failed: the packs stay, and are tried again later
-        deltas[f"pack-{made}"] = 0
-        with self._list_held():  # the names git was given are not needed again; those listed since are
-            try:
+        deltas[f"pack-{made}"] = ""
+        if named:  # the names git was given are not needed again; those listed since are
+            with self._list_held(), contextlib.suppress(FileNotFoundError):
                 with open(self._names, "rb") as handle:
                     rest = handle.read()[named:]
                 files.store(self._names, f"{self._names}.tmp_{os.getpid()}", rest, mode=0o644)
-            except FileNotFoundError:
-                pass
-        return [name for name in names if listed.pop(name, None) is not None]
+        return [name for name in names if listed.pop(name, None) is not None or deltas.pop(name, None) is not None]
+
+
+def roll_up(sizes: Mapping[str, int]) -> list[str]:
+    """The packs to merge of ``sizes`` (name: size), as ``git repack --geometric=2`` chooses: the smallest,
+    until every pack left is at least twice the size of all smaller ones together."""
+    by_size = sorted(sizes, key=sizes.__getitem__)
+    count, smaller = 0, 0
+    for i, name in enumerate(by_size):
+        if sizes[name] < 2 * smaller:
+            count = i + 1
+        smaller += sizes[name]
+    return by_size[:count]
+
 
 def _append(path: str, data: bytes, limit: int | None = None) -> int:
     """Append ``data`` to one of memsite's lists (unless it holds ``limit`` bytes already); its size then."""
