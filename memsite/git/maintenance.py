@@ -309,7 +309,7 @@ class PackMaintenance:
     def wait_for_deltas(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for git's pack with deltas (no lock needed); the next
         :meth:`merge_own_packs` takes it in. Otherwise only this process could: its pack would
-        stay beside the packs it replaces until a 'git gc'."""
+        stay beside the packs it replaces (or folds) until a 'git gc'."""
         if self._delta_job is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._delta_job[0].wait(timeout)
@@ -341,7 +341,7 @@ class PackMaintenance:
         folders = dict(line.split(b" ", 1) for line in listed.split(b"\n")[:-1] if b" " in line)  # hex id -> folder
         try:
             job = subprocess.Popen(["git", f"--git-dir={self.git_dir}", "pack-objects", "-q", "--delta-base-offset",
-                                    *([] if fold else ["--no-reuse-object"]), f"{folder}/pack"],
+                                    *(["--window=0"] if fold else ["--no-reuse-object"]), f"{folder}/pack"],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=git_environment())
         except OSError:
@@ -363,7 +363,10 @@ class PackMaintenance:
         store their objects loose (see ``ObjectStore.batch``); that gc then
         ended with "too many unreachable loose objects" and wrote
         ``gc.log``, and git's automatic gc stayed off for a day. Folding
-        reuses their deltas: it costs git about a copy of their bytes. The
+        reuses their deltas and searches no new ones (``--window=0``: what
+        they hold whole found no delta when it was written, and git is not
+        told the folders again), so it costs git about a copy of their
+        bytes (0.3 s of CPU for 114,000 objects, against 1.8 s searching). The
         packs being folded are marked on the list with this process's tag,
         so no other process folds them meanwhile (a mark of a process that
         has ended is ignored).
