@@ -309,31 +309,6 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
     assert whole < 350  # of about 490: most of memsite's objects left its whole-object packs for git's
     assert_clean(root)
 
-def test_packs_another_process_is_folding_are_left_to_it_until_it_has_ended(store: MemoryStore) -> None:
-    """A process folding git's packs with deltas marks them on the list: another one leaves them alone while
-    it runs (two folds would each make a copy), and folds them once it has ended without finishing."""
-    root = store.root
-    list_packs_with_deltas(root, 10)
-    folder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    try:
-        tag = f"{folder.pid}+-+{socket.gethostname()}"
-        listed = root / ".git" / "memsite-packs"
-        listed.write_text(listed.read_text().replace(" 0 deltas\n", f" 0 deltas {tag}\n"))
-        objects = store.repo.objects.maintenance
-        for i in range(30):
-            store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
-            objects.wait_for_deltas(600)
-        assert listed.read_text().count(f" 0 deltas {tag}\n") == 10
-    finally:
-        folder.kill()
-        folder.wait()
-    for i in range(30):
-        store.remember(f"note {i + 30}: service {i} restarts at {i}:00 on node {i % 11}", category="events")
-        objects.wait_for_deltas(600)
-    objects.merge_own_packs()
-    assert listed.read_text().count(" deltas") == 1
-    assert_clean(root)
-
 
 def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: MemoryStore) -> None:
     """Each write rewrites its folders, each with one file more, stored whole (large ones uncompressed), and
@@ -441,6 +416,32 @@ def test_git_folds_its_packs_with_deltas_so_no_git_gc_repacks_everything(store: 
     assert blobs_found(root, blobs) == 30
     assert len(store.list()) == 30
     assert not (root / ".git" / "gc.log").exists()
+    assert_clean(root)
+
+
+def test_packs_another_process_is_folding_are_left_to_it_until_it_has_ended(store: MemoryStore) -> None:
+    """A process folding git's packs with deltas marks them on the list: another one leaves them alone while
+    it runs (two folds would each make a copy), and folds them once it has ended without finishing."""
+    root = store.root
+    list_packs_with_deltas(root, 10)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        tag = f"{other.pid}+-+{socket.gethostname()}"
+        listed = root / ".git" / "memsite-packs"
+        listed.write_text(listed.read_text().replace(" 0 deltas\n", f" 0 deltas {tag}\n"))
+        objects = store.repo.objects.maintenance
+        for i in range(30):
+            store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
+            objects.wait_for_deltas(600)
+        assert listed.read_text().count(f" 0 deltas {tag}\n") == 10
+    finally:
+        other.kill()
+        other.wait()
+    for i in range(30):
+        store.remember(f"note {i + 30}: service {i} restarts at {i}:00 on node {i % 11}", category="events")
+        objects.wait_for_deltas(600)
+    objects.merge_own_packs()
+    assert listed.read_text().count(" deltas") == 1
     assert_clean(root)
 
 

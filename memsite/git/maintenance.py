@@ -327,7 +327,7 @@ class PackMaintenance:
         ``content/memories``, were stored whole.) Nothing is
         reused as it is: memsite stores objects whole, and git takes an
         object stored whole in a pack as it is, without looking for a delta.
-        ``fold``: packs git wrote so, whose deltas it reuses (see :meth:`_fold`).
+        ``fold``: ``names`` are git's packs with deltas, folded into one (see :meth:`_fold`).
         """
         ids, fed = [], []
         for name in names:
@@ -366,10 +366,9 @@ class PackMaintenance:
         reuses their deltas and searches no new ones (``--window=0``: what
         they hold whole found no delta when it was written, and git is not
         told the folders again), so it costs git about a copy of their
-        bytes, a fifth of the CPU a search took. The
-        packs being folded are marked on the list with this process's tag,
-        so no other process folds them meanwhile (a mark of a process that
-        has ended is ignored).
+        bytes, a fifth of the CPU a search took. The packs being folded are
+        marked on the list with this process's tag, so no other process
+        folds them meanwhile (a mark of a process that has ended is ignored).
         """
         free = {}
         for name, by in deltas.items():
