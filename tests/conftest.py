@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -156,3 +157,14 @@ def listed_packs(repo: Path) -> set[str]:
     """The packs on memsite's list (``.git/memsite-packs``), by name."""
     lines = (repo / ".git" / "memsite-packs").read_text().splitlines()
     return {line.split()[0] for line in lines if line.startswith("pack-")}
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C reaches this process and the processes it starts, as at a terminal. A shell running the
+    suite in the background (``pytest &``) ignores it, which Python and its children then keep: these
+    tests' Ctrl-C would never come."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

@@ -627,7 +627,7 @@ def test_a_large_transaction_that_raises_leaves_no_file_behind(store: MemoryStor
 
 
 def test_ctrl_c_while_a_failed_large_transaction_drops_its_files_leaves_the_store_usable(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, ctrl_c: None
 ) -> None:
     import _thread
     import threading

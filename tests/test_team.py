@@ -322,7 +322,8 @@ def test_sync_every_syncs_in_the_background_and_when_closed(store: MemoryStore, 
     assert coder.syncer is None  # stopped with the store
 
 
-def test_sync_every_from_the_command_line_stops_cleanly_on_ctrl_c(store: MemoryStore, remote: Path) -> None:
+def test_sync_every_from_the_command_line_stops_cleanly_on_ctrl_c(store: MemoryStore, remote: Path,
+                                                                   ctrl_c: None) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "memsite", "-C", str(store.root), "sync", "--every", "1",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
