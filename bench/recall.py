@@ -53,7 +53,7 @@ def percentile(values: list[float], pct: float) -> float:
 def seed(path: Path, corpus: Corpus, count: int) -> MemoryStore:
     log(f"seeding {count:,} memories ...")
     MemoryStore.init(path, agent="bench").close()
-    # Words only: with wordllama installed the default would be hybrid (measured below, and in quality.py).
+    # Words only: with the embed extra installed the default would be hybrid (measured below, and in quality.py).
     store = MemoryStore(path, agent="bench", embedder="none")
     for start in range(0, count, 5000):
         with store.transaction(f"Seed memories {start}-{min(count, start + 5000)}") as tx:

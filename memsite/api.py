@@ -87,14 +87,15 @@ class MemoryStore:
         embedder: makes recall hybrid: relevance mixes word match and cosine
             similarity (``embedding.weight`` in the configuration). A callable
             text -> vector (a sequence of floats; name the model in a ``model``
-            attribute), or a model memsite knows: ``"wordllama"`` (offline, the
-            ``memsite[embed]`` extra), ``"none"`` (words only), or
+            attribute), or a model memsite knows: ``"minilm"`` (the sentence
+            model memsite ships, offline; the ``memsite[embed]`` extra),
+            ``"wordllama"`` (a static model), ``"none"`` (words only), or
             ``"model2vec:<folder or name>"``, ``"sentence-transformers:<folder
             or name>"``, ``"fastembed:<name>"`` (that library installed, the
             model in a folder or the local cache). None (the default) takes
             ``$MEMSITE_EMBEDDING``, else ``embedding.model`` in the
-            configuration, whose default ``auto`` is wordllama when it is
-            installed and words only when not. memsite downloads no model
+            configuration, whose default ``auto`` is minilm when its runtime
+            is installed, else wordllama when it is, else words only. memsite downloads no model
             unless ``$MEMSITE_EMBEDDING_DOWNLOAD`` or ``embedding.download`` allows it.
 
     Raises:

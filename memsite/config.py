@@ -119,7 +119,7 @@ def _model(value: Any) -> str:
     if value is False or value is None:  # YAML's `none`/`off` read as null/false: words only all the same
         return "none"
     if not isinstance(value, str) or not re.match(r"^[\w.:/~+-]{1,300}$", value):
-        raise _Bad("a model name: auto, wordllama, none, or model2vec:, fastembed: or sentence-transformers: "
+        raise _Bad("a model name: auto, minilm, wordllama, none, or model2vec:, fastembed: or sentence-transformers: "
                    "and a folder or model name")
     return value
 
@@ -204,8 +204,8 @@ class Config:
     Chosen with ``bench/quality.py --tune`` on bench/data/validation.tsv and
     queries.tsv; the held-out questions (heldout.tsv) never took part."""
     embedding_model: str = setting("auto", "embedding.model", _model, null=True)
-    """The embedder recall uses: ``wordllama``, ``none`` (words only), ``auto`` (wordllama when installed),
-    or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""
+    """The embedder recall uses: ``minilm``, ``wordllama``, ``none`` (words only), ``auto`` (minilm when
+    onnxruntime is installed, else wordllama when it is, else none), or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""
     embedding_floor: float = setting(0.95, "embedding.floor", _number(0, 1))
     """The share of off-topic background questions that must recall nothing: sets the meaning floor
     (see memsite/relevance.py); 0 turns the floor off (every query gets its closest memories)."""

@@ -1,19 +1,29 @@
 """Embedders memsite knows by name, for hybrid recall without writing one.
 
-``wordllama`` (the ``memsite[embed]`` extra) ships its weights and tokenizer
-inside its wheel and runs on a CPU, with no network. Its vectors are
-cut to their first 128 of 256 dimensions (the model is trained so that a
-prefix is a smaller embedding): on bench/data it found as many paraphrases
-(65% against 66% at 256; 54% at 64), and recall compares half the bytes.
-Its default ``WordLlama.load()`` still tries to download the tokenizer (it
-looks for ``tokenizer/`` while the wheel has ``tokenizers/``), so it is loaded
-with its own package folder as the cache and downloads disabled.
+``minilm`` (the ``memsite[embed]`` extra) is the sentence model
+all-MiniLM-L6-v2 (Apache 2.0), shipped inside memsite as one int8 ONNX file
+(memsite/models/minilm, built by tools/build_minilm.py) and run by onnxruntime
+on a CPU, with Hugging Face's tokenizers: no network, no PyTorch. It reads a
+sentence as a whole, so a paraphrase lands near its answer and a question
+about something else does not: on bench/data it finds about 70% of held-out
+paraphrases in the first five while questions about nothing in memory recall
+nothing, where wordllama found 38% (bench/quality.py, docs/benchmarks.md).
+A query takes about 2 ms; a memory a few ms once, when recall first needs it.
 
-A name comes from ``MemoryStore(path, embedder="wordllama")``, from
+``wordllama`` (``pip install wordllama``) is a static model: a vector per
+token, averaged. It embeds a hundred times faster but cannot tell a
+paraphrase's answer from a stray match. It ships its weights and tokenizer
+inside its wheel. Its vectors are cut to their first 128 of 256 dimensions
+(the model is trained so that a prefix is a smaller embedding). Its default
+``WordLlama.load()`` still tries to download the tokenizer (it looks for
+``tokenizer/`` while the wheel has ``tokenizers/``), so it is loaded with its
+own package folder as the cache and downloads disabled.
+
+A name comes from ``MemoryStore(path, embedder="minilm")``, from
 ``MEMSITE_EMBEDDING``, or from ``plugins.memsite.embedding.model`` in
-``mkdocs.yml``, in that order. ``auto`` (the default) means wordllama when it
-is installed and words only when it is not, so a base install recalls exactly
-as before; ``none`` means words only.
+``mkdocs.yml``, in that order. ``auto`` (the default) means minilm when
+onnxruntime and tokenizers are installed, else wordllama when it is, else
+words only, so a base install recalls by words; ``none`` means words only.
 
 Other models are named by their library and a folder or a model name:
 ``model2vec:<folder or name>`` (static models such as potion),
@@ -38,11 +48,60 @@ from .core import TRUE
 from .errors import ConfigError, InvalidInput
 from .model import one_line
 
-NAMES = ("auto", "wordllama", "none")
+NAMES = ("auto", "minilm", "wordllama", "none")
 LIBRARIES = {"model2vec": "model2vec", "sentence-transformers": "sentence_transformers", "fastembed": "fastembed"}
 """Libraries whose models can be named ``<library>:<folder or model name>``, and their import names."""
 _load_lock = threading.Lock()
 _models: dict[str, Any] = {}  # one loaded model per process, shared by every store
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 as memsite ships it (int8 ONNX), run by onnxruntime; loaded on first use."""
+
+    folder = Path(__file__).parent / "models" / "minilm"
+    model = "minilm-l6-v2/int8-1"
+    """The name vectors are cached under: a rebuilt model file gets a new one (tests check its sha256)."""
+    sha256 = "fab10ec5bdffc1979d41aabbb1d0cea4640b1ae3040b801f8a23f01d6f04a1ea"
+    dimensions = 384
+    max_tokens = 256  # as sentence-transformers reads it (max_seq_length); longer texts are cut
+
+    def _loaded(self) -> Any:
+        with _load_lock:
+            if self.model not in _models:
+                import onnxruntime
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+                tokenizer.enable_truncation(self.max_tokens)
+                tokenizer.no_padding()
+                options = onnxruntime.SessionOptions()
+                # its threads sleep between calls rather than spin: recall is one short call now and then
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                options.log_severity_level = 3  # its warnings are not the user's to act on
+                session = onnxruntime.InferenceSession(str(self.folder / "model.onnx"), options,
+                                                       providers=["CPUExecutionProvider"])
+                _models[self.model] = (tokenizer, session)
+            return _models[self.model]
+
+    def __call__(self, text: str) -> Sequence[float]:
+        return self.embed_many([text])[0]  # type: ignore[no-any-return]
+
+    def embed_many(self, texts: Sequence[str]) -> Any:
+        """The vectors of many texts (a numpy array, one row a text, normalised).
+
+        One text a run: the int8 model scales each run's activations by their
+        largest value, so a text run beside others (padded to the longest) would
+        get a vector depending on them (cosine 0.98 with its own). Batches were
+        at most 1.5 times faster.
+        """
+        import numpy
+
+        tokenizer, session = self._loaded()
+        vectors = numpy.empty((len(texts), self.dimensions), dtype=numpy.float32)
+        for i, encoded in enumerate(tokenizer.encode_batch(list(texts))):
+            ids = numpy.array([encoded.ids], dtype=numpy.int64)
+            vectors[i] = session.run(None, {"input_ids": ids, "attention_mask": numpy.ones_like(ids)})[0][0]
+        return vectors
 
 
 class WordLlamaEmbedder:
@@ -131,7 +190,7 @@ class LibraryEmbedder:
         model = self._loaded()
         if self.library == "fastembed":
             return list(model.embed(list(texts)))
-        return model.encode(list(texts))
+        return model.encode(list(texts), show_progress_bar=False)  # not a bar on stderr at every recall
 
 
 _ALLOW = ("memsite downloads a model only when allowed: set MEMSITE_EMBEDDING_DOWNLOAD=1 "
@@ -169,10 +228,14 @@ def download_allowed(configured: bool, environ: Mapping[str, str] | None = None)
     return value in TRUE if value else configured
 
 
+RUNTIMES = {"minilm": ("onnxruntime", "tokenizers"), "wordllama": ("wordllama",)}
+"""The packages each of memsite's own models needs."""
+
+
 def installed(name: str) -> bool:
-    """Whether the package behind model ``name`` can be imported."""
+    """Whether the packages behind model ``name`` can be imported."""
     try:
-        return name == "wordllama" and importlib.util.find_spec("wordllama") is not None
+        return name in RUNTIMES and all(importlib.util.find_spec(p) is not None for p in RUNTIMES[name])
     except (ImportError, ValueError):  # a broken install, or one hidden on purpose
         return False
 
@@ -183,11 +246,12 @@ def chosen_name(configured: str, environ: Mapping[str, str] | None = None) -> st
     return normal(environ.get("MEMSITE_EMBEDDING") or "") or configured
 
 
-def by_name(name: str, where: str = "embedder", download: bool = False) -> WordLlamaEmbedder | LibraryEmbedder | None:
-    """The embedder called ``name``; None for words only (``none``, or ``auto`` without wordllama).
+def by_name(name: str, where: str = "embedder",
+            download: bool = False) -> MiniLMEmbedder | WordLlamaEmbedder | LibraryEmbedder | None:
+    """The embedder called ``name``; None for words only (``none``, or ``auto`` with neither model installed).
 
     Args:
-        name: ``auto``, ``wordllama``, ``none``, or ``<library>:<folder or model name>``.
+        name: ``auto``, ``minilm``, ``wordllama``, ``none``, or ``<library>:<folder or model name>``.
         where: where the name was given, for errors.
         download: a named model not in the local cache may be downloaded.
 
@@ -199,13 +263,17 @@ def by_name(name: str, where: str = "embedder", download: bool = False) -> WordL
     library, colon, source = name.partition(":")
     if colon and library in LIBRARIES and source:
         return LibraryEmbedder(library, source, where, download)
-    if name == "none" or (name == "auto" and not installed("wordllama")):
+    if name == "auto":
+        name = next((n for n in RUNTIMES if installed(n)), "none")
+    if name == "none":
         return None
-    if name in ("auto", "wordllama"):
-        if not installed("wordllama"):
-            raise ConfigError(f"{where}: wordllama is not installed; pip install 'memsite[embed]', "
+    if name in RUNTIMES:
+        if not installed(name):
+            missing = "onnxruntime or tokenizers is" if name == "minilm" else "wordllama is"
+            install = "'memsite[embed]'" if name == "minilm" else "wordllama"
+            raise ConfigError(f"{where}: {name}: {missing} not installed; pip install {install}, "
                               "or set the model to none")
-        return WordLlamaEmbedder()
+        return MiniLMEmbedder() if name == "minilm" else WordLlamaEmbedder()
     expected = f"one of {', '.join(NAMES)}, or {', '.join(f'{k}:<model>' for k in LIBRARIES)}"
     if where == "embedder":  # an argument of MemoryStore
         raise InvalidInput(f"embedder: expected a callable (text -> vector) or {expected}, got {name!r}")

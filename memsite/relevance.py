@@ -16,10 +16,10 @@ either signal reaches its floor:
 * meaning stands out: the memory's cosine, less the mean of the query's
   cosines with the :data:`BACKGROUND` questions (about what a team's memory is
   not about: cooking, geography, sport), in standard deviations of the latter
-  (its *standing*), reaches the meaning floor. A cosine alone says little with
-  a static embedder: a paraphrase's answer (0.1 to 0.5 with wordllama) lands
-  where an off-topic question's best match does, and the latter rises with the
-  number of memories. Against the query's own closeness to off-topic questions,
+  (its *standing*), reaches the meaning floor. A cosine alone says little,
+  above all with a static embedder: a paraphrase's answer (0.1 to 0.5 with
+  wordllama) lands where an off-topic question's best match does, and the
+  latter rises with the number of memories. Against the query's own closeness to off-topic questions,
   an answer stands out where a stray match does not (measured in
   bench/quality.py, with the other baselines tried). The floor is measured on
   the memory itself: each background question's best standing among its

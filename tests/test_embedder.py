@@ -205,6 +205,6 @@ def test_a_model_neither_a_folder_nor_cached_is_not_downloaded_unless_allowed(
     folder.mkdir()
     with MemoryStore(store.root, agent="planner", embedder=f"model2vec:{folder}") as named:
         assert named.embedder.model == f"model2vec:{folder}"
-    with pytest.raises(InvalidInput, match=r"or one of auto, wordllama, none, or model2vec:<model>, "
+    with pytest.raises(InvalidInput, match=r"or one of auto, minilm, wordllama, none, or model2vec:<model>, "
                                            r"sentence-transformers:<model>, fastembed:<model>, got 'onnx:x'"):
         MemoryStore(store.root, agent="planner", embedder="onnx:x")

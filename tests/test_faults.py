@@ -113,12 +113,12 @@ def test_no_host_byte_reaches_a_built_site(tmp_path: Path) -> None:
     assert (tmp_path / "host" / "site" / "index.html").is_file()
 
 
-def test_a_vectors_file_with_its_header_intact_and_garbage_after_heals_for_wordllama(tmp_path: Path) -> None:
-    # Found by a tester (issue 32): the catalog and activity journal healed, but wordllama's vectors were
+def test_a_vectors_file_with_its_header_intact_and_garbage_after_heals_for_the_default_embedder(tmp_path: Path) -> None:
+    # Found by a tester (issue 32): the catalog and activity journal healed, but the embedder's vectors were
     # opened outside the healing, so every command failed with "damaged ... 'memsite doctor --fix' sets it aside".
-    pytest.importorskip("wordllama")
+    pytest.importorskip("onnxruntime")
     repo = faults.new_repository(tmp_path / "m")
-    env = {name: value for name, value in faults.env().items() if name != "MEMSITE_EMBEDDING"}  # auto: wordllama
+    env = {name: value for name, value in faults.env().items() if name != "MEMSITE_EMBEDDING"}  # auto: minilm
 
     def memsite(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), *args], capture_output=True,

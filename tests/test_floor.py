@@ -1,4 +1,4 @@
-"""Hybrid recall says "nothing relevant": the relevance floor, with the real wordllama model (issue 34)."""
+"""Hybrid recall says "nothing relevant": the relevance floor, with the real default model, minilm (issue 34)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from memsite.cli import main
 
 from .conftest import Clock
 
-pytest.importorskip("wordllama")
+pytest.importorskip("onnxruntime")
 
 MEMORIES = {
     "cases": ["Webhook retries duplicated refunds: idempotency keys on every refund request fixed it",
@@ -36,7 +36,7 @@ def hybrid(store: MemoryStore, clock: Clock) -> MemoryStore:
             for text in texts:
                 tx.remember(text, category=category)
     store.close()
-    return MemoryStore(store.root, agent="planner", clock=clock, embedder="wordllama")
+    return MemoryStore(store.root, agent="planner", clock=clock, embedder="minilm")
 
 
 def counts(store: MemoryStore) -> dict[str, int]:
@@ -109,7 +109,7 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     hybrid.close()
     result = CliRunner().invoke(main, ["-C", root, "recall", "python tabs", "--explain"])  # words only (the tests' default)
     assert result.output.splitlines()[1].strip() == "words 1.00 (python, tabs): words only, any shared word is kept"
-    monkeypatch.setenv("MEMSITE_EMBEDDING", "wordllama")
+    monkeypatch.setenv("MEMSITE_EMBEDDING", "minilm")
     result = CliRunner().invoke(main, ["-C", root, "recall", "tabs", "--explain"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -132,7 +132,7 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
 def test_the_floor_comes_from_configuration(hybrid: MemoryStore, clock: Clock) -> None:
     settings = hybrid.root / "mkdocs.yml"
     settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      floor: 0\n    decay:\n", 1))
-    with MemoryStore(hybrid.root, agent="planner", clock=clock, embedder="wordllama") as no_floor:
+    with MemoryStore(hybrid.root, agent="planner", clock=clock, embedder="minilm") as no_floor:
         hits = no_floor.recall("banana smoothie recipe")  # the closest memories, relevant or not, as before
         assert hits and str(hits[0].why).endswith("(no floor)")
     settings.write_text(settings.read_text().replace("floor: 0\n", "floor: 2\n"))
@@ -155,7 +155,7 @@ def test_a_memory_that_answers_background_questions_still_recalls_by_meaning(sto
                      "How to make an origami frog from a square sheet of paper"):
             tx.remember(text, category="patterns")
     store.close()
-    with MemoryStore(store.root, agent="planner", clock=clock, embedder="wordllama") as hybrid:
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder="minilm") as hybrid:
         assert hybrid.recall("recipe for chocolate chip cookies")[0].memory.abstract.startswith("Recipe for chocolate")
         hits = hybrid.recall("how do we stop customers getting their money back twice?")
         assert hits[0].memory.abstract.startswith("Webhook retries duplicated refunds")

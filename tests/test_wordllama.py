@@ -1,4 +1,4 @@
-"""Recall by meaning with wordllama: offline, on by default once installed, off when asked."""
+"""Recall by meaning with wordllama, when named: offline; the default when minilm's runtime is missing."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ PARAPHRASE = "how do we stop customers getting their money back twice?"  # no wo
 def memories(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> Path:
     for text, category in ((REFUNDS, "cases"), (POOL, "cases"), (TABS, "preferences")):
         store.remember(text, category=category)
-    monkeypatch.delenv("MEMSITE_EMBEDDING")  # the product's default, not the test suite's words only
+    monkeypatch.setenv("MEMSITE_EMBEDDING", "wordllama")
     return store.root
 
 
@@ -38,7 +38,7 @@ def set_model(root: Path, model: str) -> None:
     git(root, "commit", "-qam", f"embedding model {model}")
 
 
-def test_installed_wordllama_is_the_default_and_finds_a_paraphrase(memories: Path, clock: Clock) -> None:
+def test_wordllama_finds_a_paraphrase(memories: Path, clock: Clock) -> None:
     with MemoryStore(memories, agent="planner", clock=clock) as store:
         assert store.embedder is not None and store.embedder.model.startswith("wordllama-")
         assert store.recall(PARAPHRASE)[0].memory.content == REFUNDS
@@ -69,6 +69,7 @@ def test_it_loads_without_the_network(memories: Path, clock: Clock, monkeypatch:
 
 def test_the_configuration_and_the_environment_choose_the_model(
         memories: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSITE_EMBEDDING")
     set_model(memories, "none")
     with MemoryStore(memories, agent="planner", clock=clock) as store:
         assert store.embedder is None and store.recall(PARAPHRASE) == []
@@ -76,7 +77,7 @@ def test_the_configuration_and_the_environment_choose_the_model(
     with MemoryStore(memories, agent="planner", clock=clock) as store:
         assert store.recall(PARAPHRASE)[0].memory.content == REFUNDS
     monkeypatch.setenv("MEMSITE_EMBEDDING", "all-MiniLM-L6-v2")
-    with pytest.raises(ConfigError, match=r"MEMSITE_EMBEDDING: expected one of auto, wordllama, none, or model2vec:<model>, "
+    with pytest.raises(ConfigError, match=r"MEMSITE_EMBEDDING: expected one of auto, minilm, wordllama, none, or model2vec:<model>, "
                        r"sentence-transformers:<model>, fastembed:<model>, got 'all-minilm-l6-v2'"):
         MemoryStore(memories, agent="planner")
     with pytest.raises(InvalidInput, match=r"embedder: expected a callable \(text -> vector\) or one of auto"):
@@ -89,13 +90,19 @@ def test_the_cli_recalls_by_meaning_too(memories: Path) -> None:
     assert "Webhook retries duplicated refunds" in result.output
 
 
-def test_without_wordllama_auto_means_words_only_and_asking_for_it_is_a_clear_error(
+def test_auto_means_wordllama_without_onnxruntime_and_words_only_without_either(
         memories: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSITE_EMBEDDING")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # minilm's runtime missing
+    with MemoryStore(memories, agent="planner", clock=clock) as store:
+        assert store.embedder is not None and store.embedder.model.startswith("wordllama-")
+        assert store.recall(PARAPHRASE)[0].memory.content == REFUNDS
     monkeypatch.setitem(sys.modules, "wordllama", None)  # as on a base install
     with MemoryStore(memories, agent="planner", clock=clock) as store:
         assert store.embedder is None
         assert store.recall(PARAPHRASE) == []
         assert store.recall("refunds")[0].memory.content == REFUNDS
     set_model(memories, "wordllama")
-    with pytest.raises(ConfigError, match=r"embedding.model: wordllama is not installed; pip install 'memsite\[embed\]'"):
+    with pytest.raises(ConfigError, match=r"^embedding.model: wordllama: wordllama is not installed; pip install wordllama, "
+                                          r"or set the model to none$"):
         MemoryStore(memories, agent="planner")
