@@ -420,6 +420,26 @@ class MemoryStore:
         return self._store.rebuild_index()
 
     @translated
+    def embed(self) -> int:
+        """Embed the memories recall has no vectors for yet, and measure the relevance floor; returns how many have.
+
+        What the first recall after many new memories (a bulk import, a fresh
+        clone) does, done ahead of it: with minilm about 150 to 300 memories a
+        second. 0 by words only (no embedder).
+        """
+        vectors = self._store.vectors
+        if vectors is None:
+            return 0
+
+        def work() -> int:
+            with self.repo.thread_lock:
+                self._store.fresh()
+                floor(self.catalog, vectors, self.config.embedding_floor)
+                return vectors.size(self.catalog)
+
+        return self._store.healing(work, reading=True)
+
+    @translated
     def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names."""
         return self._store.heal(cause)

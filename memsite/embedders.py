@@ -98,8 +98,8 @@ class MiniLMEmbedder:
 
         tokenizer, session = self._loaded()
         vectors = numpy.empty((len(texts), self.dimensions), dtype=numpy.float32)
-        for i, encoded in enumerate(tokenizer.encode_batch(list(texts))):
-            ids = numpy.array([encoded.ids], dtype=numpy.int64)
+        for i, text in enumerate(texts):
+            ids = numpy.array([tokenizer.encode(text).ids], dtype=numpy.int64)
             vectors[i] = session.run(None, {"input_ids": ids, "attention_mask": numpy.ones_like(ids)})[0][0]
         return vectors
 

@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from memsite import ConfigError, MemoryStore
 from memsite import embedders
+from memsite.cli import main
 from memsite.embedders import MiniLMEmbedder
 from memsite.relevance import BACKGROUND
 
@@ -99,3 +101,18 @@ def test_without_its_runtime_asking_for_minilm_is_a_clear_error(
     with pytest.raises(ConfigError, match=r"^embedding.model: minilm: onnxruntime or tokenizers is not installed; "
                                           r"pip install 'memsite\[embed\]', or set the model to none$"):
         MemoryStore(memories, agent="planner")
+
+
+def test_memories_can_be_embedded_ahead_of_the_first_recall(memories: Path, clock: Clock) -> None:
+    result = CliRunner().invoke(main, ["-C", str(memories), "index", "embed"])
+    assert result.exit_code == 0, result.output
+    assert f"6 memories have vectors of {MiniLMEmbedder.model}" in result.output
+    db = sqlite3.connect(memories / ".memsite" / "vectors.sqlite3")
+    assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 6 + len(set(BACKGROUND))
+    assert db.execute("SELECT count(*) FROM floors").fetchone()[0] == 1  # the floor measured too
+    db.close()
+    with MemoryStore(memories, agent="planner", clock=clock) as store:
+        store.remember("The staging cluster is called vega", category="entities")
+        assert store.embed() == 7  # the new memory too
+    with MemoryStore(memories, agent="planner", clock=clock, embedder="none") as words_only:
+        assert words_only.embed() == 0

@@ -299,7 +299,9 @@ class Catalog:
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS given (n INTEGER PRIMARY KEY, r REAL NOT NULL)")
             self.db.execute("DELETE FROM temp.given")
             self.db.executemany("INSERT INTO temp.given VALUES (?, ?)", relevance.items())
-            hits, source, relevance_sql = "", ("temp.given h JOIN memories m ON m.n = h.n "
+            # CROSS JOIN: the given rows first, each memory found by its row number (SQLite, knowing nothing
+            # of the temporary table's size, scanned every memory instead: 10 ms at 100,000)
+            hits, source, relevance_sql = "", ("temp.given h CROSS JOIN memories m ON m.n = h.n "
                                        "LEFT JOIN activity.pending p ON p.id = m.id"), "h.r"
         elif fts_query is None:
             hits, source, relevance_sql = "", _FROM, "1.0"
