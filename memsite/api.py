@@ -424,8 +424,7 @@ class MemoryStore:
         """Embed the memories recall has no vectors for yet, and measure the relevance floor; returns how many have.
 
         What the first recall after many new memories (a bulk import, a fresh
-        clone) does, done ahead of it: with minilm about 150 to 300 memories a
-        second. 0 by words only (no embedder).
+        clone) does, done ahead of it. 0 by words only (no embedder).
         """
         vectors = self._store.vectors
         if vectors is None:

@@ -8,7 +8,8 @@ sentence as a whole, so a paraphrase lands near its answer and a question
 about something else does not: on bench/data it finds about 70% of held-out
 paraphrases in the first five while questions about nothing in memory recall
 nothing, where wordllama found 38% (bench/quality.py, docs/benchmarks.md).
-A query takes about 2 ms; a memory a few ms once, when recall first needs it.
+It is slower to embed than wordllama: each memory is embedded once, when
+recall first needs it (or ``memsite index embed``).
 
 ``wordllama`` (``pip install wordllama``) is a static model: a vector per
 token, averaged. It embeds a hundred times faster but cannot tell a
@@ -92,7 +93,7 @@ class MiniLMEmbedder:
         One text a run: the int8 model scales each run's activations by their
         largest value, so a text run beside others (padded to the longest) would
         get a vector depending on them (cosine 0.98 with its own). Batches were
-        at most 1.5 times faster.
+        not much faster (docs/benchmarks.md).
         """
         import numpy
 

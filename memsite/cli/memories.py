@@ -502,7 +502,7 @@ def index_embed(ctx: Context) -> None:
     """Embed the memories recall has no vectors for yet, ahead of the first recall.
 
     After a bulk import or in a fresh clone, the first recall by meaning embeds
-    every memory (with minilm, about a minute for 10,000): this does it now,
+    every memory, which takes a while with a sentence model: this does it now,
     with progress shown.
 
     \b

@@ -300,7 +300,7 @@ class Catalog:
             self.db.execute("DELETE FROM temp.given")
             self.db.executemany("INSERT INTO temp.given VALUES (?, ?)", relevance.items())
             # CROSS JOIN: the given rows first, each memory found by its row number (SQLite, knowing nothing
-            # of the temporary table's size, scanned every memory instead: 10 ms at 100,000)
+            # of the temporary table's size, scanned every memory instead)
             hits, source, relevance_sql = "", ("temp.given h CROSS JOIN memories m ON m.n = h.n "
                                        "LEFT JOIN activity.pending p ON p.id = m.id"), "h.r"
         elif fts_query is None:
