@@ -29,7 +29,7 @@ MEMORIES = {
               "Postgres connection pool exhausted under load; raised max_connections and added pgbouncer"],
     "preferences": ["The user prefers tabs over spaces in Python files"],
 }
-# Questions that share no word with their answer (stopwords aside), as an agent asks them
+# Questions put in other words than their answer, as an agent asks them
 PARAPHRASES = {"who is the user's boss?": "The user's manager is Tomas",
                "which tongue should written material be in?": "The user speaks Portuguese",
                "is the user around at the end of the week?": "The user works a four-day week",
