@@ -12,7 +12,7 @@ It is slower to embed than wordllama: each memory is embedded once, when
 recall first needs it (or ``memsite index embed``).
 
 ``wordllama`` (``pip install wordllama``) is a static model: a vector per
-token, averaged. It embeds a hundred times faster but cannot tell a
+token, averaged. It embeds far faster but cannot tell a
 paraphrase's answer from a stray match. It ships its weights and tokenizer
 inside its wheel. Its vectors are cut to their first 128 of 256 dimensions
 (the model is trained so that a prefix is a smaller embedding). Its default
