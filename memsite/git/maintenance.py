@@ -314,9 +314,9 @@ class PackMaintenance:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._delta_job[0].wait(timeout)
 
-    def _start_deltas(self, folder: str, names: list[str], fold: bool = False) -> bool:
+    def _start_deltas(self, folder: str, names: list[str], fold: bool = False) -> list[str]:
         """Have ``git pack-objects`` store the objects of ``names`` again, with deltas, in the background;
-        whether it started.
+        the packs it is given (those it replaces once done: every one that could be read), [] if it did not start.
 
         Each tree is given with the folder it was written for, so git
         compares it with the earlier versions of that folder, and in the
@@ -345,12 +345,12 @@ class PackMaintenance:
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=git_environment())
         except OSError:
-            return False  # no git: the packs stay as they are
+            return []  # no git: the packs stay as they are
         idle_priority(job.pid)  # (before it is fed: the threads git searches deltas on inherit it)
         assert job.stdin is not None
         threading.Thread(target=feed_ids, args=(job.stdin, ids, folders), daemon=True).start()
         self._delta_job = (job, fed, len(listed))
-        return True
+        return fed
 
     def _fold(self, folder: str, deltas: dict[str, str]) -> None:
         """Have git fold its packs with deltas of memsite's objects into one, in the background, once
@@ -377,9 +377,9 @@ class PackMaintenance:
                 with contextlib.suppress(OSError):
                     free[name] = os.stat(f"{folder}/{name}.pack").st_size
         chosen = roll_up(free) if len(free) >= FOLD_AT else []
-        if len(chosen) >= 2 and self._start_deltas(folder, chosen, fold=True):
+        if len(chosen) >= 2:  # marked: the packs git is given, whose marks are taken off if it fails
             tag = locks.current_owner().tag()
-            deltas.update((name, tag) for name in chosen)
+            deltas.update((name, tag) for name in self._start_deltas(folder, chosen, fold=True))
 
     def _collect_deltas(self, folder: str, listed: dict[str, int], deltas: dict[str, str]) -> list[str]:
         """Once git's pack-objects has finished: list its pack, and return the packs it replaces."""
