@@ -1,17 +1,16 @@
-"""Hybrid relevance: meaning and words on absolute scales, and the floor below which nothing is recalled.
+"""The signals of a memory's relevance to a query, and the floor below which nothing is recalled.
 
-A memory's relevance to a query mixes two signals, each meaning the same
-whatever the query or the memory:
+How the signals are fused and ordered is :mod:`memsite.retrieval`'s business. Each
+means the same whatever the query or the memory:
 
 * meaning: the cosine similarity of the query's and the memory's vectors;
 * words: the share of the query's words the memory holds, each word weighted
   by its rarity in the memories (bm25's idf), so that holding "pgbouncer"
   counts for more than holding "user".
 
-Hits are ranked by ``relevance = weight x meaning + (1 - weight) x words``
-(``embedding.weight``). Neither signal is divided by the best match's, so a
-query about nothing in memory scores low on both. A memory is recalled when
-either signal reaches its floor:
+Neither signal is divided by the best match's, so a query about nothing in
+memory scores low on both. A memory is recalled when either signal reaches its
+floor:
 
 * meaning stands out: the memory's cosine, less the mean of the query's
   cosines with the :data:`BACKGROUND` questions (about what a team's memory is
