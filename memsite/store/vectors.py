@@ -243,6 +243,17 @@ class Vectors:
         return numpy.einsum("ij,j->i", matrix, numpy.frombuffer(wanted.tobytes(), dtype=numpy.float32)).tolist()
 
     def _normalised(self, raw: Any, what: str) -> array:
+        numpy = _numpy()
+        if numpy is not None:
+            try:
+                values = numpy.asarray(raw, dtype=numpy.float32).ravel()
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput(f"embedder {self.model} returned no usable vector for {what}: {exc}") from exc
+            norm = float(numpy.linalg.norm(values)) if values.size else 0.0
+            if not math.isfinite(norm) or norm == 0 or numpy.ndim(raw) > 1:
+                raise InvalidInput(f"embedder {self.model} returned no usable vector for {what} "
+                                   "(empty, all zeros, or not finite numbers)")
+            return array("f", (values / norm).tobytes())
         try:
             vector = array("f", [float(x) for x in raw])
         except (TypeError, ValueError) as exc:
