@@ -198,9 +198,9 @@ class Config:
     """How alike (word pairs in common, Dice 0-1) a new memory must be to an existing one to merge."""
     flush_every: int = setting(500, "activity.flush_every", _number(1, whole=True))
     """Recalls recorded before their counts are committed in one batch."""
-    embedding_weight: float = setting(0.55, "embedding.weight", _number(0, 1))
-    """With an embedder: the weight of meaning in the fusion of the places by meaning and by words
-    (see memsite/retrieval.py); the rest is the words'. 1 recalls by meaning alone, 0 by words alone.
+    embedding_weight: float = setting(0.5, "embedding.weight", _number(0, 1))
+    """With an embedder: the weight of meaning in the fusion of meaning and words (see
+    memsite/retrieval.py); the rest is the words'. 1 recalls by meaning alone, 0 by words alone.
 
     Chosen with ``bench/longterm.py --set validation``; its held-out questions never took part."""
     embedding_model: str = setting("auto", "embedding.model", _model, null=True)
