@@ -150,7 +150,7 @@ DIFFERENT = {
     "'..' that stays inside": "`..` anywhere",
     "percent-encoded traversal": "percent-encoded",
     "a NUL in the path": "NUL",
-    "a look-alike of /memories": "`/memoriesX`",
+    "a look-alike of /memories": "`/memoriesX/a.md`",
     "a 10 MB file_text": "max_memory_bytes",
     "text that is not UTF-8": "not UTF-8",
     "an empty file": "empty file",
@@ -214,3 +214,302 @@ def test_the_scripts_are_forty_or_more_and_use_every_command() -> None:
     assert len(SCRIPTS) >= 40
     assert {c["command"] for commands in SCRIPTS.values() for c in commands} == {
         "view", "create", "str_replace", "insert", "delete", "rename"}
+
+
+# --- the mapping: files Claude writes are memories everyone sees ------------------------------------------------
+
+
+def tell(tool: Any, **command: Any) -> str:
+    return tool.call(command)  # type: ignore[no-any-return]
+
+
+def refused(tool: Any, **command: Any) -> str:
+    with pytest.raises(ToolError) as caught:
+        tool.call(command)
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def check(repo: Path) -> None:
+    """`memsite check` passes and the working tree is clean."""
+    result = CliRunner().invoke(main, ["-C", str(repo), "check"])
+    assert result.exit_code == 0, result.output
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_every_file_is_a_memory_recall_and_diff_see_and_claude_reads_back_exactly(store: MemoryStore) -> None:
+    repo, start = store.root, head(store.root)
+    tool = MemsiteMemoryTool(store)
+    text = "---\ntitle: mine\n---\n# Deploys\nThe team deploys on Fridays after the 14:00 standup.  \r\n\n"
+    tell(tool, command="create", path="/memories/projects/deploys.md", file_text=text)
+    tell(tool, command="create", path="/memories/preferences/editor.md", file_text="The user edits in vim.\n")
+    subjects = git(repo, "log", "--format=%an|%s", f"{start}..").splitlines()
+    assert subjects == ["planner|Memory tool: create /memories/preferences/editor.md",
+                        "planner|Memory tool: create /memories/projects/deploys.md"]
+
+    # Claude reads exactly what it wrote, never memsite's frontmatter
+    shown = tell(tool, command="view", path="/memories/projects/deploys.md")
+    assert shown.split("\n", 1)[1] == "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(text.split("\n"), 1))
+    # ... and the memory is a memsite memory like any other: its category from the folder, recall finds it
+    [editor] = [m for m in store.list() if m.extra.get("file") == "/memories/preferences/editor.md"]
+    assert (editor.category, editor.agent, editor.content) == ("preferences", "planner", "The user edits in vim.")
+    [hit] = store.recall("deploys Fridays standup", limit=1)
+    assert hit.memory.extra["file"] == "/memories/projects/deploys.md"
+    assert hit.memory.content.startswith("---\ntitle: mine\n---\n# Deploys")
+    report = CliRunner().invoke(main, ["-C", str(repo), "diff", start, "--json"])
+    assert report.exit_code == 0, report.output
+    assert '"abstract": "The user edits in vim."' in report.output and '"abstract": "title: mine"' in report.output
+
+    # an edit keeps the memory (same id, one commit); a rename across category folders moves it to that category
+    tell(tool, command="str_replace", path="/memories/preferences/editor.md", old_str="vim", new_str="helix")
+    tell(tool, command="rename", old_path="/memories/preferences/editor.md", new_path="/memories/cases/editor.md")
+    moved = store.get(editor.id)
+    assert (moved.category, moved.content, moved.extra["file"]) == ("cases", "The user edits in helix.",
+                                                                    "/memories/cases/editor.md")
+    subject, *_, trailer = git(repo, "log", "-1", "--format=%B").strip().split("\n")
+    assert subject == "Memory tool: rename /memories/preferences/editor.md ->…"  # (cut at 72 characters)
+    assert trailer == "Memory-Tool: rename /memories/preferences/editor.md -> /memories/cases/editor.md"
+    # a memory written some other way is not a file of Claude's
+    store.remember("Written through remember()")
+    assert "remember" not in tell(tool, command="view", path="/memories")
+    # a second tool (another process, another agent) sees the same files
+    with MemoryStore(repo, agent="claude-2") as other:
+        assert tell(MemsiteMemoryTool(other), command="view", path="/memories/cases/editor.md").endswith(
+            "1\tThe user edits in helix.\n     2\t")
+    tell(tool, command="delete", path="/memories/projects")
+    with pytest.raises(Exception):
+        store.get(hit.memory.id)
+    check(repo)
+
+
+def test_bad_input_is_one_clear_error_for_claude_and_writes_nothing(store: MemoryStore, tmp_path: Path) -> None:
+    repo = store.root
+    tool = MemsiteMemoryTool(store)
+    tell(tool, command="create", path="/memories/notes.md", file_text=TEXT)
+    tell(tool, command="create", path="/memories/preferences/editor.md", file_text="vim\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("not Claude's")
+    (repo / "content" / "memories" / "link").symlink_to(outside)  # a symlink into the working tree, by hand
+    before = head(repo)
+    attacks = {
+        "/memories/../../etc/passwd": "would escape /memories directory",
+        "/memories/a/../../../etc/passwd": "would escape /memories directory",
+        "/memories/a/../b.md": "has '..'",
+        "/memories/%2e%2e%2fetc%2fpasswd": "percent-encoded characters (%2e)",
+        "/memories/%2E%2E/x.md": "percent-encoded",
+        "/etc/passwd": "Path must start with /memories, got: /etc/passwd",
+        "/memoriesX/a.md": "Path must start with /memories",
+        "/memories/a\x00.md": "NUL byte",
+        "/memories/..\\..\\x.md": "backslash",
+        "/memories/a\nb.md": "control character",
+        "/memories/" + "x" * 300 + ".md": "longer than 255 bytes",
+    }
+    for path, expected in attacks.items():
+        for command in ({"command": "view", "path": path}, {"command": "create", "path": path, "file_text": "x"},
+                        {"command": "delete", "path": path}, {"command": "rename", "old_path": "/memories/notes.md",
+                                                              "new_path": path}):
+            assert expected in refused(tool, **command), (path, command)
+    for path in ("/memories/link/secret.md", "/memories/link"):  # the symlink is no file of Claude's: nothing there
+        assert "does not exist" in refused(tool, command="view", path=path)
+    assert "would escape" in refused(tool, command="view", path="/memories/../content/memories/link/secret.md")
+
+    big = refused(tool, command="create", path="/memories/big.md", file_text="word " * 2_000_000)
+    assert big == ("/memories/big.md: file_text is 10000000 bytes, over the 65536-byte cap "
+                   "(plugins.memsite.max_memory_bytes); split it into smaller files")
+    assert "over the 65536-byte cap" in refused(tool, command="insert", path="/memories/notes.md", insert_line=0,
+                                                insert_text="x" * 70_000)
+    assert refused(tool, command="str_replace", path="/memories/notes.md", old_str="", new_str="x") == (
+        "No replacement was performed: old_str is empty; give the exact text to replace")
+    assert refused(tool, command="insert", path="/memories/notes.md", insert_line=-5, insert_text="x") == (
+        "Invalid `insert_line` parameter: -5. It should be within the range [0, 3].")
+    assert "[0, 3]" in refused(tool, command="insert", path="/memories/notes.md", insert_line=10**9, insert_text="x")
+    assert "not valid UTF-8" in refused(tool, command="create", path="/memories/u.md", file_text="caf\udce9")
+    assert "not valid UTF-8" in refused(tool, command="create", path="/memories/u.md", file_text=b"caf\xe9")
+    assert "NUL byte" in refused(tool, command="create", path="/memories/u.md", file_text="a\x00b")
+    assert refused(tool, command="create", path="/memories/key.md", file_text="id\naws AKIAQWERTYUIOPASDF23\n") == (
+        "/memories/key.md line 2: looks like an AWS access key id (rule aws-access-key-id); nothing was written: "
+        "remove the secret and store where it is kept instead")
+    assert "looks like" in refused(tool, command="str_replace", path="/memories/notes.md", old_str="tabs",
+                                   new_str="AKIAQWERTYUIOPASDF23")
+    assert "empty" in refused(tool, command="str_replace", path="/memories/notes.md", old_str=TEXT, new_str=" \n")
+    assert "already exists" in refused(tool, command="rename", old_path="/memories/notes.md",
+                                       new_path="/memories/preferences/editor.md")
+    assert "into itself" in refused(tool, command="rename", old_path="/memories/preferences",
+                                    new_path="/memories/preferences/old")
+    assert "needs `file_text`" in refused(tool, command="create", path="/memories/x.md")
+    assert head(repo) == before  # nothing was written
+    (repo / "content" / "memories" / "link").unlink()
+    assert tell(tool, command="view", path="/memories/notes.md").endswith("3\tThe user prefers tabs.\n     4\t")
+    check(repo)
+
+
+def test_a_view_of_thousands_of_files_fits_in_16000_characters_and_pages_through_the_rest(store: MemoryStore) -> None:
+    tool = MemsiteMemoryTool(store)
+    with store.transaction("many files") as tx:  # (as the tool writes them, without 3,000 commits)
+        for i in range(3000):
+            tool.files._add(tx, f"people/person-{i:04}.md", f"Person {i} works on project {i % 17}.\n")
+    listing = tell(tool, command="view", path="/memories")
+    lines = listing.split("\n")
+    assert len(listing) <= 16_000 and lines[2].endswith("/memories/people/") and lines[3].endswith("person-0000.md")
+    shown = len(lines) - 3
+    assert lines[-1] == (f"(entries 1-{shown} of 3001 are shown; view /memories with view_range "
+                         f"[{shown + 1}, {2 * shown}] for the next ones, or view a folder)")
+    following = tell(tool, command="view", path="/memories", view_range=[shown + 1, 2 * shown]).split("\n")
+    assert following[2].endswith(f"/memories/people/person-{shown - 1:04}.md")  # (entry shown + 1: the folder first)
+    last = tell(tool, command="view", path="/memories", view_range=[2990, -1]).split("\n")
+    assert last[-2].endswith("person-2999.md") and last[-1] == "(entries 2990-3001 of 3001 are shown)"
+    assert len(last) == 2 + 12 + 1
+
+
+# --- the SDK's own tool runner, against a stand-in for the API on 127.0.0.1 --------------------------------------
+
+
+class ScriptedAPI(ThreadingHTTPServer):
+    """The Messages API as a script: each POST /v1/messages gets the next reply; requests are kept."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self.replies, self.requests = list(replies), []
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+                body = self.rfile.read(int(self.headers["content-length"]))
+                api.requests.append(json.loads(body))
+                reply = json.dumps(api.replies.pop(0)).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    def __enter__(self) -> ScriptedAPI:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+        self.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def message(n: int, *blocks: dict[str, Any], stop: str = "tool_use") -> dict[str, Any]:
+    return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": "claude-test", "content": list(blocks),
+            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
+
+
+def memory_call(n: int, **command: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{n}", "name": "memory", "input": command}
+
+
+CONVERSATION = [
+    message(1, memory_call(1, command="view", path="/memories")),
+    message(2, {"type": "text", "text": "I'll note that."},
+            memory_call(2, command="create", path="/memories/user.md", file_text="# User\n- deploys on Fridays\n")),
+    message(3, memory_call(3, command="str_replace", path="/memories/user.md", old_str="Fridays",
+                           new_str="Fridays, never on holidays")),
+    message(4, memory_call(4, command="create", path="/memories/../escape.md", file_text="x")),
+    message(5, {"type": "text", "text": "Noted: you deploy on Fridays."}, stop="end_turn"),
+]
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [block for block in request["messages"][-1]["content"] if block.get("type") == "tool_result"]
+
+
+def said(result: dict[str, Any]) -> str:
+    """The text of a tool result (the SDK sends a string, or text blocks)."""
+    content = result["content"]
+    return content if isinstance(content, str) else "".join(block["text"] for block in content)
+
+
+def test_the_sdks_tool_runner_drives_memsites_tool_and_the_memories_land_in_git(store: MemoryStore) -> None:
+    start = head(store.root)
+    with ScriptedAPI(CONVERSATION) as api:
+        client = Anthropic(api_key="test-key", base_url=api.url, max_retries=0)
+        runner = client.beta.messages.tool_runner(
+            model="claude-test", max_tokens=1024, tools=[MemsiteMemoryTool(store)],
+            messages=[{"role": "user", "content": "Remember that I deploy on Fridays, never on holidays."}])
+        final = runner.until_done()
+    assert final.content[0].text == "Noted: you deploy on Fridays."
+    assert api.requests[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+    results = [tool_results(request)[0] for request in api.requests[1:]]
+    assert said(results[0]).endswith("0B\t/memories")
+    assert said(results[1]) == "File created successfully at: /memories/user.md"
+    assert "2\t- deploys on Fridays, never on holidays" in said(results[2])
+    assert results[3]["is_error"] is True
+    assert said(results[3]) == "Path /memories/../escape.md would escape /memories directory"
+    assert git(store.root, "log", "--format=%an|%s", f"{start}..").splitlines() == [
+        "planner|Memory tool: str_replace /memories/user.md", "planner|Memory tool: create /memories/user.md"]
+    [memory] = store.list()
+    assert memory.content == "# User\n- deploys on Fridays, never on holidays"
+    check(store.root)
+
+
+def test_the_async_tool_runs_the_same_commands(store: MemoryStore) -> None:
+    tool = MemsiteAsyncMemoryTool(store)
+
+    async def conversation() -> list[str]:
+        told = [await tool.call(create(NOTES, TEXT)), await tool.call(insert(NOTES, 1, "Second")),
+                await tool.call(rename(NOTES, "/memories/archive/notes.md")),
+                await tool.call(view("/memories/archive/notes.md", [1, 2]))]
+        with pytest.raises(ToolError, match="does not exist"):
+            await tool.call(view(NOTES))
+        await tool.call(delete("/memories/archive"))
+        told.append(await tool.call(view("/memories")))
+        return told
+
+    told = asyncio.run(conversation())
+    assert told[3] == "Here's the content of /memories/archive/notes.md with line numbers:\n     1\t# Notes\n     2\tSecond"
+    assert told[4].endswith("0B\t/memories")
+    assert len(git(store.root, "log", "--format=%s").splitlines()) == 5  # init + create, insert, rename, delete
+    check(store.root)
+
+
+# --- two tools writing at once ------------------------------------------------------------------------------------
+
+
+WRITER = """
+import sys
+from memsite import MemoryStore
+from memsite.integrations.anthropic import MemsiteMemoryTool
+repo, agent, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with MemoryStore(repo, agent=agent) as store:
+    tool = MemsiteMemoryTool(store)
+    for i in range(count):
+        tool.call({"command": "create", "path": f"/memories/{agent}/note-{i}.md", "file_text": f"{agent} note {i}\\n"})
+        tool.call({"command": "insert", "path": "/memories/shared.md", "insert_line": 1,
+                   "insert_text": f"{agent} {i}"})
+        print("ACK", i, flush=True)
+"""
+
+
+def test_two_tools_writing_at_once_lose_nothing(store: MemoryStore) -> None:
+    tool = MemsiteMemoryTool(store)
+    tell(tool, command="create", path="/memories/shared.md", file_text="Shared log\n")
+    count = 12
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(store.root), agent, str(count)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}) for agent in ("alpha", "beta")]
+    for writer in writers:
+        out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+        assert out.count("ACK") == count
+    shared = tell(tool, command="view", path="/memories/shared.md")
+    for agent in ("alpha", "beta"):
+        listing = tell(tool, command="view", path=f"/memories/{agent}")
+        assert listing.count(".md") == count
+        assert all(f"\t{agent} {i}" in shared for i in range(count))  # no insert lost to the other writer
+    assert len(shared.split("\n")) == 1 + 1 + 2 * count + 1
+    authors = git(store.root, "log", "--format=%an").split()
+    assert authors.count("alpha") == authors.count("beta") == 2 * count
+    check(store.root)

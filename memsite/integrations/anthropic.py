@@ -351,6 +351,7 @@ class MemoryFiles:
                 self._catch_up()
                 self._files = dict(self._files)  # (the copy is dropped if the commit is not made)
                 body(tx)
+                tx.trailers.append(("Memory-Tool", what))  # (the subject is cut at 72 characters; this is not)
 
             try:
                 tx, _ = self.store.write(attempt, f"Memory tool: {what}")
@@ -482,10 +483,10 @@ async def _in_thread(method: Callable[..., str], *args: Any) -> str:
 
 def _arg(command: Any, name: str) -> Any:
     """A field of the command (the SDK builds commands without checking them)."""
-    try:
-        return getattr(command, name)
-    except AttributeError:
-        raise ToolError(f"The {getattr(command, 'command', 'memory')} command needs `{name}`") from None
+    value = getattr(command, name, None)
+    if value is None:
+        raise ToolError(f"The {getattr(command, 'command', 'memory')} command needs `{name}`")
+    return value
 
 
 def _for_claude(message: str, args: Iterable[Any]) -> str:
