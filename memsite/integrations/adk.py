@@ -49,7 +49,7 @@ try:
     from google.adk.memory.memory_entry import MemoryEntry
     from google.genai import types
 except ImportError as exc:
-    raise ImportError(unusable("memsite's ADK memory service", "google-adk", "1.0 or later", "adk", exc)) from exc
+    raise ImportError(unusable("memsite's ADK memory service", "google-adk", "2.13 or later", "adk", exc)) from exc
 
 if TYPE_CHECKING:
     from ..api import MemoryStore
