@@ -76,6 +76,7 @@ MAX_NAME_BYTES = 255
 LINE_NUMBER_WIDTH = 6  # the SDK's: line numbers right-aligned to six places, then a tab
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PLAIN_PATH = re.compile(r"/memories(?:/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99})+")  # (no '.', '..' or hidden names)
 
 
 @dataclass(frozen=True)
@@ -242,11 +243,13 @@ class MemoryFiles:
         tip = self.store.tip()
         if tip == self._tip:
             return
+        self.store.fresh()
         files: dict[str, _File] = {}
-        for memory in self.store.list():
-            where = _file_of(memory)
+        for mid, size, path, newlines, exact in self.store.catalog.with_field("file", "file_newlines", "file_text"):
+            where = _file_of(path)
             if where is not None:
-                files[where] = _File(memory.id, len(_text_of(memory).encode("utf-8")))
+                fields = {"file_newlines": newlines, "file_text": exact}
+                files[where] = _File(mid, _size_of(fields, size))
         self._files, self._tip = files, tip
 
     def _text(self, where: str) -> str:
@@ -574,15 +577,26 @@ def _text_of(memory: Memory) -> str:
     exact = memory.extra.get("file_text")
     if isinstance(exact, str):
         return exact
-    newlines = memory.extra.get("file_newlines")
-    return memory.content + ("\n" * newlines if isinstance(newlines, int) and 0 < newlines < 1_000_000 else "")
+    return memory.content + "\n" * _newlines(memory.extra)
 
 
-def _file_of(memory: Memory) -> str | None:
-    """The path under /memories of a memory the tool wrote; None for other memories (and for a bad path)."""
-    path = memory.extra.get("file")
+def _size_of(fields: Mapping[str, Any], body_bytes: int) -> int:
+    """The bytes of the text Claude wrote, from the memory's fields and the size of its body."""
+    exact = fields.get("file_text")
+    return len(exact.encode("utf-8")) if isinstance(exact, str) else body_bytes + _newlines(fields)
+
+
+def _newlines(fields: Mapping[str, Any]) -> int:
+    newlines = fields.get("file_newlines")
+    return newlines if isinstance(newlines, int) and 0 < newlines < 1_000_000 else 0
+
+
+def _file_of(path: object) -> str | None:
+    """The path under /memories of a memory's ``file`` field; None for none and for a path the tool refuses."""
     if not isinstance(path, str):
         return None
+    if _PLAIN_PATH.fullmatch(path):  # (what the tool writes: checked once, quickly; the rest in full)
+        return path[len(ROOT) + 1:]
     try:
         where = _relative(path)
     except ToolError:
