@@ -535,22 +535,8 @@ def _relative(path: object) -> str:
 
 
 def _string(value: object, what: str) -> str:
-    if isinstance(value, bytes):
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ToolError(f"`{what}` is not valid UTF-8 (byte {exc.start}); send UTF-8 text") from None
-    if not isinstance(value, str):
-        raise ToolError(f"`{what}` must be text, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ToolError(f"`{what}` is not valid UTF-8 (a lone surrogate at character {exc.start}); "
-                        "send UTF-8 text") from None
-    if "\x00" in value:
-        raise ToolError(f"`{what}` contains a NUL byte (line {value.count(chr(10), 0, value.index(chr(0))) + 1}); "
-                        "memories are text")
-    return value
+    """``value`` as text (UTF-8 bytes are taken); InvalidInput for anything else, lone surrogates and NUL."""
+    return checks.text(value, what, allow_empty=True)
 
 
 def _stored(text: str) -> tuple[str, dict[str, Any]]:
