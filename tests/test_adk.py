@@ -184,6 +184,21 @@ def test_facts_a_user_states_are_found_without_a_model(said: str, facts: list[tu
     assert stated_facts(said) == facts
 
 
+def test_two_users_stating_the_same_fact_each_keep_it(store: MemoryStore) -> None:
+    service = MemsiteMemoryService(store)
+    said = [MemoryEntry(content=types.Content(parts=[types.Part(text="I prefer aisle seats.")]))]
+
+    async def run() -> tuple[Any, Any]:
+        for user in ("ada", "bob", "ada"):
+            await service.add_memory(app_name=APP, user_id=user, memories=said)
+        return (await service.search_memory(app_name=APP, user_id="ada", query="aisle seats"),
+                await service.search_memory(app_name=APP, user_id="bob", query="aisle seats"))
+
+    ada, bob = asyncio.run(run())
+    assert len(ada.memories) == len(bob.memories) == 1 and ada.memories[0].id != bob.memories[0].id
+    assert len(store.list()) == 2  # ada's second time added nothing
+
+
 def test_an_empty_or_question_only_session_writes_nothing(store: MemoryStore, tmp_path: Path) -> None:
     before = git(store.root, "rev-parse", "HEAD")
     service = MemsiteMemoryService(store)

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from anthropic import Anthropic  # noqa: E402
 from anthropic.tools import BetaLocalFilesystemMemoryTool, ToolError  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from memsite import MemoryStore  # noqa: E402
+from memsite import MemoryStore, NotFound  # noqa: E402
 from memsite.cli import main  # noqa: E402
 from memsite.integrations.anthropic import MemsiteAsyncMemoryTool, MemsiteMemoryTool  # noqa: E402
 
@@ -278,7 +277,7 @@ def test_every_file_is_a_memory_recall_and_diff_see_and_claude_reads_back_exactl
         assert tell(MemsiteMemoryTool(other), command="view", path="/memories/cases/editor.md").endswith(
             "1\tThe user edits in helix.\n     2\t")
     tell(tool, command="delete", path="/memories/projects")
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound, match="forgotten"):
         store.get(hit.memory.id)
     check(repo)
 

@@ -40,7 +40,7 @@ from .. import checks
 from ..errors import InvalidInput, NotFound
 from ..extract import Extractor
 from ..llm import OpenAICompatible
-from ..model import format_time
+from ..model import format_time, normalize_content, one_line
 from . import unusable
 
 try:
@@ -135,22 +135,30 @@ class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
 
     def _write(self, app_name: str, user_id: str, session_id: str | None,
                found: Iterable[tuple[str, str, Iterable[str]]]) -> None:
-        found = list(found)
+        """Remember what is new for this app and user, in one commit (none when nothing is)."""
+        found = [(content, category, tags, _key(app_name, user_id, content)) for content, category, tags in found]
         if not found:
             return
         scope = _scope_tags(app_name, user_id)
         source = f"adk session {session_id}" if session_id else "adk"
-        extra = {"adk_app": app_name, "adk_user": user_id}
 
         def body(tx: Transaction) -> None:
-            for content, category, tags in found:
-                tx.remember(content, category=category, tags=[*_valid_tags(tags), *scope], source=source, extra=extra)
-            tx.trailers += [("ADK-App", app_name), ("ADK-User", user_id)]
+            # memsite's dedup is by category, across users: this one is by app and user, exact.
+            known = {key for _, _, key in self.store.catalog.with_field("adk_key")}
+            new = 0
+            for content, category, tags, key in found:
+                if key not in known:
+                    known.add(key)
+                    tx.remember(content, category=category, tags=[*_valid_tags(tags), *scope], source=source,
+                                dedupe=False, extra={"adk_app": app_name, "adk_user": user_id, "adk_key": key})
+                    new += 1
+            tx.message = one_line(f"ADK: remember {new} for user {user_id} of {app_name}")[:200]
+            tx.trailers += [("ADK-App", one_line(app_name)), ("ADK-User", one_line(user_id))]
             if session_id:
-                tx.trailers.append(("ADK-Session", session_id))
+                tx.trailers.append(("ADK-Session", one_line(session_id)))
 
         with self._lock:
-            self.store.write(body, f"ADK: remember {len(found)} for user {user_id} of {app_name}"[:200])
+            self.store.write(body)
 
     def _delete(self, app_name: str, user_id: str, memory_id: str | None) -> None:
         with self._lock:
@@ -235,6 +243,12 @@ def _valid_tags(tags: Iterable[str]) -> list[str]:
         except InvalidInput:
             pass
     return kept
+
+
+def _key(app_name: str, user_id: str, content: str) -> str:
+    """What makes a memory the same one again: its app, its user and its text (as memsite keeps it)."""
+    said = "\0".join((app_name, user_id, normalize_content(content)))
+    return hashlib.sha256(said.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _in_scope(memory: Memory, app_name: str, user_id: str) -> bool:

@@ -46,7 +46,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .. import checks
 from ..errors import InvalidInput, MemsiteError
@@ -65,8 +65,6 @@ if TYPE_CHECKING:
     from ..api import MemoryStore
     from ..model import Memory
     from ..store import Transaction
-
-T = TypeVar("T")
 
 ROOT = "/memories"
 SOURCE = "memory-tool"
@@ -295,37 +293,40 @@ class MemoryFiles:
         total = 0
         prefix = where + "/" if where else ""
         for name, file in self._files.items():
-            if not name.startswith(prefix):
+            if prefix and not name.startswith(prefix):
                 continue
-            total += file.size
-            parts = name[len(prefix):].split("/")
-            if parts[0].startswith(".") or (len(parts) > 1 and parts[1].startswith(".")):
+            size = file.size
+            total += size
+            parts = name[len(prefix):].split("/", 2)
+            if parts[0][0] == "." or (len(parts) > 1 and parts[1][0] == "."):
                 continue
-            node = tree.setdefault(parts[0], [0, {}] if len(parts) > 1 else file.size)
-            if len(parts) > 1:
-                node[0] += file.size
-                if len(parts) == 2:
-                    node[1][parts[1]] = file.size
-                else:
-                    child = node[1].setdefault(parts[1], [0, {}])
-                    child[0] += file.size
-        entries: list[str] = []
+            if len(parts) == 1:
+                tree[parts[0]] = size
+                continue
+            node = tree.setdefault(parts[0], [0, {}])
+            node[0] += size
+            if len(parts) == 2:
+                node[1][parts[1]] = size
+            else:
+                child = node[1].setdefault(parts[1], [0, {}])
+                child[0] += size
+        entries: list[tuple[int, str]] = []  # (size, path under the folder viewed), formatted only when shown
         for name in sorted(tree):
             node = tree[name]
             if isinstance(node, int):
-                entries.append(f"{_size(node)}\t{path}/{name}")
+                entries.append((node, name))
                 continue
-            entries.append(f"{_size(node[0])}\t{path}/{name}/")
+            entries.append((node[0], f"{name}/"))
             for child in sorted(node[1]):
                 value = node[1][child]
-                entries.append(f"{_size(value[0])}\t{path}/{name}/{child}/" if isinstance(value, list)
-                               else f"{_size(value)}\t{path}/{name}/{child}")
+                entries.append((value[0], f"{name}/{child}/") if isinstance(value, list) else (value, f"{name}/{child}"))
         head = (f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:\n"
                 f"{_size(total)}\t{path}")
         first, last = _entry_range(view_range, len(entries))
         shown: list[str] = []
         budget = VIEW_CHARS - len(head) - 200  # room for the line that says how to see the rest
-        for entry in entries[first - 1:last]:
+        for size, name in entries[first - 1:last]:
+            entry = f"{_size(size)}\t{path}/{name}"
             budget -= len(entry) + 1
             if budget < 0:
                 break
