@@ -16,7 +16,8 @@ commit by the store's agent: through memsite's :class:`~memsite.Extractor`
 when a language model is configured (``extractor=``, or ``MEMSITE_LLM_*``
 in the environment), otherwise one memory per fact the user stated about
 themselves, found without a model (:func:`stated_facts`). A session added
-again adds nothing it added before (exact duplicates are skipped).
+again adds nothing it added before: a text already remembered for the same
+app and user is skipped (memsite's own dedup would compare across users).
 ``search_memory`` is memsite's recall, within the app and the user, each
 result with the date its memory was written. ``add_events_to_memory``,
 ``add_memory`` and ``delete_memory`` work too.
