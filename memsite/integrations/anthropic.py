@@ -154,8 +154,8 @@ class MemoryFiles:
             self._change(tx, where, self._checked_text(changed, "the new text", path))
             line = text[:at].count("\n")
             numbered = changed.split("\n")
-            snippet.extend(f"{str(n).rjust(LINE_NUMBER_WIDTH)}\t{numbered[n - 1]}"
-                           for n in range(max(0, line - 2) + 1, min(len(numbered), line + 3) + 1))
+            snippet[:] = [f"{str(n).rjust(LINE_NUMBER_WIDTH)}\t{numbered[n - 1]}"  # (a write may run twice)
+                          for n in range(max(0, line - 2) + 1, min(len(numbered), line + 3) + 1)]
 
         self._write(write, f"str_replace {path}")
         return ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
@@ -246,8 +246,8 @@ class MemoryFiles:
         for mid, size, path, newlines, exact in self.store.catalog.with_field("file", "file_newlines", "file_text"):
             where = _file_of(path)
             if where is not None:
-                fields = {"file_newlines": newlines, "file_text": exact}
-                files[where] = _File(mid, _size_of(fields, size))
+                size = len(exact.encode("utf-8")) if isinstance(exact, str) else size + _newlines(newlines)
+                files[where] = _File(mid, size)
         self._files, self._tip = files, tip
 
     def _text(self, where: str) -> str:
@@ -564,18 +564,12 @@ def _text_of(memory: Memory) -> str:
     exact = memory.extra.get("file_text")
     if isinstance(exact, str):
         return exact
-    return memory.content + "\n" * _newlines(memory.extra)
+    return memory.content + "\n" * _newlines(memory.extra.get("file_newlines"))
 
 
-def _size_of(fields: Mapping[str, Any], body_bytes: int) -> int:
-    """The bytes of the text Claude wrote, from the memory's fields and the size of its body."""
-    exact = fields.get("file_text")
-    return len(exact.encode("utf-8")) if isinstance(exact, str) else body_bytes + _newlines(fields)
-
-
-def _newlines(fields: Mapping[str, Any]) -> int:
-    newlines = fields.get("file_newlines")
-    return newlines if isinstance(newlines, int) and 0 < newlines < 1_000_000 else 0
+def _newlines(value: object) -> int:
+    """The ``file_newlines`` field as a count (0 for anything a hand edit made of it)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1_000_000 else 0
 
 
 def _file_of(path: object) -> str | None:
