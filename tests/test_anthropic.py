@@ -282,6 +282,20 @@ def test_every_file_is_a_memory_recall_and_diff_see_and_claude_reads_back_exactl
     check(repo)
 
 
+def test_a_person_who_edits_the_file_in_review_is_what_claude_reads_next(store: MemoryStore) -> None:
+    tool = MemsiteMemoryTool(store)
+    tell(tool, command="create", path="/memories/notes.md", file_text="Deploys  \r\non Fridays\n")
+    tell(tool, command="create", path="/memories/plain.md", file_text="Deploys on Fridays\n")
+    assert tell(tool, command="view", path="/memories/notes.md").endswith("1\tDeploys  \r\n     2\ton Fridays\n     3\t")
+    for path in sorted((store.root / "content" / "memories").rglob("*.md")):  # a reviewer fixes both bodies by hand
+        head, body = path.read_text().split("\n---\n", 1)
+        path.write_text(f"{head}\n---\n{body.replace('on Fridays', 'on Thursdays')}")
+    git(store.root, "commit", "-qam", "Deploys moved to Thursdays")
+    assert tell(tool, command="view", path="/memories/notes.md").endswith("1\tDeploys\n     2\ton Thursdays")
+    assert tell(tool, command="view", path="/memories/plain.md").endswith("1\tDeploys on Thursdays\n     2\t")
+    check(store.root)
+
+
 def test_bad_input_is_one_clear_error_for_claude_and_writes_nothing(store: MemoryStore, tmp_path: Path) -> None:
     repo = store.root
     tool = MemsiteMemoryTool(store)

@@ -562,7 +562,7 @@ def _abstract(body: str, where: str) -> str:
 def _text_of(memory: Memory) -> str:
     """The text Claude wrote: the body, with what the canonical form left out."""
     exact = memory.extra.get("file_text")
-    if isinstance(exact, str):
+    if isinstance(exact, str) and normalize_content(exact) == memory.content:  # (not when a person edited the body)
         return exact
     return memory.content + "\n" * _newlines(memory.extra.get("file_newlines"))
 
