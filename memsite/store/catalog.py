@@ -435,6 +435,19 @@ class Catalog:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
 
+    def with_field(self, name: str, *others: str) -> list[tuple[Any, ...]]:
+        """(id, bytes of text, value of ``name``, values of ``others``) of the memories whose frontmatter has
+        the field ``name`` (one memsite does not write), oldest first; a missing field's value is None.
+
+        What an integration that keeps fields of its own reads of every memory
+        it wrote, without building each Memory (a tenth of the cost at 10,000).
+        """
+        paths = [f'$."{field}"' for field in (name, *others)]
+        values = ", ".join("json_extract(extra, ?)" for _ in paths)
+        return self.db.execute(f"SELECT id, length(CAST(content AS BLOB)), {values} FROM memories "
+                               "WHERE extra != '{}' AND json_type(extra, ?) IS NOT NULL ORDER BY created, id",
+                               (*paths, paths[0])).fetchall()
+
     # --- writes ------------------------------------------------------------
 
     def record(self, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
