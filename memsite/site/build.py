@@ -109,7 +109,8 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, eng
     shown.setFormatter(logging.Formatter("warning: %(message)s"))
     logger.addHandler(shown)
     try:
-        with job as folder:
+        try:
+            folder = job.begin()
             for note in job.notes:
                 (announce or logger.warning)(note)
             if engine == "mkdocs":
@@ -121,6 +122,10 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, eng
                 _properdocs(root, folder, strict)
             else:
                 _zensical(root, config, settings, folder, strict)
+        except BaseException as exc:
+            job.abort(interrupted=isinstance(exc, KeyboardInterrupt))
+            raise
+        job.finish()
     except PluginError as exc:
         raise MemsiteError(str(exc)) from None
     except Abort as exc:

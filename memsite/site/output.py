@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..config import read_mkdocs_yml
+from ..doctor import Finding
 from ..errors import MemsiteError
 from ..git.locks import Owner, current_owner, is_dead
 
@@ -117,8 +119,8 @@ def remove_later(folder: Path) -> None:
 class Build:
     """One build of ``site_dir``: :meth:`begin` gives the folder to write into, :meth:`finish` swaps it in.
 
-    Use as a context manager: leaving it by an exception removes the build's
-    folder (Ctrl-C keeps its record, so the next build says so).
+    A build that fails calls :meth:`abort`, which removes the folder (after
+    Ctrl-C it keeps the build's record, so the next build says so).
     """
 
     def __init__(self, site_dir: Path, engine: str) -> None:
@@ -200,15 +202,6 @@ class Build:
                 _discard(Path(entry.path))
         self._record({**data, "ended": "interrupted (Ctrl-C)"})
 
-    def __enter__(self) -> Path:
-        return self.begin()
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        if kind is None:
-            self.finish()
-        else:
-            self.abort(interrupted=issubclass(kind, KeyboardInterrupt))
-
 
 def _discard(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
@@ -237,3 +230,31 @@ def _exchange(a: Path, b: Path) -> bool:
 def is_build_folder(path: Path) -> bool:
     """Whether ``path`` is the folder of a build under way (the plugin then leaves the swap to who made it)."""
     return _BUILDING.match(path.name) is not None
+
+
+def findings(root: Path) -> list[Finding]:
+    """``memsite doctor``: each build of the repository's site that did not finish (or is running)."""
+    try:
+        configured = read_mkdocs_yml(root / "mkdocs.yml").get("site_dir")
+    except MemsiteError:
+        configured = None
+    site_dir = root / (configured if isinstance(configured, str) and configured else "site")
+    found = []
+    for left in leftovers(Path(os.path.abspath(site_dir))):
+        if left.ended == "running":
+            found.append(Finding("note", f"{left.site}: being built by process {left.pid} (since {left.started})",
+                                 problem=False))
+        else:
+            found.append(Finding("site", f"{left.path.name}: {left.sentence()}; --fix removes what it left",
+                                 fixable=True, path=left.path))
+    return found
+
+
+def repair(found: list[Finding]) -> list[str]:
+    """Remove what the unfinished builds among ``found`` left; one line per folder removed."""
+    done = []
+    for finding in found:
+        if finding.kind == "site" and finding.path is not None:
+            _discard(finding.path)
+            done.append(f"removed {finding.path.name}, left by an unfinished site build")
+    return done
