@@ -173,6 +173,17 @@ def _run(command: list[str], cwd: Path, engine: str) -> None:
         raise MemsiteError(f"{engine} could not build the site: " + " / ".join(lines[-5:]))
 
 
+def _folders(nav: Any, pages: dict[str, str]) -> Any:
+    """A nav with each generated page named where Zensical finds it (``generate.as_folder``)."""
+    from .generate import as_folder
+
+    if isinstance(nav, list):
+        return [_folders(entry, pages) for entry in nav]
+    if isinstance(nav, dict):
+        return {key: _folders(value, pages) for key, value in nav.items()}
+    return as_folder(nav) if isinstance(nav, str) and nav in pages else nav
+
+
 def _properdocs(root: Path, folder: Path, strict: bool) -> None:
     """ProperDocs (a maintained MkDocs 1.6) runs memsite's plugin as MkDocs does."""
     _run([sys.executable, "-m", "properdocs", "build", "-q", "-f", str(root / "mkdocs.yml"), "-d", str(folder),
@@ -181,7 +192,7 @@ def _properdocs(root: Path, folder: Path, strict: bool) -> None:
 
 def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: bool) -> None:
     """Zensical runs no plugin: memsite writes the pages it renders, then finishes the site it wrote."""
-    from .generate import CSS_URI, finish, fill_pages, generate, write_docs
+    from .generate import CSS_URI, THEME, finish, fill_pages, generate, write_docs
     from .plugin import default_nav
 
     docs_dir = Path(config.docs_dir)
@@ -194,17 +205,20 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.zensical-", dir=folder.parent))
     try:
         write_docs(generated, docs_dir, root, work / "docs")
+        # memsite's templates, and its search box in place of Zensical's (which reads one index of the whole site)
+        shutil.copytree(THEME, work / "overrides", ignore=shutil.ignore_patterns("zensical"))
+        shutil.copytree(THEME / "zensical", work / "overrides", dirs_exist_ok=True)
         data = read_mkdocs_yml(root / "mkdocs.yml")
+        nav = data.get("nav") or default_nav(settings) + ([{"Problems": "problems.md"}] if "problems.md" in
+                                                          generated.pages else [])
         theme = dict(data.get("theme") or {"name": "material"})
         custom = theme.get("custom_dir")
         if custom:  # the repository's own overrides first, memsite's template beside them
             shutil.copytree(root / custom, work / "overrides", dirs_exist_ok=True)
-        theme.update(custom_dir="overrides", font=False)
+        theme.update(custom_dir="overrides", font=False, variant="classic")  # Material's own look and search box
         data.update(docs_dir="docs", site_dir="site", theme=theme,
                     extra_css=[*(data.get("extra_css") or []), CSS_URI],
-                    plugins=["search"], nav=data.get("nav") or default_nav(settings))
-        if "problems.md" in generated.pages and not config.nav:
-            data["nav"].append({"Problems": "problems.md"})
+                    plugins=["search"], nav=_folders(nav, generated.pages))
         for key in ("hooks", "INHERIT"):
             data.pop(key, None)
         (work / "mkdocs.yml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -212,6 +226,7 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
         if zensical is None:
             raise MemsiteError("the zensical engine is not installed: pip install 'memsite[zensical]'")
         _run([zensical, "build", "-f", str(work / "mkdocs.yml"), *(["--strict"] if strict else [])], work, "zensical")
+        (work / "site" / "search.json").unlink(missing_ok=True)  # Zensical's own index: memsite's box asks Pagefind
         for entry in (work / "site").iterdir():
             entry.rename(folder / entry.name)
         fill_pages(folder, generated)

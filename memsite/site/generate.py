@@ -41,6 +41,8 @@ SOURCES = ("memories/", "archive/", "sessions/", "notes/")  # agent-written: pub
 PLACEHOLDER = re.compile(r"<!--memsite-html (\d+)-->")
 # Addresses that moved: the daily pages were summaries/<date>/, then reports/<date>/; they are days/<date>/.
 MOVED = (("summaries", "days"), ("reports", "days"))
+# Accessibility (WCAG 2 AA, checked with axe-core in the browser tests): links in running text are underlined,
+# not told apart by colour alone; the footer and linked code are given the contrast Material leaves them short of.
 CSS = """\
 .memsite-cards{display:flex;flex-wrap:wrap;gap:.6rem;margin:1rem 0}
 .memsite-card{border:1px solid var(--md-default-fg-color--lightest);border-radius:.3rem;padding:.5rem .8rem;
@@ -71,6 +73,31 @@ CSS = """\
 .md-typeset .memsite-key code{overflow-wrap:normal;word-break:normal}
 .md-typeset .memsite-world td{overflow-wrap:anywhere}
 .md-typeset .memsite-formula code{white-space:pre-wrap}
+.md-typeset :is(p,li,dd,td) > a:not(.md-button){text-decoration:underline;text-underline-offset:.15em}
+[data-md-color-scheme=slate] .md-typeset a > code{color:var(--md-code-fg-color)}
+.md-copyright{color:var(--md-footer-fg-color--light)}
+.memsite-search{display:none;position:fixed;top:2.6rem;left:.6rem;right:.6rem;max-width:36rem;margin-left:auto;
+  z-index:5;padding:.4rem;border-radius:.2rem;background:var(--md-default-bg-color);color:var(--md-default-fg-color);
+  box-shadow:0 .2rem 1rem rgba(0,0,0,.35)}
+.md-toggle[data-md-toggle=search]:checked ~ * .memsite-search{display:block}
+.memsite-search input{box-sizing:border-box;width:100%;font:inherit;font-size:.8rem;padding:.4rem .6rem;
+  border:1px solid var(--md-default-fg-color--lighter);border-radius:.2rem;background:inherit;color:inherit}
+.memsite-search .md-search__output{max-height:70vh;overflow:auto;background:var(--md-default-bg-color)}
+.memsite-search .md-search-result__meta{font-size:.7rem;margin:.4rem .6rem;color:var(--md-default-fg-color--light)}
+.memsite-search ol{list-style:none;margin:0;padding:0}
+.memsite-search li{border-top:1px solid var(--md-default-fg-color--lightest)}
+.memsite-search a{display:block;padding:.4rem .6rem;color:inherit;font-size:.7rem;overflow-wrap:anywhere}
+.memsite-search h1{font-size:.8rem;margin:0 0 .2rem;font-weight:700}
+.memsite-search p{margin:0}
+.memsite-search .md-tag{font-size:.6rem;background:var(--md-default-fg-color--lightest);border-radius:.2rem;padding:0 .3rem}
+@media (min-width:60em){
+  .memsite-search{display:block;position:relative;top:auto;left:auto;right:auto;width:12rem;margin:0 .6rem 0 auto;
+    padding:0;background:none;box-shadow:none}
+  .memsite-search input{border:none;background:rgba(0,0,0,.26);color:var(--md-primary-bg-color)}
+  .memsite-search input::placeholder{color:var(--md-primary-bg-color--light)}
+  .memsite-search .md-search__output{position:absolute;top:2.2rem;right:0;width:34rem;border-radius:.2rem;
+    box-shadow:0 .2rem 1rem rgba(0,0,0,.35)}
+}
 """
 
 
@@ -129,6 +156,7 @@ def is_source(uri: str) -> bool:
 def write_docs(generated: Generated, docs_dir: Path, root: Path, out: Path) -> None:
     """Write the docs folder a generator without memsite's plugin renders: the site's own files and the pages.
 
+    Each generated page is written at the depth of its address (:func:`as_folder`).
     The repository's own files under ``docs_dir`` (pages a team added, images)
     are linked in, or copied; the agent-written sources and links leading out
     of the repository are not.
@@ -143,11 +171,21 @@ def write_docs(generated: Generated, docs_dir: Path, root: Path, out: Path) -> N
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
     for uri, page in generated.pages.items():
-        target = out / uri
+        target = out / as_folder(uri)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page, encoding="utf-8")
-    theme = out.parent / "overrides"
-    shutil.copytree(THEME, theme, dirs_exist_ok=True)
+
+
+def as_folder(uri: str) -> str:
+    """``x.md`` as ``x/index.md``: the page's source at the depth of its address.
+
+    Zensical rewrites every relative link of a page's HTML as if it were
+    written relative to the source file; memsite's are relative to the
+    page's address, which is then the same place.
+    """
+    if not uri.endswith(".md") or uri == "index.md" or uri.endswith("/index.md"):
+        return uri
+    return uri.removesuffix(".md") + "/index.md"
 
 
 def page_html(site_dir: Path, uri: str) -> Path:
