@@ -358,7 +358,7 @@ def kills(workdir: Path, count: int) -> None:
         for how in ("kill", "int"):
             fetched, failed, stop = [0], [], threading.Event()
 
-            def read() -> None:
+            def read(stop: threading.Event = stop, fetched: list[int] = fetched, failed: list[str] = failed) -> None:
                 while not stop.is_set():
                     for address in addresses:
                         try:

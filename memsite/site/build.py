@@ -69,7 +69,7 @@ def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
         raise MemsiteError(f"{path}: {exc}") from None
 
 
-ZENSICAL_MIN = (0, 0, 70)  # the first Zensical memsite was tried with: Material's theme, custom_dir, template:
+ZENSICAL_MIN = (0, 0, 73)  # the Zensical memsite was tried with: Material's theme, custom_dir, page templates
 ZENSICAL_BELOW = (0, 1, 0)  # 0.1 renders with zensical-ui, which memsite has not been tried with
 
 
@@ -211,7 +211,8 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
         data = read_mkdocs_yml(root / "mkdocs.yml")
         nav = data.get("nav") or default_nav(settings) + ([{"Problems": "problems.md"}] if "problems.md" in
                                                           generated.pages else [])
-        theme = dict(data.get("theme") or {"name": "material"})
+        theme = data.get("theme") or {"name": "material"}
+        theme = {"name": theme} if isinstance(theme, str) else dict(theme)
         custom = theme.get("custom_dir")
         if custom:  # the repository's own overrides first, memsite's template beside them
             shutil.copytree(root / custom, work / "overrides", dirs_exist_ok=True)

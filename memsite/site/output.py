@@ -136,6 +136,11 @@ class Build:
             MemsiteError: the target cannot be replaced whole, or another build of it is running.
         """
         check_target(self.site_dir)
+        try:
+            self.site_dir.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MemsiteError(f"{self.site_dir.parent}: cannot create it ({exc.strerror}); build into another "
+                               "--site-dir") from None
         for left in leftovers(self.site_dir):
             if left.ended == "running" and left.path != self.folder:
                 raise MemsiteError(f"{self.site_dir}: process {left.pid} is building it (since {left.started}); "

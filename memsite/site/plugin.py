@@ -29,7 +29,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from ..config import DEPRECATED, LEGACY, PLUGIN, Config, check_settings, parse_config, settings_of, top_level
 from ..errors import MemsiteError
 from . import guard, output, search
-from .generate import CSS_URI, THEME, Generated, build_time, finish, generate, is_source
+from .generate import CSS_URI, THEME, Generated, finish, generate, is_source
 from .problems import SRC
 
 log = logging.getLogger("mkdocs.plugins.memsite")
@@ -111,7 +111,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
             except MemsiteError as exc:
                 raise PluginError(str(exc)) from None
             for note in self.build.notes:
-                log.warning(note)
+                log.info(note)  # news, not a warning: --strict does not fail on it
         return config
 
     def on_pre_build(self, config: Any) -> None:
