@@ -16,14 +16,15 @@ def doctor(ctx: Context, fix: bool) -> None:
     """Find what killed writers, hand edits and damaged caches left behind.
 
     Reports git lock files (and whose they may be), temporary files of
-    writers that died, an interrupted write, an unfinished site build, a missing .git/index, damaged
-    or stale files in .memsite/, memory files that cannot be read, ids used
-    by two files, and memories in the wrong folder. Exits 1 while anything
-    is wrong. --fix takes back memsite's own locks left by a killed writer
-    (never anyone else's), removes dead writers' temporary files, finishes
-    an interrupted write, removes what an unfinished site build left
-    (the site itself is the build before it, whole), rebuilds a missing index and the derived files,
-    removes the copies of damaged files set aside earlier, and runs
+    writers that died, an interrupted write, an unfinished site build, a
+    missing .git/index, damaged or stale files in .memsite/, memory files
+    that cannot be read, ids used by two files, and memories in the wrong
+    folder. Exits 1 while anything is wrong. --fix takes back memsite's own
+    locks left by a killed writer (never anyone else's), removes dead
+    writers' temporary files, finishes an interrupted write, removes what an
+    unfinished site build left (the site is the build before it, whole),
+    rebuilds a missing index and the derived files, removes the copies of
+    damaged files set aside earlier, and runs
     'memsite migrate'; what needs a person is left, with the fix.
 
     \b

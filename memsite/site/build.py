@@ -148,9 +148,8 @@ def check_engine(engine: str) -> None:
     """
     if engine not in ENGINES:
         raise MemsiteError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
-    package = {"mkdocs": "mkdocs", "properdocs": "properdocs", "zensical": "zensical"}[engine]
     try:
-        found = importlib.metadata.version(package)
+        found = importlib.metadata.version(engine)  # each engine's distribution is named as the engine
     except importlib.metadata.PackageNotFoundError:
         raise MemsiteError(f"the {engine} engine is not installed: pip install 'memsite[{engine}]' "
                            f"(or choose another with --engine)") from None
