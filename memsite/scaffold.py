@@ -92,8 +92,10 @@ memsite's API; every change is a git commit by the agent that made it.
 GITIGNORE = """\
 # memsite's derived state (catalog, search index, locks, checkpoints): rebuilt from git
 .memsite/
-# the built site
+# the built site, a build under way, and an old site being removed after a build
 site/
+.site.building-*/
+.site.old-*/
 # a file memsite was writing when its process was killed ('memsite doctor --fix' removes them)
 .*.memsite-tmp
 """

@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -200,8 +199,10 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
         logging.getLogger("mkdocs").warning(f"skipped {problem}")
     if strict and generated.snap.problems:
         raise MemsiteError(f"{len(generated.snap.problems)} file(s) left out of the site (--strict)")
-    # Zensical writes only inside the folder of its mkdocs.yml: a sibling of the build's, on the same disk.
-    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.zensical-", dir=folder.parent))
+    # Zensical writes only inside the folder of its mkdocs.yml: one inside the build's own (removed with it if
+    # the build is killed), its output then moved up into the build's folder.
+    work = folder / ".zensical"
+    work.mkdir()
     try:
         write_docs(generated, docs_dir, root, work / "docs")
         # memsite's templates, and its search box in place of Zensical's (which reads one index of the whole site)
@@ -215,7 +216,7 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
         custom = theme.get("custom_dir")
         if custom:  # the repository's own overrides first, memsite's template beside them
             shutil.copytree(root / custom, work / "overrides", dirs_exist_ok=True)
-        theme.update(custom_dir="overrides", font=False, variant="classic")  # Material's own look and search box
+        theme.update(custom_dir="overrides", font=False, variant="classic")  # Material's own look
         data.update(docs_dir="docs", site_dir="site", theme=theme,
                     extra_css=[*(data.get("extra_css") or []), CSS_URI],
                     plugins=["search"], nav=_folders(nav, generated.pages))
@@ -229,10 +230,10 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
         (work / "site" / "search.json").unlink(missing_ok=True)  # Zensical's own index: memsite's box asks Pagefind
         for entry in (work / "site").iterdir():
             entry.rename(folder / entry.name)
-        fill_pages(folder, generated)
-        finish(folder, generated, sitemap=bool(config.site_url), log=lambda line: None)
     finally:
-        output.remove_later(work)
+        shutil.rmtree(work, ignore_errors=True)  # the pages' Markdown: a few MB, memory pages are not in it
+    fill_pages(folder, generated)
+    finish(folder, generated, sitemap=bool(config.site_url), log=lambda line: None)
 
 
 def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_browser: bool = False,
