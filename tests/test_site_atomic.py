@@ -157,3 +157,16 @@ def test_plain_mkdocs_build_is_atomic_too(built: tuple[Path, dict[str, str], dic
     assert "not included in the" not in result.stderr  # generated pages are no "not in the nav" news
     assert tree(repo / "site") == new
     assert not [p for p in repo.iterdir() if p.name.startswith(".site.building")]
+
+
+def test_plain_mkdocs_build_failing_strict_leaves_the_site(built: tuple[Path, dict[str, str], dict[str, str]],
+                                                           tmp_path: Path) -> None:
+    """--strict fails after the last plugin event: the finished folder is still not swapped in."""
+    source, old, _ = built
+    repo = copy(source, tmp_path)
+    (repo / "content" / "memories" / "broken.md").write_text("---\nid: [unclosed\n---\nbroken\n")
+    result = subprocess.run(["mkdocs", "build", "--strict"], cwd=repo, capture_output=True, text=True, timeout=300,
+                            env={**env(tmp_path), "SOURCE_DATE_EPOCH": EPOCH})
+    assert result.returncode == 1 and "Aborted with 1 warnings in strict mode" in result.stdout + result.stderr
+    assert tree(repo / "site") == old
+    assert not [p for p in repo.iterdir() if p.name.startswith(".site.building")]

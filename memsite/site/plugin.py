@@ -71,6 +71,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         self.default_nav = False
         self.command: str | None = None  # what the mkdocs command line runs (None: called from Python)
         self.build: output.Build | None = None
+        self.whole = False  # the build's folder holds the whole site (on_post_build ran to its end)
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         """Note whether ``mkdocs build`` runs: only then does the plugin make the build atomic itself."""
@@ -78,7 +79,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
 
     def on_config(self, config: Any) -> Any:
         """Read memsite's settings, forget the last build (``mkdocs serve`` builds again), set the site's defaults."""
-        self.generated, self.default_nav, self.build = None, False, None
+        self.generated, self.default_nav, self.build, self.whole = None, False, None, False
         if self.from_hooks and PLUGIN in config.plugins:
             raise PluginError(f"{config.config_file_path}: names memsite in plugins and in hooks; "
                               "remove hooks/memsite_hooks.py from hooks")
@@ -165,19 +166,31 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         return search.use_worker(output)
 
     def on_post_build(self, config: Any) -> None:
-        """Memory pages, redirects and the search index (``generate.finish``); then the finished site goes in place."""
+        """Memory pages, redirects and the search index (``generate.finish``): the build's folder is then whole."""
         try:
             finish(Path(config.site_dir), self.generated, sitemap=bool(config.site_url), log=log.info)
         except MemsiteError as exc:
             raise PluginError(str(exc)) from None
-        if self.build is not None:
-            self.build.finish()
-            config.site_dir = str(self.build.site_dir)
+        self.whole = True
 
     def on_build_error(self, error: Exception) -> None:
-        """A failed ``mkdocs build`` leaves the site as it was."""
+        """A failed ``mkdocs build`` (``--strict`` failing on a warning too) leaves the site as it was."""
+        self.whole = False
         if self.build is not None:
-            self.build.abort(interrupted=isinstance(error, KeyboardInterrupt))
+            self.build.abort(interrupted=False)
+            self.build = None
+
+    def on_shutdown(self) -> None:
+        """The end of ``mkdocs build``: the finished site goes in place; one stopped by Ctrl-C leaves the old one.
+
+        Not in ``on_post_build``: ``--strict`` fails a build after it.
+        """
+        if self.build is not None:
+            if self.whole:
+                self.build.finish()
+            else:
+                self.build.abort(interrupted=True)
+            self.build = None
 
 
 def default_nav(settings: Config) -> list[dict[str, Any]]:
