@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +35,7 @@ from ..git.locks import Owner, current_owner, is_dead
 STAMP = ".memsite-site.json"  # in every built site
 RECORD = ".memsite-build.json"  # in a build's folder while it is written
 _BUILDING = re.compile(r"^\.(?P<site>.+)\.building-(?P<pid>\d+)$")
-_OLD = re.compile(r"^\.(?P<site>.+)\.old-(?P<pid>\d+)$")
+_OLD = re.compile(r"^\.(?P<site>.+)\.old-(?P<pid>\d+)-\d+$")
 
 
 def version() -> str:
@@ -98,7 +99,7 @@ def leftovers(site_dir: Path) -> list[Leftover]:
             continue
         path = parent / name
         if not (path / RECORD).exists():
-            continue  # (a site swapped out by a finished build, before its renaming: see Build.begin)
+            continue  # (a site swapped out by a finished build, before its renaming: Build._remove_swapped_out)
         try:
             record = json.loads((path / RECORD).read_text(encoding="utf-8"))
             owner = Owner(int(record["pid"]), str(record["process_started"]), str(record["host"]))
@@ -147,13 +148,8 @@ class Build:
                                    "wait for it to finish")
             if left.path != self.folder:
                 self.notes.append(left.sentence())
-                _discard(left.path)
-        for name in os.listdir(self.site_dir.parent):  # old sites swapped out by finished builds, not removed yet
-            match = _OLD.match(name) or _BUILDING.match(name)
-            path = self.site_dir.parent / name
-            if match and match["site"] == self.site_dir.name and not (path / RECORD).exists() \
-                    and ((path / STAMP).is_file() or (path / "index.html").is_file()) and is_dead(Owner(int(match["pid"]), "-", _host())):
-                remove_later(path)
+                self._set_aside(left.path)
+        self._remove_swapped_out()
         (self.site_dir / RECORD).unlink(missing_ok=True)  # (a build killed right after its swap)
         previous = built_by(self.site_dir)
         if previous is not None and previous.get("memsite") != version():
@@ -171,6 +167,20 @@ class Build:
                       "engine": self.engine, "site": str(self.site_dir)})
         return self.folder
 
+    def _set_aside(self, folder: Path) -> None:
+        """Rename ``folder`` out of the way and remove it in the background (it may hold a whole site)."""
+        aside = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}-{time.monotonic_ns()}"
+        os.rename(folder, aside)
+        remove_later(aside)
+
+    def _remove_swapped_out(self) -> None:
+        """Remove the old sites that finished builds swapped out, where the process removing one was stopped."""
+        for name in os.listdir(self.site_dir.parent):
+            path = self.site_dir.parent / name
+            match = _OLD.match(name) or (_BUILDING.match(name) if not (path / RECORD).exists() else None)
+            if match and match["site"] == self.site_dir.name and is_dead(Owner(int(match["pid"]), "-", _host())):
+                remove_later(path)
+
     def _record(self, data: dict[str, object]) -> None:
         (self.folder / RECORD).write_text(json.dumps(data), encoding="utf-8")
 
@@ -178,7 +188,7 @@ class Build:
         """Put the finished build in place of the site in one step; the old site is removed afterwards."""
         (self.folder / STAMP).write_text(json.dumps({"memsite": version(), "engine": self.engine}) + "\n",
                                          encoding="utf-8")
-        old = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}"
+        old = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}-{time.monotonic_ns()}"
         if not self.site_dir.is_dir():
             os.rename(self.folder, self.site_dir)
         elif _exchange(self.folder, self.site_dir):
