@@ -223,11 +223,17 @@ class Transaction:
 
     def read_text(self, path: str) -> str | None:
         """The text of ``path`` as this transaction would leave it (None if absent)."""
-        if path in self._files:
-            data = self._files[path]
-        else:
-            data = self.store.repo.read_file(self.parent, path)
+        data = self.read_bytes(path)
         return None if data is None else decode(data, path)
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The bytes of ``path`` as this transaction would leave it (None if absent)."""
+        return self._files[path] if path in self._files else self.store.repo.read_file(self.parent, path)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Stage ``data`` for ``path``, a file memsite derives (published vectors): no text checks."""
+        self._check_open()
+        self._files[path] = data
 
     def write_text(self, path: str, text: str, *, owned: bytes | None = None) -> None:
         """Stage ``text`` for ``path``. Session records are append-only: an existing one is refused.
