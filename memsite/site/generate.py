@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -209,7 +210,7 @@ def fill_pages(site_dir: Path, generated: Generated) -> None:
                 path.write_text(filled, encoding="utf-8")
 
 
-def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: callable) -> None:  # type: ignore[valid-type]
+def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: Callable[[str], None]) -> None:
     """After the generator: memory pages, redirects from moved addresses, the search index, the sitemap.
 
     Raises:
