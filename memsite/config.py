@@ -155,6 +155,9 @@ def _categories(value: Any) -> tuple[Category, ...]:
     return categories
 
 
+ENGINES = ("mkdocs", "properdocs", "zensical")  # what may build the site (memsite.site.build)
+
+
 def setting(default: Any, key: str, parse: Any, *, null: bool = False) -> Any:
     """A :class:`Config` field users set in ``mkdocs.yml``: its ``key`` there and the ``parse`` that checks it.
 
@@ -229,6 +232,8 @@ class Config:
     Default: once when agents publish (a sync that lost the race is queued
     and ``memsite integrate`` merges it: a retry would only add to the
     contention), five times with backoff when they publish none."""
+    engine: str = setting("mkdocs", "engine", _one_of(ENGINES))
+    """What builds the site (``memsite build``): mkdocs, properdocs or zensical; the same mkdocs.yml serves each."""
     recent_days: int = setting(7, "site.recent_days", _number(1, whole=True))
     """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
     segment_size: int = setting(500, "segment_size", _number(1, MAX_SEGMENT_SIZE, whole=True))
