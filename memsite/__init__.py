@@ -19,6 +19,7 @@ from .errors import (
 from .extract import Candidate, Extractor
 from .model import Memory
 from .protocol import Task
+from .purge import PurgePlan, PurgeResult
 from .ranking import decay_score
 from .skills import SkillCandidate, render_skill
 from .store import Transaction
@@ -41,6 +42,8 @@ __all__ = [
     "MemsiteError",
     "NotFound",
     "ProtocolError",
+    "PurgePlan",
+    "PurgeResult",
     "RepositoryError",
     "SecretFound",
     "SkillCandidate",

@@ -41,6 +41,7 @@ from .merge import clone_settings
 from .migrate import Migration, migrate
 from .model import Memory, utcnow
 from .protocol import Task, start
+from .purge import PurgeResult, purge
 from .recall import TOOLS, Hit, call_tool, format_hits
 from .relevance import floor
 from .scaffold import create_repository
@@ -375,6 +376,36 @@ class MemoryStore:
         ``id`` may be a unique prefix of the id, as for :meth:`get`.
         """
         return self._store.forget(id, reason)
+
+    @translated
+    def purge(self, *ids: str, reason: str, matching: str | None = None, remote: str | None = "origin",
+              dry_run: bool = False) -> PurgeResult:
+        """Erase memories from history: no commit of this clone or of ``remote`` holds their text afterwards.
+
+        Unlike :meth:`forget`, which keeps the memory in history for review,
+        this rewrites the history of every branch that holds it (every version of its
+        file, its words in commit messages), keeping every other file, author and date;
+        a tombstone commit says that something was purged, by whom, when and why, not what.
+        The rewritten branches are pushed to ``remote`` with a lease; other clones follow
+        on their next :meth:`sync`. See :mod:`memsite.purge`.
+
+        Args:
+            ids: memory ids (or unique prefixes), current or forgotten.
+            reason: why (required; the tombstone says it).
+            matching: purge every memory whose text, current or past, holds this string.
+            remote: where to publish (None: this clone only).
+            dry_run: list what would change (``result.plan``) and change nothing.
+
+        Returns:
+            A :class:`~memsite.purge.PurgeResult`.
+
+        Raises:
+            InvalidInput: no reason, or neither an id nor a pattern.
+            NotFound: no memory ever had that id, or none held the pattern.
+            RepositoryError: a detached HEAD or a rebase in progress; the remote moved
+                or refused a force push (nothing changed in this clone).
+        """
+        return purge(self._store, ids, reason, matching=matching, remote=remote, dry_run=dry_run)
 
     @translated
     def trim(self, category: str) -> list[str]:

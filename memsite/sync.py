@@ -31,6 +31,7 @@ from .errors import ConflictError, MemsiteError, RepositoryError
 from .git import Author, RefMoved
 from .git.mutex import LockTimeout, ProcessLock
 from .git.remote import Busy, Pushed, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_trees
+from .purge import follow
 from .store import Store
 
 log = logging.getLogger("memsite")
@@ -123,7 +124,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             seen = refs.read(origin.tracking(shared))
             missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
             theirs = None if shared in missing else refs.read(origin.tracking(shared))
-            if seen and theirs and not _moved_on_from(store, seen, theirs):
+            if seen and theirs and not _moved_on_from(store, seen, theirs) \
+                    and follow(store, ref, seen, theirs, remote) is None:  # (a purge elsewhere rewrote it)
                 gone = count(store.root, seen, [theirs])
                 if gone > restored:
                     restored = gone

@@ -12,6 +12,7 @@ import click
 from ..api import MemoryStore
 from ..config import memory_url, site_url
 from ..model import format_time
+from ..purge import MATCHING_WITHOUT_YES
 from ..terminal import safe
 from .common import (
     COUNT,
@@ -187,6 +188,53 @@ def forget(ctx: Context, id: str, reason: str) -> None:
         mid = store.get(id).id
         commit = store.forget(mid, reason=reason)
     echo(f"Forgot {mid} (commit {commit[:12]})")
+
+
+@main.command()
+@click.argument("ids", nargs=-1)
+@click.option("-r", "--reason", required=True, help="Why (the tombstone says it; never what was purged).")
+@click.option("--matching", metavar="PATTERN", help="Purge every memory whose text, current or past, holds PATTERN.")
+@click.option("--dry-run", is_flag=True, help="List every commit, file and message it would change; change nothing.")
+@click.option("--yes", is_flag=True, help=f"Purge even when more than {MATCHING_WITHOUT_YES} memories match.")
+@click.option("--remote", default="origin", show_default=True,
+              help="The remote to push the rewritten branches to, with a lease.")
+@pass_context
+@errors_as_messages
+def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None, dry_run: bool, yes: bool,
+          remote: str) -> None:
+    """Erase memories with IDS from history, here and on the remote (forget keeps them in history).
+
+    Rewrites every branch that holds them so that no commit has any version
+    of their files or their words in its message; every other file, author
+    and date stays as it was. A tombstone commit says that something was
+    purged, by whom, when and why. The rewritten branches are pushed with a
+    lease; other clones follow on their next sync. Copies out of reach
+    (pull-request refs of the hosting service, forks) are in the review guide.
+
+    \b
+    Examples:
+        memsite purge 01M80RXENRH45QMT9FRQWGVAFW --reason "erasure request 118" --dry-run
+        memsite purge --matching "jane.roe@example.com" --reason "erasure request 118" --yes
+    """
+    with ctx.store() as store:
+        plan = store.purge(*ids, reason=reason, matching=matching, remote=remote, dry_run=True).plan
+        if matching is not None and len(plan.ids) > MATCHING_WITHOUT_YES and not yes and not dry_run:
+            raise click.ClickException(f"{len(plan.ids)} memories hold {matching!r}; check them with --dry-run, "
+                                       "then purge them with --yes")
+        if dry_run:
+            echo(f"would purge {len(plan.ids)} memories: {', '.join(plan.ids)}")
+            echo(f"files ({len(plan.paths)}):")
+            for path in plan.paths:
+                echo(f"  {safe(path, multiline=False)}")
+            echo(f"commits rewritten ({len(plan.commits)}), * = message changed:")
+            for sha in plan.commits:
+                echo(f"  {sha[:12]}{' *' if sha in plan.messages else ''}")
+            echo(f"refs: {', '.join(plan.refs)}")
+            return
+        result = store.purge(*plan.ids, reason=reason, remote=remote)
+    pushed = f"; pushed {', '.join(result.pushed)} to {remote}" if result.pushed else ""
+    echo(f"purged {len(result.plan.ids)} memories from {len(result.plan.commits)} commits "
+         f"(tombstone {(result.tombstone or '')[:12]}){pushed}")
 
 
 @main.command()

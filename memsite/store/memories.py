@@ -12,6 +12,7 @@ on it, and :class:`memsite.MemoryStore` puts them together.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -423,6 +424,25 @@ class Store:
                 return self.catalog.count()
 
         return self.healing(rebuild)
+
+    def rebuild_caches(self) -> int:
+        """Delete the catalog and the vectors, text and all, and build the catalog again from the files.
+
+        After a purge: a row deleted from SQLite stays in its free pages. The
+        activity journal stays (recall counts not committed yet; it holds ids only).
+        """
+        with self.repo.thread_lock:
+            self._close_state()
+            folder = Path(self.state.path)
+            for name in ("catalog.sqlite3", "vectors.sqlite3"):
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(folder / f"{name}{suffix}")
+                for aside in folder.glob(f"{name}.*"):  # (damaged copies set aside earlier)
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(aside)
+            self._open_state()
+        return self.rebuild_index()
 
     def get(self, id: str) -> Memory:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).

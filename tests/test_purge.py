@@ -1,0 +1,213 @@
+"""Erasure: a purged memory's text is in no commit, object, reflog, pack or cache of the clone, the remote
+and the other clones after their sync; everything else stays byte for byte."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memsite import MemoryStore, NotFound, RepositoryError
+from memsite.cli import main
+from tests.conftest import assert_clean, git
+
+SECRET = "Customer Jane Roe lives at 12 Elm Street, card 4111-1111"
+ABSTRACT = "Jane Roe address for the refund case"
+
+
+def holds_text(repo: Path, text: str = "Jane Roe") -> list[str]:
+    """Where the repository at ``repo`` (a clone or a bare remote) still holds ``text``: every way to look."""
+    found = []
+    bare = git(repo, "rev-parse", "--is-bare-repository").strip() == "true"
+    if text in git(repo, "log", "--all", "-p", "--reflog"):
+        found.append("git log --all -p")
+    listed = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split()
+    batch = subprocess.run(["git", "cat-file", "--batch"], cwd=repo, input="\n".join(listed) + "\n",
+                           capture_output=True, text=True, errors="replace").stdout
+    if text in batch:
+        found.append("git cat-file --batch-all-objects")
+    unreachable = git(repo, "fsck", "--unreachable", "--no-reflogs", "--no-progress").split()
+    for sha in unreachable:
+        if len(sha) == 40 and text in git(repo, "cat-file", "-p", sha, check=False):
+            found.append(f"unreachable {sha}")
+    grep = subprocess.run(["grep", "-r", "-l", "-a", text, "."], cwd=repo, capture_output=True, text=True).stdout
+    # (packs are compressed: what grep finds there is a file in the clear, e.g. a cache)
+    found += [f"grep: {line}" for line in grep.split()]
+    fsck = subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=repo, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr
+    del bare
+    return found
+
+
+def files_at(repo: Path, rev: str = "main") -> dict[str, str]:
+    """Every file on ``rev`` other than the purged one, by path: its blob id."""
+    return {line.split("\t")[1]: line.split()[2] for line in git(repo, "ls-tree", "-r", rev).splitlines()}
+
+
+@pytest.fixture
+def remote(tmp_path: Path, store: MemoryStore) -> Path:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(store.root, "remote", "add", "origin", str(bare))
+    return bare
+
+
+def write_history(store: MemoryStore) -> tuple[str, list[str]]:
+    """A memory holding personal data, updated and forgotten among others; (its id, the other ids)."""
+    keep = [store.remember("The build server is orion", category="entities").id]
+    store.world.merge({"deploy.target": "staging"})
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
+    keep.append(store.remember("Deploys happen on Tuesdays", category="events").id)
+    store.update(secret.id, content=SECRET + " (confirmed by Jane Roe)")
+    keep.append(store.remember("Use ruff for linting", category="preferences").id)
+    store.forget(secret.id, reason="asked to be removed")
+    return secret.id, keep
+
+
+def test_a_purge_leaves_the_text_nowhere_and_everything_else_as_it_was(store: MemoryStore, remote: Path) -> None:
+    secret, keep = write_history(store)
+    store.sync()
+    before = files_at(store.root)
+    authors = git(store.root, "log", "--format=%an %ae %ad %cn %cd", "--date=raw", "main")
+    assert holds_text(store.root)
+
+    result = store.purge(secret, reason="GDPR erasure request 2026-118")
+
+    assert holds_text(store.root) == []
+    assert holds_text(remote) == [] or _after_hosting_gc(remote) == []
+    assert files_at(store.root) == before  # every other memory, world state, session and note, byte for byte
+    lines = git(store.root, "log", "--format=%an %ae %ad %cn %cd", "--date=raw", "main").splitlines()
+    assert lines[1:] == authors.splitlines()  # authors and dates kept; the tombstone on top
+    assert {m.id for m in store.list()} == set(keep)
+    message = git(store.root, "log", "-1", "--format=%B", "main")
+    assert message.startswith("Purge a memory: GDPR erasure request 2026-118")
+    assert "Purged-By: planner" in message and "Action: purged" in message
+    assert "main" in result.pushed and git(remote, "rev-parse", "main").strip() == result.tombstone
+    assert store.recall("Jane Roe") == []
+    assert_clean(store.root)
+
+
+def _after_hosting_gc(remote: Path) -> list[str]:
+    """What a hosting service does after a force push (the docs ask it to): expire, prune."""
+    git(remote, "reflog", "expire", "--expire=now", "--all")
+    git(remote, "gc", "--prune=now", "--quiet")
+    return holds_text(remote)
+
+
+def test_a_dry_run_lists_commits_files_and_messages_and_changes_nothing(store: MemoryStore) -> None:
+    secret, _ = write_history(store)
+    tip = git(store.root, "rev-parse", "main")
+    result = store.purge(secret, reason="erasure", remote=None, dry_run=True)
+    assert result.tombstone is None
+    assert len(result.plan.paths) == 1 and result.plan.paths[0].startswith("content/memories/cases/")
+    assert len(result.plan.commits) >= 3 and set(result.plan.messages) <= set(result.plan.commits)
+    assert git(store.root, "rev-parse", "main") == tip
+    assert holds_text(store.root)
+
+
+def test_bad_input_says_one_line_and_changes_nothing(store: MemoryStore, remote: Path) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    tip = git(store.root, "rev-parse", "main")
+    with pytest.raises(NotFound, match="no memory, current or past, has the id 01ZZZZZZZZZZZZZZZZZZZZZZZZ"):
+        store.purge("01ZZZZZZZZZZZZZZZZZZZZZZZZ", reason="erasure")
+    with pytest.raises(NotFound, match="no memory, current or past, holds 'nobody wrote this'"):
+        store.purge(reason="erasure", matching="nobody wrote this")
+    git(store.root, "checkout", "-q", "--detach")
+    with pytest.raises(RepositoryError, match="HEAD is detached"):
+        store.purge(secret, reason="erasure")
+    git(store.root, "checkout", "-q", "main")
+    assert git(store.root, "rev-parse", "main") == tip and holds_text(store.root)
+
+
+def test_a_protected_remote_branch_refuses_and_nothing_changes(store: MemoryStore, remote: Path) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    git(remote, "config", "receive.denyNonFastForwards", "true")
+    tip = git(store.root, "rev-parse", "main")
+    with pytest.raises(RepositoryError, match="refused to rewrite main.*protected branch"):
+        store.purge(secret, reason="erasure")
+    assert git(store.root, "rev-parse", "main") == tip and git(remote, "rev-parse", "main") == tip
+    assert store.get(keep_one(store)).abstract
+    assert git(store.root, "for-each-ref", "refs/memsite/purge/") == ""
+
+
+def keep_one(store: MemoryStore) -> str:
+    return store.list()[0].id
+
+
+def test_a_remote_that_moved_since_the_fetch_is_not_overwritten(store: MemoryStore, remote: Path,
+                                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    import memsite.purge as purging
+    real = purging._rewrite
+
+    def rewrite_while_another_clone_pushes(*args: object, **kwargs: object) -> dict[str, str]:
+        other.remember("Written while the purge ran", category="events")
+        other.sync()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(purging, "_rewrite", rewrite_while_another_clone_pushes)
+    tip = git(store.root, "rev-parse", "main")
+    with pytest.raises(RepositoryError, match="origin moved since the purge fetched it.*run the purge again"):
+        store.purge(secret, reason="erasure")
+    assert git(store.root, "rev-parse", "main") == tip
+    monkeypatch.setattr(purging, "_rewrite", real)
+    store.purge(secret, reason="erasure")
+    assert holds_text(store.root) == []
+    other.close()
+
+
+def _clone(remote: Path, where: Path) -> Path:
+    git(remote.parent, "clone", "-q", str(remote), str(where))
+    return where
+
+
+def test_another_clone_follows_the_purge_on_its_next_sync_and_keeps_its_own_commit(
+        store: MemoryStore, remote: Path, tmp_path: Path) -> None:
+    secret, keep = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    assert holds_text(other.root)
+    own = other.remember("The staging database is on port 5433", category="entities")
+    store.purge(secret, reason="erasure")
+
+    result = other.sync()
+
+    assert result.status == "integrated"
+    assert holds_text(other.root) == []
+    assert _after_hosting_gc(remote) == []
+    mine = other.get(own.id)  # its own unpublished commit survived, moved onto the purged history
+    assert mine.content.startswith("The staging database")
+    assert {m.id for m in other.list()} == {*keep, own.id}
+    subject = git(other.root, "log", "--format=%s %an", "main", "--", str(mine.path.relative_to(other.root)))
+    assert subject.startswith("Remember entities: The staging database") and "coder" in subject
+    assert git(other.root, "merge-base", "--is-ancestor", git(store.root, "rev-parse", "main").strip(),
+               "main", check=False) == ""
+    store.sync()
+    assert holds_text(store.root) == [] and store.get(own.id)
+    assert_clean(other.root)
+    other.close()
+
+
+def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: MemoryStore) -> None:
+    secret, _ = write_history(store)
+    for text in ("Jane Roe prefers email contact over phone calls", "Refund for Jane Roe approved on Monday",
+                 "The hinge in Jane Roe's order arrived broken", "A courier lost the parcel sent to Jane Roe"):
+        store.remember(text, category="events")
+    runner = CliRunner()
+    base = ["--repo", str(store.root)]
+    dry = runner.invoke(main, [*base, "purge", secret, "--reason", "erasure", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "content/memories/cases/" in dry.output and "commits" in dry.output
+    many = runner.invoke(main, [*base, "purge", "--matching", "Jane Roe", "--reason", "erasure"])
+    assert many.exit_code != 0 and "5 memories hold 'Jane Roe'" in many.output and "--yes" in many.output
+    done = runner.invoke(main, [*base, "purge", "--matching", "Jane Roe", "--reason", "erasure", "--yes"])
+    assert done.exit_code == 0, done.output
+    assert "purged 5 memories" in done.output
+    store.fresh()
+    assert holds_text(store.root) == []
