@@ -28,17 +28,21 @@ move their unpublished commits onto it, purged the same way.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .errors import ConflictError, InvalidInput, NotFound, RepositoryError
 from .git import Author
+from .git.commands import Git
+from .git.maintenance import keep_of
 from .git.remote import Remote
+from .git.rewrite import rewrite
 from .store import Store
 
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
@@ -99,12 +103,12 @@ def plan(store: Store, ids: Iterable[str] = (), matching: str | None = None, *, 
     for given in ids:
         mid = _resolve(root, added, reach, given)
         wanted.setdefault(mid, set())
-    for mid in wanted:
-        tail = mid[-6:].lower()
+    for mid, found_paths in wanted.items():
+        ends = (f"-{mid[-6:].lower()}.md", f"-{mid.lower()}.md")
         for path, commit in added.items():
-            if (path.endswith(f"-{tail}.md") or path.endswith(f"-{mid.lower()}.md")) \
+            if path.endswith(ends) \
                     and _id_of(_blob(root, commit, path)) == mid:
-                wanted[mid].add(path)
+                found_paths.add(path)
     paths = sorted({p for found in wanted.values() for p in found})
     words = _words(root, reach, paths)
     if matching is not None:
@@ -237,13 +241,13 @@ def expire(store: Store) -> None:
     """
     root, git_dir = store.root, store.repo.git_dir
     for name in ("ORIG_HEAD", "FETCH_HEAD"):
-        with _missing_ok():
+        with contextlib.suppress(FileNotFoundError):
             os.remove(git_dir / name)
     _git(root, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
     store.repo.objects.release()
     for keep in (git_dir / "objects" / "pack").glob("*.keep"):
-        if (keep.read_bytes()[:8]) == b"memsite ":
-            with _missing_ok():
+        if (keep_of(str(keep)) or b"").startswith(b"memsite "):
+            with contextlib.suppress(FileNotFoundError):
                 keep.unlink()  # (memsite's own: a pack it wrote; git's gc may now take it in)
     _git(root, "-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "-c", "gc.autoDetach=false",
          "gc", "--prune=now", "--quiet")
@@ -271,82 +275,8 @@ def _rewrite(root: Path, refs: Iterable[str], paths: Iterable[str], words: Itera
 
     No ref of the clone moves here.
     """
-    refs, drop, words = list(refs), set(paths), list(words)
-    if not refs:
-        return {}
-    specs = [f"--refspec={r}:{PURGE_REFS}{r.removeprefix('refs/')}" for r in refs]
-    exported = subprocess.run(["git", "fast-export", "--no-data", "--reencode=yes", "--signed-tags=strip",
-                               "--tag-of-filtered-object=rewrite", "--use-done-feature", *specs, *refs],
-                              cwd=root, capture_output=True, check=False)
-    if exported.returncode:
-        raise RepositoryError(f"git fast-export failed in {root}: {exported.stderr.decode(errors='replace').strip()}")
-    stream = _filtered(exported.stdout, drop, words)
-    imported = subprocess.run(["git", "fast-import", "--quiet", "--force", "--done"], cwd=root, input=stream,
-                              capture_output=True, check=False)
-    if imported.returncode:
-        raise RepositoryError(f"git fast-import failed in {root}: {imported.stderr.decode(errors='replace').strip()}")
-    out: dict[str, str] = {}
-    for r in refs:
-        sha = _git(root, "rev-parse", "--verify", "-q", f"{PURGE_REFS}{r.removeprefix('refs/')}", check=False).stdout
-        if sha.strip():
-            out[r] = sha.strip()
-    return out
-
-
-def _filtered(stream: bytes, drop: set[str], words: list[str]) -> bytes:
-    """The fast-export ``stream`` without file commands on ``drop`` and with ``words`` out of the messages."""
-    dropped = {p.encode() for p in drop}
-    out: list[bytes] = []
-    pos, end = 0, len(stream)
-    in_commit = touched = False
-    pending: list[bytes] = []  # a commit's lines up to its message, which is written once its files are read
-    message_at: int | None = None
-    while pos < end:
-        nl = stream.find(b"\n", pos)
-        nl = end if nl < 0 else nl
-        line = stream[pos:nl]
-        pos = nl + 1
-        if line.startswith(b"data "):
-            size = int(line[5:])
-            data = stream[pos:pos + size]
-            pos += size
-            if pos < end and stream[pos:pos + 1] == b"\n":
-                pos += 1
-            if in_commit:
-                message_at = len(pending)
-                pending.append(data)
-            else:
-                out += [line, data]
-            continue
-        if line.startswith(b"commit "):
-            in_commit, touched, pending, message_at = True, False, [line], None
-            continue
-        if in_commit:
-            if line.startswith((b"M ", b"D ")):
-                path = line.split(b" ", 3)[-1] if line.startswith(b"M ") else line[2:]
-                if path.strip(b'"') in dropped:
-                    touched = True
-                    continue
-            if line == b"":
-                out += _commit_lines(pending, message_at, touched, words)
-                out.append(b"")
-                in_commit = False
-                continue
-            pending.append(line)
-            continue
-        out.append(line)
-    if in_commit:
-        out += _commit_lines(pending, message_at, touched, words)
-    return b"\n".join(out) + b"\n"
-
-
-def _commit_lines(pending: list[bytes], message_at: int | None, touched: bool, words: list[str]) -> list[bytes]:
-    lines = list(pending)
-    if message_at is not None:
-        message = _redacted(lines[message_at].decode("utf-8", "surrogateescape"), words, touched=touched)
-        data = message.encode("utf-8", "surrogateescape")
-        lines[message_at] = b"data %d\n" % len(data) + data
-    return lines
+    words = list(words)
+    return rewrite(root, refs, paths, lambda message, touched: _redacted(message, words, touched=touched), PURGE_REFS)
 
 
 def _redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
@@ -493,7 +423,7 @@ def _words(root: Path, refs: list[str], paths: list[str]) -> set[str]:
 
 
 def _blob(root: Path, commit: str, path: str) -> bytes:
-    result = subprocess.run(["git", "cat-file", "blob", f"{commit}:{path}"], cwd=root, capture_output=True)
+    result = Git(root).run("cat-file", "blob", f"{commit}:{path}", text=False)
     return result.stdout if result.returncode == 0 else b""
 
 
@@ -507,17 +437,10 @@ def _reaches(root: Path, ref: str, commits: set[str]) -> bool:
     return not commits.isdisjoint(listed)
 
 
-def _git(root: Path, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, input=input,
-                            encoding="utf-8", errors="surrogateescape")
+def _git(root: Path, *args: str, check: bool = True, input: str | None = None) -> Any:
+    result = Git(root).run(*args, input=input)
     if check and result.returncode != 0:
         raise RepositoryError(f"git {args[0]} failed in {root}: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
     return result
 
 
-class _missing_ok:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
-        return isinstance(exc, FileNotFoundError)
