@@ -32,6 +32,7 @@ class Commit:
     files: tuple[tuple[str, str], ...]  # (status, path)
     recalls: tuple[tuple[str, int], ...] = ()  # (memory id, recalls added), from 'Recalls: +N' trailers
     categories: tuple[tuple[str, str], ...] = ()  # (memory id, category), from 'Category:' trailers
+    purged: str | None = None  # a purge's tombstone: why (its 'Reason:'); never what
 
 
 @dataclass
@@ -82,6 +83,7 @@ def _commit(record: str) -> Commit | None:
         return None
     sha, author, stamp, message, rest = parts[0], parts[1], parts[2], parts[3], _SEP.join(parts[4:])
     actions, current, recalls, categories = [], None, [], []
+    purged: str | None = None
     for line in message.splitlines():
         key, _, value = line.strip().partition(": ")
         if key == "Memory-Id":
@@ -93,6 +95,10 @@ def _commit(record: str) -> Commit | None:
             categories.append((current[0], value.strip()))
         elif current is not None and key == "Reason":
             current[2] = value.strip()
+        elif current is None and key == "Action" and value.strip() == "purged":
+            purged = ""
+        elif current is None and key == "Reason" and purged is not None:
+            purged = value.strip()
         elif current is not None and key == "Recalls" and value.strip().lstrip("+").isdigit():
             recalls.append((current[0], int(value.strip().lstrip("+"))))
     skipped = sum(int(n) for n in re.findall(r"^Skipped: (\d+)$", message, re.MULTILINE))
@@ -100,7 +106,7 @@ def _commit(record: str) -> Commit | None:
     files = tuple((fields[i].strip(), fields[i + 1]) for i in range(0, len(fields) - 1, 2))
     return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=timezone.utc),
                   message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files, tuple(recalls),
-                  tuple(categories))
+                  tuple(categories), purged)
 
 
 def daily(commits: list[Commit], sessions_dir: str = "content/sessions") -> list[DayReport]:

@@ -41,6 +41,7 @@ from .errors import ConflictError, InvalidInput, NotFound, RepositoryError
 from .git import Author
 from .git.commands import Git
 from .git.maintenance import keep_of
+from .git.objects import MODE_FILE, Entry
 from .git.remote import Remote
 from .git.rewrite import rewrite
 from .store import Store
@@ -48,6 +49,9 @@ from .store import Store
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
+PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
+PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
+                  "(never what).\n\n")
 MATCHING_WITHOUT_YES = 3  # more memories than this matching a pattern: the purge asks for --yes
 MEMORIES = "content/memories/"
 _ID_LINE = re.compile(rb"^id: *['\"]?([0-9A-Za-z]+)['\"]?\s*$", re.MULTILINE)
@@ -168,8 +172,8 @@ def purge(store: Store, ids: Iterable[str] = (), reason: str = "", *, matching: 
     tip = rewritten.get(ref) or store.repo.refs.read(ref)
     assert tip is not None
     when = int(store.now().timestamp())
-    tombstone = store.repo.write_commit(store.repo.root_tree(tip), [tip], _tombstone(store.agent, reason, found.ids,
-                                        when), Author.writer(store.agent), when)
+    tombstone = store.repo.write_commit(_listed(store, tip, reason, when), [tip],
+                                        _tombstone(store.agent, reason, found.ids, when), Author.writer(store.agent), when)
     rewritten[ref] = tombstone
     pushed = _publish(root, origin, rewritten) if origin is not None else {}
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
@@ -254,8 +258,23 @@ def expire(store: Store) -> None:
     store.rebuild_caches()
 
 
+def _listed(store: Store, tip: str, reason: str, when: int) -> bytes:
+    """The tree of ``tip`` with the purge listed in ``content/purged.md`` (a page of the site: when, who, why)."""
+    objects, tree = store.repo.objects, store.repo.root_tree(tip)
+    entry = objects.lookup(tree, PURGED_PAGE)
+    text = objects.read_blob(entry.sha) if entry else PURGED_HEADING.encode()
+    text += f"- {_stamp(when)} by {store.agent}: {reason}\n".encode()
+    new = objects.apply(tree, {PURGED_PAGE: Entry(MODE_FILE, objects.write(b"blob", text))})
+    assert new is not None
+    return new
+
+
+def _stamp(when: int) -> str:
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _tombstone(agent: str, reason: str, ids: Iterable[str], when: int) -> str:
-    stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = _stamp(when)
     lines = [TOMBSTONE_SUBJECT + reason, "",
              "A memory was purged from the history of this branch: every version of its file and its",
              "words in commit messages were removed; every other file is as it was.", "",

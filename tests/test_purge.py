@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from memsite import MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
 from tests.conftest import assert_clean, git
+from tests.sites import memsite
 
 SECRET = "Customer Jane Roe lives at 12 Elm Street, card 4111-1111"
 ABSTRACT = "Jane Roe address for the refund case"
@@ -77,7 +78,9 @@ def test_a_purge_leaves_the_text_nowhere_and_everything_else_as_it_was(store: Me
 
     assert holds_text(store.root) == []
     assert holds_text(remote) == [] or _after_hosting_gc(remote) == []
-    assert files_at(store.root) == before  # every other memory, world state, session and note, byte for byte
+    after = files_at(store.root)
+    assert after.pop("content/purged.md")  # the page listing purges: when, who, why
+    assert after == before  # every other memory, world state, session and note, byte for byte
     lines = git(store.root, "log", "--format=%an %ae %ad %cn %cd", "--date=raw", "main").splitlines()
     assert lines[1:] == authors.splitlines()  # authors and dates kept; the tombstone on top
     assert {m.id for m in store.list()} == set(keep)
@@ -211,3 +214,17 @@ def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: M
     assert "purged 5 memories" in done.output
     store.fresh()
     assert holds_text(store.root) == []
+
+
+def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: MemoryStore, tmp_path: Path) -> None:
+    secret, _ = write_history(store)
+    store.purge(secret, reason="erasure request 118", remote=None)
+    store.close()
+    memsite("-C", str(store.root), "build", home=tmp_path)
+    site = store.root / "site"
+    grep = subprocess.run(["grep", "-r", "-l", "-a", "Jane Roe", str(site)], capture_output=True, text=True, check=False)
+    assert grep.stdout == ""  # pages, history, week pages, search index
+    home = (site / "index.html").read_text()
+    latest = home[home.index("Latest changes"):]
+    assert "purged: erasure request 118" in latest
+    assert "erasure request 118" in (site / "purged" / "index.html").read_text()

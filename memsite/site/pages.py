@@ -307,6 +307,12 @@ class Site(LogPages):
         sessions = self.snap.config.sessions_dir + "/"
         items = []
         for commit in reversed(self.commits):
+            if commit.purged is not None:  # a tombstone: why, never what
+                items.append(f"<li>{commit.when:%Y-%m-%d %H:%M} {self.agent_link(here, commit.author)}: "
+                             f"purged: {text(commit.purged)} ({self.commit_link(here, commit)})</li>")
+                if len(items) == LATEST:
+                    break
+                continue
             changed = [(mid, action) for mid, action, _ in commit.actions if action != "recalled"]
             closed = [Path(path).stem for status, path in commit.files
                       if status == "A" and path.startswith(sessions) and Path(path).stem in self.session_names]
