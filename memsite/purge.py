@@ -165,7 +165,16 @@ def purge(store: Store, ids: Iterable[str] = (), reason: str = "", *, matching: 
     origin = _remote(root, remote)
     if origin is not None and not dry_run:
         origin.fetch(patterns=["*"])
-    found = plan(store, ids, matching)
+    if not dry_run:
+        _drop_purge_refs(root)  # (what a purge killed before moving any ref of the clone left)
+    try:
+        found = plan(store, ids, matching)
+    except NotFound:
+        done = None if dry_run or matching is not None else _tombstone_of(root, ref, ids)
+        if done is None:
+            raise
+        expire(store)  # a purge killed after it moved the refs: what it had left to do
+        return PurgeResult(PurgePlan(tuple(ids), (), (), (), ()), done, branch)
     if dry_run or not found.commits:
         return PurgeResult(found, None, branch)
     rewritten = _rewrite(root, found.refs, found.paths, found.words)
@@ -281,6 +290,16 @@ def _tombstone(agent: str, reason: str, ids: Iterable[str], when: int) -> str:
              "Action: purged", f"Purged-By: {agent}", f"Purged-At: {stamp}", f"Reason: {reason}"]
     lines += [f"Purged-Memory: {mid}" for mid in ids]
     return "\n".join(lines) + "\n"
+
+
+def _tombstone_of(root: Path, ref: str, ids: list[str]) -> str | None:
+    """The newest tombstone on ``ref`` naming every one of ``ids`` (None: they were never purged here)."""
+    for record in _git(root, "log", "--format=%H%x00%B%x01", "--grep=^Action: purged$", ref).stdout.split("\x01"):
+        sha, _, body = record.strip("\n").partition("\x00")
+        named = re.findall(r"^Purged-Memory: (\S+)$", body, re.MULTILINE)
+        if sha and all(any(n.upper().startswith(i.upper()) for n in named) for i in ids):
+            return sha
+    return None
 
 
 def _tombstoned(root: Path, seen: str, theirs: str) -> list[str]:

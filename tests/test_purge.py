@@ -4,6 +4,7 @@ and the other clones after their sync; everything else stays byte for byte."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from click.testing import CliRunner
 from memsite import MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
 from tests.conftest import assert_clean, git
-from tests.sites import memsite
+from tests.purge_process import KILL_POINTS
+from tests.sites import ROOT, memsite
 
 SECRET = "Customer Jane Roe lives at 12 Elm Street, card 4111-1111"
 ABSTRACT = "Jane Roe address for the refund case"
@@ -228,3 +230,27 @@ def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: M
     latest = home[home.index("Latest changes"):]
     assert "purged: erasure request 118" in latest
     assert "erasure request 118" in (site / "purged" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("point", sorted(KILL_POINTS))
+def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_finishes_it(
+        store: MemoryStore, remote: Path, point: str) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    before = git(store.root, "rev-parse", "main").strip()
+    store.close()
+    killed = subprocess.run([sys.executable, "-m", "tests.purge_process", str(store.root), secret, "--kill-at", point],
+                            cwd=ROOT, capture_output=True, text=True, check=False)
+    assert killed.returncode == -9, killed.stderr
+    tip = git(store.root, "rev-parse", "main").strip()
+    purged = "Action: purged" in git(store.root, "log", "-1", "--format=%B", "main")
+    assert tip == before or purged  # never half: the branch is the old one or the purged one
+    if tip == before:
+        assert store.root.joinpath(".git").exists() and holds_text(store.root)
+    finished = subprocess.run([sys.executable, "-m", "tests.purge_process", str(store.root), secret],
+                              cwd=ROOT, capture_output=True, text=True, check=False)
+    assert finished.returncode == 0, finished.stderr
+    assert holds_text(store.root) == []
+    assert _after_hosting_gc(remote) == []
+    assert git(remote, "rev-parse", "main") == git(store.root, "rev-parse", "main")
+    assert_clean(store.root)

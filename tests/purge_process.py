@@ -1,0 +1,61 @@
+"""A purge in a process of its own, for the crash tests.
+
+    python -m tests.purge_process REPO ID [--kill-at POINT]
+
+With ``--kill-at`` it sends itself SIGKILL at that point of the purge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from memsite import MemoryStore
+from memsite import purge as purging
+from memsite.git.remote import Remote
+from memsite.store import Store
+
+KILL_POINTS: dict[str, tuple[Any, str, str]] = {
+    # point: (owner, attribute, "before" | "after")
+    "fetched": (Remote, "fetch", "after"),
+    "rewritten": (purging, "_rewrite", "after"),
+    "tombstone-written": (purging, "_listed", "after"),
+    "published": (purging, "_publish", "after"),
+    "refs-moved": (purging, "_move_refs", "after"),
+    "reflogs-expired": (Store, "rebuild_caches", "before"),
+    "caches-rebuilt": (Store, "rebuild_caches", "after"),
+}
+
+
+def arm(point: str) -> None:
+    owner, name, when = KILL_POINTS[point]
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def killing(*args: Any, **kwargs: Any) -> Any:
+        if when == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    setattr(owner, name, killing)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("repo")
+    parser.add_argument("id")
+    parser.add_argument("--kill-at", choices=sorted(KILL_POINTS))
+    args = parser.parse_args()
+    if args.kill_at:
+        arm(args.kill_at)
+    with MemoryStore(args.repo, agent="planner") as store:
+        result = store.purge(args.id, reason="erasure request 118")
+    print("PURGED", result.tombstone, flush=True)
+
+
+if __name__ == "__main__":
+    main()
