@@ -128,8 +128,8 @@ def main() -> None:
                 print(f"  run {run + 1}: purge {purges[-1]:.1f} s, floor {floor[-1]:.1f} s", file=sys.stderr)
     print(f"\nPurge of one memory: {args.memories:,} memories, {args.commits:,} commits, {args.runs} runs, "
           "a bare remote on the same disk")
-    print(f"| {"what":<58} | {'p50 s':>6} | {'p95 s':>6} |")
-    print(f"|{"-" * 60}|{'-' * 8}|{'-' * 8}|")
+    print(f"| {'what':<58} | {'p50 s':>6} | {'p95 s':>6} |")
+    print(f"|{'-' * 60}|{'-' * 8}|{'-' * 8}|")
     print(f"| {'memsite purge (rewrite, push with lease, expire, catalog)':<58} | "
           f"{statistics.median(purges):6.1f} | {p95(purges):6.1f} |")
     print(f"| {'baseline: fast-export|fast-import + gc --prune=now':<58} | "
