@@ -105,7 +105,10 @@ def plan(store: Store, ids: Iterable[str] = (), matching: str | None = None, *, 
         if not wanted:
             raise NotFound(f"no memory, current or past, holds {matching!r}; nothing to purge")
     for given in ids:
-        mid = _resolve(root, added, reach, given)
+        try:
+            mid = store.get(given).id  # (a memory there now: the catalog knows it)
+        except (NotFound, InvalidInput):
+            mid = _resolve(root, added, reach, given)
         wanted.setdefault(mid, set())
     for mid, found_paths in wanted.items():
         ends = (f"-{mid[-6:].lower()}.md", f"-{mid.lower()}.md")
