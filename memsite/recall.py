@@ -36,8 +36,8 @@ class Hit:
     """How well the text matches the query, in (0, 1].
 
     By words only: bm25 divided by the best match's (the best has 1). With an
-    embedder: the fusion of the memory's places by meaning and by words (first
-    in both: 1); recall returns only memories above the floor. 1 without a query."""
+    embedder: its closeness in meaning and its word match fused (see
+    :mod:`memsite.retrieval`); recall returns only memories above the floor. 1 without a query."""
     decay: float
     """2^(-age_days / half_life_days); 1 for pinned memories."""
     boost: float
