@@ -12,6 +12,9 @@ Every clone is a process of its own, on this disk, with one bare remote:
   every push to an agent branch) runs in a clone of its own;
 * ``cli``: the same with 12 clones writing every 2-6 s, each sync a
   ``memsite sync`` process of its own;
+* ``bare``: 12 clones writing every 2-6 s, each sync a ``memsite sync``
+  process, on a plain ``git init --bare`` remote (its HEAD names ``master``)
+  with no merge queue running: the simplest team set-up;
 * ``stress``: 50 clones x 20 memories back to back, syncing after every write;
 * ``during``: remember() in a clone while a sync of the same clone runs
   (another clone keeps pushing, so each sync fetches and merges), beside
@@ -223,12 +226,13 @@ class Run:
 HOST_REPACK_SECONDS = 5.0  # how often the hosted remote folds the packs pushes left
 
 
-def make_remote(root: Path, hosted: bool) -> Path:
-    """A bare remote holding a fresh memory repository; ``hosted``: each push is kept as its pack."""
+def make_remote(root: Path, hosted: bool, bare: bool = False) -> Path:
+    """A bare remote holding a fresh memory repository; ``hosted``: each push is kept as its pack; ``bare``:
+    made by a plain ``git init --bare`` (HEAD names git's default branch, not ``main``)."""
     from memsite import MemoryStore
 
     remote = root / "remote.git"
-    git(root, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(root, "init", "-q", "--bare", *([] if bare else ["-b", "main"]), str(remote))
     if hosted:
         git(remote, "config", "receive.unpackLimit", "1")
     seed = root / "seed"
@@ -255,15 +259,15 @@ def watch(remote: Path, run: Run, stop: threading.Event) -> None:
 
 
 def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | None, duration: float,
-             count: int, integrate: bool, keep: bool, hosted: bool) -> Run:
+             count: int, integrate: bool, keep: bool, hosted: bool, bare: bool = False) -> Run:
     run = Run(name)
     root = Path(tempfile.mkdtemp(prefix=f"memsite-team-{kind}-"))
     try:
-        remote = make_remote(root, hosted)
+        remote = make_remote(root, hosted, bare)
         paths = []
         for i in range(clones):
             path = root / f"clone{i:02d}"
-            git(root, "clone", "-q", str(remote), str(path))
+            git(root, "clone", "-q", "--branch", "main", str(remote), str(path))
             paths.append(path)
         start = time.time() + 5 + clones * 0.6  # every worker has opened its store by then
         procs = []
@@ -431,7 +435,7 @@ def row(run: Run) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small smoke run (minutes)")
-    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "stress", "during"])
+    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "stress", "during"])
     parser.add_argument("--keep", action="store_true", help="keep the repositories (printed) for a look")
     parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
     parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
@@ -439,7 +443,7 @@ def main() -> None:
     parser.add_argument("--remote", choices=["hosted", "plain"], default="hosted",
                         help="a remote that keeps pushes as packs, as a hosting service (default), or git's defaults")
     args = parser.parse_args()
-    chosen = args.only or ["paced", "cli", "stress", "during"]
+    chosen = args.only or ["paced", "cli", "bare", "stress", "during"]
     q = args.quick
     hosted = args.remote == "hosted"
     print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}, "
@@ -457,6 +461,12 @@ def main() -> None:
         n, d = (4, 20) if q else (12, 180)
         runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
                              duration=d, count=0, integrate=True, keep=args.keep, hosted=hosted))
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+    if "bare" in chosen:
+        n, d = (4, 20) if q else (12, args.seconds or 180)
+        runs.append(scenario(f"paced CLI on a plain 'git init --bare' remote, no merge queue, {n} clones x {d} s",
+                             "cli", n, pace=(2, 6), duration=d, count=0, integrate=False, keep=args.keep,
+                             hosted=False, bare=True))
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "stress" in chosen:
         n, w = (8, 5) if q else (50, 20)

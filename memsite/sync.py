@@ -3,11 +3,11 @@
 A team's clones share one remote. :func:`sync` publishes this clone's commits
 to a branch only this agent pushes (``agent/<name>``), which never loses a
 race, and integrates them into the shared branch (``main``) as a plain
-fast-forward push, tried a few times with exponential backoff and jitter
-while other clones push first. When the shared branch keeps moving, the sync
-still succeeds: its commits are published and queued, and :func:`integrate`
-(a merge queue that any clone or a CI job runs) merges every published agent
-branch into the shared branch in one commit, pushed once.
+fast-forward push, tried again with exponential backoff and jitter while other
+clones push first (for up to ``RACE_SECONDS``). While the merge queue runs
+(:func:`integrate`, which any clone or a CI job runs, merging every published
+agent branch into the shared branch in one commit, pushed once), a sync that
+lost the race succeeds at once: its commits are published and queued.
 
 Nothing is force-pushed and no local commit is dropped or rewritten: what the
 remote has is merged in with memsite's merge drivers (world state key by key,
@@ -20,6 +20,7 @@ network. One sync or integrate runs at a time in a clone.
 from __future__ import annotations
 
 import logging
+import itertools
 import random
 import threading
 import time
@@ -38,7 +39,7 @@ T = TypeVar("T")
 
 BACKOFF_SECONDS = 0.05  # the first wait before trying the shared branch again; doubled each time, with full jitter
 BACKOFF_CAP_SECONDS = 2.0
-UNQUEUED_ATTEMPTS = 5  # a sync's tries at the shared branch when there is no queue to leave its commits in
+RACE_SECONDS = 60.0  # how long a sync keeps trying the shared branch while other clones push first (no queue runs)
 INTEGRATE_ATTEMPTS = 12  # an integrator keeps at it longer than an agent's sync: it is the queue
 BUSY_ATTEMPTS = 5  # tries of a fetch or push while another git command in this clone holds a ref
 SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
@@ -89,12 +90,14 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
     Args:
         remote: the git remote to share through.
         branch: the shared branch on the remote (default: the store's branch's name).
-        attempts: how many times to try the shared branch while it keeps moving (``sync.attempts``).
+        attempts: how many times to try the shared branch while it keeps moving (``sync.attempts``;
+            default: once while the merge queue runs, otherwise for up to ``RACE_SECONDS``).
 
     Returns:
         A :class:`SyncResult`; ``status`` is ``queued`` when the commits are
-        published on the agent branch but the shared branch kept moving (or
-        refuses pushes: a protected branch), for ``integrate`` to merge.
+        published on the agent branch but left for ``integrate`` to merge:
+        the merge queue is running, the shared branch refuses pushes (a
+        protected branch), or it kept moving through every attempt.
 
     Raises:
         ConflictError: the shared branch changed the same world-state key or
@@ -110,16 +113,16 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         publish = None  # (pushing the branch is all there is; a branch for review never goes to the merge queue)
     origin = Remote(store.root, remote)
     tries = attempts if attempts is not None else store.config.sync_attempts
-    if tries is None:
-        tries = 1 if publish else UNQUEUED_ATTEMPTS
-    if tries < 1:
+    if tries is not None and tries < 1:
         raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
     refs = store.repo.refs
     with _one_at_a_time(store):
         restored = fetched = 0
         own_moved = False  # the agent branch holds commits this clone lacks (the same agent on another machine)
         note = ""
-        for attempt in range(1, tries + 1):
+        started = time.monotonic()
+        for attempt in itertools.count(1):
+            last = attempt >= tries if tries is not None else time.monotonic() - started >= RACE_SECONDS
             seen = refs.read(origin.tracking(shared))
             missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
             theirs = None if shared in missing else refs.read(origin.tracking(shared))
@@ -154,8 +157,9 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                                       note="the merge queue is running" if store.config.sync_integrate == "auto"
                                       else "sync.integrate: queue")
                 note = f"{remote}/{publish} kept moving (this agent publishes from another clone too)"
-                if attempt < tries:
-                    _backoff(attempt)
+                if last:
+                    break
+                _backoff(attempt)
                 continue
             result = outcome[shared]
             if result.ok:
@@ -168,13 +172,14 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                 raise RepositoryError(f"{remote} refused the push to {shared}: {result.reason}; "
                                       "nothing was lost (the commits stay in this clone)")
             note = f"{remote}/{shared} kept moving"
-            if attempt < tries:
-                _backoff(attempt)
+            if last:
+                break
+            _backoff(attempt)
         if publish and outcome[publish].ok:
             return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
                               note=note)
         hint = "" if publish else " (or publish agent branches: sync.publish in mkdocs.yml)"
-        raise RepositoryError(f"{note}: the push was rejected {tries} times; nothing was lost; sync again{hint}")
+        raise RepositoryError(f"{note}: the push was rejected {attempt} times; nothing was lost; sync again{hint}")
 
 
 def integrate(store: Store, remote: str = "origin", branch: str = "main", *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -153,12 +154,30 @@ cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && date +
     result = sync(store, attempts=2)
     assert (result.status, result.attempts) == ("queued", 2) and "kept moving" in result.note
     assert tip(remote, "agent/planner") is not None and not on_main(remote, memory.commit)
-    store.remember("The build cluster is lyra", category="entities")
-    result = sync(store)  # by default a published sync does not try again: the queue takes it from here
-    assert (result.status, result.attempts) == ("queued", 1)
     hook.unlink()
     assert sync(store).status == "integrated" and on_main(remote, memory.commit)
     assert (store.root / "moved.txt").exists()  # what the other clone pushed was merged in
+    assert_clean(store.root)
+
+
+def test_with_no_merge_queue_a_sync_that_lost_the_race_tries_again_until_it_integrates(
+        store: MemoryStore, remote: Path) -> None:
+    """A plain bare remote and nobody running 'memsite integrate': a sync that left its commits queued would
+    leave them off main for good, so it fetches, merges and pushes again (with backoff) until main takes them."""
+    other = remote.parent / "person"
+    git(remote.parent, "clone", "-q", str(remote), str(other))
+    hook = store.root / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"""#!/bin/sh
+unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE
+[ "$(cat "{other}/moves" 2>/dev/null)" = 3 ] && exit 0
+cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && echo $(( $(cat moves 2>/dev/null || echo 0) + 1 )) > moves \\
+  && git add moves && git -c user.name=p -c user.email=p@e commit -qm moved && git push -q origin HEAD:main
+""")
+    hook.chmod(0o755)
+    memory = store.remember("The staging cluster is vega", category="entities")
+    result = sync(store)
+    assert (result.status, result.attempts) == ("integrated", 4)
+    assert on_main(remote, memory.commit) and (store.root / "moves").read_text() == "3\n"
     assert_clean(store.root)
 
 
@@ -413,3 +432,30 @@ def test_a_remote_that_hangs_up_mid_push_is_one_line_and_loses_nothing(store: Me
     hook.unlink()
     assert sync(store).status == "integrated" and on_main(remote, memory.commit)
     assert_clean(store.root)
+
+
+@pytest.mark.slow
+def test_memsite_sync_processes_on_a_plain_bare_remote_with_no_queue_never_fail(tmp_path: Path,
+                                                                                   store: MemoryStore) -> None:
+    """The simplest team set-up: 'git init --bare' (HEAD names master), four clones writing and running
+    'memsite sync' after each write at once, nobody integrating: every sync exits 0 and every memory is on main."""
+    bare = tmp_path / "plain.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(store.root, "push", "-q", str(bare), "main")
+    memsite = f"{sys.executable} -m memsite"
+    scripts = []
+    for n in range(4):
+        where = tmp_path / f"clone{n}"
+        git(tmp_path, "clone", "-q", "--branch", "main", str(bare), str(where))
+        scripts.append(f'for i in 1 2 3 4; do {memsite} -C {where} --agent agent{n} remember "agent{n} fact $i: '
+                       f'the service agent{n}-$i listens on port 90$i" -c entities && '
+                       f'{memsite} -C {where} --agent agent{n} sync --json || echo FAILED; done')
+    procs = [subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              cwd=ROOT) for script in scripts]
+    outputs = [proc.communicate(timeout=300)[0] for proc in procs]
+    assert not [out for out in outputs if "FAILED" in out or "Error" in out]
+    statuses = [status for out in outputs for status in re.findall(r'"status": "([^"]+)"', out)]
+    assert len(statuses) == 16 and set(statuses) <= {"integrated", "up to date"}
+    on_remote = git(bare, "ls-tree", "-r", "--name-only", "main", "--", "content/memories")
+    assert sum(f"agent{n}" in git(bare, "log", "--format=%an", "main") for n in range(4)) == 4
+    assert len(on_remote.splitlines()) == 16
