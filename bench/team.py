@@ -15,6 +15,10 @@ Every clone is a process of its own, on this disk, with one bare remote:
 * ``bare``: 12 clones writing every 2-6 s, each sync a ``memsite sync``
   process, on a plain ``git init --bare`` remote (its HEAD names ``master``)
   with no merge queue running: the simplest team set-up;
+* ``world``: 12 clones setting the same five world keys every 2-6 s for 2
+  minutes, each sync a ``memsite sync`` process, on the same plain remote
+  with no merge queue: reports the keys merges found set two ways and
+  whether each merge commit lists them;
 * ``stress``: 50 clones x 20 memories back to back, syncing after every write;
 * ``during``: remember() in a clone while a sync of the same clone runs
   (another clone keeps pushing, so each sync fetches and merges), beside
@@ -103,12 +107,16 @@ def worker(args: argparse.Namespace) -> None:
         store.list()  # the catalog is built before the clock starts
 
         def write(text: str) -> tuple[str, str]:
+            if args.kind == "world":  # one of five keys every clone sets
+                commit = store.world.merge({f"team.key{rng.randrange(5)}": f"{name}: {text[:60]}"})
+                assert commit is not None
+                return commit, commit
             memory = store.remember(text, category="entities", dedupe=False)
             return memory.id, memory.path.name
 
         def sync() -> str:
             try:
-                if args.kind == "cli":
+                if args.kind in ("cli", "world"):
                     result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(clone), "--agent", name,
                                              "sync", "--json"], capture_output=True, text=True)
                     if result.returncode != 0:
@@ -218,6 +226,8 @@ class Run:
     round_errors: int = 0  # integrate runs that ended in an error (kept moving: the next run takes over)
     settled: float | None = None  # seconds after the last worker ended until every acknowledged memory was on main
     cpu: dict[str, float] = field(default_factory=dict)  # where the machine's CPU went during the run
+    conflicts: int = 0  # world keys set two ways that merges settled (the world run)
+    unlisted: int = 0  # of those, how many no merge commit lists
 
     def delays(self) -> list[float]:
         return [max(0.0, self.seen_at[f] - self.synced_at[f]) for f in self.synced_at if f in self.seen_at]
@@ -332,8 +342,12 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                     run.final_failed += event["final"].startswith("failed")
                     run.cpu["agents"] = run.cpu.get("agents", 0.0) + event["cpu"][0]
                     run.cpu["their git"] = run.cpu.get("their git", 0.0) + event["cpu"][1]
-        on_main = {line.rpartition("/")[2] for line in
-                   git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
+        if kind == "world":  # each acknowledged commit is on main; each key a merge found set two ways is listed
+            on_main = set(git(remote, "rev-list", "main").stdout.split())
+            run.conflicts, run.unlisted = world_conflicts_listed(remote)
+        else:
+            on_main = {line.rpartition("/")[2] for line in
+                       git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
         run.lost = len(set(run.acked) - on_main)
         bad = [str(p.name) for p in [remote, *paths] if git(p, "fsck", "--strict", "--no-progress", check=False).returncode]
         run.fsck = "clean" if not bad else "FAILED: " + ", ".join(bad)
@@ -341,6 +355,28 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return run
+
+
+def world_conflicts_listed(remote: Path) -> tuple[int, int]:
+    """(world keys the merges on main found set two ways, those of them no World-Conflict trailer lists)."""
+    from memsite import world
+
+    path = "content/world_state.md"
+
+    def text(commit: str) -> str:
+        return git(remote, "show", f"{commit}:{path}", check=False).stdout
+
+    found = unlisted = 0
+    for line in git(remote, "rev-list", "--merges", "--parents", "main").stdout.splitlines():
+        merge, *parents = line.split()
+        listed = git(remote, "log", "-1", "--format=%(trailers:key=World-Conflict,valueonly)", merge).stdout
+        current = parents[0]
+        for other in parents[1:]:  # (the merge queue's commit has more parents; merged one after another)
+            base = git(remote, "merge-base", current, other).stdout.strip()
+            keys = world.conflict_keys(text(base), text(current), text(other)) if base else []
+            found += len(keys)
+            unlisted += sum(f"{key}: kept " not in listed for key in keys)
+    return found, unlisted
 
 
 def during_sync(rounds: int, keep: bool, hosted: bool) -> tuple[list[float], list[float]]:
@@ -435,7 +471,7 @@ def row(run: Run) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small smoke run (minutes)")
-    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "stress", "during"])
+    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "world", "stress", "during"])
     parser.add_argument("--keep", action="store_true", help="keep the repositories (printed) for a look")
     parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
     parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
@@ -443,7 +479,7 @@ def main() -> None:
     parser.add_argument("--remote", choices=["hosted", "plain"], default="hosted",
                         help="a remote that keeps pushes as packs, as a hosting service (default), or git's defaults")
     args = parser.parse_args()
-    chosen = args.only or ["paced", "cli", "bare", "stress", "during"]
+    chosen = args.only or ["paced", "cli", "bare", "world", "stress", "during"]
     q = args.quick
     hosted = args.remote == "hosted"
     print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}, "
@@ -468,6 +504,14 @@ def main() -> None:
                              "cli", n, pace=(2, 6), duration=d, count=0, integrate=False, keep=args.keep,
                              hosted=False, bare=True))
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+    if "world" in chosen:
+        n, d = (4, 20) if q else (12, args.seconds or 120)
+        runs.append(scenario(f"world keys: {n} clones setting the same 5 keys x {d} s, 'memsite sync' after each, "
+                             "plain bare remote, no merge queue", "world", n, pace=(2, 6), duration=d, count=0,
+                             integrate=False, keep=args.keep, hosted=False, bare=True))
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+        print(f"  world keys set two ways and settled: {runs[-1].conflicts}, not listed: {runs[-1].unlisted}",
+              file=sys.stderr, flush=True)
     if "stress" in chosen:
         n, w = (8, 5) if q else (50, 20)
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
@@ -482,6 +526,8 @@ def main() -> None:
         print(row(run))
     for run in runs:
         print(cpu_line(run))
+        if run.name.startswith("world"):
+            print(f"  {run.name}: world keys set two ways and settled {run.conflicts}, not listed {run.unlisted}")
     if "during" in chosen:
         during, idle = during_sync(30 if q else 200, args.keep, hosted)
         print()

@@ -76,6 +76,23 @@ def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, st
     return None
 
 
+def world_conflicts(root: Path, revision: str = "HEAD") -> list[tuple[str, datetime, str]]:
+    """The world keys a merge found set two ways, newest first: (merge commit, when, what was kept over what),
+    from the ``World-Conflict`` trailers of the merges ``memsite sync`` and ``integrate`` make (one ``git log``)."""
+    records = Git(root).log(revision, "--merges", "--grep=^World-Conflict: ",
+                            f"--format=%H{_SEP}%at{_SEP}%(trailers:key=World-Conflict,valueonly,separator=%x1d){_END}",
+                            sep=_END.encode())
+    found = []
+    for record in records:
+        sha, _, rest = record.decode("utf-8", "replace").strip("\n").partition(_SEP)
+        stamp, _, listed = rest.partition(_SEP)
+        if not stamp.isdigit():
+            continue  # (what follows the last record)
+        when = datetime.fromtimestamp(int(stamp), tz=timezone.utc)
+        found += [(sha, when, line.strip()) for line in listed.split("\x1d") if line.strip()]
+    return found
+
+
 def _commit(record: str) -> Commit | None:
     parts = record.split(_SEP)
     if len(parts) < 5:

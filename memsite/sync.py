@@ -28,10 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from . import world
 from .errors import ConflictError, MemsiteError, RepositoryError
 from .git import Author, RefMoved
 from .git.mutex import LockTimeout, ProcessLock
-from .git.remote import Busy, Pushed, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_trees
+from .git.remote import (Busy, Pushed, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_base, merge_trees,
+                         trailers)
 from .store import Store
 
 log = logging.getLogger("memsite")
@@ -235,13 +237,15 @@ class _Chain:
         self.store, self.base, self.author = store, base, author
         self.merged: dict[str, str] = {}
         self.left_out: list[tuple[str, str]] = []
+        self.settled: list[str] = []  # world keys set two ways, and which value was kept
         self.current = base  # a commit whose tree is every merge so far
         for name, sha in waiting.items():
-            outcome = merge_trees(store.root, self.current, sha)
+            outcome, settled = _merge(store, self.current, sha)
             if outcome.tree is None:
                 self.left_out.append((name, _conflict(outcome)))
                 continue
             self.merged[name] = sha
+            self.settled += settled
             self.current = _commit(store, outcome.tree, [self.current, sha], f"Integrate {name}", author)
 
     def rebase(self, base: str, waiting: dict[str, str]) -> bool:
@@ -254,9 +258,10 @@ class _Chain:
         """
         if base == self.base:
             return True
-        outcome = merge_trees(self.store.root, self.current, base)
+        outcome, settled = _merge(self.store, self.current, base)
         if outcome.tree is None:
             return False
+        self.settled += settled
         self.current = _commit(self.store, outcome.tree, [base, self.current], "Integrate", self.author)
         self.base = base
         self.merged = {name: sha for name, sha in self.merged.items()
@@ -272,6 +277,7 @@ class _Chain:
         lines = [INTEGRATE_SUBJECT + ", ".join(self.merged), ""]
         lines += [f"Integrated: {name} {sha}" for name, sha in self.merged.items()]
         lines += [f"Left-Out: {name} ({why})" for name, why in self.left_out]
+        lines += [f"{world.CONFLICT_TRAILER}: {line}" for line in dict.fromkeys(self.settled)]
         return _commit(self.store, self.store.repo.root_tree(self.current), [self.base, *self.merged.values()],
                        "\n".join(lines), self.author)
 
@@ -295,8 +301,9 @@ def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish:
         if not behind:
             return 0, mine, ahead
         tree: bytes | None = None  # a fast-forward
+        settled: list[str] = []
         if ahead:
-            outcome = merge_trees(root, mine, theirs)  # type: ignore[arg-type]
+            outcome, settled = _merge(store, mine, theirs)  # type: ignore[arg-type]
             if outcome.tree is None:
                 published = ""
                 if publish and origin is not None:  # the agent's work is safe on the remote all the same
@@ -310,11 +317,68 @@ def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish:
             if repo.refs.read(ref) != mine:
                 continue  # a write landed while the merge was computed
             try:
-                now = repo.merge(ref, mine, theirs, tree, message=f"Sync memory with {label}",
+                now = repo.merge(ref, mine, theirs, tree, message=_with_trailers(f"Sync memory with {label}", settled),
                                  author=Author.writer(store.agent), when=int(store.now().timestamp()))
             except RefMoved:
                 continue
         return behind, now, ahead + (tree is not None)
+
+
+def _merge(store: Store, ours: str, theirs: str) -> tuple[TreeMerge, list[str]]:
+    """Merge two commits; a world key both sides set differently keeps the value written last.
+
+    git's merge (with memsite's drivers) leaves such a key in conflict; when
+    it is the only conflict, each side's value is dated by the newest commit
+    of that side that set or removed the key (since the merge base), and
+    the later one is kept (a tie: the agent name that sorts last). Both
+    clones that merge the same two sides keep the same value.
+
+    Returns:
+        (the merge, a ``World-Conflict`` trailer value per key settled: what was kept over what).
+    """
+    outcome = merge_trees(store.root, ours, theirs)
+    path = store.config.world_path
+    if outcome.tree is not None or outcome.conflicts != (path,) or outcome.marked is None:
+        return outcome, []
+    base = merge_base(store.root, ours, theirs)
+    texts = [(store.repo.read_file(commit, path) or b"").decode("utf-8", "replace") if commit else ""
+             for commit in (base, ours, theirs)]
+    try:
+        keys = world.conflict_keys(*texts)
+        sides = [_settings(store, base, commit, path, keys, values)
+                 for commit, values in ((ours, world.parse(texts[1])[1]), (theirs, world.parse(texts[2])[1]))]
+    except MemsiteError:
+        return outcome, []  # a world file a hand edit broke: a person merges it
+    winners: dict[str, str] = {}
+    settled = []
+    for key in keys:
+        mine, other = sides[0][key], sides[1][key]
+        kept, lost = (mine, other) if mine.wins_over(other) else (other, mine)
+        winners[key] = "ours" if kept is mine else "theirs"
+        settled.append(world.conflict_trailer(key, kept, lost))
+        log.warning("world key %s was set two ways: kept %s over %s", key, kept.describe(), lost.describe())
+    text, left = world.three_way(*texts, winners=winners)
+    if left:
+        return outcome, []
+    tree = store.repo.with_file(outcome.marked, path, text.encode("utf-8"))
+    return TreeMerge(tree, (), ""), settled
+
+
+def _settings(store: Store, base: str | None, tip: str, path: str, keys: list[str],
+              values: dict[str, str]) -> dict[str, world.Setting]:
+    """Each key's value at ``tip``, dated by the newest commit since ``base`` that set or removed it (or, with
+    no such trailer, that changed the world file at all)."""
+    commits = trailers(store.root, f"{base}..{tip}" if base else tip, path, ("World-Set", "World-Unset"))
+    newest = commits[0][:2] if commits else (store.repo.subject(tip)[1], "")
+    found: dict[str, world.Setting] = {}
+    for key in keys:
+        when, agent = next(((w, a) for w, a, named in commits if any(v == key for _, v in named)), newest)
+        found[key] = world.Setting(values.get(key), when, agent)
+    return found
+
+
+def _with_trailers(message: str, settled: list[str]) -> str:
+    return message + ("\n\n" + "\n".join(f"{world.CONFLICT_TRAILER}: {line}" for line in settled) if settled else "")
 
 
 def _leave_to_queue(store: Store, shared: str | None) -> bool:

@@ -202,13 +202,19 @@ def test_remember_goes_on_while_a_sync_waits_for_the_network(store: MemoryStore,
     assert_clean(store.root)
 
 
-def test_integrate_merges_in_one_commit_and_leaves_out_a_conflict(store: MemoryStore, remote: Path) -> None:
+def test_integrate_merges_in_one_commit_and_leaves_out_a_conflict(store: MemoryStore, remote: Path,
+                                                                   clock: Clock) -> None:
+    shared = store.remember("The payments service owns refunds", category="entities")
+    sync(store)
     allow = protect_main(remote)
     base = tip(remote, "main")
-    alpha, beta, gamma = (clone(remote, name) for name in ("alpha", "beta", "gamma"))
+    alpha, beta, gamma = (clone(remote, name, clock=clock) for name in ("alpha", "beta", "gamma"))
     alpha.world.merge({"ci.status": "green"})
-    beta.world.merge({"ci.status": "red"})
-    made = gamma.remember("The payments service owns refunds", category="entities")
+    alpha.update(shared.id, content="The payments service owns refunds and chargebacks")
+    beta.update(shared.id, content="The billing service owns refunds")  # the same line, changed two ways
+    clock.advance(seconds=5)
+    made = gamma.remember("The ledger service owns invoices", category="entities")
+    gamma.world.merge({"ci.status": "red"})  # set last: kept
     for agent in (alpha, beta, gamma):
         assert sync(agent).status == "queued"
     allow.touch()
@@ -217,14 +223,16 @@ def test_integrate_merges_in_one_commit_and_leaves_out_a_conflict(store: MemoryS
     report = json.loads(result.stdout)
     assert report["merged"] == ["agent/alpha", "agent/gamma"]
     assert [name for name, _ in report["left_out"]] == ["agent/beta"]
-    assert "world_state.md" in report["left_out"][0][1] and "ci.status" in report["left_out"][0][1]
+    assert "both sides changed the same lines of the memory text" in report["left_out"][0][1]
     assert "Left out agent/beta: " in result.stderr
     parents = git(remote, "rev-list", "--parents", "-n", "1", "main").split()[1:]
     assert parents == [base, tip(remote, "agent/alpha"), tip(remote, "agent/gamma")]  # one commit for the run
     assert on_main(remote, made.commit) and not on_main(remote, tip(remote, "agent/beta") or "")
-    with pytest.raises(ConflictError, match=r"world_state.md.*published on agent/beta"):
+    assert "## ci.status\n\nred\n" in git(remote, "show", "main:content/world_state.md")
+    assert "World-Conflict: ci.status: kept 'red' (gamma, " in git(remote, "log", "-1", "--format=%B", "main")
+    with pytest.raises(ConflictError, match=r"content/memories/.*published on agent/beta"):
         sync(beta)
-    assert beta.world.read()["ci.status"] == "red"  # nothing merged; its branch is as it was
+    assert beta.get(shared.id).content == "The billing service owns refunds"  # nothing merged
     for agent in (alpha, beta, gamma):
         agent.close()
 

@@ -179,7 +179,8 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
 
             site = Site(snap, config.site_name, commits, config.repo_url,
                         gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
-                        world_at=weeks.world_history(root, commits, settings.world_path))
+                        world_at=weeks.world_history(root, commits, settings.world_path),
+                        world_conflicts=history.world_conflicts(root))
             pages = site.pages()
         except MemsiteError as exc:
             raise PluginError(str(exc)) from None
