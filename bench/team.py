@@ -457,6 +457,14 @@ def cpu_line(run: Run) -> str:
             f"({', '.join(parts)}, other {other:.0f} s: background gc, the remote's, the watcher){queue}")
 
 
+def failures(run: Run) -> str:
+    """The distinct reasons syncs failed, with how many each (what to look at when the column is not 0)."""
+    counted: dict[str, int] = {}
+    for reason in run.failed:
+        counted[reason] = counted.get(reason, 0) + 1
+    return "".join(f"\n  {count} x {reason}" for reason, count in sorted(counted.items(), key=lambda x: -x[1])[:5])
+
+
 def row(run: Run) -> str:
     delays = run.delays()
     synced = len(run.synced_at)
@@ -492,24 +500,24 @@ def main() -> None:
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"paced, {n} clones x {d} s, {kind}", kind, n, pace=(2, 8), duration=d, count=0,
                                  integrate=kind == "memsite", keep=args.keep, hosted=hosted))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "cli" in chosen:
         n, d = (4, 20) if q else (12, 180)
         runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
                              duration=d, count=0, integrate=True, keep=args.keep, hosted=hosted))
-        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "bare" in chosen:
         n, d = (4, 20) if q else (12, args.seconds or 180)
         runs.append(scenario(f"paced CLI on a plain 'git init --bare' remote, no merge queue, {n} clones x {d} s",
                              "cli", n, pace=(2, 6), duration=d, count=0, integrate=False, keep=args.keep,
                              hosted=False, bare=True))
-        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "world" in chosen:
         n, d = (4, 20) if q else (12, args.seconds or 120)
         runs.append(scenario(f"world keys: {n} clones setting the same 5 keys x {d} s, 'memsite sync' after each, "
                              "plain bare remote, no merge queue", "world", n, pace=(2, 6), duration=d, count=0,
                              integrate=False, keep=args.keep, hosted=False, bare=True))
-        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
         print(f"  world keys set two ways and settled: {runs[-1].conflicts}, not listed: {runs[-1].unlisted}",
               file=sys.stderr, flush=True)
     if "stress" in chosen:
@@ -517,7 +525,7 @@ def main() -> None:
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"stress, {n} clones x {w} back to back, {kind}", kind, n, pace=None, duration=0,
                                  count=w, integrate=kind == "memsite", keep=args.keep, hosted=hosted))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     print()
     print("| run | acknowledged | lost | failed syncs | queued | sync p50 / p95 / max | on the shared branch after "
           "its sync, p50 / p95 / max | all on it, after the last write | fsck --strict |")
@@ -525,7 +533,7 @@ def main() -> None:
     for run in runs:
         print(row(run))
     for run in runs:
-        print(cpu_line(run))
+        print(cpu_line(run) + failures(run))
         if run.name.startswith("world"):
             print(f"  {run.name}: world keys set two ways and settled {run.conflicts}, not listed {run.unlisted}")
     if "during" in chosen:

@@ -12,6 +12,7 @@ and git failures below it into memsite's errors there, and nowhere else.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -44,7 +45,8 @@ from .model import Memory, format_time, utcnow
 from .protocol import Task, start
 from .recall import TOOLS, Hit, call_tool, format_hits
 from .relevance import Why, floor, hybrid, word_share
-from .scaffold import create_repository
+from .scaffold import check_publishable, clone_repository, create_repository, destination, publish
+from .store.memories import AGENT_SETTING
 from .skills import SkillCandidate, candidates
 from .store import Store, Transaction
 from .store.activity import ActivityJournal
@@ -120,6 +122,10 @@ class MemoryStore:
         remote: str = "origin",
     ) -> None:
         self.syncer: Syncer | None = None
+        self.cloned: tuple[str, bool] | None = None
+        """After :meth:`clone`: (the branch checked out, whether the remote was empty and got a new memory)."""
+        self.published: str | None = None
+        """After ``init(..., remote=URL)``: what is left to do on the hosting service, if anything."""
         self._store = Store(path, agent, clock=clock, progress=progress,
                             embedder=embedder if callable(embedder) else None, branch=branch,
                             git_settings=clone_settings, removal=removal)
@@ -158,17 +164,92 @@ class MemoryStore:
         agent: str | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
+        remote: str | None = None,
     ) -> MemoryStore:
         """Create a memory repository at ``path`` (``git init`` if needed) and open it.
 
         Writes ``mkdocs.yml`` (site and memsite settings), ``content/`` and
         ``.gitignore``, and commits them.
 
+        Args:
+            remote: an empty remote to publish the new memory to, as ``origin``'s ``main``; a remote on this
+                machine gets its HEAD set to ``main`` so a plain ``git clone`` checks the memory out
+                (elsewhere, ``store.published`` says to set the default branch on the hosting service).
+                ``agent``, when given, is kept in the clone's git config (``memsite.agent``).
+
         Raises:
-            MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``.
+            MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``; ``remote``
+                cannot be reached or already has a ``main`` (checked before anything is made).
         """
-        create_repository(Path(path), when=(clock or utcnow)())
-        return cls(path, agent=agent, clock=clock)
+        where = Path(path)
+        if remote is not None:
+            parent = where.resolve().parent
+            check_publishable(remote, parent if parent.is_dir() else Path.cwd())  # (before anything is made)
+        create_repository(where, when=(clock or utcnow)())
+        store = cls(path, agent=agent, clock=clock)
+        if remote is not None:
+            try:
+                store.published = publish(store.root, remote, checked=True)
+                if agent is not None:
+                    store.repo.git.run("config", AGENT_SETTING, store.agent)
+            except BaseException:
+                store.close()
+                raise
+        return store
+
+    @classmethod
+    @translated
+    def clone(
+        cls,
+        url: str,
+        path: str | os.PathLike[str] | None = None,
+        agent: str | None = None,
+        *,
+        branch: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        embedder: Embedder | str | None = None,
+    ) -> MemoryStore:
+        """Join a team's memory: clone it from ``url`` into ``path``, and make recall ready.
+
+        Works with any remote: one whose HEAD names another branch (a plain
+        ``git init --bare`` names ``master``; memsite shares ``main``), one
+        with the agents' ``agent/...`` branches (never checked out), and an
+        empty one (a new memory is made and published to it, as
+        ``init(..., remote=url)``). The store opens on the shared branch as
+        ``agent``, who is written to the clone's git config (``memsite.agent``)
+        so every later command there writes as that agent; the catalog is
+        built and the memories embedded (``progress`` is called as (done,
+        total)). Nothing is left behind when the clone fails.
+
+        Args:
+            url: the remote (any URL or path git clones).
+            path: the folder to make (default: the URL's last part, without ``.git``); it may exist if empty.
+            branch: the memory's branch on the remote (default: ``main``, else the one the remote's HEAD names).
+
+        Returns:
+            The open store (``store.cloned``: the branch, and whether the remote was empty).
+
+        Raises:
+            InvalidInput: ``path`` exists and is not an empty folder.
+            RepositoryError: ``url`` is not a git repository, cannot be reached, or holds no memsite memory.
+        """
+        where = destination(url, path)
+        chosen, new = clone_repository(url, where, branch)
+        try:
+            store = cls(where, agent=agent, progress=progress, embedder=embedder)
+        except BaseException:
+            shutil.rmtree(where, ignore_errors=True)
+            raise
+        try:
+            if agent is not None:
+                store.repo.git.run("config", AGENT_SETTING, store.agent)
+            store.cloned = (chosen, new)
+            store.fresh()
+            store.embed()
+        except BaseException:
+            store.close()
+            raise
+        return store
 
     @translated
     def close(self) -> None:

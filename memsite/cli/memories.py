@@ -31,20 +31,74 @@ from .common import (
 
 @main.command()
 @click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.option("--remote", metavar="URL", help="An empty git remote to publish the new memory to (as origin's main).")
 @pass_context
 @errors_as_messages
-def init(ctx: Context, path: str) -> None:
+def init(ctx: Context, path: str, remote: str | None) -> None:
     """Create a memory repository in PATH (runs git init if needed).
 
     Writes mkdocs.yml (site and memsite settings, with the categories and how
-    to set capacity marks), content/ and .gitignore, and commits them.
+    to set capacity marks), content/ and .gitignore, and commits them. With
+    --remote, pushes it to that empty remote as main (and, for a remote on
+    this machine, makes the remote's HEAD name main, so a plain git clone
+    checks it out); team-mates then join with 'memsite clone URL'.
 
     \b
-    Example:
+    Examples:
         memsite init my-memory
+        memsite --agent planner init my-memory --remote git@github.com:team/memory.git
     """
-    with ctx.opened(MemoryStore.init(path, agent=ctx.agent)) as store:
+    with ctx.opened(MemoryStore.init(path, agent=ctx.agent, remote=remote)) as store:
         echo(f"Initialised memory repository in {store.root}")
+        if remote is not None:
+            echo(f"Published it to {remote} (branch main); join it from another machine with: memsite clone {remote}")
+            if store.published:
+                echo(f"Still to do: {store.published}", err=True)
+
+
+@main.command()
+@click.argument("url")
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option("--branch", help="The memory's branch on the remote (default: main, else the remote's HEAD).")
+@pass_context
+@errors_as_messages
+def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> None:
+    """Join a team's memory: clone URL into DIRECTORY, ready to recall.
+
+    Checks out the shared branch (main, even when the remote's HEAD names
+    another, as a plain 'git init --bare' does), registers the merge drivers,
+    keeps --agent as this clone's agent (git config memsite.agent), builds the
+    search index and embeds the memories (with a progress bar), then says what
+    to do next. An empty remote gets a new memory, published to it. Bad input
+    (not a git repository, not a memsite memory, an unreachable host, a folder
+    that is not empty) is one line, and nothing is left behind.
+
+    \b
+    Examples:
+        memsite --agent coder clone git@github.com:team/memory.git
+        memsite --agent coder clone /srv/git/memory.git ~/memory
+    """
+    import time
+
+    started = time.perf_counter()
+    with ctx.opened(MemoryStore.clone(url, directory, agent=ctx.agent, branch=branch,
+                                      progress=ProgressBar("Making recall ready"))) as store:
+        shared, new = store.cloned or ("main", False)
+        count = store.catalog.count()
+        model = store.embedder.model if store.embedder is not None else None
+        root, agent = store.root, store.agent
+        branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
+    how = f"by meaning ({model}) and words" if model else "by words (no embedder installed)"
+    if new:
+        echo(f"{url} was empty: made a new memory in {root} and published it there (branch main)")
+    else:
+        echo(f"Cloned {url} into {root}: {count} memories on {shared}, recall {how} ready "
+             f"({time.perf_counter() - started:.1f} s)")
+    echo(f"This clone writes as {agent}" + (f" and publishes to {branch_of} when it syncs." if branch_of else "."))
+    echo("Next:")
+    echo(f"  cd {safe(str(root))}")
+    echo('  memsite recall "what the team knows about ..."')
+    echo('  memsite remember "what you learned" -c patterns && memsite sync')
 
 
 @main.command()
