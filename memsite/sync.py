@@ -124,7 +124,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         note = ""
         started = time.monotonic()
         for attempt in itertools.count(1):
-            last = attempt >= tries if tries is not None else time.monotonic() - started >= RACE_SECONDS
+            began = time.monotonic()
+            last = attempt >= tries if tries is not None else began - started >= RACE_SECONDS
             seen = refs.read(origin.tracking(shared))
             missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
             theirs = None if shared in missing else refs.read(origin.tracking(shared))
@@ -161,7 +162,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                 note = f"{remote}/{publish} kept moving (this agent publishes from another clone too)"
                 if last:
                     break
-                _backoff(attempt)
+                _backoff(attempt, time.monotonic() - began)
                 continue
             result = outcome[shared]
             if result.ok:
@@ -176,7 +177,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             note = f"{remote}/{shared} kept moving"
             if last:
                 break
-            _backoff(attempt)
+            _backoff(attempt, time.monotonic() - began)
         if publish and outcome[publish].ok:
             return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
                               note=note)
@@ -345,8 +346,9 @@ def _merge(store: Store, ours: str, theirs: str) -> tuple[TreeMerge, list[str]]:
              for commit in (base, ours, theirs)]
     try:
         keys = world.conflict_keys(*texts)
-        sides = [_settings(store, base, commit, path, keys, values)
-                 for commit, values in ((ours, world.parse(texts[1])[1]), (theirs, world.parse(texts[2])[1]))]
+        logs = trailers(store.root, ours, theirs, path, ("World-Set", "World-Unset"))
+        sides = [_settings(store, log, commit, keys, world.parse(text)[1])
+                 for log, commit, text in zip(logs, (ours, theirs), texts[1:])]
     except MemsiteError:
         return outcome, []  # a world file a hand edit broke: a person merges it
     winners: dict[str, str] = {}
@@ -364,11 +366,10 @@ def _merge(store: Store, ours: str, theirs: str) -> tuple[TreeMerge, list[str]]:
     return TreeMerge(tree, (), ""), settled
 
 
-def _settings(store: Store, base: str | None, tip: str, path: str, keys: list[str],
+def _settings(store: Store, commits: list[tuple[int, str, list[tuple[str, str]]]], tip: str, keys: list[str],
               values: dict[str, str]) -> dict[str, world.Setting]:
-    """Each key's value at ``tip``, dated by the newest commit since ``base`` that set or removed it (or, with
-    no such trailer, that changed the world file at all)."""
-    commits = trailers(store.root, f"{base}..{tip}" if base else tip, path, ("World-Set", "World-Unset"))
+    """Each key's value at ``tip``, dated by the newest of ``commits`` (the side's own, newest first) that set or
+    removed it (or, with no such trailer, that changed the world file at all)."""
     newest = commits[0][:2] if commits else (store.repo.subject(tip)[1], "")
     found: dict[str, world.Setting] = {}
     for key in keys:
@@ -446,9 +447,16 @@ def _while_busy(call: Callable[[], T]) -> T:
     return call()
 
 
-def _backoff(attempt: int) -> None:
-    """Wait before trying again: exponential, with full jitter, so that clones that collided spread out."""
-    time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_SECONDS * 2 ** attempt)))
+def _backoff(attempt: int, cycle: float = 0.0) -> None:
+    """Wait before trying again: exponential, with full jitter, so that clones that collided spread out.
+
+    ``cycle``: how long the try that lost took (fetch, merge, push). The
+    waits grow from it rather than from a fixed step when it is longer: on a
+    busy machine or a slow network, clones that wait less than one try
+    lasts collide again, every time.
+    """
+    step = max(BACKOFF_SECONDS, cycle)
+    time.sleep(random.uniform(0, min(max(BACKOFF_CAP_SECONDS, 4 * cycle), step * 2 ** attempt)))
 
 
 class _one_at_a_time:

@@ -170,18 +170,20 @@ def merge_base(root: Path, one: str, other: str) -> str | None:
     return result.stdout.strip() or None
 
 
-def trailers(root: Path, revisions: str, path: str, keys: Sequence[str]) -> list[tuple[int, str, list[tuple[str, str]]]]:
-    """The commits of ``revisions`` (``base..tip``; merges left out) that changed ``path``, newest first:
-    (commit time, author, the (key, value) trailers among ``keys``), one ``git log``."""
+def trailers(root: Path, ours: str, theirs: str, path: str,
+             keys: Sequence[str]) -> tuple[list[tuple[int, str, list[tuple[str, str]]]], ...]:
+    """The commits each side has that the other lacks (merges left out) that changed ``path``, newest first:
+    (commit time, author, the (key, value) trailers among ``keys``), for ``ours`` and for ``theirs``; one ``git log``."""
     wanted = ",".join(f"key={key}" for key in keys)
-    out = _git(root, "log", "--no-merges", f"--format=%x1e%ct%x1f%an%x1f%(trailers:{wanted},separator=%x1d)",
-               revisions, "--", path).stdout
-    found = []
+    out = _git(root, "log", "--left-right", "--no-merges",
+               f"--format=%x1e%m%x1f%ct%x1f%an%x1f%(trailers:{wanted},separator=%x1d)", f"{ours}...{theirs}",
+               "--", path).stdout
+    sides: tuple[list[tuple[int, str, list[tuple[str, str]]]], ...] = ([], [])
     for record in out.split("\x1e")[1:]:
-        when, author, listed = (record.strip("\n").split("\x1f") + ["", ""])[:3]
+        side, when, author, listed = (record.strip("\n").split("\x1f") + ["", "", ""])[:4]
         pairs = [tuple(part.strip() for part in item.split(":", 1)) for item in listed.split("\x1d") if ":" in item]
-        found.append((int(when), author, [(k, v) for k, v in pairs]))
-    return found
+        sides[side != "<"].append((int(when), author, [(k, v) for k, v in pairs]))
+    return sides
 
 
 def ahead_behind(root: Path, mine: str, theirs: str) -> tuple[int, int]:
