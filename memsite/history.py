@@ -56,8 +56,8 @@ def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Co
 
 
 def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, str, str] | None:
-    """The newest commit up to ``tip`` that forgot or trimmed the memory ``mid`` (or one whose id starts with it,
-    in any case): (commit id, author, when, the memory's id, forgotten or trimmed, the reason), or None.
+    """The newest commit up to ``tip`` that forgot or trimmed the memory ``mid`` (or one whose id starts or ends
+    with it, in any case): (commit id, author, when, the memory's id, forgotten or trimmed, the reason), or None.
 
     ``git log`` greps the commit messages newest first, in git's own code, and
     is stopped at the first one that removed it: a memory forgotten lately is
@@ -65,13 +65,14 @@ def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, st
     """
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", mid):
         return None
-    records = Git(root).log(tip, "-E", "-i", "--all-match", f"--grep=^Memory-Id: {mid}",
+    records = Git(root).log(tip, "-E", "-i", "--all-match", f"--grep=^Memory-Id: ({mid}|[A-Za-z0-9_-]*{mid}$)",
                             "--grep=^Action: (forgotten|trimmed)$", f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}",
                             sep=_END.encode())  # (a record is whole at its end mark)
     for record in records:  # (leaving the loop ends git)
         commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
         for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
-            if action in ("forgotten", "trimmed") and found.lower().startswith(mid.lower()):
+            if action in ("forgotten", "trimmed") and (found.lower().startswith(mid.lower())
+                                                        or found.lower().endswith(mid.lower())):
                 return commit.sha, commit.author, commit.when, found, action, reason
     return None
 

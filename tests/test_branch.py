@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore, RepositoryError
+from memsite.model import short_id
 
 from .conftest import assert_clean, git
 
@@ -57,8 +58,8 @@ def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder
         for name, result in outputs.items():
             assert result.returncode == 0, (name, result.stderr)
             assert "Traceback" not in result.stderr and "Error" not in result.stderr, (name, result.stderr)
-        assert memory.id in outputs["list"].stdout and "Deploys freeze on Fridays" in outputs["show"].stdout
-        assert memory.id in outputs["recall"].stdout and "Deploys freeze on Fridays" in outputs["core"].stdout
+        assert short_id(memory.id) in outputs["list"].stdout and "Deploys freeze on Fridays" in outputs["show"].stdout
+        assert short_id(memory.id) in outputs["recall"].stdout and "Deploys freeze on Fridays" in outputs["core"].stdout
         assert (tmp_path / "site" / "index.html").exists()
         refused = cli(store.root, "remember", "Writes are refused here", unprivileged=True)
     finally:
@@ -77,7 +78,7 @@ def test_a_detached_head_is_read_at_its_commit_and_refuses_writes(store: MemoryS
     second = store.remember("Billing moved to Stripe", category="entities")
     git(store.root, "checkout", "-q", "--detach", first.commit)
     listed = cli(store.root, "list")
-    assert listed.returncode == 0 and first.id in listed.stdout and second.id not in listed.stdout
+    assert listed.returncode == 0 and short_id(first.id) in listed.stdout and short_id(second.id) not in listed.stdout
     refused = cli(store.root, "remember", "A memory on a detached HEAD")
     assert refused.returncode == 1
     assert f"HEAD is detached (at {first.commit[:12]})" in refused.stderr and "check out" in refused.stderr
@@ -108,7 +109,7 @@ def test_reads_work_during_a_rebase_or_merge_and_writes_say_which(store: MemoryS
     for args in (["list"], ["show", memory.id], ["recall", "Postgres"], ["core"]):
         result = cli(store.root, *args)
         assert result.returncode == 0 and "Error" not in result.stderr, (args, result.stderr)
-    assert memory.id in cli(store.root, "list").stdout
+    assert short_id(memory.id) in cli(store.root, "list").stdout
     refused = cli(store.root, "remember", "Not now")
     assert refused.returncode == 1
     assert f"a {operation} is in progress: finish it with git {operation} --continue or --abort" in refused.stderr

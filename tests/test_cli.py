@@ -207,10 +207,43 @@ def test_an_ambiguous_prefix_lists_the_candidates_and_writes_nothing(repo: Path,
         result = run(repo, *command)
         assert result.exit_code == 1 and len(result.output.splitlines()) == 1
         assert result.output == (
-            f"Error: id prefix {command[1]!r} is ambiguous: 2 memories have ids starting with it: "
-            "01M8CFNYKZ0000000000000001 (Deploys go through make release); "
-            "01M8CFNYKZ1000000000000002 (Deploys need a green CI); give more of the id\n")
+            f"Error: id {command[1]!r} is ambiguous: 2 memories have ids starting or ending with it: "
+            "000001 01M8CFNYKZ0000000000000001 (Deploys go through make release); "
+            "000002 01M8CFNYKZ1000000000000002 (Deploys need a green CI); give more of the id\n")
     assert git(repo, "rev-parse", "HEAD") == before
+
+
+def test_short_ids_from_the_random_part_are_shown_and_taken_everywhere(repo: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memories written minutes apart share their ids' first ten characters (the time): '01M8JQ' names seven of
+    them. The short form is the end of the random part, as the file names end."""
+    ids = iter(["01M8JQ0000AAAAAAAAAAWA8T29", "01M8JQ0001BBBBBBBBBBXQ4K7M", "01M8JQ0002CCCCCCCCCCZZ9999",
+                "01M8JQ0003DDDDDDDDDDZZ9999"])
+    monkeypatch.setattr("memsite.store.memories.new_id", lambda: next(ids))
+    for text in ("Deploys go through make release", "The build server is orion", "Staging is vega",
+                 "Production is lyra"):
+        assert run(repo, "remember", text, "-c", "entities").exit_code == 0
+    listed = run(repo, "list").output.splitlines()
+    assert [line.split()[0] for line in listed] == ["wa8t29", "xq4k7m", "zz9999", "zz9999"]
+    assert sorted(p.name[-9:-3] for p in (repo / "content" / "memories").rglob("*.md")) == \
+        ["wa8t29", "xq4k7m", "zz9999", "zz9999"]  # the file names end in it
+    shown = run(repo, "show", "WA8T29")
+    assert shown.exit_code == 0 and "id:        01M8JQ0000AAAAAAAAAAWA8T29 (short: wa8t29)" in shown.output
+    assert run(repo, "recall", "build server").output.split()[1] == "xq4k7m"
+    assert json.loads(run(repo, "list", "--json").output)[0]["short_id"] == "wa8t29"
+    for text, many in (("01M8JQ", 4), ("zz9999", 2)):
+        ambiguous = run(repo, "show", text)
+        assert ambiguous.exit_code == 1 and f"is ambiguous: {many} memories" in ambiguous.output
+        assert "zz9999 01M8JQ0002CCCCCCCCCCZZ9999 (Staging is vega)" in ambiguous.output
+    with MemoryStore(repo, agent="api") as store:  # the API, and the MCP tools and LangGraph store on it
+        assert store.get("xq4k7m").abstract == "The build server is orion"
+        assert store.update("wa8t29", pinned=True).pinned
+        assert "(id wa8t29)" in store.call_tool("retrieve_from_memory", {"keywords": ["make", "release"]})
+        store.forget("dddzz9999", reason="lyra is retired")
+        assert store.get("zz9999").id == "01M8JQ0002CCCCCCCCCCZZ9999"  # one left that ends so
+        assert store.get("01M8JQ0001BBBBBBBBBBXQ4K7M").id.endswith("XQ4K7M")  # whole ids keep working
+    gone = run(repo, "show", "dddzz9999")
+    assert "was forgotten on" in gone.output and "reason: lyra is retired" in gone.output
 
 
 def test_finding_an_id_prefix_reads_the_id_index_not_every_memory(repo: Path, fixed_ids: None) -> None:

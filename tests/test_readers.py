@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
+from memsite.model import short_id
 
 from .sites import env
 
@@ -107,8 +108,10 @@ def test_help_says_where_the_default_agent_comes_from_and_shows_a_valid_id(repo:
     from memsite.model import new_id
 
     assert "user.name as a slug" in " ".join(CliRunner().invoke(main, ["--help"]).output.split())
-    example = CliRunner().invoke(main, ["show", "--help"]).output.split("memsite show ")[1].split()[0]
+    short, example = [part.split()[0] for part in
+                      CliRunner().invoke(main, ["show", "--help"]).output.split("memsite show ")[1:3]]
     assert len(example) == len(new_id()) and not set(example) & set("ILOU")  # Crockford's alphabet, as ids are
+    assert short == example[-6:].lower()  # the short form, as lists show it
     with MemoryStore(repo, agent="x") as store:
         m = store.remember("Something to show", category="general")
     assert run(repo, "show", m.id).exit_code == 0
@@ -124,7 +127,7 @@ def test_diff_reads_plainly_in_a_terminal_and_shows_created_then_forgotten(repo:
     text = run(repo, "diff", base, "--format", "text").output
     assert "Use snake_case for file names" in text and "\\_" not in text and "ci.last_run" in text
     assert "## Created then forgotten (1)" in text
-    line = next(x for x in text.splitlines() if gone.id in x)
+    line = next(x for x in text.splitlines() if short_id(gone.id) in x)
     assert "The build_server runs on host ci_7" in line and "the host was decommissioned" in line
     shas = subprocess.run(["git", "log", "--format=%H", "-3"], cwd=repo, capture_output=True, text=True).stdout.split()
     assert f"removed in {shas[1][:10]}" in line and f"created in {shas[2][:10]}" in line  # forget, then its creation

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from memsite import ConflictError, MemoryStore
 from memsite.cli import main
+from memsite.model import short_id
 from memsite.sync import integrate, sync
 from tests.conftest import Clock, assert_clean, git
 
@@ -179,7 +180,7 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
 
         branch, body = propose(coder)
     assert branch == "review/coder"
-    assert m.id in body and "## Created (1)" in body
+    assert short_id(m.id) in body and "## Created (1)" in body
     assert git(remote, "rev-parse", "review/coder").strip() == m.commit
     assert on_remote(remote) == []  # main is untouched until the pull request is merged
     from memsite.sync import integrate

@@ -13,7 +13,7 @@ import click
 from .. import checks
 from ..api import MemoryStore
 from ..errors import MemsiteError
-from ..model import Memory
+from ..model import Memory, short_id
 from ..terminal import json_text, safe
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -198,6 +198,7 @@ def as_dict(memory: Memory) -> dict[str, Any]:
     from ..fileformat import memory_fields
 
     data = memory_fields(memory)
+    data["short_id"] = short_id(memory.id)
     data["content"] = memory.content
     data["path"] = str(memory.path) if memory.path else None
     data["commit"] = memory.commit

@@ -11,7 +11,7 @@ import click
 
 from ..api import MemoryStore
 from ..config import memory_url, site_url
-from ..model import format_time
+from ..model import format_time, short_id
 from ..terminal import safe
 from .common import (
     COUNT,
@@ -158,11 +158,13 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
 def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
     """Show the memory with ID: its fields and full text.
 
-    ID may be its first characters (6 or more) when only one id starts with them.
+    ID may be its short form (the 6 characters lists show, as its file name
+    ends), or its first or last characters (6 or more) when only one id
+    starts or ends with them.
 
     \b
     Example:
-        memsite show 01M80RXENRH45QMT9FRQWGVAFW
+        memsite show wgvafw
         memsite show 01M80RXENRH45QMT9FRQWGVAFW --url
     """
     with ctx.store() as store:
@@ -179,7 +181,7 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
         echo_json(as_dict(memory))
         return
     rows = [
-        ("id", memory.id), ("category", memory.category), ("abstract", memory.abstract),
+        ("id", f"{memory.id} (short: {short_id(memory.id)})"), ("category", memory.category), ("abstract", memory.abstract),
         ("overview", memory.overview), ("agent", memory.agent), ("created", format_time(memory.created)),
         ("updated", format_time(memory.updated)), ("source", memory.source or ""),
         ("tags", ", ".join(memory.tags)), ("recalled", str(memory.active_count)),
@@ -214,7 +216,7 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
         return
     for memory in memories:
         pin = "*" if memory.pinned else " "
-        echo(f"{memory.id} {pin}{memory.category:<12} {memory.agent:<12} "
+        echo(f"{short_id(memory.id)} {pin}{memory.category:<12} {memory.agent:<12} "
              f"{memory.created:%Y-%m-%d}  {safe(memory.abstract, multiline=False)}")
     if not memories:
         echo("No memories yet.", err=True)
@@ -486,7 +488,8 @@ def _print_explained(hits: list[Any], as_json: bool) -> None:
         if title and group:
             echo(title)
         for h in group:
-            echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {safe(h.memory.abstract, multiline=False)}")
+            echo(f"{h.score:6.3f}  {short_id(h.memory.id)} {h.memory.category:<12} "
+                 f"{safe(h.memory.abstract, multiline=False)}")
             if h.why is not None:
                 echo(f"{'':8}{h.why}")
     if not kept:
@@ -500,7 +503,8 @@ def _print_hits(hits: list[Any], as_json: bool) -> None:
                    "boost": h.boost, "score": h.score} for h in hits])
         return
     for h in hits:
-        echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {safe(h.memory.abstract, multiline=False)}")
+        echo(f"{h.score:6.3f}  {short_id(h.memory.id)} {h.memory.category:<12} "
+             f"{safe(h.memory.abstract, multiline=False)}")
     if not hits:
         echo("No memories match.", err=True)
 
