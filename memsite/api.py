@@ -378,13 +378,14 @@ class MemoryStore:
 
     @translated
     def get(self, id: str) -> Memory:
-        """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
+        """The memory with ``id``, or with the one id that starts or ends with ``id`` (6 characters or more, any
+        case): its short form (:func:`memsite.model.short_id`, the end of its random part) is enough.
 
         Raises:
             NotFound: no memory has that id, saying when, by whom and in
                 which commit it was forgotten or trimmed.
-            InvalidInput: ``id`` is a prefix shorter than 6 characters, or
-                more than one id starts with it (naming them).
+            InvalidInput: ``id`` is shorter than 6 characters, or more than
+                one id starts or ends with it (naming them, with their abstracts).
             FormatError: the file of that id cannot be read (naming it).
         """
         return self._store.get(id)

@@ -162,8 +162,9 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
     website, reviewed as pull requests.
 
     -C, --agent and --debug may also follow the command. An ID may be given
-    by its first characters (6 or more, any case) when only one id starts
-    with them.
+    by its short form (the 6 characters lists show: the end of the id, as
+    its file name ends), or by its first or last characters (6 or more, any
+    case) when only one id starts or ends with them.
 
     \b
     Quick start:
