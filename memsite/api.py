@@ -379,7 +379,7 @@ class MemoryStore:
     @translated
     def get(self, id: str) -> Memory:
         """The memory with ``id``, or with the one id that starts or ends with ``id`` (6 characters or more, any
-        case): its short form (:func:`memsite.model.short_id`, the end of its random part) is enough.
+        case): its short form (:func:`memsite.short_id`, the end of its random part) is enough.
 
         Raises:
             NotFound: no memory has that id, saying when, by whom and in
