@@ -41,6 +41,34 @@ needs_setpriv = pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0,
 
 
 @needs_setpriv
+def test_doctor_and_build_in_a_read_only_repository_say_so_in_one_line(store: MemoryStore, tmp_path: Path) -> None:
+    """Someone else's checkout, opened to look: the doctor reports all it can without writing, and says the
+    folder is read-only; build names where it cannot write; neither shows a traceback."""
+    store.remember("Deploys freeze on Fridays", category="preferences")
+    store.list()  # the derived files exist, WAL and all
+    (store.root / ".git" / "index.lock").write_text("")  # a finding the doctor reports (not its to remove)
+    subprocess.run(["chmod", "-R", "a-w", str(store.root)], check=True)
+    try:
+        doctor = cli(store.root, "doctor", unprivileged=True)
+        fixing = cli(store.root, "doctor", "--fix", unprivileged=True)
+        build = cli(store.root, "build", unprivileged=True)
+        elsewhere = cli(store.root, "build", "--site-dir", str(tmp_path / "out"), unprivileged=True)
+    finally:
+        make_writable(store.root)
+    assert doctor.returncode == 1 and "unexpected" not in doctor.stderr and "Traceback" not in doctor.stderr
+    assert f"note: {store.root}, {store.root / '.git'}, {store.root / '.memsite'}: read-only for this user; " \
+           "the doctor reports without writing anything" in doctor.stderr
+    assert "problem: .git/index.lock: git lock file" in doctor.stderr
+    assert doctor.stderr.strip().endswith("Error: 1 problem(s) found")
+    assert fixing.returncode == 1 and "unexpected" not in fixing.stderr
+    assert build.returncode == 1 and build.stderr == (
+        f"Error: {store.root / 'site'}: cannot write the site there ({store.root} is read-only for this user); "
+        "build it elsewhere with --site-dir DIR\n")
+    assert elsewhere.returncode == 0 and (tmp_path / "out" / "index.html").exists()
+    assert not (store.root / "site").exists()
+
+
+@needs_setpriv
 @pytest.mark.parametrize("read_only", ["checkout", ".git"])
 def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder(
         store: MemoryStore, tmp_path: Path, read_only: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,7 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
     from mkdocs.exceptions import Abort, PluginError
 
     config = _mkdocs_config(root, site_dir=str(site_dir) if site_dir else None, strict=strict)
+    _writable(Path(config.site_dir))
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.WARNING)
     shown = logging.StreamHandler()  # every warning on stderr, --strict or not (which adds a counting handler)
@@ -76,6 +78,8 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
     except Abort as exc:
         raise MemsiteError(f"the site build stopped: {exc}") from None
     except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise MemsiteError(_cannot_write(config.site_dir, exc.filename or config.site_dir)) from None
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         raise DiskFull(f"disk full at {config.site_dir}: the site was not built; free some space, or build it "
@@ -83,6 +87,20 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> 
     finally:
         logger.removeHandler(shown)
     return Path(config.site_dir)
+
+
+def _writable(site_dir: Path) -> None:
+    """Refuse, before anything is built, a site folder (or the folder it would be made in) this user cannot write."""
+    folder = site_dir
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise MemsiteError(_cannot_write(site_dir, folder))
+
+
+def _cannot_write(site_dir: object, where: object) -> str:
+    return (f"{site_dir}: cannot write the site there ({where} is read-only for this user); build it elsewhere "
+            "with --site-dir DIR")
 
 
 def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_browser: bool = False,
