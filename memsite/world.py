@@ -315,7 +315,14 @@ class World:
         cap = self._store.config.max_world_bytes
         checked = dict(check_value(key, value, cap) for key, value in check_updates(updates, "world.merge").items())
         removing = [check_value(key, "", cap)[0] for key in check_remove(remove, "world.merge")]
-        parts = [f"set {', '.join(sorted(checked))}" if checked else "", f"unset {', '.join(sorted(removing))}" if removing else ""]
-        message = "World: " + "; ".join(p for p in parts if p)
-        tx, _ = self._store.write(lambda tx: merge_in(tx, checked, removing), message=message)
+
+        def body(tx: Transaction) -> bool:
+            changed = merge_in(tx, checked, removing)
+            # The subject names what changed: a key removed that was never there is not named.
+            done = [(verb, [key for name, key in tx.trailers if name == trailer])
+                    for verb, trailer in (("set", "World-Set"), ("unset", "World-Unset"))]
+            tx.message = "World: " + "; ".join(f"{verb} {', '.join(keys)}" for verb, keys in done if keys)
+            return changed
+
+        tx, _ = self._store.write(body)
         return tx.commit
