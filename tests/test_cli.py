@@ -389,3 +389,12 @@ def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, m
     (repo.parent / "chat.json").write_text(conversation)
     filed = run(repo, "ingest", str(repo.parent / "chat.json"))
     assert filed.output == f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
+
+
+def test_list_filtered_to_nothing_does_not_say_the_memory_is_empty(repo: Path) -> None:
+    run(repo, "remember", "Deploys go through make release", "-c", "patterns")
+    nobody = CliRunner().invoke(main, ["-C", str(repo), "list", "--agent", "nobody"])
+    assert nobody.exit_code == 0
+    assert nobody.output == "No memories by agent nobody; the repository has 1 ('memsite list' shows them all).\n"
+    both = CliRunner().invoke(main, ["-C", str(repo), "list", "-c", "cases", "--agent", "nobody"])
+    assert "No memories in category cases and by agent nobody; the repository has 1" in both.output

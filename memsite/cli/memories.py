@@ -211,6 +211,7 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
     """
     with ctx.store() as store:
         memories = store.list(category=category, agent=by_agent)
+        total = len(memories) if memories else store.catalog.count()
     if as_json:
         echo_json([as_dict(m) for m in memories])
         return
@@ -219,7 +220,10 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
         echo(f"{short_id(memory.id)} {pin}{memory.category:<12} {memory.agent:<12} "
              f"{memory.created:%Y-%m-%d}  {safe(memory.abstract, multiline=False)}")
     if not memories:
-        echo("No memories yet.", err=True)
+        chosen = " and ".join(part for part in (f"in category {category}" if category else "",
+                                                f"by agent {by_agent}" if by_agent else "") if part)
+        echo(f"No memories {chosen}; the repository has {total} ('memsite list' shows them all)." if total
+             else "No memories yet.", err=True)
 
 
 @main.command()
