@@ -551,12 +551,17 @@ def propose(store: Store, remote: str = "origin", base: str = "main") -> tuple[s
 
     Raises:
         RepositoryError: the branch cannot be pushed.
+        MemsiteError: there is nothing to propose: the branch has no commit the base lacks (nothing is pushed).
     """
     from .review import compare, markdown
 
     name = review_branch(store)
     store.ref = f"refs/heads/{name}"  # (created from HEAD if need be; nothing is checked out)
-    sync(store, remote, name)
     origin = Remote(store.root, remote)
     start = base if base in _fetch(origin, [base]) else origin.tracking(base)
+    tip = store.repo.refs.read(store.ref) or store.repo.refs.head_commit()
+    if tip is None or not count(store.root, tip, [start]):
+        raise MemsiteError(f"nothing to propose: {name} has no commit that {remote}/{base} lacks; nothing was "
+                           f"pushed (write with MemoryStore(path, agent={store.agent!r}, agent_branch=True) first)")
+    sync(store, remote, name)
     return name, markdown(compare(store.root, start, name))

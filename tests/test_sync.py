@@ -186,3 +186,12 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
     from memsite.sync import integrate
 
     assert integrate(store).commit is None and on_remote(remote) == []  # the merge queue leaves it to the review
+
+
+def test_propose_with_nothing_to_propose_pushes_nothing(store: MemoryStore, remote: Path, tmp_path: Path) -> None:
+    git(remote.parent, "clone", "-q", str(remote), str(tmp_path / "b"))
+    result = CliRunner().invoke(main, ["-C", str(tmp_path / "b"), "--agent", "coder", "propose"])
+    assert result.exit_code == 1 and result.output == (
+        "Error: nothing to propose: review/coder has no commit that origin/main lacks; nothing was pushed "
+        "(write with MemoryStore(path, agent='coder', agent_branch=True) first)\n")
+    assert git(remote, "branch", "--list", "review/*") == ""
