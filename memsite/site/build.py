@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -114,12 +115,32 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_brow
 
     path = _checked(root)
     check_port(host, port)
-    if announce:
-        announce(f"Serving {root} at {url(host, port)} (Ctrl-C stops)")
+    stop = threading.Event()
+    if announce:  # once the port answers: MkDocs builds the site before it listens
+        message = f"Serving {root} at {url(host, port)} (Ctrl-C stops)"
+        threading.Thread(target=_announce_when_listening, args=(host, port, message, announce, stop),
+                         name="memsite-serve-ready", daemon=True).start()
     try:
         mkdocs_serve(config_file=str(path), dev_addr=f"{host}:{port}", open_in_browser=open_in_browser)
     except OSError as exc:  # taken between the check and the bind
         raise MemsiteError(_address_error(host, port, exc)) from None
+    finally:
+        stop.set()
+
+
+def _announce_when_listening(host: str, port: int, message: str, announce: Callable[[str], None],
+                             stop: threading.Event) -> None:
+    """Call ``announce(message)`` as soon as HOST:PORT accepts a connection (an address that serves every
+    interface is asked on the loopback one), unless the server stopped first."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    while not stop.is_set():
+        try:
+            socket.create_connection((target, port), timeout=0.5).close()
+        except OSError:
+            stop.wait(0.05)
+            continue
+        announce(message)
+        return
 
 
 def url(host: str, port: int) -> str:
