@@ -159,6 +159,7 @@ def test_serve_prints_its_url_and_a_busy_port_is_one_line(repo: Path, tmp_path: 
                                     f"--port (e.g. --port {port + 1})\n"
         assert not (tmp_path / "demo").exists()  # the demo checks the port before it writes anything
 
+    made = json.loads(run(repo, "remember", "Deploys go through make release", "--json").output)
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "memsite", "-C", str(repo), "serve", "--port", str(port)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(tmp_path))
@@ -168,6 +169,12 @@ def test_serve_prints_its_url_and_a_busy_port_is_one_line(repo: Path, tmp_path: 
         # Said once the port answers, not before the site is built: the address works at once.
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as page:
             assert page.status == 200 and b"memsite-cards" in page.read()
+        shown = run(repo, "show", made["short_id"], "--url")  # no site_url: the page being served
+        assert shown.exit_code == 0 and shown.output == f"http://127.0.0.1:{port}/m/{made['id']}/\n"
+        with urllib.request.urlopen(shown.output.strip(), timeout=30) as page:
+            assert page.status == 200 and b"Deploys go through make release" in page.read()
     finally:
         server.terminate()
         server.wait(timeout=30)
+    stopped = run(repo, "show", made["short_id"], "--url")
+    assert stopped.exit_code == 1 and "has no site_url and no 'memsite serve' is running here" in stopped.output

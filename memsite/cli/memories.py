@@ -152,7 +152,8 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
 @main.command()
 @click.argument("id")
 @click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
-@click.option("--url", "as_url", is_flag=True, help="Print only the address of its page on the site (site_url).")
+@click.option("--url", "as_url", is_flag=True,
+              help="Print only the address of its page on the site (site_url; else the running 'memsite serve').")
 @pass_context
 @errors_as_messages
 def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
@@ -171,10 +172,13 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
         memory = store.get(id)
         root = store.root
     if as_url:
-        base = site_url(root)
+        from ..site.build import serving
+
+        base = site_url(root) or serving(root)
         if not base:
-            raise click.ClickException(f"{root / 'mkdocs.yml'}: has no site_url; set it to where the site is "
-                                       "published (e.g. site_url: https://team.github.io/memory/)")
+            raise click.ClickException(f"{root / 'mkdocs.yml'}: has no site_url and no 'memsite serve' is running "
+                                       "here; set site_url to where the site is published (e.g. site_url: "
+                                       "https://team.github.io/memory/), or serve it")
         echo(memory_url(base, memory.id))
         return
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import socket
@@ -18,6 +19,9 @@ from .guard import refuse_unsafe_config
 from .plugin import build_time
 from .pages import projection
 from .snapshot import load
+
+
+SERVING = ".memsite/serving.json"  # where a running 'memsite serve' says what it serves (for 'show --url')
 
 
 def _settings(root: Path) -> Path:
@@ -116,22 +120,43 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_brow
     path = _checked(root)
     check_port(host, port)
     stop = threading.Event()
-    if announce:  # once the port answers: MkDocs builds the site before it listens
-        message = f"Serving {root} at {url(host, port)} (Ctrl-C stops)"
-        threading.Thread(target=_announce_when_listening, args=(host, port, message, announce, stop),
-                         name="memsite-serve-ready", daemon=True).start()
+    message = f"Serving {root} at {url(host, port)} (Ctrl-C stops)"
+    record = root / SERVING
+
+    def ready() -> None:  # once the port answers: MkDocs builds the site before it listens
+        try:  # what 'memsite show --url' links to while no site_url is set
+            record.parent.mkdir(exist_ok=True)
+            record.write_text(json.dumps({"pid": os.getpid(), "url": url(host, port)}))
+        except OSError:
+            pass  # a read-only checkout: served all the same
+        if announce:
+            announce(message)
+
+    threading.Thread(target=_when_listening, args=(host, port, ready, stop), name="memsite-serve-ready",
+                     daemon=True).start()
     try:
         mkdocs_serve(config_file=str(path), dev_addr=f"{host}:{port}", open_in_browser=open_in_browser)
     except OSError as exc:  # taken between the check and the bind
         raise MemsiteError(_address_error(host, port, exc)) from None
     finally:
         stop.set()
+        if serving(root) == url(host, port):
+            record.unlink(missing_ok=True)
 
 
-def _announce_when_listening(host: str, port: int, message: str, announce: Callable[[str], None],
-                             stop: threading.Event) -> None:
-    """Call ``announce(message)`` as soon as HOST:PORT accepts a connection (an address that serves every
-    interface is asked on the loopback one), unless the server stopped first."""
+def serving(root: Path) -> str | None:
+    """The address a running ``memsite serve`` of ``root`` serves the site at, if one is running."""
+    try:
+        found = json.loads((root / SERVING).read_text())
+        os.kill(int(found["pid"]), 0)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # none, or one that was killed
+    return str(found["url"])
+
+
+def _when_listening(host: str, port: int, ready: Callable[[], None], stop: threading.Event) -> None:
+    """Call ``ready()`` as soon as HOST:PORT accepts a connection (an address that serves every interface is
+    asked on the loopback one), unless the server stopped first."""
     target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
     while not stop.is_set():
         try:
@@ -139,7 +164,7 @@ def _announce_when_listening(host: str, port: int, message: str, announce: Calla
         except OSError:
             stop.wait(0.05)
             continue
-        announce(message)
+        ready()
         return
 
 
