@@ -398,3 +398,14 @@ def test_list_filtered_to_nothing_does_not_say_the_memory_is_empty(repo: Path) -
     assert nobody.output == "No memories by agent nobody; the repository has 1 ('memsite list' shows them all).\n"
     both = CliRunner().invoke(main, ["-C", str(repo), "list", "-c", "cases", "--agent", "nobody"])
     assert "No memories in category cases and by agent nobody; the repository has 1" in both.output
+
+
+def test_binary_input_is_named_as_binary_not_as_a_surrogate(repo: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    before = git(repo, "rev-parse", "HEAD")
+    for args in (["remember", "-"], ["world", "set", "logo", "-"]):
+        result = CliRunner().invoke(main, ["-C", str(repo), *args], input=png)
+        assert result.exit_code == 1 and "surrogate" not in result.output
+        assert result.output.endswith(": not UTF-8 text (byte 0x89 at byte 0, line 1): binary data (an image, an "
+                                      "archive?) cannot be remembered; send UTF-8 text\n")
+    assert git(repo, "rev-parse", "HEAD") == before
