@@ -45,7 +45,7 @@ from .model import Memory, format_time, utcnow
 from .protocol import Task, start
 from .recall import TOOLS, Hit, call_tool, format_hits
 from .relevance import Why, floor, hybrid, word_share
-from .scaffold import check_publishable, clone_repository, create_repository, destination, publish
+from .scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
 from .store.memories import AGENT_SETTING
 from .skills import SkillCandidate, candidates
 from .store import Store, Transaction
@@ -165,6 +165,7 @@ class MemoryStore:
         *,
         clock: Callable[[], datetime] | None = None,
         remote: str | None = None,
+        exist_ok: bool = False,
     ) -> MemoryStore:
         """Create a memory repository at ``path`` (``git init`` if needed) and open it.
 
@@ -176,12 +177,16 @@ class MemoryStore:
                 machine gets its HEAD set to ``main`` so a plain ``git clone`` checks the memory out
                 (elsewhere, ``store.published`` says to set the default branch on the hosting service).
                 ``agent``, when given, is kept in the clone's git config (``memsite.agent``).
+            exist_ok: open a memsite repository already at ``path`` rather than refuse it (a script's
+                first line, run again and again).
 
         Raises:
             MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``; ``remote``
                 cannot be reached or already has a ``main`` (checked before anything is made).
         """
         where = Path(path)
+        if exist_ok and is_memory(where):
+            return cls(path, agent=agent, clock=clock)
         if remote is not None:
             parent = where.resolve().parent
             check_publishable(remote, parent if parent.is_dir() else Path.cwd())  # (before anything is made)

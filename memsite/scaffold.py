@@ -113,10 +113,9 @@ def create_repository(path: Path, *, when: datetime) -> None:
     path.mkdir(parents=True, exist_ok=True)
     settings = path / "mkdocs.yml"
     if settings.exists():
-        data = read_mkdocs_yml(settings)
-        extra = data.get("extra") if isinstance(data.get("extra"), dict) else {}
-        if "memsite" in extra or plugin_options(data.get("plugins")) is not None:
-            raise MemsiteError(f"{path}: is already a memsite repository")
+        if is_memory(path):
+            raise MemsiteError(f"{path}: is already a memsite repository (MemoryStore.init(..., exist_ok=True) "
+                               "opens it)")
         raise MemsiteError(f"{settings}: already exists; memsite init would overwrite it (move it away first)")
     if not _is_work_tree(path):
         _git(path, "init", "-q", "-b", "main")
@@ -149,6 +148,20 @@ def create_repository(path: Path, *, when: datetime) -> None:
             )
     finally:
         repo.close()
+
+
+def is_memory(path: Path) -> bool:
+    """Whether ``path`` holds a memsite repository: an ``mkdocs.yml`` with memsite's settings.
+
+    Raises:
+        ConfigError: its ``mkdocs.yml`` cannot be read.
+    """
+    settings = path / "mkdocs.yml"
+    if not settings.is_file():
+        return False
+    data = read_mkdocs_yml(settings)
+    extra = data.get("extra") if isinstance(data.get("extra"), dict) else {}
+    return "memsite" in extra or plugin_options(data.get("plugins")) is not None
 
 
 def _appended(path: Path, lines: list[str]) -> str | None:
@@ -258,10 +271,7 @@ def clone_repository(url: str, path: Path, branch: str | None = None) -> tuple[s
                                  env={"GIT_TERMINAL_PROMPT": "0"})
         if result.returncode != 0:
             raise RepositoryError(f"cannot clone {url}: {last_line(result.stderr, prefer='fatal:')}")
-        settings = path / "mkdocs.yml"
-        data = read_mkdocs_yml(settings) if settings.is_file() else {}
-        extra = data.get("extra") if isinstance(data.get("extra"), dict) else {}
-        if plugin_options(data.get("plugins")) is None and "memsite" not in extra:
+        if not is_memory(path):
             raise RepositoryError(f"{url}: not a memsite memory (branch {chosen} has no mkdocs.yml with memsite "
                                   "settings); clone it with git, or start a memory with 'memsite init DIR --remote URL' "
                                   "on an empty remote")

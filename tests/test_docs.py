@@ -48,6 +48,18 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     log = git_log(tmp_path / "agent-memory", "--format=%an %s")
     assert "planner Task debug: indentation (succeeded)" in log
     assert "planner Remember preferences: User prefers tabs over spaces in Python files." in log
+    exec(compile(example, "README.md", "exec"), {})  # run again, as people do: the memory is opened, not refused
+    assert capsys.readouterr().out.startswith("skipped preferences ")  # (already remembered)
+
+
+def test_the_langgraph_example_runs_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Copied alone into an empty folder, as a reader trying LangGraph would."""
+    pytest.importorskip("langgraph")
+    monkeypatch.chdir(tmp_path)
+    (example,) = [block for block in blocks("python", AGENTS) if "StateGraph" in block]
+    exec(compile(example, "docs/guides/agents.md", "exec"), {})
+    assert capsys.readouterr().out == "I prefer answers in French\n"
 
 
 def test_the_readme_lists_the_categories_memsite_init_writes() -> None:
