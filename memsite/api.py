@@ -194,9 +194,9 @@ class MemoryStore:
         store = cls(path, agent=agent, clock=clock)
         if remote is not None:
             try:
-                store.published = publish(store.root, remote, checked=True)
+                store.published = publish(store.root, remote)
                 if agent is not None:
-                    store.repo.git.run("config", AGENT_SETTING, store.agent)
+                    store._keep_agent()
             except BaseException:
                 store.close()
                 raise
@@ -247,7 +247,7 @@ class MemoryStore:
             raise
         try:
             if agent is not None:
-                store.repo.git.run("config", AGENT_SETTING, store.agent)
+                store._keep_agent()
             store.cloned = (chosen, new)
             store.fresh()
             store.embed()
@@ -255,6 +255,10 @@ class MemoryStore:
             store.close()
             raise
         return store
+
+    def _keep_agent(self) -> None:
+        """Make this store's agent the one every later command in this clone writes as (``memsite.agent``)."""
+        self.repo.git.run("config", AGENT_SETTING, self.agent, check=True)
 
     @translated
     def close(self) -> None:

@@ -220,6 +220,12 @@ def remote_branches(url: str, where: Path, shown: str | None = None) -> tuple[di
     return branches, head
 
 
+def _source(url: str) -> str:
+    """``url`` as git is given it: a folder on this machine as its absolute path (git runs elsewhere)."""
+    local = Path(url).expanduser()
+    return str(local.resolve()) if local.exists() else url
+
+
 def destination(url: str, path: str | os.PathLike[str] | None) -> Path:
     """Where a clone of ``url`` goes: ``path``, else the last part of the URL without ``.git`` (as git does)."""
     if path is not None:
@@ -250,8 +256,7 @@ def clone_repository(url: str, path: Path, branch: str | None = None) -> tuple[s
     """
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise InvalidInput(f"{path}: already exists and is not empty; clone into a new folder")
-    local = Path(url).expanduser()
-    source = str(local.resolve()) if local.exists() else url
+    source = _source(url)
     parent = path.resolve().parent
     if not parent.is_dir():
         raise InvalidInput(f"{parent}: no such folder to clone into")
@@ -260,7 +265,7 @@ def clone_repository(url: str, path: Path, branch: str | None = None) -> tuple[s
     try:
         if not branches:
             create_repository(path, when=utcnow())
-            publish(path, source, checked=True)
+            publish(path, source)
             return SHARED_BRANCH, True
         chosen = branch or next((b for b in (SHARED_BRANCH, head) if b in branches), None)
         if chosen is None or chosen not in branches:
@@ -289,28 +294,24 @@ def check_publishable(url: str, where: Path) -> None:
     Args:
         where: an existing folder to run git in.
     """
-    local = Path(url).expanduser()
-    branches, _ = remote_branches(str(local.resolve()) if local.exists() else url, where, url)
+    branches, _ = remote_branches(_source(url), where, url)
     if SHARED_BRANCH in branches:
         raise RepositoryError(f"{url} already has a branch {SHARED_BRANCH}; join that memory with "
                               f"'memsite clone {url}' instead")
 
 
-def publish(path: Path, url: str, *, checked: bool = False) -> str | None:
-    """Push the new memory at ``path`` to the empty remote ``url`` as ``origin``'s ``main``, and make the
-    remote's HEAD name ``main`` where it can (a remote on this machine), so that a plain ``git clone`` checks
-    it out.
+def publish(path: Path, url: str) -> str | None:
+    """Push the new memory at ``path`` to the empty remote ``url`` (see :func:`check_publishable`) as
+    ``origin``'s ``main``, and make the remote's HEAD name ``main`` where it can (a remote on this machine), so
+    that a plain ``git clone`` checks it out.
 
     Returns:
         None, or what to do on the hosting service (a remote elsewhere: its default branch is set there).
 
     Raises:
-        RepositoryError: the remote cannot be reached, already holds a memory (or a ``main``), or refused the push.
+        RepositoryError: the remote cannot be reached or refused the push.
     """
-    local = Path(url).expanduser()
-    source = str(local.resolve()) if local.exists() else url
-    if not checked:
-        check_publishable(url, path)
+    source = _source(url)
     git = Git(path)
     if "origin" in git.run("remote").stdout.split():
         raise RepositoryError(f"{path} already has a remote origin; publish with git push")
@@ -321,7 +322,7 @@ def publish(path: Path, url: str, *, checked: bool = False) -> str | None:
         raise RepositoryError(f"cannot push to {url}: {last_line(pushed.stderr, prefer='fatal:')}; the memory is "
                               "in this folder, not on the remote")
     _git(path, "remote", "set-head", "origin", SHARED_BRANCH)
-    bare = Git(local) if local.is_dir() else None
+    bare = Git(Path(source)) if Path(source).is_dir() else None
     if bare is not None and bare.run("rev-parse", "--is-bare-repository").stdout.strip() == "true" \
             and bare.run("symbolic-ref", "HEAD", f"refs/heads/{SHARED_BRANCH}").returncode == 0:
         return None

@@ -19,8 +19,8 @@ network. One sync or integrate runs at a time in a clone.
 
 from __future__ import annotations
 
-import logging
 import itertools
+import logging
 import random
 import threading
 import time
