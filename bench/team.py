@@ -19,6 +19,8 @@ Every clone is a process of its own, on this disk, with one bare remote:
   minutes, each sync a ``memsite sync`` process, on the same plain remote
   with no merge queue: reports the keys merges found set two ways and
   whether each merge commit lists them;
+* ``clone``: a new machine joining a 10,000-memory memory: ``memsite clone``
+  (git clone, the index, the vectors) beside a plain ``git clone``;
 * ``stress``: 50 clones x 20 memories back to back, syncing after every write;
 * ``during``: remember() in a clone while a sync of the same clone runs
   (another clone keeps pushing, so each sync fetches and merges), beside
@@ -379,6 +381,44 @@ def world_conflicts_listed(remote: Path) -> tuple[int, int]:
     return found, unlisted
 
 
+def clone_run(count: int, keep: bool) -> list[tuple[str, float]]:
+    """Seconds for a new machine to join a memory of ``count`` memories: git clone alone, then memsite clone
+    by words only and with the default embedder (recall by meaning ready: every memory embedded)."""
+    from corpus import Corpus
+
+    from memsite import MemoryStore
+
+    root = Path(tempfile.mkdtemp(prefix="memsite-team-clone-"))
+    try:
+        remote = root / "remote.git"
+        git(root, "init", "-q", "--bare", str(remote))  # HEAD names master, as 'git init --bare' makes it
+        seed = root / "seed"
+        corpus = Corpus(seed=5)
+        with MemoryStore.init(seed, agent="seed", exist_ok=True) as store:
+            for start in range(0, count, 5000):
+                with store.transaction(f"Seed memories {start}") as tx:
+                    for _ in range(start, min(count, start + 5000)):
+                        tx.remember(corpus.text(), category=corpus.category(), dedupe=False)
+        git(seed, "push", "-q", str(remote), "main")
+        rows = []
+        for label, command, extra in (
+                ("git clone (baseline)", ["git", "clone", "-q", "--branch", "main"], {}),
+                ("memsite clone, recall by words", [sys.executable, "-m", "memsite", "--agent", "b", "clone"],
+                 {"MEMSITE_EMBEDDING": "none"}),
+                ("memsite clone, recall by meaning (default embedder)",
+                 [sys.executable, "-m", "memsite", "--agent", "c", "clone"], {})):
+            target = root / f"joined-{len(rows)}"
+            started = time.perf_counter()
+            subprocess.run([*command, str(remote), str(target)], check=True, capture_output=True,
+                           env={**os.environ, **extra}, cwd=HERE.parent)
+            rows.append((label, time.perf_counter() - started))
+            print(f"  {label}: {rows[-1][1]:.1f} s", file=sys.stderr, flush=True)  # (progress)
+        return rows
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def during_sync(rounds: int, keep: bool, hosted: bool) -> tuple[list[float], list[float]]:
     """remember() latencies while a sync of the same clone runs, and with none running (same clone, same run)."""
     from corpus import Corpus
@@ -479,7 +519,7 @@ def row(run: Run) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small smoke run (minutes)")
-    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "world", "stress", "during"])
+    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "world", "clone", "stress", "during"])
     parser.add_argument("--keep", action="store_true", help="keep the repositories (printed) for a look")
     parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
     parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
@@ -487,7 +527,7 @@ def main() -> None:
     parser.add_argument("--remote", choices=["hosted", "plain"], default="hosted",
                         help="a remote that keeps pushes as packs, as a hosting service (default), or git's defaults")
     args = parser.parse_args()
-    chosen = args.only or ["paced", "cli", "bare", "world", "stress", "during"]
+    chosen = args.only or ["paced", "cli", "bare", "world", "clone", "stress", "during"]
     q = args.quick
     hosted = args.remote == "hosted"
     print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}, "
@@ -536,6 +576,13 @@ def main() -> None:
         print(cpu_line(run) + failures(run))
         if run.name.startswith("world"):
             print(f"  {run.name}: world keys set two ways and settled {run.conflicts}, not listed {run.unlisted}")
+    if "clone" in chosen:
+        count = 1000 if q else 10_000
+        print()
+        print(f"| joining a memory of {count:,} memories (one run) | seconds |")
+        print("|---|---|")
+        for label, seconds in clone_run(count, args.keep):
+            print(f"| {label} | {seconds:.1f} |")
     if "during" in chosen:
         during, idle = during_sync(30 if q else 200, args.keep, hosted)
         print()
