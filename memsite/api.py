@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import checks
+from . import checks, retrieval
 from .config import Config
 from .core import (
     DEFAULT_DIR,
@@ -41,10 +40,10 @@ from .history import removal
 from .ingest import incomplete, ingest, resume
 from .merge import clone_settings
 from .migrate import Migration, migrate
-from .model import Memory, format_time, utcnow
+from .model import Memory, utcnow
 from .protocol import Task, start
 from .recall import TOOLS, Hit, call_tool, format_hits
-from .relevance import Why, floor, hybrid, word_share
+from .relevance import floor
 from .scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
 from .store.memories import AGENT_SETTING
 from .skills import SkillCandidate, candidates
@@ -54,7 +53,6 @@ from .store.catalog import Catalog
 from .store.state import StateDir
 from .store.vectors import Embedder, Vectors
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
-from .text import match_any, only_stopwords, search_terms
 from .world import World
 
 T = TypeVar("T")
@@ -550,28 +548,38 @@ class MemoryStore:
 
     @translated
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
-               agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
-        """The memories that best match ``query``, ranked by relevance x decay x boost.
+               agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
+               until: datetime | str | None = None, ranking: str = "relevance") -> list[Hit]:
+        """The memories that best match ``query``: relevance decides what is found, time orders what is close.
+
+        See :mod:`memsite.retrieval` for the whole ranking.
 
         Args:
-            query: any text; its words are searched (no query syntax to get wrong).
+            query: any text; its words are searched (no query syntax to get wrong), and with an
+                embedder its meaning. Only its first 4,096 characters are read.
             limit: at most this many hits.
             category: only this category (or alias).
             tags: only memories with every one of these tags.
             agent: only memories written by this agent.
-            min_score: drop hits scoring below this, after decay.
+            min_score: drop hits scoring below this.
+            since: only memories written at or after this moment: a datetime, or text as git takes
+                it (``2026-03-01``, ``2026-03-01T09:30Z``, ``"2 weeks ago"``, ``"yesterday"``).
+            until: only memories written at or before this moment (a date alone: to its end).
+            ranking: ``"relevance"`` (relevance x a bounded prior for age and recalls: a clearly
+                more relevant memory is never placed below a fresher one) or ``"freshness"``
+                (the seed's relevance x 2^(-age/half-life) x boost: the newest first among what
+                was found).
 
         Returns:
-            Hits, best first; each recalled memory's ``active_count`` is raised
-            (journaled at once, committed in batches; see flush_activity).
+            Hits, best first, each with its memory's dates (``hit.memory.created``, ``.updated``);
+            each recalled memory's ``active_count`` is raised (journaled at once, committed in
+            batches; see flush_activity).
+
+        Raises:
+            InvalidInput: an argument is malformed, ``since`` is after ``until`` or in the future.
         """
-        if not isinstance(query, str):
-            raise InvalidInput(f"query: expected text, got {type(query).__name__}")
-        terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
-        if not terms and (self._store.vectors is None or not query.strip() or only_stopwords(query[:4096])):
-            return []  # nothing but common words: any memory would match as well as any other
-        hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
-                            meaning=None if self._store.vectors is None else query)
+        hits = retrieval.recall(self._store, retrieval.request(self._store, query, limit, category, tags, agent,
+                                                               min_score, since, until, ranking))
         waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits else None
         if waiting is not None:  # (None: the disk is full, and the recall was not counted)
             hits = [h.recalled(self.now()) for h in hits]
@@ -685,7 +693,8 @@ class MemoryStore:
 
     @translated
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
-                agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
+                agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
+                until: datetime | str | None = None, ranking: str = "relevance") -> list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
 
         Takes the arguments of :meth:`recall`.
@@ -693,70 +702,20 @@ class MemoryStore:
         Returns:
             The hits :meth:`recall` would return, then (with an embedder) up to
             ``limit`` memories the relevance floor left out, best first; each
-            hit's ``why`` holds its signals (meaning, words), its relevance and
-            the floor, and says whether it was kept.
+            hit's ``why`` holds its signals (meaning, words), its places in the
+            two lists, its relevance and the floor, and says whether it was kept;
+            ``prior`` what its age and recalls take off.
         """
-        if not isinstance(query, str):
-            raise InvalidInput(f"query: expected text, got {type(query).__name__}")
-        terms = search_terms(query[:4096])
-        if self._store.vectors is not None:
-            return [*self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
-                                  meaning=query),
-                    *self._ranked(None, limit, category, tags, agent, min_score, meaning=query, below=True)]
-        hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score) if terms else []
-        rows = self.catalog.rows([h.memory.id for h in hits])
-        counts, holding = self.catalog.term_counts(terms, rows.values())
-        total = self.catalog.count()
-        explained = []
-        for hit in hits:
-            matched = tuple(holding.get(rows[hit.memory.id], ()))
-            share = word_share(terms, counts, total, matched)
-            explained.append(replace(hit, why=Why(None, share, matched, hit.relevance, None, True)))
-        return explained
+        asked = retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until, ranking)
+        hits = retrieval.recall(self._store, asked)
+        if self._store.vectors is None:
+            return hits
+        return [*hits, *retrieval.recall(self._store, asked, below=True)]
 
     @translated
     def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
         """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""
-        return self._ranked(None, limit, category, (), None, 0.0)
-
-    def _ranked(self, fts_query: str | None, limit: int | None, category: str | None, tags: Iterable[str],
-                agent: str | None, min_score: float, *, meaning: str | None = None, below: bool = False) -> list[Hit]:
-        """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone.
-
-        ``below``: the hybrid candidates the relevance floor leaves out, instead of the hits.
-        """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidInput(f"limit: expected a whole number >= 0, got {limit!r}")
-        if limit is not None:
-            limit = min(limit, 2**62)  # more than there can be memories: all of them (SQLite's LIMIT is 64-bit)
-        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or min_score != min_score:
-            raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
-        name = self.config.route(category).name if category is not None else None
-        tag_list = checks.tags(tags)
-        return self._store.healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score,
-                                                             meaning, below), reading=True)
-
-    def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
-                     agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
-        with self.repo.thread_lock:
-            self._store.fresh()
-            name, agent, tag_list = self.catalog.selective(name, agent, tag_list)  # (counted once for both reads)
-            relevance = None
-            whys: dict[str, Why] = {}
-            if meaning is not None and self._store.vectors is not None:
-                found = hybrid(self.catalog, self._store.vectors, meaning, self.config.embedding_weight,
-                               floor(self.catalog, self._store.vectors, self.config.embedding_floor),
-                               None if limit is None else max(50, 10 * limit),
-                               self.catalog.matching(name, agent, tag_list))
-                relevance = {n: why.relevance for n, why in found.items() if why.kept != below}
-                whys = {mid: found[n] for n, mid in self.catalog.ids(relevance).items()}
-            rows = self.catalog.ranked(
-                fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
-                active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,
-                tags=tag_list, min_score=float(min_score), relevance=relevance,
-            )
-        return [Hit(memory, relevance, decay, boost, score, whys.get(memory.id))
-                for memory, relevance, decay, boost, score in rows]
+        return retrieval.rank(self._store, limit, category)
 
     # --- core memory ----------------------------------------------------------
 

@@ -16,6 +16,7 @@ import queue
 import sqlite3
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -393,16 +394,19 @@ class Catalog:
                 chunk).fetchall()
         return found
 
-    def matching(self, category: str | None, agent: str | None, tags: Iterable[str]) -> set[int] | None:
-        """Row numbers of the memories passing the filters; None when there are none to apply.
+    def matching(self, category: str | None, agent: str | None, tags: Iterable[str],
+                 since: datetime | None = None, until: datetime | None = None) -> set[int] | None:
+        """Row numbers of the memories passing the filters (written from ``since`` to ``until``);
+        None when there are none to apply.
 
         Filters as :meth:`selective` leaves them (rarest tag first) are the quickest.
         """
         tags = list(tags)
-        if category is None and agent is None and tags:  # a tag's own rows lead, not every memory's
+        if category is None and agent is None and tags and since is None and until is None:
+            # a tag's own rows lead, not every memory's
             also = " AND EXISTS (SELECT 1 FROM memory_tags o WHERE o.tag = ? AND o.n = t.n)" * (len(tags) - 1)
             return {n for n, in self.db.execute(f"SELECT t.n FROM memory_tags t WHERE t.tag = ?{also}", tags)}
-        where, args = _filters(category, agent, tags)
+        where, args = _filters(category, agent, tags, since, until)
         if not where:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
@@ -807,8 +811,15 @@ def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
             yield high | value, memory.id
 
 
-def _filters(category: str | None, agent: str | None, tags: Iterable[str]) -> tuple[list[str], list[Any]]:
+def _filters(category: str | None, agent: str | None, tags: Iterable[str], since: datetime | None = None,
+             until: datetime | None = None) -> tuple[list[str], list[Any]]:
     where, args = [], []
+    if since is not None:  # (times are written alike, so their text sorts as they do)
+        where.append("m.created >= ?")
+        args.append(format_time(since))
+    if until is not None:
+        where.append("m.created <= ?")
+        args.append(format_time(until))
     if category is not None:
         where.append("m.category = ?")
         args.append(category)
