@@ -40,6 +40,7 @@ needs_setpriv = pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0,
                                    reason="needs setpriv, run as root, to drop the capabilities that ignore file modes")
 
 
+@pytest.mark.slow
 @needs_setpriv
 def test_doctor_and_build_in_a_read_only_repository_say_so_in_one_line(store: MemoryStore, tmp_path: Path) -> None:
     """Someone else's checkout, opened to look: the doctor reports all it can without writing, and says the
@@ -68,6 +69,7 @@ def test_doctor_and_build_in_a_read_only_repository_say_so_in_one_line(store: Me
     assert not (store.root / "site").exists()
 
 
+@pytest.mark.slow
 @needs_setpriv
 @pytest.mark.parametrize("read_only", ["checkout", ".git"])
 def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder(
@@ -101,6 +103,7 @@ def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder
     assert len(git(store.root, "log", "--format=%H").split()) == 2
 
 
+@pytest.mark.slow
 def test_a_detached_head_is_read_at_its_commit_and_refuses_writes(store: MemoryStore) -> None:
     first = store.remember("The ledger runs Postgres 15", category="entities")
     second = store.remember("Billing moved to Stripe", category="entities")
@@ -117,6 +120,7 @@ def test_a_detached_head_is_read_at_its_commit_and_refuses_writes(store: MemoryS
     assert git(store.root, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("operation", ["rebase", "merge"])
 def test_reads_work_during_a_rebase_or_merge_and_writes_say_which(store: MemoryStore, operation: str) -> None:
     memory = store.remember("The ledger runs Postgres 15", category="entities")
@@ -287,6 +291,7 @@ def test_an_interrupted_write_is_not_repaired_into_another_branch(store: MemoryS
     assert mine.read_text() == "the person's own file, not committed yet\n"
 
 
+@pytest.mark.slow
 def test_an_agent_writing_in_a_loop_never_writes_to_the_branch_a_person_switches_to(store: MemoryStore,
                                                                                       tmp_path: Path) -> None:
     """No commit of the agent's lands on the person's branch, and no file of it stays there.

@@ -161,6 +161,7 @@ def test_every_command_has_help_with_an_example() -> None:
         assert command.help and command.help.strip()
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
     for number, command in enumerate(([sys.executable, "-m", "memsite"], ["memsite"])):
         text = ("The build server is called orion", "Deploys happen on Thursdays")[number]
@@ -238,7 +239,7 @@ def test_short_ids_from_the_random_part_are_shown_and_taken_everywhere(repo: Pat
     with MemoryStore(repo, agent="api") as store:  # the API, and the MCP tools and LangGraph store on it
         assert store.get("xq4k7m").abstract == "The build server is orion"
         assert store.update("wa8t29", pinned=True).pinned
-        assert "(id wa8t29)" in store.call_tool("retrieve_from_memory", {"keywords": ["make", "release"]})
+        assert "id wa8t29)" in store.call_tool("retrieve_from_memory", {"keywords": ["make", "release"]})
         store.forget("dddzz9999", reason="lyra is retired")
         assert store.get("zz9999").id == "01M8JQ0002CCCCCCCCCCZZ9999"  # one left that ends so
         assert store.get("01M8JQ0001BBBBBBBBBBXQ4K7M").id.endswith("XQ4K7M")  # whole ids keep working
@@ -312,6 +313,7 @@ def test_debug_after_the_command_shows_the_traceback(repo: Path, monkeypatch: py
     assert isinstance(loud.exception, RuntimeError)
 
 
+@pytest.mark.slow
 def test_world_set_takes_key_value_pairs_or_a_key_and_a_value(repo: Path) -> None:
     pairs = run(repo, "world", "set", "deploy.target=staging", "ci.url=https://ci.example/?a=b")
     assert pairs.exit_code == 0 and pairs.output.startswith("Set deploy.target, ci.url (commit ")
@@ -324,6 +326,7 @@ def test_world_set_takes_key_value_pairs_or_a_key_and_a_value(repo: Path) -> Non
     assert run(repo, "world", "set", "note=x=y").output == "note already had that value\n"
 
 
+@pytest.mark.slow
 def test_an_agent_name_with_spaces_writes_as_its_slug(repo: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "--agent", "Team Lead", "remember",
                              "Hello"], capture_output=True, text=True)

@@ -122,6 +122,7 @@ def test_bad_input_to_clone_is_one_line_and_leaves_nothing(tmp_path: Path, store
         assert not dest.exists()
 
 
+@pytest.mark.slow
 def test_the_join_a_team_section_of_the_guide_runs_word_for_word(tmp_path: Path) -> None:
     section = TEAMS.split("## Join a team", 1)[1].split("\n## ", 1)[0]
     publish, join = re.findall(r"```bash\n(.*?)```", section, re.S)

@@ -145,6 +145,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_serve_prints_its_url_and_a_busy_port_is_one_line(repo: Path, tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

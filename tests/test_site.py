@@ -17,6 +17,8 @@ from memsite.site.pages import PER_PAGE
 from tests.conftest import git
 from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
 
+pytestmark = pytest.mark.slow  # real MkDocs builds
+
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -16,6 +16,8 @@ from memsite.model import short_id
 from memsite.sync import integrate, sync
 from tests.conftest import Clock, assert_clean, git
 
+pytestmark = pytest.mark.slow  # clones sharing a remote, site builds
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

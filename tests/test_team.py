@@ -24,6 +24,8 @@ from memsite.config import parse_config
 from tests.conftest import Clock, assert_clean, git, head
 from tests.faults import fill
 
+pytestmark = pytest.mark.slow  # clones sharing a remote, many syncs and processes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -442,7 +444,6 @@ def test_a_remote_that_hangs_up_mid_push_is_one_line_and_loses_nothing(store: Me
     assert_clean(store.root)
 
 
-@pytest.mark.slow
 def test_memsite_sync_processes_on_a_plain_bare_remote_with_no_queue_never_fail(tmp_path: Path,
                                                                                    store: MemoryStore) -> None:
     """The simplest team set-up: 'git init --bare' (HEAD names master), four clones writing and running

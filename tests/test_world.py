@@ -86,6 +86,7 @@ def test_people_may_edit_the_file_and_agents_keep_their_edits(store: MemoryStore
     assert path.read_text().startswith("# World state of the deploy team")
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.dictionaries(keys, values, max_size=4), st.lists(keys, max_size=2)), min_size=1, max_size=6))
 def test_merges_never_lose_a_key_they_were_not_told_to_drop(store: MemoryStore, merges) -> None:
