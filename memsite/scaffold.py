@@ -205,7 +205,8 @@ def remote_branches(url: str, where: Path, shown: str | None = None) -> tuple[di
     result = Git(where).run("ls-remote", "--symref", url, env={"GIT_TERMINAL_PROMPT": "0"})
     if result.returncode != 0:
         said = " ".join(result.stderr.split()).lower()
-        reason = last_line(result.stderr, prefer="ssh:" if "ssh:" in result.stderr else "fatal:").removeprefix("fatal: ")
+        prefer = "ssh:" if "ssh:" in result.stderr else "fatal:"  # (ssh's own line says why it could not connect)
+        reason = last_line(result.stderr, prefer=prefer).removeprefix("fatal: ")
         if any(words in said for words in _NOT_A_REPOSITORY) and "could not resolve" not in said:
             raise RepositoryError(f"{shown or url}: not a git repository ({reason})")
         raise RepositoryError(f"cannot reach {shown or url} ({reason}); nothing was made")
@@ -278,8 +279,8 @@ def clone_repository(url: str, path: Path, branch: str | None = None) -> tuple[s
             raise RepositoryError(f"cannot clone {url}: {last_line(result.stderr, prefer='fatal:')}")
         if not is_memory(path):
             raise RepositoryError(f"{url}: not a memsite memory (branch {chosen} has no mkdocs.yml with memsite "
-                                  "settings); clone it with git, or start a memory with 'memsite init DIR --remote URL' "
-                                  "on an empty remote")
+                                  "settings); clone it with git, or start a memory with 'memsite init DIR --remote "
+                                  "URL' on an empty remote")
         return chosen, False
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)  # all of it is what this clone made

@@ -6,7 +6,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 

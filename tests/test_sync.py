@@ -10,7 +10,7 @@ import pytest
 
 from click.testing import CliRunner
 
-from memsite import ConflictError, MemoryStore
+from memsite import MemoryStore
 from memsite.cli import main
 from memsite.model import short_id
 from memsite.sync import integrate, sync

@@ -185,7 +185,8 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
         echo_json(as_dict(memory))
         return
     rows = [
-        ("id", f"{memory.id} (short: {short_id(memory.id)})"), ("category", memory.category), ("abstract", memory.abstract),
+        ("id", f"{memory.id} (short: {short_id(memory.id)})"), ("category", memory.category),
+        ("abstract", memory.abstract),
         ("overview", memory.overview), ("agent", memory.agent), ("created", format_time(memory.created)),
         ("updated", format_time(memory.updated)), ("source", memory.source or ""),
         ("tags", ", ".join(memory.tags)), ("recalled", str(memory.active_count)),

@@ -173,7 +173,8 @@ def merge_base(root: Path, one: str, other: str) -> str | None:
 def trailers(root: Path, ours: str, theirs: str, path: str,
              keys: Sequence[str]) -> tuple[list[tuple[int, str, list[tuple[str, str]]]], ...]:
     """The commits each side has that the other lacks (merges left out) that changed ``path``, newest first:
-    (commit time, author, the (key, value) trailers among ``keys``), for ``ours`` and for ``theirs``; one ``git log``."""
+    (commit time, author, the (key, value) trailers among ``keys``), for ``ours`` and for ``theirs``; one
+    ``git log``."""
     wanted = ",".join(f"key={key}" for key in keys)
     out = _git(root, "log", "--left-right", "--no-merges",
                f"--format=%x1e%m%x1f%ct%x1f%an%x1f%(trailers:{wanted},separator=%x1d)", f"{ours}...{theirs}",
