@@ -64,6 +64,7 @@ class MemoryStore:
     Args:
         path: the repository (or any folder inside its working tree).
         agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
+            then the clone's ``memsite.agent`` (git config, which :meth:`clone` sets),
             then git's ``user.name``, then ``human``. A name with spaces or
             accents becomes its slug (``"Team Lead"`` writes as ``team-lead``).
         clock: returns the current time (UTC); for simulations and tests.

@@ -152,8 +152,9 @@ pass_context = click.make_pass_decorator(Context)
 @click.option("-C", "--repo", default=".", envvar="MEMSITE_DIR", show_envvar=True,
               help="The memory repository (default: the current folder).")
 @click.option("--agent", envvar="MEMSITE_AGENT", show_envvar=True,
-              help="Who writes: the commit author (default: git's user.name as a slug, "
-                   "'Ada Lovelace' -> ada-lovelace; else 'human'). A name given is made a slug too.")
+              help="Who writes: the commit author (default: the clone's memsite.agent, which 'memsite clone' "
+                   "sets; else git's user.name as a slug, 'Ada Lovelace' -> ada-lovelace; else 'human'). A name "
+                   "given is made a slug too.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 @click.version_option(package_name="memsite")
 @click.pass_context
