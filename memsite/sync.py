@@ -125,7 +125,6 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         started = time.monotonic()
         for attempt in itertools.count(1):
             began = time.monotonic()
-            last = attempt >= tries if tries is not None else began - started >= RACE_SECONDS
             seen = refs.read(origin.tracking(shared))
             missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
             theirs = None if shared in missing else refs.read(origin.tracking(shared))
@@ -143,6 +142,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             if mine is None or mine == theirs:
                 return SyncResult(remote, shared, UP_TO_DATE, fetched, 0, attempt, publish, restored=restored)
             queue = publish is not None and _leave_to_queue(store, theirs)
+            if tries is None and attempt == 1 and publish is not None and _queue_seen(store, theirs):
+                tries = 1  # a merge queue runs: a sync that lost the race is queued, as it has always been
             updates = {publish: mine} if queue else {shared: mine, **({publish: mine} if publish else {})}
             outcome = _push(origin, updates)
             if publish and not queue and not outcome[publish].ok and not outcome[publish].rejected \
@@ -160,7 +161,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                                       note="the merge queue is running" if store.config.sync_integrate == "auto"
                                       else "sync.integrate: queue")
                 note = f"{remote}/{publish} kept moving (this agent publishes from another clone too)"
-                if last:
+                if _last(attempt, tries, started):
                     break
                 _backoff(attempt, time.monotonic() - began)
                 continue
@@ -175,7 +176,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                 raise RepositoryError(f"{remote} refused the push to {shared}: {result.reason}; "
                                       "nothing was lost (the commits stay in this clone)")
             note = f"{remote}/{shared} kept moving"
-            if last:
+            if _last(attempt, tries, started):
                 break
             _backoff(attempt, time.monotonic() - began)
         if publish and outcome[publish].ok:
@@ -391,6 +392,26 @@ def _leave_to_queue(store: Store, shared: str | None) -> bool:
         return mode == "queue"
     subject, when = store.repo.subject(shared)
     return subject.startswith(INTEGRATE_SUBJECT) and abs(store.now().timestamp() - when) < QUEUE_RUNNING_SECONDS
+
+
+def _last(attempt: int, tries: int | None, started: float) -> bool:
+    """Whether a sync that lost the race gives up now: after ``tries``, or with none set, after ``RACE_SECONDS``."""
+    return attempt >= tries if tries is not None else time.monotonic() - started >= RACE_SECONDS
+
+
+def _queue_seen(store: Store, shared: str | None) -> bool:
+    """Whether a merge queue runs beside this clone's syncs: one of its merges (``integrate``) reached the shared
+    branch (now at ``shared``) less than ``QUEUE_RUNNING_SECONDS`` ago, even if other pushes came after it.
+
+    Then a sync tries the shared branch once, and leaves what lost the race to the queue: fifty clones trying
+    again and again would keep the queue's own pushes losing.
+    """
+    if shared is None or store.config.sync_integrate != "auto":
+        return False
+    since = int(store.now().timestamp() - QUEUE_RUNNING_SECONDS)
+    found = store.repo.git.run("log", "-1", "--merges", "--format=%ct", f"--since={since}", "--fixed-strings",
+                               f"--grep={INTEGRATE_SUBJECT}", shared)
+    return found.returncode == 0 and bool(found.stdout.strip())
 
 
 def _moved_on_from(store: Store, seen: str, theirs: str, steps: int = 16) -> bool:

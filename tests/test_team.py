@@ -183,6 +183,29 @@ cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && echo $
     assert_clean(store.root)
 
 
+def test_beside_a_running_merge_queue_a_sync_that_lost_the_race_is_queued_at_once(
+        store: MemoryStore, remote: Path, clock: Clock) -> None:
+    """The queue's merge is on main but others pushed after it: the queue runs all the same, and fifty clones
+    trying main again and again would keep its pushes losing; a sync that lost the race leaves it queued."""
+    allow = protect_main(remote)
+    store.remember("The release train leaves on Thursdays", category="events")
+    assert sync(store).status == "queued"
+    allow.touch()
+    with clone(remote, "integrator", clock=clock) as queue:
+        assert integrate(queue).merged == ("agent/planner",)
+    other = remote.parent / "person"
+    git(remote.parent, "clone", "-q", str(remote), str(other))
+    move = (f'cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && date +%s%N > moved.txt '
+            "&& git add moved.txt && git -c user.name=p -c user.email=p@e commit -qm moved && git push -q origin HEAD:main")
+    subprocess.run(["sh", "-c", move], check=True)  # main's newest commit is no longer the queue's merge
+    hook = store.root / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"#!/bin/sh\nunset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE\n{move}\n")
+    hook.chmod(0o755)
+    store.remember("Hotfixes skip the train", category="events")
+    result = sync(store)
+    assert (result.status, result.attempts) == ("queued", 1) and "kept moving" in result.note
+
+
 def test_remember_goes_on_while_a_sync_waits_for_the_network(store: MemoryStore, remote: Path) -> None:
     started, release = remote / "push-started", remote / "release"
     hook = remote / "hooks" / "pre-receive"
