@@ -514,7 +514,8 @@ class MemoryStore:
         """Embed the memories recall has no vectors for yet, and measure the relevance floor; returns how many have.
 
         What the first recall after many new memories (a bulk import, a fresh
-        clone) does, done ahead of it. 0 by words only (no embedder).
+        clone) does, done ahead of it. Vectors published in the repository
+        (:meth:`publish_vectors`) are read rather than computed. 0 by words only (no embedder).
         """
         vectors = self._store.vectors
         if vectors is None:
@@ -527,6 +528,20 @@ class MemoryStore:
                 return vectors.size(self.catalog)
 
         return self._store.healing(work, reading=True)
+
+    @translated
+    def publish_vectors(self) -> tuple[int, str | None]:
+        """Publish the vectors of the memories the repository has none for yet, in one commit.
+
+        They go under ``vectors/<model>/`` (outside the site), in a file only this clone writes,
+        so merges never conflict on them; a fresh clone then reads them instead of embedding
+        every memory (:meth:`embed`). Memories without vectors yet are embedded first.
+
+        Returns:
+            How many vectors were published, and the commit (None when there was nothing to publish
+            or recall is by words only).
+        """
+        return self._store.publish_vectors()
 
     @translated
     def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:

@@ -42,6 +42,8 @@ def mkdocs_yml(site_name: str = "Agent memory") -> str:
         "  search:           # Material's search box; memsite answers it from a Pagefind index",
         "  # memsite turns the memory files into the site's pages; its settings (memsite.config.Config):",
         "  memsite:",
+        "    # What builds the site (memsite build): mkdocs, properdocs or zensical (pip install 'memsite[zensical]').",
+        "    engine: mkdocs",
         "    # Largest memory text accepted, in bytes.",
         "    max_memory_bytes: 65536",
         "    # What trimming does: archive (move to content/archive/) or delete (kept in git history).",
@@ -94,8 +96,10 @@ memsite's API; every change is a git commit by the agent that made it.
 GITIGNORE = """\
 # memsite's derived state (catalog, search index, locks, checkpoints): rebuilt from git
 .memsite/
-# the built site
+# the built site, a build under way, and an old site being removed after a build
 site/
+.site.building-*/
+.site.old-*/
 # a file memsite was writing when its process was killed ('memsite doctor --fix' removes them)
 .*.memsite-tmp
 """

@@ -74,7 +74,9 @@ def test_every_contract_url_of_the_demo_exists_with_its_content(demo: Path) -> N
     days = re.findall(r'href="(\d{4}-\d{2}-\d{2})/"', page(site, "/days/"))
     assert len(days) >= 10
     assert any("created" in page(site, f"/days/{d}/") and "Who did what" in page(site, f"/days/{d}/") for d in days)
-    assert not (site / "summaries").exists() and not (site / "reports").exists()  # one set of day pages
+    for old in ("summaries", "reports"):  # one set of day pages; the addresses they had lead there
+        moved = page(site, f"/{old}/{days[0]}/")
+        assert f'url=../../days/{days[0]}/"' in moved and "memsite-entry" not in moved
 
     skills = page(site, "/skills/")
     assert "releasing-a-service-to-production" in skills and "confidence" in skills

@@ -587,29 +587,38 @@ def index_rebuild(ctx: Context) -> None:
 
 
 @index.command("embed")
+@click.option("--publish", is_flag=True,
+              help="Then commit the vectors the repository lacks under vectors/<model>/, for other clones to read.")
 @pass_context
 @errors_as_messages
-def index_embed(ctx: Context) -> None:
+def index_embed(ctx: Context, publish: bool) -> None:
     """Embed the memories recall has no vectors for yet, ahead of the first recall.
 
     After a bulk import or in a fresh clone, the first recall by meaning embeds
     every memory, which takes a while with a sentence model: this does it now,
-    with progress shown.
+    with progress shown. Vectors published in the repository are read instead
+    of computed; --publish commits the ones it lacks, so that the next clone
+    (and the next sync of every other one) gets them with the memories.
 
     \b
-    Example:
+    Examples:
         memsite index embed
+        memsite index embed --publish && memsite sync
     """
     import time
 
     started = time.perf_counter()
     with ctx.store() as store:
         count = store.embed()
+        published, commit = store.publish_vectors() if publish else (0, None)
         model = store.embedder.model if store.embedder is not None else None
     if model is None:
         echo("No embedder: recall is by words only (see 'embedding.model' in mkdocs.yml)")
-    else:
-        echo(f"{count} memories have vectors of {model} ({time.perf_counter() - started:.1f} s)")
+        return
+    echo(f"{count} memories have vectors of {model} ({time.perf_counter() - started:.1f} s)")
+    if publish:
+        echo(f"Published {published} vectors (commit {commit[:12]})" if commit
+             else "Every memory's vector is published already.")
 
 
 @main.command()
