@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import MemsiteError
-from .model import Memory, one_line, truncate
+from .model import Memory, one_line, short_id, truncate
 from .relevance import Why
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def format_hits(hits: Sequence[Hit]) -> str:
         m = hit.memory
         detail = m.overview or (m.content if m.content != m.abstract else "")
         gist = f": {truncate(one_line(detail), 300)}" if detail else ""
-        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {m.id})")
+        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {short_id(m.id)})")
     return "\n".join(lines)
 
 
@@ -146,6 +146,6 @@ def _record(store: Store, thinking: str, items: list[str]) -> str:
     with store.transaction(subject) as tx:
         results = [tx.remember(item, source=f"tool:{store.agent}") for item in items]
     stats = tx.stats
-    ids = ", ".join(m.id for m in results)
+    ids = ", ".join(short_id(m.id) for m in results)
     return (f"Recorded {len(items)} item(s): {stats['created']} new, {stats['merged']} merged into existing "
             f"memories, {stats['skipped']} already known. Ids: {ids}")

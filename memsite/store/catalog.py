@@ -32,7 +32,7 @@ from .sqlite import Damaged, connect, statements, transaction
 
 log = logging.getLogger("memsite")
 
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "13"
 # Rows written between two checkpoints of the catalog's log: about the
 # 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
 CHECKPOINT_ROWS = 50
@@ -60,6 +60,7 @@ CREATE INDEX IF NOT EXISTS memories_category ON memories (category, created, id)
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
 CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
 CREATE INDEX IF NOT EXISTS memories_id_nocase ON memories (id COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS memories_short_id ON memories (lower(substr(id, -6)));
 CREATE TABLE IF NOT EXISTS sketches (k INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sketches_id ON sketches (id);
 {sketch_filter.SCHEMA}
@@ -213,6 +214,14 @@ class Catalog:
         count = len(rows) if len(rows) < limit else self.db.execute(f"SELECT count(*) FROM memories {where}",
                                                                     bounds).fetchone()[0]
         return rows, count
+
+    def ending_with(self, tail: str, limit: int) -> tuple[list[tuple[str, str]], int]:
+        """(id, abstract) of the first ``limit`` memories whose id ends with ``tail`` (6 characters or more) in any
+        case, and how many there are: the index of ids' short forms, then the rest of ``tail`` checked."""
+        rows = self.db.execute("SELECT id, abstract FROM memories WHERE lower(substr(id, -6)) = ? "
+                               "AND lower(substr(id, -?)) = ? ORDER BY id",
+                               (tail[-6:].lower(), len(tail), tail.lower())).fetchall()
+        return rows[:limit], len(rows)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         where, args = _filters(category, agent, ())
