@@ -17,7 +17,7 @@ from .errors import (
     SecretFound,
 )
 from .extract import Candidate, Extractor
-from .model import Memory
+from .model import Memory, short_id
 from .protocol import Task
 from .purge import PurgePlan, PurgeResult
 from .ranking import decay_score
@@ -52,4 +52,5 @@ __all__ = [
     "decay_score",
     "from_env",
     "render_skill",
+    "short_id",
 ]

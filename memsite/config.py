@@ -229,9 +229,10 @@ class Config:
     sync_attempts: int | None = setting(None, "sync.attempts", _number(1, whole=True))
     """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued.
 
-    Default: once when agents publish (a sync that lost the race is queued
-    and ``memsite integrate`` merges it: a retry would only add to the
-    contention), five times with backoff when they publish none."""
+    Default: while the merge queue runs, once (a sync that lost the race is
+    queued and ``memsite integrate`` merges it: a retry would only add to the
+    contention); otherwise again and again, with exponential backoff and
+    jitter, for up to a minute (nothing else would integrate the commits)."""
     engine: str = setting("mkdocs", "engine", _one_of(ENGINES))
     """What builds the site (``memsite build``): mkdocs, properdocs or zensical; the same mkdocs.yml serves each."""
     recent_days: int = setting(7, "site.recent_days", _number(1, whole=True))

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import MemsiteError
-from .model import Memory, one_line, truncate
+from .model import Memory, one_line, short_id, truncate
 from .relevance import Why
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ class Hit:
     """How well the text matches the query, in (0, 1].
 
     By words only: bm25 divided by the best match's (the best has 1). With an
-    embedder: the fusion of the memory's places by meaning and by words (first
-    in both: 1); recall returns only memories above the floor. 1 without a query."""
+    embedder: its closeness in meaning and its word match fused (see
+    :mod:`memsite.retrieval`); recall returns only memories above the floor. 1 without a query."""
     decay: float
     """2^(-age_days / half_life_days); 1 for pinned memories."""
     boost: float
@@ -62,7 +62,7 @@ def format_hits(hits: Sequence[Hit]) -> str:
         m = hit.memory
         detail = m.overview or (m.content if m.content != m.abstract else "")
         gist = f": {truncate(one_line(detail), 300)}" if detail else ""
-        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {m.id})")
+        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {short_id(m.id)})")
     return "\n".join(lines)
 
 
@@ -146,6 +146,6 @@ def _record(store: Store, thinking: str, items: list[str]) -> str:
     with store.transaction(subject) as tx:
         results = [tx.remember(item, source=f"tool:{store.agent}") for item in items]
     stats = tx.stats
-    ids = ", ".join(m.id for m in results)
+    ids = ", ".join(short_id(m.id) for m in results)
     return (f"Recorded {len(items)} item(s): {stats['created']} new, {stats['merged']} merged into existing "
             f"memories, {stats['skipped']} already known. Ids: {ids}")

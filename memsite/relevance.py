@@ -97,7 +97,7 @@ class Why:
     matched: tuple[str, ...]
     """The query's words the memory holds."""
     relevance: float
-    """What found the memory, 0 to 1: the fusion of its places by meaning and by words
+    """What found the memory, 0 to 1: its closeness in meaning and its word match, fused
     (:mod:`memsite.retrieval`); by words only, bm25 divided by the best match's."""
     floor: float | None
     """The standing a memory needs (or :data:`WORDS_FLOOR` of words); None by words only or with no floor."""

@@ -21,7 +21,7 @@ from .config import Config, Place, load_config, memory_url, place_of, site_url
 from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
 from .git import Git, Repository
-from .model import Memory
+from .model import Memory, short_id
 
 SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
 
@@ -247,8 +247,8 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
 
     def named(c: Change) -> str:  # the id, linking to the memory's page while it exists and the site is published
         if report.site_url and not terminal and c.action in ("created", "merged", "updated", "recalled", "moved"):
-            return f"[`{c.id}`]({memory_url(report.site_url, c.id)})"
-        return f"`{c.id}`"
+            return f"[`{short_id(c.id)}`]({memory_url(report.site_url, c.id)})"
+        return f"`{short_id(c.id)}`"
 
     agents = Counter(c.agent for c in report.changes if c.action not in ("recalled", "moved"))
     categories = Counter(c.category for c in report.changes if c.action not in ("recalled", "moved"))

@@ -17,6 +17,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from memsite import MemoryStore
 from tests.sites import hostile_repository, memsite
 
+pytestmark = pytest.mark.slow  # a real Chromium against built sites
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -495,6 +495,7 @@ def test_a_large_transaction_that_stops_leaves_the_catalog_as_it_was(
     assert_clean(store.root)
 
 
+@pytest.mark.slow
 def test_a_long_session_of_writes_keeps_the_catalogs_log_small(store: MemoryStore) -> None:
     """SQLite copies the catalog's write-ahead log back into it after the write that filled it has returned
     (on the catalog's thread): the log stays a few megabytes however long the store stays open."""

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
+from memsite.model import short_id
 from tests.conftest import Clock, checkout, git
 
 
@@ -47,11 +48,11 @@ def test_diff_reports_every_kind_of_change_highlights_first(store: MemoryStore, 
     out = text.output
     assert out.index("## Highlights") < out.index("## Created")
     assert "**events**: Releases happen on Thursdays after the standup _(planner)_" in out
-    assert "## Merged (1)" in out and close.id in out
+    assert "## Merged (1)" in out and short_id(close.id) in out
     assert "## Updated (1)" in out and "tags: \\[python\\] → \\[python, go\\]" in out
     assert "-The user prefers tabs in Python files" in out and "+The user prefers tabs in Python and Go files" in out
     assert "## Forgotten (1)" in out and "moved to Lisbon" in out
-    assert "## Trimmed" in out and old_cases[0].id in out and "capacity" in out
+    assert "## Trimmed" in out and short_id(old_cases[0].id) in out and "capacity" in out
     assert "| `ci.status` | added | green |" in out
     assert "## Sessions added" in out and "debug_flaky" in out
 

@@ -12,9 +12,12 @@ import pytest
 
 from memsite import MemoryStore
 from memsite.fileformat import format_memory
+from memsite.model import short_id
 from memsite.site.pages import PER_PAGE
 from tests.conftest import git
 from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
+
+pytestmark = pytest.mark.slow  # real MkDocs builds
 
 
 @pytest.fixture(scope="module")
@@ -280,7 +283,7 @@ def test_show_url_and_the_review_report_link_to_the_memorys_page(tmp_path: Path)
     url = f"https://team.example/memory/m/{m.id}/"
     assert memsite("-C", str(repo), "show", m.id, "--url", home=tmp_path).stdout.strip() == url
     report = memsite("-C", str(repo), "diff", base, "--format", "markdown", home=tmp_path).stdout
-    assert f"[`{m.id}`]({url})" in report
+    assert f"[`{short_id(m.id)}`]({url})" in report
     memsite("-C", str(repo), "build", home=tmp_path)
     assert (repo / "site" / "m" / m.id / "index.html").is_file()  # the address the link names
 

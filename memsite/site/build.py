@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import errno
 import importlib.metadata
+import json
 import logging
+import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,9 @@ from .guard import refuse_unsafe_config
 from .generate import build_time
 from .pages import projection
 from .snapshot import load
+
+
+SERVING = ".memsite/serving.json"  # where a running 'memsite serve' says what it serves (for 'show --url')
 
 
 def _settings(root: Path) -> Path:
@@ -101,6 +107,7 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, eng
     settings = load_config(root)
     engine = engine or settings.engine
     check_engine(engine)
+    _writable(Path(config.site_dir))
     job = output.Build(Path(config.site_dir), engine)
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.WARNING)
@@ -130,6 +137,8 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, eng
     except Abort as exc:
         raise MemsiteError(f"the site build stopped: {exc}") from None
     except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise MemsiteError(_cannot_write(config.site_dir, exc.filename or config.site_dir)) from None
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         raise DiskFull(f"disk full at {job.folder}: the site was not built ({job.site_dir} is as it was); free "
@@ -236,6 +245,20 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
     finish(folder, generated, sitemap=bool(config.site_url), log=lambda line: None)
 
 
+def _writable(site_dir: Path) -> None:
+    """Refuse, before anything is built, a site folder (or the folder it would be made in) this user cannot write."""
+    folder = site_dir
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise MemsiteError(_cannot_write(site_dir, folder))
+
+
+def _cannot_write(site_dir: object, where: object) -> str:
+    return (f"{site_dir}: cannot write the site there ({where} is read-only for this user); build it elsewhere "
+            "with --site-dir DIR")
+
+
 def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_browser: bool = False,
           announce: Callable[[str], None] | None = None) -> None:
     """Serve the site of ``root`` at http://HOST:PORT/ with live reload until interrupted.
@@ -247,12 +270,53 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_brow
 
     path = _checked(root)
     check_port(host, port)
-    if announce:
-        announce(f"Serving {root} at {url(host, port)} (Ctrl-C stops)")
+    stop = threading.Event()
+    message = f"Serving {root} at {url(host, port)} (Ctrl-C stops)"
+    record = root / SERVING
+
+    def ready() -> None:  # once the port answers: MkDocs builds the site before it listens
+        try:  # what 'memsite show --url' links to while no site_url is set
+            record.parent.mkdir(exist_ok=True)
+            record.write_text(json.dumps({"pid": os.getpid(), "url": url(host, port)}))
+        except OSError:
+            pass  # a read-only checkout: served all the same
+        if announce:
+            announce(message)
+
+    threading.Thread(target=_when_listening, args=(host, port, ready, stop), name="memsite-serve-ready",
+                     daemon=True).start()
     try:
         mkdocs_serve(config_file=str(path), dev_addr=f"{host}:{port}", open_in_browser=open_in_browser)
     except OSError as exc:  # taken between the check and the bind
         raise MemsiteError(_address_error(host, port, exc)) from None
+    finally:
+        stop.set()
+        if serving(root) == url(host, port):
+            record.unlink(missing_ok=True)
+
+
+def serving(root: Path) -> str | None:
+    """The address a running ``memsite serve`` of ``root`` serves the site at, if one is running."""
+    try:
+        found = json.loads((root / SERVING).read_text())
+        os.kill(int(found["pid"]), 0)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # none, or one that was killed
+    return str(found["url"])
+
+
+def _when_listening(host: str, port: int, ready: Callable[[], None], stop: threading.Event) -> None:
+    """Call ``ready()`` as soon as HOST:PORT accepts a connection (an address that serves every interface is
+    asked on the loopback one), unless the server stopped first."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    while not stop.is_set():
+        try:
+            socket.create_connection((target, port), timeout=0.5).close()
+        except OSError:
+            stop.wait(0.05)
+            continue
+        ready()
+        return
 
 
 def url(host: str, port: int) -> str:

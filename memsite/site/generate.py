@@ -142,7 +142,8 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
         return read_memory(settings, path, path.removeprefix(settings.memories_dir + "/"), data)
 
     site = Site(snap, site_name, commits, repo_url, gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
-                world_at=weeks.world_history(root, commits, settings.world_path))
+                world_at=weeks.world_history(root, commits, settings.world_path),
+                world_conflicts=history.world_conflicts(root))
     pages = site.pages()
     pages.update(problem_pages(snap))
     pages[CSS_URI] = CSS

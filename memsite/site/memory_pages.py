@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import MemsiteError
 
 from ..history import Commit
-from ..model import Memory
+from ..model import Memory, short_id
 from . import safe
 from .safe import text
 from .snapshot import Scored
@@ -199,7 +199,7 @@ class Article:
         return (f'{crumbs}\n<article class="memsite-memory" data-pagefind-body '
                 f'data-pagefind-meta="category:{text(m.category)}">\n'
                 f'<h1 id="{text(m.id)}" data-pagefind-meta="title">{text(title(m))}</h1>\n'
-                f'<p class="memsite-id">id <code>{text(m.id)}</code></p>\n'
+                f'<p class="memsite-id">id <code>{text(short_id(m.id))}</code> (<code>{text(m.id)}</code>)</p>\n'
                 + (f'<p class="memsite-overview">{text(overview)}</p>\n' if overview else "")
                 + f'<dl class="memsite-facts" data-pagefind-ignore>{dl}</dl>\n'
                 f'<div class="memsite-body" data-pagefind-weight="2">{safe.body(content)}</div>\n{cut}'

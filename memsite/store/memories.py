@@ -669,8 +669,11 @@ class Store:
         return text
 
 
+AGENT_SETTING = "memsite.agent"  # git config: the agent a clone writes as ('memsite clone --agent' sets it)
+
+
 def _default_agent(repo: Repository) -> str:
-    name = os.environ.get("MEMSITE_AGENT")
+    name = os.environ.get("MEMSITE_AGENT") or repo.config.get(AGENT_SETTING, "")
     if name:
         return name
     user = repo.config.get("user.name", "")
