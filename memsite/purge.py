@@ -180,6 +180,7 @@ def purge(store: Store, ids: Iterable[str] = (), reason: str = "", *, matching: 
         return PurgeResult(PurgePlan(tuple(ids), (), (), (), ()), done, branch)
     if dry_run or not found.commits:
         return PurgeResult(found, None, branch)
+    expected = _ref_values(root)  # what the rewrite starts from: a ref that moves meanwhile stops the purge
     rewritten = _rewrite(root, found.refs, found.paths, found.words)
     tip = rewritten.get(ref) or store.repo.refs.read(ref)
     assert tip is not None
@@ -190,7 +191,8 @@ def purge(store: Store, ids: Iterable[str] = (), reason: str = "", *, matching: 
     pushed = _publish(root, origin, rewritten) if origin is not None else {}
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
         rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
-    _move_refs(store, rewritten)
+        expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
+    _move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
 
@@ -209,6 +211,7 @@ def follow(store: Store, ref: str, seen: str, theirs: str, remote: str = "origin
     ids = _tombstoned(root, seen, theirs)
     if not ids:
         return None
+    expected = _ref_values(root)
     mine = store.repo.refs.read(ref)
     own = [sha for sha in _git(root, "rev-list", "--reverse", "--topo-order", "--no-merges", mine or theirs,
                                f"^{seen}", f"^{theirs}").stdout.split()] if mine else []
@@ -241,7 +244,7 @@ def follow(store: Store, ref: str, seen: str, theirs: str, remote: str = "origin
     for other in local:  # the clone's other refs: the purged memories go from them too
         if other != ref and found and other in found.refs:
             moves.update(_rewrite(root, (other,), found.paths, found.words))
-    _move_refs(store, moves)
+    _move_refs(store, moves, expected)
     # The remote's other branches (agent branches) were rewritten too: this clone's copies of them follow.
     _git(root, "fetch", "--quiet", "--prune", "--no-write-fetch-head", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
     expire(store)
@@ -259,14 +262,16 @@ def expire(store: Store) -> None:
     for name in ("ORIG_HEAD", "FETCH_HEAD"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(git_dir / name)
-    _git(root, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-    store.repo.objects.release()
-    for keep in (git_dir / "objects" / "pack").glob("*.keep"):
-        if (keep_of(str(keep)) or b"").startswith(b"memsite "):
-            with contextlib.suppress(FileNotFoundError):
-                keep.unlink()  # (memsite's own: a pack it wrote; git's gc may now take it in)
-    _git(root, "-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "-c", "gc.autoDetach=false",
-         "gc", "--prune=now", "--quiet")
+    # Under the repository lock: no write of this clone is between its objects and its ref, so the
+    # .keep files memsite puts on a pack until then guard nothing now, and nothing reachable is pruned.
+    with store.repo.locked():
+        _git(root, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+        store.repo.objects.release()
+        for keep in (git_dir / "objects" / "pack").glob("*.keep"):
+            if (keep_of(str(keep)) or b"").startswith(b"memsite "):
+                with contextlib.suppress(FileNotFoundError):
+                    keep.unlink()
+        _git(root, "-c", "gc.autoDetach=false", "gc", "--prune=now", "--quiet")
     store.rebuild_caches()
 
 
@@ -373,20 +378,33 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
     return {name: spec.partition(":")[0] for name, spec in zip(names, specs)}
 
 
-def _move_refs(store: Store, moves: dict[str, str]) -> None:
-    """Move every ref at once (``git update-ref --stdin``), then bring the checked-out branch's files along."""
+def _move_refs(store: Store, moves: dict[str, str], expected: dict[str, str]) -> None:
+    """Move every ref at once (``git update-ref --stdin``) from its ``expected`` commit, then bring the
+    checked-out branch's files along.
+
+    Raises:
+        RepositoryError: a ref moved since (a write landed during the purge); none moved.
+    """
     root, repo = store.root, store.repo
     head = repo.refs.head_target()
     with repo.locked():
-        before = {r: _git(root, "rev-parse", "-q", "--verify", r, check=False).stdout.strip() for r in moves}
-        lines = ["start"] + [f"update {r} {new} {before[r]}" for r, new in moves.items() if before[r]]
+        lines = ["start"] + [f"update {r} {new} {expected.get(r, '')}".rstrip() for r, new in moves.items()]
         lines += [f"delete {r}" for r in _purge_refs(root)]
         lines += ["prepare", "commit"]
-        _git(root, "update-ref", "--stdin", input="\n".join(lines) + "\n")
-        if head in moves and before.get(head) and not _git(root, "rev-parse", "--is-bare-repository").stdout.startswith("true"):
+        moved = _git(root, "update-ref", "--stdin", input="\n".join(lines) + "\n", check=False)
+        if moved.returncode:
+            _drop_purge_refs(root)
+            raise RepositoryError(f"{store.root}: a branch moved while the purge ran (a write landed); nothing "
+                                  "changed in this clone: run the purge again")
+        if head in moves and expected.get(head):
             # the index and working tree follow the branch (a file edited by hand stays edited)
-            _git(root, "read-tree", "-m", "-u", before[head], moves[head])
+            _git(root, "read-tree", "-m", "-u", expected[head], moves[head])
     store.fresh()
+
+
+def _ref_values(root: Path) -> dict[str, str]:
+    listed = _git(root, "for-each-ref", "--format=%(refname) %(objectname)").stdout
+    return dict(line.split(" ", 1) for line in listed.splitlines())  # type: ignore[misc]
 
 
 def _purge_refs(root: Path) -> list[str]:

@@ -254,3 +254,27 @@ def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_fi
     assert _after_hosting_gc(remote) == []
     assert git(remote, "rev-parse", "main") == git(store.root, "rev-parse", "main")
     assert_clean(store.root)
+
+
+def test_a_memory_written_while_the_purge_runs_is_not_lost(store: MemoryStore, remote: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    import memsite.purge as purging
+    real = purging._rewrite
+    landed = []
+
+    def rewrite_while_the_agent_writes(*args: object, **kwargs: object) -> dict[str, str]:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        landed.append(store.remember("Written while the purge ran", category="events"))
+        return result
+
+    monkeypatch.setattr(purging, "_rewrite", rewrite_while_the_agent_writes)
+    with pytest.raises(RepositoryError, match="a branch moved while the purge ran.*run the purge again"):
+        store.purge(secret, reason="erasure")
+    assert store.get(landed[0].id)
+    monkeypatch.setattr(purging, "_rewrite", real)
+    store.purge(secret, reason="erasure")
+    assert store.get(landed[0].id).content == "Written while the purge ran"
+    assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []
+    assert_clean(store.root)
