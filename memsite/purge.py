@@ -49,6 +49,7 @@ from .store import Store
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
+MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ")  # a subject '<verb> <category>: <abstract>'
 PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
 PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
                   "(never what).\n\n")
@@ -333,7 +334,7 @@ def _redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
     if touched:
         subject, newline, rest = message.partition("\n")
         verb, colon, _ = subject.partition(": ")
-        if colon and REDACTED not in subject[len(verb):] or colon:
+        if colon and verb.startswith(MEMORY_VERBS):
             message = f"{verb}: {REDACTED}{newline}{rest}"
     return message
 
