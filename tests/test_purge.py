@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memsite import MemoryStore, NotFound, RepositoryError
+from memsite import InvalidInput, MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
 from tests.conftest import assert_clean, git
 from tests.purge_process import KILL_POINTS
@@ -124,6 +124,12 @@ def test_bad_input_says_one_line_and_changes_nothing(store: MemoryStore, remote:
     with pytest.raises(RepositoryError, match="HEAD is detached"):
         store.purge(secret, reason="erasure")
     git(store.root, "checkout", "-q", "main")
+    (store.root / ".git" / "rebase-merge").mkdir()
+    with pytest.raises(RepositoryError, match="rebase is in progress"):
+        store.purge(secret, reason="erasure")
+    (store.root / ".git" / "rebase-merge").rmdir()
+    with pytest.raises(InvalidInput, match="--reason is required"):
+        store.purge(secret, reason=" ")
     assert git(store.root, "rev-parse", "main") == tip and holds_text(store.root)
 
 
