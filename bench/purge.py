@@ -30,11 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import Corpus  # noqa: E402
+from corpus import Corpus
 
-from memsite import Memory, MemoryStore  # noqa: E402
-from memsite.fileformat import format_memory  # noqa: E402
-from memsite.model import slugify  # noqa: E402
+from memsite import Memory, MemoryStore
+from memsite.fileformat import format_memory
+from memsite.model import slugify
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 
@@ -124,7 +124,7 @@ def main() -> None:
                 floor.append(timed(lambda: baseline(work)))
                 victim = ids[len(ids) // 2 + run * 7]
                 store.forget(victim, reason="erasure request")
-                purges.append(timed(lambda v=victim: store.purge(v, reason=f"erasure request {run}")))
+                purges.append(timed(lambda v=victim, n=run: store.purge(v, reason=f"erasure request {n}")))
                 print(f"  run {run + 1}: purge {purges[-1]:.1f} s, floor {floor[-1]:.1f} s", file=sys.stderr)
     print(f"\nPurge of one memory: {args.memories:,} memories, {args.commits:,} commits, {args.runs} runs, "
           "a bare remote on the same disk")
