@@ -282,10 +282,11 @@ def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None,
         memsite purge --matching "jane.roe@example.com" --reason "erasure request 118" --yes
     """
     with ctx.store() as store:
-        plan = store.purge(*ids, reason=reason, matching=matching, remote=remote, dry_run=True).plan
-        if matching is not None and len(plan.ids) > MATCHING_WITHOUT_YES and not yes and not dry_run:
-            raise click.ClickException(f"{len(plan.ids)} memories hold {matching!r}; check them with --dry-run, "
-                                       "then purge them with --yes")
+        if dry_run or (matching is not None and not yes):
+            plan = store.purge(*ids, reason=reason, matching=matching, remote=remote, dry_run=True).plan
+            if not dry_run and len(plan.ids) > MATCHING_WITHOUT_YES:
+                raise click.ClickException(f"{len(plan.ids)} memories hold {matching!r}; check them with "
+                                           "--dry-run, then purge them with --yes")
         if dry_run:
             echo(f"would purge {len(plan.ids)} memories: {', '.join(plan.ids)}")
             echo(f"files ({len(plan.paths)}):")
@@ -296,7 +297,7 @@ def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None,
                 echo(f"  {sha[:12]}{' *' if sha in plan.messages else ''}")
             echo(f"refs: {', '.join(plan.refs)}")
             return
-        result = store.purge(*plan.ids, reason=reason, remote=remote)
+        result = store.purge(*ids, reason=reason, matching=matching, remote=remote)
     pushed = f"; pushed {', '.join(result.pushed)} to {remote}" if result.pushed else ""
     echo(f"purged {len(result.plan.ids)} memories from {len(result.plan.commits)} commits "
          f"(tombstone {(result.tombstone or '')[:12]}){pushed}")
