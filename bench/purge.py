@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import report  # noqa: I001  (prints tee'd into docs/benchmarks.md)
 from corpus import Corpus
 
 from memsite import Memory, MemoryStore
@@ -134,6 +135,7 @@ def main() -> None:
           f"{statistics.median(purges):6.1f} | {p95(purges):6.1f} |")
     print(f"| {'baseline: fast-export|fast-import + gc --prune=now':<58} | "
           f"{statistics.median(floor):6.1f} | {p95(floor):6.1f} |")
+    report.publish("purge", skip=args.memories < 10_000 or args.commits < 20_000)
 
 
 if __name__ == "__main__":
