@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import report  # noqa: I001  (prints tee'd into docs/benchmarks.md)
+import report  # (what it prints also goes into docs/benchmarks.md)
 from corpus import Corpus
 
 from memsite import Memory, MemoryStore
