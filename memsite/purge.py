@@ -125,7 +125,7 @@ def plan(store: Store, ids: Iterable[str] = (), matching: str | None = None, *, 
     messages = set()
     for record in _git(root, "log", "--format=%H%x00%B%x01", *reach).stdout.split("\x01"):
         sha, _, body = record.strip("\n").partition("\x00")
-        if sha and (sha in touched or any(w in body for w in words)):
+        if sha and _redacted(body, words, touched=sha in touched) != body:
             messages.add(sha)
     changed = touched | messages
     holding = [ref for ref in reach if changed and _reaches(root, ref, changed)]
