@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import ConflictError, InvalidInput, NotFound, RepositoryError
+from .errors import InvalidInput, NotFound, RepositoryError
 from .git import Author
 from .git.commands import Git
 from .git.maintenance import keep_of
@@ -201,9 +201,10 @@ def purge(store: Store, ids: Iterable[str] = (), reason: str = "", *, matching: 
 def follow(store: Store, ref: str, seen: str, theirs: str, remote: str = "origin") -> str | None:
     """Take in a shared branch that a purge elsewhere rewrote: ``seen`` was its commit before, ``theirs`` now.
 
-    The branch's own commits the remote never had are moved onto ``theirs``
-    (each keeping its author, date and message, less the purged files and
-    words), and what held the purged memories here expires.
+    The branch's own commits the remote never had are moved onto the
+    rewritten history (each keeping its author, date and message, less the
+    purged files and words; the sync then merges ``theirs`` in as ever), and
+    what held the purged memories here expires.
 
     Returns:
         The branch's new commit (None: ``theirs`` holds no tombstone this clone has not followed).
@@ -223,23 +224,25 @@ def follow(store: Store, ref: str, seen: str, theirs: str, remote: str = "origin
         found = None
     paths = set(found.paths if found else ())
     words = found.words if found else ()
-    objects = store.repo.objects
-    current = theirs
-    for sha in own:
-        raw = _git(root, "cat-file", "commit", sha).stdout
-        header, _, message = raw.partition("\n\n")
-        parent = store.repo.parents(sha)[0]
-        base_tree, tree = store.repo.root_tree(parent), store.repo.root_tree(sha)
-        changes = {p: new for p, old, new in objects.diff(base_tree, tree) if p not in paths}
-        now_tree = store.repo.root_tree(current)
-        for p in changes:
-            if objects.lookup(now_tree, p) != objects.lookup(base_tree, p):
-                raise ConflictError(f"{p}: changed both by the purged remote branch and by this clone's commit "
-                                    f"{sha[:12]}; nothing was moved: merge it by hand and sync again")
-        new_tree = objects.apply(now_tree, changes)
+    repo, objects = store.repo, store.repo.objects
+
+    def purged_tree(commit: str) -> bytes | None:
+        return objects.apply(repo.root_tree(commit), dict.fromkeys(paths))
+
+    # The rewritten image of ``seen`` on ``theirs``: the commit whose tree is seen's without the purged files
+    # (the rewrite keeps every other blob, so the trees are equal). Own commits go on it, each with its own
+    # files less the purged ones; the sync then merges ``theirs`` in with the merge drivers, as ever.
+    base = purged_tree(seen).hex()  # type: ignore[union-attr]
+    current = next((line.split()[0] for line in _git(root, "log", "--format=%H %T", theirs).stdout.splitlines()
+                    if line.split()[1] == base), theirs)
+    chain = own if mine in own or mine is None else [*own, mine]  # (a merge at the tip: its files too)
+    for sha in chain:
+        header, _, message = _git(root, "cat-file", "commit", sha).stdout.partition("\n\n")
         lines = [ln for ln in header.split("\n") if not ln.startswith(("tree ", "parent "))]
-        body = _redacted(message, words, touched=any(p in paths for p, _, _ in objects.diff(base_tree, tree)))
-        text = f"tree {new_tree.hex()}\nparent {current}\n" + "\n".join(lines) + "\n\n" + body  # type: ignore[union-attr]
+        touched = any(p in paths for p, _, _ in objects.diff(repo.root_tree(repo.parents(sha)[0]),
+                                                             repo.root_tree(sha)))
+        text = (f"tree {purged_tree(sha).hex()}\nparent {current}\n" + "\n".join(lines)  # type: ignore[union-attr]
+                + "\n\n" + _redacted(message, words, touched=touched))
         current = _git(root, "hash-object", "-t", "commit", "-w", "--stdin", input=text).stdout.strip()
     moves = {ref: current}
     for other in local:  # the clone's other refs: the purged memories go from them too

@@ -284,3 +284,23 @@ def test_a_memory_written_while_the_purge_runs_is_not_lost(store: MemoryStore, r
     assert store.get(landed[0].id).content == "Written while the purge ran"
     assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []
     assert_clean(store.root)
+
+
+def test_a_clone_whose_own_commit_changed_what_the_purged_branch_changed_merges_it_as_a_sync_does(
+        store: MemoryStore, remote: Path, tmp_path: Path) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    store.world.merge({"ci.status": "green"})  # after the other clone last synced
+    store.sync()
+    store.purge(secret, reason="erasure")
+    other.world.merge({"db.version": "16"})  # the same file, another key, not published yet
+
+    other.sync()
+
+    assert other.world.read() == {"deploy.target": "staging", "ci.status": "green", "db.version": "16"}
+    assert holds_text(other.root) == []
+    store.sync()
+    assert store.world.read() == other.world.read() and holds_text(store.root) == []
+    assert_clean(other.root)
+    other.close()
