@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import checks
+from .asof import commit_at, first_commit, moment
 from .config import Config
 from .core import (
     DEFAULT_DIR,
@@ -32,7 +33,7 @@ from .core import (
     topic_text,
 )
 from .embedders import by_name, chosen_name, download_allowed, normal
-from .errors import ConfigError, InvalidInput
+from .errors import ConfigError, InvalidInput, NotFound
 from .extract import Extractor, message_texts
 from .failures import translated
 from .git import Repository
@@ -49,6 +50,8 @@ from .skills import SkillCandidate, candidates
 from .store import Store, Transaction
 from .store.activity import ActivityJournal
 from .store.catalog import Catalog
+from .store.chain import chain
+from .store.ids import lookup
 from .store.state import StateDir
 from .store.vectors import Embedder, Vectors
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
@@ -120,6 +123,7 @@ class MemoryStore:
         remote: str = "origin",
     ) -> None:
         self.syncer: Syncer | None = None
+        self._born: datetime | None = None  # when the branch's first commit was made (as-of reads check against it)
         self._store = Store(path, agent, clock=clock, progress=progress,
                             embedder=embedder if callable(embedder) else None, branch=branch,
                             git_settings=clone_settings, removal=removal)
@@ -296,8 +300,11 @@ class MemoryStore:
         self._store.fresh()
 
     @translated
-    def get(self, id: str) -> Memory:
+    def get(self, id: str, *, as_of: datetime | str | None = None) -> Memory:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
+
+        ``as_of``: the memory as it was after the last commit before then
+        (record time; see :meth:`recall`); its ``valid_until`` says whether it held then.
 
         Raises:
             NotFound: no memory has that id, saying when, by whom and in
@@ -305,8 +312,18 @@ class MemoryStore:
             InvalidInput: ``id`` is a prefix shorter than 6 characters, or
                 more than one id starts with it (naming them).
             FormatError: the file of that id cannot be read (naming it).
+            InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
         """
-        return self._store.get(id)
+        at = self._moment(as_of)
+        if at is None:
+            return self._store.get(id)
+        commit = commit_at(self.repo.git, self.tip() or "HEAD", at)
+        memory = None if commit is None else self._store.at_commit(commit, lambda past: lookup(past, id))
+        if memory is None:
+            now = self._store.get(id)  # NotFound when it never was (or is no longer)
+            raise NotFound(f"memory {now.id} was not written yet at {format_time(at)}: it was created "
+                           f"{format_time(now.created)}")
+        return memory
 
     @translated
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
@@ -327,6 +344,7 @@ class MemoryStore:
         source: str | None = None,
         pinned: bool = False,
         dedupe: bool | None = None,
+        supersedes: str | None = None,
     ) -> Memory:
         """Write a new memory in its own commit (or recognise one already there).
 
@@ -340,6 +358,11 @@ class MemoryStore:
             pinned: exempt from decay and trimming.
             dedupe: skip an exact duplicate of the category and merge a near
                 one into it (default: the ``dedupe`` setting).
+            supersedes: the id (or a unique prefix) of the memory this one
+                replaces: the same commit marks that one with ``valid_until``
+                (now) and ``superseded_by``; it stays in its file, and recall
+                leaves it out from then on. It may be of another category. No
+                dedup then.
 
         Returns:
             The stored Memory, with ``.id``, ``.path``, ``.commit`` and
@@ -348,9 +371,48 @@ class MemoryStore:
 
         Raises:
             InvalidInput: empty, oversized or non-UTF-8 text, bad tags, unknown
-                category; SecretFound for credentials. Nothing is written.
+                category; ``supersedes`` naming a memory superseded already
+                (the message names the newest of its chain) or making a
+                cycle; SecretFound for credentials. Nothing is written.
+            NotFound: ``supersedes`` names no memory.
         """
-        return self._store.remember(content, category, abstract, overview, tags, source, pinned, dedupe)
+        return self._store.remember(content, category, abstract, overview, tags, source, pinned, dedupe,
+                                    supersedes)
+
+    @translated
+    def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:
+        """Mark the memory ``old`` replaced by the memory ``new`` (both written already), in one commit.
+
+        For a possible contradiction ``remember`` flagged, once a person or an
+        agent confirms it. ``old`` gets ``valid_until`` (now) and
+        ``superseded_by``; ``new`` gets ``supersedes``. Both keep their files.
+
+        Args:
+            old: the id (or a unique prefix) of the memory that stopped holding.
+            new: the id (or a unique prefix) of the one that replaces it.
+            reason: why, for the commit message.
+
+        Returns:
+            (old, new) as written, with their ``.commit``.
+
+        Raises:
+            NotFound: either id names no memory.
+            InvalidInput: the same memory twice, ``old`` superseded already
+                (naming the newest of its chain), ``new`` superseding another
+                already, or a cycle. Nothing is written.
+        """
+        return self._store.supersede(old, new, reason)
+
+    @translated
+    def chain(self, id: str) -> list[Memory]:
+        """The memories that replaced one another, oldest first, that the memory ``id`` belongs to.
+
+        ``[memory]`` for a memory that never replaced another nor was replaced.
+
+        Raises:
+            NotFound: no memory has that id.
+        """
+        return chain(self._store.get(id), self._store.get)
 
     @translated
     def update(self, id: str, /, **changes: Any) -> Memory:
@@ -459,7 +521,8 @@ class MemoryStore:
 
     @translated
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
-               agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
+               agent: str | None = None, min_score: float = 0.0, *, include_superseded: bool = False,
+               as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
         """The memories that best match ``query``, ranked by relevance x decay x boost.
 
         Args:
@@ -469,19 +532,33 @@ class MemoryStore:
             tags: only memories with every one of these tags.
             agent: only memories written by this agent.
             min_score: drop hits scoring below this, after decay.
+            include_superseded: also memories that stopped holding (replaced by
+                another: their ``superseded_by`` and ``valid_until`` say so).
+            as_of: memory as it stood then (a datetime, ``2026-03-01``, the end
+                of that day, or an ISO time): in valid time, the memories
+                written by then that still held then, ranked as they would
+                have been then. Counts no recall.
+            record_time: with ``as_of``, what the memory held after the last
+                commit before it instead (what the team believed then; by
+                words, without an embedder's meaning).
 
         Returns:
             Hits, best first; each recalled memory's ``active_count`` is raised
             (journaled at once, committed in batches; see flush_activity).
+
+        Raises:
+            InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
         """
         if not isinstance(query, str):
             raise InvalidInput(f"query: expected text, got {type(query).__name__}")
         terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
         if not terms and (self._store.vectors is None or not query.strip() or only_stopwords(query[:4096])):
             return []  # nothing but common words: any memory would match as well as any other
+        at = self._moment(as_of, record_time)
         hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
-                            meaning=None if self._store.vectors is None else query)
-        waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits else None
+                            meaning=None if self._store.vectors is None else query,
+                            include_superseded=include_superseded, at=at, record_time=record_time)
+        waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits and at is None else None
         if waiting is not None:  # (None: the disk is full, and the recall was not counted)
             hits = [h.recalled(self.now()) for h in hits]
             if waiting >= self.config.flush_every and self.cannot_write() is None:
@@ -594,7 +671,7 @@ class MemoryStore:
 
     @translated
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
-                agent: str | None = None, min_score: float = 0.0) -> list[Hit]:
+                agent: str | None = None, min_score: float = 0.0, *, include_superseded: bool = False) -> list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
 
         Takes the arguments of :meth:`recall`.
@@ -610,9 +687,11 @@ class MemoryStore:
         terms = search_terms(query[:4096])
         if self._store.vectors is not None:
             return [*self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
-                                  meaning=query),
-                    *self._ranked(None, limit, category, tags, agent, min_score, meaning=query, below=True)]
-        hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score) if terms else []
+                                  meaning=query, include_superseded=include_superseded),
+                    *self._ranked(None, limit, category, tags, agent, min_score, meaning=query, below=True,
+                                  include_superseded=include_superseded)]
+        hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score,
+                            include_superseded=include_superseded) if terms else []
         rows = self.catalog.rows([h.memory.id for h in hits])
         counts, holding = self.catalog.term_counts(terms, rows.values())
         total = self.catalog.count()
@@ -624,15 +703,33 @@ class MemoryStore:
         return explained
 
     @translated
-    def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
-        """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""
-        return self._ranked(None, limit, category, (), None, 0.0)
+    def rank(self, limit: int | None = None, category: str | None = None, *,
+             include_superseded: bool = False) -> list[Hit]:
+        """Every memory (or one category's) still holding ranked by decay x boost: the site's ranking. Not a recall.
+
+        ``include_superseded``: those replaced by another too.
+        """
+        return self._ranked(None, limit, category, (), None, 0.0, include_superseded=include_superseded)
+
+    def _moment(self, as_of: object, record_time: bool = False) -> datetime | None:
+        """The moment ``as_of`` names, checked (see :func:`memsite.asof.moment`); None for now."""
+        if as_of is None:
+            if record_time:
+                raise InvalidInput("record_time: give as_of too (the moment whose commit to read)")
+            return None
+        if self._born is None:
+            self._born = first_commit(self.repo.git, self.tip())
+        return moment(as_of, self.now(), self._born)
 
     def _ranked(self, fts_query: str | None, limit: int | None, category: str | None, tags: Iterable[str],
-                agent: str | None, min_score: float, *, meaning: str | None = None, below: bool = False) -> list[Hit]:
+                agent: str | None, min_score: float, *, meaning: str | None = None, below: bool = False,
+                include_superseded: bool = False, at: datetime | None = None, record_time: bool = False) -> list[Hit]:
         """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone.
 
         ``below``: the hybrid candidates the relevance floor leaves out, instead of the hits.
+        ``include_superseded``: memories that stopped holding too. ``at``: as
+        of then, in valid time, or in record time (``record_time``: over the
+        memories of the last commit before it).
         """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInput(f"limit: expected a whole number >= 0, got {limit!r}")
@@ -642,27 +739,39 @@ class MemoryStore:
             raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
         name = self.config.route(category).name if category is not None else None
         tag_list = checks.tags(tags)
-        return self._store.healing(lambda: self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score,
-                                                             meaning, below), reading=True)
+        now = format_time(at or self.now())
+        valid_at = None if include_superseded else now  # what stopped holding by then is left out
+        created_by = now if at is not None else None  # as of a moment: what was written by then
+
+        def rows(catalog: Catalog, meaning: str | None) -> list[Hit]:
+            return self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning, below,
+                                     catalog=catalog, now=now, valid_at=valid_at, created_by=created_by)
+
+        if at is not None and record_time:  # over the memories of the commit before then, by words
+            commit = commit_at(self.repo.git, self.tip() or "HEAD", at)
+            return [] if commit is None or below else self._store.at_commit(commit, lambda past: rows(past, None))
+        return self._store.healing(lambda: rows(self.catalog, meaning), reading=True)
 
     def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
-                     agent: str | None, min_score: float, meaning: str | None, below: bool = False) -> list[Hit]:
+                     agent: str | None, min_score: float, meaning: str | None, below: bool = False, *,
+                     catalog: Catalog, now: str, valid_at: str | None, created_by: str | None) -> list[Hit]:
         with self.repo.thread_lock:
             self._store.fresh()
-            name, agent, tag_list = self.catalog.selective(name, agent, tag_list)  # (counted once for both reads)
+            name, agent, tag_list = catalog.selective(name, agent, tag_list)  # (counted once for both reads)
             relevance = None
             whys: dict[str, Why] = {}
             if meaning is not None and self._store.vectors is not None:
-                found = hybrid(self.catalog, self._store.vectors, meaning, self.config.embedding_weight,
-                               floor(self.catalog, self._store.vectors, self.config.embedding_floor),
+                found = hybrid(catalog, self._store.vectors, meaning, self.config.embedding_weight,
+                               floor(catalog, self._store.vectors, self.config.embedding_floor),
                                None if limit is None else max(50, 10 * limit),
-                               self.catalog.matching(name, agent, tag_list))
+                               catalog.matching(name, agent, tag_list, valid_at, created_by))
                 relevance = {n: why.relevance for n, why in found.items() if why.kept != below}
-                whys = {mid: found[n] for n, mid in self.catalog.ids(relevance).items()}
-            rows = self.catalog.ranked(
-                fts_query, now=format_time(self.now()), half_life_days=self.config.half_life_days,
+                whys = {mid: found[n] for n, mid in catalog.ids(relevance).items()}
+            rows = catalog.ranked(
+                fts_query, now=now, half_life_days=self.config.half_life_days,
                 active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,
-                tags=tag_list, min_score=float(min_score), relevance=relevance,
+                tags=tag_list, min_score=float(min_score), relevance=relevance, valid_at=valid_at,
+                created_by=created_by,
             )
         return [Hit(memory, relevance, decay, boost, score, whys.get(memory.id))
                 for memory, relevance, decay, boost, score in rows]
@@ -670,34 +779,47 @@ class MemoryStore:
     # --- core memory ----------------------------------------------------------
 
     @translated
-    def load_core(self, lines: int | None = None) -> str:
+    def load_core(self, lines: int | None = None, *, as_of: datetime | str | None = None) -> str:
         """Prompt-ready core memory: world state, pinned memories, this agent's recent memories.
+
+        Memories that stopped holding (superseded) are left out.
 
         Args:
             lines: the most lines to return (default: ``auto_load_lines`` from
                 settings or ``MEMSITE_AUTO_LOAD_LINES``, 200).
+            as_of: the core memory as it stood then (see :meth:`recall`): the
+                memories written by then that held then, and the world state
+                of the last commit before it.
 
         Returns:
             At most ``lines`` lines; '' for an empty repository. The recent
             memories section is left out when this agent has none.
+
+        Raises:
+            InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
         """
         limit = self.auto_load_lines if lines is None else lines
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidInput(f"lines: expected a whole number >= 0, got {limit!r}")
-        memories = self.list()
+        at = self._moment(as_of)
+        when = at or self.now()
+        memories = [m for m in self.list() if m.valid_at(when) and (at is None or m.created <= at)]
         pinned = [m for m in memories if m.pinned]
-        text = core_text(self.world.read(), pinned, recent_memories(self.list(agent=self.agent), 10), self.agent)
+        world = self.world.read(None if at is None else commit_at(self.repo.git, self.tip() or "HEAD", at))
+        text = core_text(world, pinned, recent_memories([m for m in memories if m.agent == self.agent], 10), self.agent)
         return first_lines(text, limit)
 
     @translated
     def load_topic(self, category: str) -> str:
-        """The full text of one category (name or alias), oldest first; '' if it has none."""
-        return topic_text(self.list(category=category))
+        """The full text of one category (name or alias), oldest first, without what stopped holding; '' if none."""
+        now = self.now()
+        return topic_text([m for m in self.list(category=category) if m.valid_at(now)])
 
     @translated
     def recent(self, n: int = 10) -> list[str]:
-        """The texts of this agent's ``n`` most recent memories, oldest first (never empty ones)."""
-        return recent_texts(self.list(agent=self.agent), n)
+        """The texts of this agent's ``n`` most recent memories still holding, oldest first (never empty ones)."""
+        now = self.now()
+        return recent_texts([m for m in self.list(agent=self.agent) if m.valid_at(now)], n)
 
     @translated
     def task(self, type: str | None = None, keywords: Iterable[str] = (), *,

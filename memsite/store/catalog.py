@@ -31,7 +31,7 @@ from .sqlite import Damaged, connect, statements, transaction
 
 log = logging.getLogger("memsite")
 
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "13"
 # Rows written between two checkpoints of the catalog's log: about the
 # 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
 CHECKPOINT_ROWS = 50
@@ -39,7 +39,7 @@ CHECKPOINT_ROWS = 50
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
     "updated", "source", "tags", "active_count", "last_recalled", "pinned", "extra", "content", "lines",
-    "fingerprint",
+    "fingerprint", "valid_until",
 )
 # The full-text index is an external-content FTS5 table over the memories;
 # 'n' is an explicit rowid so it never renumbers. Rows are indexed by one
@@ -53,8 +53,10 @@ CREATE TABLE IF NOT EXISTS memories (
     category TEXT NOT NULL, abstract TEXT NOT NULL, overview TEXT NOT NULL, agent TEXT NOT NULL,
     created TEXT NOT NULL, updated TEXT NOT NULL, source TEXT, tags TEXT NOT NULL,
     active_count INTEGER NOT NULL, last_recalled TEXT, pinned INTEGER NOT NULL,
-    extra TEXT NOT NULL, content TEXT NOT NULL, lines INTEGER NOT NULL, fingerprint TEXT NOT NULL
+    extra TEXT NOT NULL, content TEXT NOT NULL, lines INTEGER NOT NULL, fingerprint TEXT NOT NULL,
+    valid_until TEXT
 );
+CREATE INDEX IF NOT EXISTS memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_category ON memories (category, created, id);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
 CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
@@ -113,8 +115,9 @@ _SELECT_COMMITTED = f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories m"
 # Dedup's query (see Catalog.dedup_candidates): the exact duplicate, then
 # the ids holding each sketch value, told apart by the first column. One
 # lookup per value: 'k IN (...)' builds a table of the values on every call.
+# A memory that stopped holding (superseded) is no twin: the fact written again is current again.
 _EXACT = (f"SELECT 1, m.{', m.'.join(_COLUMNS[:18])} FROM memories m "
-          "WHERE m.category = ? AND m.fingerprint = ? ORDER BY m.created LIMIT 1")
+          "WHERE m.category = ? AND m.fingerprint = ? AND m.valid_until IS NULL ORDER BY m.created LIMIT 1")
 _DEDUP_SQL: dict[tuple[bool, int], str] = {}
 
 
@@ -184,13 +187,17 @@ class Catalog:
         (mid, path, _blob, commit, category, abstract, overview, agent, created, updated,
          source, tags, active_count, last_recalled, pinned, extra, content, _lines) = row[:18]
         try:
+            fields = json.loads(extra)
+            chain = {name: fields.pop(name) for name in CHAIN if name in fields} if fields else {}
+            if "valid_until" in chain:
+                chain["valid_until"] = parse_time(chain["valid_until"])
             return Memory(
                 id=mid, category=category, abstract=abstract, overview=overview, agent=agent,
                 created=parse_time(created), updated=parse_time(updated), source=source,
                 tags=tuple(json.loads(tags)), active_count=active_count,
                 last_recalled=parse_time(last_recalled) if last_recalled else None,
-                pinned=bool(pinned), extra=json.loads(extra), content=content,
-                path=self.root / path, commit=commit,
+                pinned=bool(pinned), extra=fields, content=content,
+                path=self.root / path, commit=commit, **chain,
             )
         except (ValueError, TypeError) as exc:  # every row was made from a Memory: this one was damaged on disk
             raise Damaged(f"{self._path}: the row of {mid!r} no longer reads back ({exc})") from exc
@@ -217,10 +224,13 @@ class Catalog:
         sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY m.created, m.id"
         return [self._memory(row) for row in self.db.execute(sql, args)]
 
-    def trim_candidates(self, category: str) -> list[TrimCandidate]:
+    def trim_candidates(self, category: str, valid_at: str) -> list[TrimCandidate]:
+        """What counts towards ``category``'s capacity: its memories still holding at ``valid_at``
+        (one superseded is history, neither counted nor trimmed), but copies of another's id."""
         rows = self.db.execute(
             f"SELECT m.id, m.created, m.active_count + coalesce(p.n, 0), m.pinned, m.lines FROM {_FROM} "
-            "WHERE m.category = ? AND m.id NOT IN (SELECT id FROM problems WHERE duplicate)", (category,)
+            "WHERE m.category = ? AND (m.valid_until IS NULL OR m.valid_until > ?) "
+            "AND m.id NOT IN (SELECT id FROM problems WHERE duplicate)", (category, valid_at)
         )
         return [TrimCandidate(r[0], parse_time(r[1]), r[2], bool(r[3]), r[4]) for r in rows]
 
@@ -259,7 +269,7 @@ class Catalog:
             return exact, []
         near = near[:limit]  # the first by id, as the query orders them
         return exact, self.db.execute(f"SELECT id, content FROM memories WHERE id IN ({', '.join('?' * len(near))}) "
-                                      "ORDER BY id", near).fetchall()
+                                      "AND valid_until IS NULL ORDER BY id", near).fetchall()
 
     def seen_sketches(self) -> bytes:
         """The sketch values the catalog holds, as :mod:`~memsite.store.sketch_filter` bits for dedup_candidates."""
@@ -278,6 +288,8 @@ class Catalog:
         tags: Iterable[str] = (),
         min_score: float = 0.0,
         relevance: Mapping[int, float] | None = None,
+        valid_at: str | None = None,
+        created_by: str | None = None,
     ) -> list[tuple[Memory, float, float, float, float]]:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
@@ -285,8 +297,10 @@ class Catalog:
         ``limit`` are exact. With a query, relevance is bm25 divided by the best
         bm25 of the query (the best match has 1.0); without one it is 1.0.
         ``relevance`` (row number -> relevance) ranks those rows instead.
+        ``valid_at`` leaves out what stopped holding by then (superseded), ``created_by``
+        what was written after (see :func:`_filters`).
         """
-        where, args = _filters(category, agent, tags)
+        where, args = _filters(category, agent, tags, valid_at, created_by)
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
                                   "min_score": min_score, "limit": -1 if limit is None else limit}
         for i, value in enumerate(args):
@@ -384,16 +398,24 @@ class Catalog:
                 chunk).fetchall()
         return found
 
-    def matching(self, category: str | None, agent: str | None, tags: Iterable[str]) -> set[int] | None:
+    def matching(self, category: str | None, agent: str | None, tags: Iterable[str], valid_at: str | None = None,
+                 created_by: str | None = None) -> set[int] | None:
         """Row numbers of the memories passing the filters; None when there are none to apply.
 
-        Filters as :meth:`selective` leaves them (rarest tag first) are the quickest.
+        Filters as :meth:`selective` leaves them (rarest tag first) are the quickest; ``valid_at`` and
+        ``created_by`` (see :meth:`ranked`) filter only when some memory fails them.
         """
         tags = list(tags)
-        if category is None and agent is None and tags:  # a tag's own rows lead, not every memory's
+        if valid_at is not None and not self.db.execute(
+                "SELECT 1 FROM memories WHERE valid_until <= ? LIMIT 1", (valid_at,)).fetchone():
+            valid_at = None
+        if created_by is not None and not self.db.execute(
+                "SELECT 1 FROM memories WHERE created > ? LIMIT 1", (created_by,)).fetchone():
+            created_by = None
+        if category is None and agent is None and tags and valid_at is None and created_by is None:  # a tag's own rows lead, not every memory's
             also = " AND EXISTS (SELECT 1 FROM memory_tags o WHERE o.tag = ? AND o.n = t.n)" * (len(tags) - 1)
             return {n for n, in self.db.execute(f"SELECT t.n FROM memory_tags t WHERE t.tag = ?{also}", tags)}
-        where, args = _filters(category, agent, tags)
+        where, args = _filters(category, agent, tags, valid_at, created_by)
         if not where:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
@@ -786,9 +808,23 @@ def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any,
         format_time(memory.created), format_time(memory.updated), memory.source,
         json.dumps(list(memory.tags)) if memory.tags else "[]",
         memory.active_count, format_time(memory.last_recalled) if memory.last_recalled else None,
-        int(memory.pinned), json.dumps(memory.extra, sort_keys=True) if memory.extra else "{}",
-        memory.content, memory.lines, fingerprint(memory.content),
+        int(memory.pinned), _extra(memory), memory.content, memory.lines, fingerprint(memory.content),
+        format_time(memory.valid_until) if memory.valid_until else None,
     )
+
+
+# The supersession fields ride in the row's 'extra' JSON (only valid_until, which reads filter on, has a column
+# of its own): no memory has extra fields of these names, the file format reads them as fields.
+CHAIN = ("supersedes", "superseded_by", "valid_until")
+
+
+def _extra(memory: Memory) -> str:
+    fields = dict(memory.extra)
+    if memory.supersedes is not None or memory.superseded_by is not None or memory.valid_until is not None:
+        fields.update({"supersedes": memory.supersedes, "superseded_by": memory.superseded_by,
+                       "valid_until": format_time(memory.valid_until) if memory.valid_until else None})
+        fields = {name: value for name, value in fields.items() if value is not None or name not in CHAIN}
+    return json.dumps(fields, sort_keys=True) if fields else "{}"
 
 
 def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
@@ -798,8 +834,17 @@ def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
             yield high | value, memory.id
 
 
-def _filters(category: str | None, agent: str | None, tags: Iterable[str]) -> tuple[list[str], list[Any]]:
+def _filters(category: str | None, agent: str | None, tags: Iterable[str], valid_at: str | None = None,
+             created_by: str | None = None) -> tuple[list[str], list[Any]]:
+    """SQL conditions (and their values) on ``memories m``: of ``category``, by ``agent``, holding every tag,
+    still holding at ``valid_at`` (no valid_until, or a later one), written by ``created_by``."""
     where, args = [], []
+    if valid_at is not None:
+        where.append("(m.valid_until IS NULL OR m.valid_until > ?)")
+        args.append(valid_at)
+    if created_by is not None:
+        where.append("m.created <= ?")
+        args.append(created_by)
     if category is not None:
         where.append("m.category = ?")
         args.append(category)

@@ -86,6 +86,7 @@ class Store:
     ) -> None:
         self.repo = Repository(path)
         self.vectors: Vectors | None = None
+        self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
         self._embedder = embedder
         self._clock = clock or utcnow
         self._progress = progress
@@ -217,10 +218,11 @@ class Store:
                                          REBUILT)
 
     def _close_state(self) -> None:
-        for name in ("catalog", "activity", "vectors"):
+        for name in ("catalog", "activity", "vectors", "past"):
             opened = getattr(self, name, None)
             if opened is not None:
                 opened.close()
+        self.past = None
 
     def _opened(self, name: str, open_file: Callable[[Path | str], T], cost: str) -> T:
         try:
@@ -323,7 +325,7 @@ class Store:
             self._close_state()
             try:
                 for name, cost in (("activity.sqlite3", ACTIVITY_LOST), ("catalog.sqlite3", REBUILT),
-                                   ("vectors.sqlite3", REBUILT)):
+                                   ("vectors.sqlite3", REBUILT), ("past.sqlite3", REBUILT)):
                     if not intact(self.state.path / name):
                         self._set_aside(name, cause, cost)
                         healed.append(name)
@@ -365,6 +367,29 @@ class Store:
                 return self.catalog.count()
 
         return self.healing(rebuild)
+
+    def at_commit(self, commit: str, work: Callable[[Catalog], T]) -> T:
+        """``work(catalog)`` on a catalog of the memories at ``commit`` (a past one: as-of reads in record time).
+
+        A second catalog, ``past.sqlite3``, made once as a copy of the catalog
+        and then moved from commit to commit by diffing their trees, as the
+        catalog follows the tip: a read as of a nearby moment costs the files
+        that differ. It is derived, like the catalog, and rebuilt when lost.
+        """
+        self.fresh()
+
+        def read() -> T:
+            with self.repo.thread_lock, self.state.locked():
+                if self.past is None:
+                    self.past = self._opened("past.sqlite3", lambda path: Catalog(path, self.root, self.activity.path),
+                                             REBUILT)
+                    if self.past.commit is None:  # new: start from the tip's rows, not from every file
+                        self.catalog.settle_pending()
+                        self.catalog.db.backup(self.past.db, name="main")
+                self.past.sync(self.repo, self.config, commit, self._progress)
+                return work(self.past)
+
+        return self.healing(read, reading=True)
 
     def get(self, id: str) -> Memory:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
@@ -469,14 +494,25 @@ class Store:
         source: str | None = None,
         pinned: bool = False,
         dedupe: bool | None = None,
+        supersedes: str | None = None,
+        reason: str | None = None,
     ) -> Memory:
         """Write a new memory in its own commit (or recognise one already there).
 
         See :meth:`memsite.MemoryStore.remember` for the arguments and what it returns and raises.
         """
         memory = self.new_memory(content, category, abstract, overview, tags, source, pinned)
-        tx, added = self.write(lambda tx: tx.add(memory, self.config.dedupe if dedupe is None else dedupe))
+        dedupe = self.config.dedupe if dedupe is None else dedupe
+        tx, added = self.write(lambda tx: tx.add(memory, dedupe, supersedes=supersedes, reason=reason))
         return tx.result(added)
+
+    def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:
+        """Mark the memory ``old`` replaced by the memory ``new``, in one commit; (old, new) as written.
+
+        See :meth:`memsite.MemoryStore.supersede`.
+        """
+        tx, (was, now) = self.write(lambda tx: tx.supersede(old, new, reason=reason))
+        return tx.result(was), tx.result(now)
 
     def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
