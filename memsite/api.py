@@ -11,6 +11,7 @@ and git failures below it into memsite's errors there, and nowhere else.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -18,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import checks
+from . import checks, contradictions
 from .asof import commit_at, first_commit, moment
 from .config import Config
 from .core import (
@@ -39,6 +40,7 @@ from .failures import translated
 from .git import Repository
 from .history import removal
 from .ingest import incomplete, ingest, resume
+from .llm import OpenAICompatible
 from .merge import clone_settings
 from .migrate import Migration, migrate
 from .model import Memory, format_time, utcnow
@@ -59,6 +61,7 @@ from .text import match_any, only_stopwords, search_terms
 from .world import World
 
 T = TypeVar("T")
+log = logging.getLogger("memsite")
 
 
 class MemoryStore:
@@ -100,6 +103,11 @@ class MemoryStore:
             configuration, whose default ``auto`` is minilm when its runtime
             is installed, else wordllama when it is, else words only. memsite downloads no model
             unless ``$MEMSITE_EMBEDDING_DOWNLOAD`` or ``embedding.download`` allows it.
+        llm: the language model (``llm(prompt) -> str``) that judges whether a
+            new memory adds to, merges into, supersedes or repeats a memory of
+            its category it looks like (see :meth:`remember`). None (the
+            default) takes ``MEMSITE_LLM_*`` (:meth:`memsite.llm.OpenAICompatible.from_env`);
+            False asks none: such a memory is written and flagged for review.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree. (A write refused
@@ -121,8 +129,10 @@ class MemoryStore:
         branch: str | None = None,
         sync_every: int | None = None,
         remote: str = "origin",
+        llm: Callable[[str], str] | bool | None = None,
     ) -> None:
         self.syncer: Syncer | None = None
+        self._llm = llm  # judges possible contradictions (see remember); None: MEMSITE_LLM_*, when first needed
         self._born: datetime | None = None  # when the branch's first commit was made (as-of reads check against it)
         self._store = Store(path, agent, clock=clock, progress=progress,
                             embedder=embedder if callable(embedder) else None, branch=branch,
@@ -364,6 +374,17 @@ class MemoryStore:
                 leaves it out from then on. It may be of another category. No
                 dedup then.
 
+        Without ``supersedes``, a memory of the category that speaks of the
+        same thing without saying the same (many content words in common, too
+        few word pairs for a near-duplicate) is a possible contradiction. With
+        a language model (``llm``, ``MEMSITE_LLM_*``) it is asked whether the
+        new text adds, merges, supersedes or repeats, and that is done (the
+        commit says which and why; a repeat is ``skipped``). Without one, or
+        when its answer cannot be used, the memory is written as a new one,
+        flagged (``contradicts`` in its frontmatter) for review: ``memsite
+        check`` lists the flags, :meth:`supersede` confirms one, :meth:`dismiss`
+        drops it.
+
         Returns:
             The stored Memory, with ``.id``, ``.path``, ``.commit`` and
             ``.action``: ``created``, ``merged`` (into an existing memory, which
@@ -376,8 +397,68 @@ class MemoryStore:
                 cycle; SecretFound for credentials. Nothing is written.
             NotFound: ``supersedes`` names no memory.
         """
-        return self._store.remember(content, category, abstract, overview, tags, source, pinned, dedupe,
-                                    supersedes)
+        memory = self._store.new_memory(content, category, abstract, overview, tags, source, pinned)  # checked
+        if supersedes is None:
+            fts_query = contradictions.query(memory.content)
+            near = [] if fts_query is None else contradictions.candidates(
+                memory.content, self._store.alike(fts_query, memory.category, contradictions.SHOWN),
+                self.config.dedupe_threshold)
+            if near:
+                return self._noticed(near, memory, dedupe)
+        return self._store.add(memory, dedupe, supersedes)
+
+    def _noticed(self, near: list[Memory], memory: Memory, dedupe: bool | None) -> Memory:
+        """Write ``memory``, which may contradict ``near``: as the language model judges, else flagged."""
+        llm = self._judge()
+        flags = [m.id for m in near]
+        if llm is None:
+            return self._store.add(memory, dedupe, contradicts=flags)
+        verdict = contradictions.ask(llm, memory.content, memory.category, near)
+        why = f"{verdict.action}{' ' + verdict.target if verdict.target else ''} ({verdict.why})"
+        if not verdict.judged:
+            return self._store.add(memory, dedupe, contradicts=flags,
+                                   reason=f"not judged, flagged for review: {verdict.why}")
+        if verdict.action == "repeat":
+            return self._store.get(verdict.target).replace(action="skipped")  # type: ignore[arg-type]
+        if verdict.action == "merge":
+            return self._store.add(memory, dedupe, merge_into=verdict.target,
+                                   reason=f"judged by the language model: {why}")
+        if verdict.action == "supersede":
+            try:
+                return self._store.add(memory, dedupe, supersedes=verdict.target,
+                                       reason=f"judged by the language model: {verdict.why}")
+            except (InvalidInput, NotFound) as exc:  # superseded or forgotten since it was shown: keep the memory
+                return self._store.add(memory, dedupe, contradicts=flags,
+                                       reason=f"the supersession judged could not be made ({exc})")
+        return self._store.add(memory, dedupe, reason=f"judged by the language model: {why}")
+
+    def _judge(self) -> Callable[[str], str] | None:
+        """The language model that judges possible contradictions: ``llm`` as given, else ``MEMSITE_LLM_*``
+        (one attempt per question: a remember waits for no retries); None when there is none."""
+        if self._llm is False:
+            return None
+        if self._llm is None:
+            try:
+                client = OpenAICompatible.from_env()
+            except ConfigError as exc:
+                log.warning("possible contradictions are flagged, not judged: %s", exc)
+                client = None
+            if client is not None:
+                client.retries = 0
+            self._llm = client or False
+            return client
+        return self._llm  # type: ignore[return-value]
+
+    @translated
+    def dismiss(self, id: str, of: str | None = None) -> Memory:
+        """Say the memory ``id``, flagged as possibly contradicting ``of`` (every memory it was flagged
+        against when None), contradicts nothing: both hold. One commit.
+
+        Raises:
+            NotFound: no memory has that id.
+            InvalidInput: it carries no such flag.
+        """
+        return self._store.dismiss(id, of)
 
     @translated
     def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:

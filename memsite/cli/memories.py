@@ -133,6 +133,28 @@ def supersede(ctx: Context, old: str, new: str, reason: str | None) -> None:
 
 @main.command()
 @click.argument("id")
+@click.argument("old", required=False)
+@pass_context
+@errors_as_messages
+def dismiss(ctx: Context, id: str, old: str | None) -> None:
+    """Say the memory ID contradicts OLD after all not: both hold (one commit).
+
+    'memsite check' lists memories flagged as possible contradictions of
+    others when they were written without a language model to judge them.
+    Without OLD, every flag of ID is dropped. To confirm one instead:
+    'memsite supersede OLD ID'.
+
+    \b
+    Example:
+        memsite dismiss 01M93KQ2ZT 01M80RXENR
+    """
+    with ctx.store() as store:
+        memory = store.dismiss(id, old)
+    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {memory.commit[:12] if memory.commit else '-'})")
+
+
+@main.command()
+@click.argument("id")
 @click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
 @click.option("--url", "as_url", is_flag=True, help="Print only the address of its page on the site (site_url).")
 @click.option("--as-of", "as_of", metavar="WHEN",
@@ -292,8 +314,9 @@ def check(ctx: Context, base: str | None) -> None:
 
     Warnings do not fail the check: memory files in an earlier layout (flat,
     or month folders without numbered folders) or the wrong month folder
-    ('memsite migrate' moves them), and hooks or plugins that mkdocs.yml
-    adds to the build.
+    ('memsite migrate' moves them), hooks or plugins that mkdocs.yml
+    adds to the build, and memories flagged as possibly contradicting
+    another (confirm with 'memsite supersede OLD NEW', or 'memsite dismiss').
 
     \b
     Example:

@@ -418,6 +418,19 @@ class Store:
             removed = self._removal(self.root, tip, id) if tip else None
         return ids.not_found(id, removed)
 
+    def alike(self, fts_query: str, category: str, limit: int) -> list[Memory]:
+        """The ``limit`` memories of ``category`` still holding that best match ``fts_query`` by words."""
+        def read() -> list[Memory]:
+            with self.repo.thread_lock:
+                self.fresh()
+                now = format_time(self.now())
+                rows = self.catalog.ranked(fts_query, now=now, half_life_days=self.config.half_life_days,
+                                           active_weight=self.config.active_weight, limit=limit, category=category,
+                                           valid_at=now)
+            return [row[0] for row in rows]
+
+        return self.healing(read, reading=True)
+
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
 
@@ -496,15 +509,36 @@ class Store:
         dedupe: bool | None = None,
         supersedes: str | None = None,
         reason: str | None = None,
+        contradicts: Iterable[str] = (),
+        merge_into: str | None = None,
     ) -> Memory:
         """Write a new memory in its own commit (or recognise one already there).
 
         See :meth:`memsite.MemoryStore.remember` for the arguments and what it returns and raises.
+        ``reason`` says in the commit why it supersedes, merges or is added;
+        ``contradicts`` flags ids it may contradict (see :mod:`memsite.contradictions`);
+        ``merge_into`` merges it into that memory instead of adding it.
         """
         memory = self.new_memory(content, category, abstract, overview, tags, source, pinned)
+        return self.add(memory, dedupe, supersedes, reason, contradicts, merge_into)
+
+    def add(self, memory: Memory, dedupe: bool | None = None, supersedes: str | None = None,
+            reason: str | None = None, contradicts: Iterable[str] = (), merge_into: str | None = None) -> Memory:
+        """:meth:`remember` of a memory :meth:`new_memory` made."""
+        flags = list(contradicts)
+        if flags:
+            memory = memory.replace(extra={"contradicts": flags})
         dedupe = self.config.dedupe if dedupe is None else dedupe
-        tx, added = self.write(lambda tx: tx.add(memory, dedupe, supersedes=supersedes, reason=reason))
+        if merge_into is not None:
+            tx, added = self.write(lambda tx: tx.merge_into(merge_into, memory, reason))
+        else:
+            tx, added = self.write(lambda tx: tx.add(memory, dedupe, supersedes=supersedes, reason=reason))
         return tx.result(added)
+
+    def dismiss(self, id: str, of: str | None = None) -> Memory:
+        """Drop the flag that the memory ``id`` may contradict ``of`` (every flag when None), in one commit."""
+        tx, done = self.write(lambda tx: tx.dismiss(id, of))
+        return tx.result(done)
 
     def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:
         """Mark the memory ``old`` replaced by the memory ``new``, in one commit; (old, new) as written.

@@ -174,7 +174,7 @@ class Transaction:
     def _supersede(self, old: Memory, new: Memory, reason: str | None) -> tuple[Memory, Memory]:
         now = self.store.now()
         old = self._stage(old.replace(valid_until=now, superseded_by=new.id, updated=now), self._path_of(old))
-        staged = new.replace(supersedes=old.id)
+        staged = _unflagged(new.replace(supersedes=old.id), old.id)  # a flag it confirms is settled
         if _last_action(self.ops, new.id) not in ("created", "merged", "updated"):  # an existing memory: changed now
             staged = staged.replace(updated=now)
             self.ops.append(_Op("updated", staged, f"supersedes {old.id}"))
@@ -211,6 +211,30 @@ class Transaction:
             path = self._allocate(changed)
         changed = self._stage(changed, path)
         self.ops.append(_Op("updated", changed))
+        return changed
+
+    def merge_into(self, target: str, memory: Memory, reason: str | None = None) -> Memory:
+        """Merge the new ``memory`` into the memory ``target`` as dedup merges a near-duplicate (the fuller text,
+        the union of tags); ``reason`` goes into the commit. Returns the merged memory."""
+        self._check_open()
+        existing = self.get(target)
+        merged = self._stage(self._merged(existing, memory), self._path_of(existing))
+        self._index(merged)
+        self.ops.append(_Op("merged", merged, reason))
+        return merged.replace(action="merged")
+
+    def dismiss(self, id: str, of: str | None = None) -> Memory:
+        """Drop the flag that the memory ``id`` may contradict ``of`` (every flag when None): both hold."""
+        self._check_open()
+        current = self.get(id)
+        flags = current.extra.get("contradicts")
+        if not isinstance(flags, list) or (of is not None and of not in flags):
+            which = f" of {of}" if of is not None else ""
+            raise InvalidInput(f"dismiss: memory {current.id} is not flagged as a possible contradiction{which}; "
+                               "'memsite check' lists the flags")
+        changed = _unflagged(current, of).replace(updated=self.store.now())
+        changed = self._stage(changed, self._path_of(current))
+        self.ops.append(_Op("updated", changed, f"dismissed: no contradiction of {of or ', '.join(flags)}"))
         return changed
 
     def forget(self, id: str, reason: str = "") -> Memory:
@@ -328,6 +352,8 @@ class Transaction:
             created = self.add(memory, False)
             _, created = self._supersede(old, created, reason)
             return created.replace(action="created")
+        if reason is not None:
+            self.trailers.append(("Judged", reason))
         mark = fingerprint(memory.content)
         twin, exact = self._twin(memory, mark) if dedupe else (None, False)
         if twin is not None and self.store.catalog.problems_of(twin.id):
@@ -652,6 +678,16 @@ def refuse_unreadable(catalog: Catalog, mid: str, memory: Memory | None) -> None
                           "give one of them a new id (or git rm the copy), then retry")
     path, _, message = problems[0]
     raise FormatError(f"memory {mid}: its file {path} cannot be read: {message.removeprefix(path + ': ')}")
+
+
+def _unflagged(memory: Memory, of: str | None) -> Memory:
+    """``memory`` without the flag that it may contradict ``of`` (every flag when None)."""
+    flags = memory.extra.get("contradicts")
+    if not isinstance(flags, list):
+        return memory
+    kept = [mid for mid in flags if of is not None and mid != of]
+    extra = {k: v for k, v in memory.extra.items() if k != "contradicts"}
+    return memory.replace(extra={**extra, "contradicts": kept} if kept else extra)
 
 
 def _last_action(ops: list[_Op], mid: str) -> str | None:
