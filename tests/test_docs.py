@@ -192,7 +192,7 @@ def test_every_bench_script_has_its_section_on_the_benchmarks_page() -> None:
                  for call in re.findall(r"report\.publish\(((?:[^()]|\([^()]*\))*)\)", f.read_text())
                  for name in re.findall(r'"([\w-]+)"', call.split("skip=")[0])}
     assert published == {"commit", "commit-import", "commit-large", "commit-month", "dulwich-trial", "faults",
-                         "langgraph-store", "mcp-server", "quality", "recall", "review", "site", "team"}
+                         "langgraph-store", "mcp-server", "quality", "recall", "review", "site", "supersede", "team"}
     assert [name for name in sorted(published)
             if page.count(f"<!-- bench:{name} -->") != 1 or page.count(f"<!-- /bench:{name} -->") != 1] == []
 
