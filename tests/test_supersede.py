@@ -298,3 +298,18 @@ def test_the_cli_reads_memory_as_of_a_date(team: MemoryStore, march: Clock) -> N
     assert future.exit_code == 1 and "is in the future" in future.output and len(future.output.splitlines()) == 1
     core = run(team.root, "core", "--as-of", "2026-04-01", agent="planner")
     assert TOMAS in core.output and ANA not in core.output
+
+
+def test_a_supersession_on_one_branch_survives_a_merge_with_recalls_on_the_other(team: MemoryStore) -> None:
+    from memsite.merge import merge_memory
+
+    old = team.remember(TOMAS, category="profile")
+    base = old.path.read_text()
+    recalled = format_memory(old.replace(active_count=3))
+    team.remember(ANA, category="profile", supersedes=old.id)
+    superseded = old.path.read_text()
+    for ours, theirs in ((recalled, superseded), (superseded, recalled)):
+        merged, clash = merge_memory(base, ours, theirs)
+        memory = parse_memory(merged, "x.md")
+        assert not clash and memory.superseded_by is not None and memory.valid_until is not None
+        assert memory.active_count == 3

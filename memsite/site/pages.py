@@ -58,7 +58,7 @@ class Site(LogPages):
         self.file_of = {mid: path for path, mid in snap.paths.items()}
         self.folders = {c.name: c.folder for c in snap.config.categories}
         self.session_names = {s.name for s in snap.sessions}
-        self.skills: list[SkillCandidate] = promote(s.memory for s in snap.memories)
+        self.skills: list[SkillCandidate] = promote(s.memory for s in snap.current)
         self.days = summary_days(snap, self.commits)
         self.gone = gone or {}  # memories forgotten or trimmed, as they were: named by their abstract
         self.world_at = world_at or {}
