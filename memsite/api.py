@@ -11,7 +11,6 @@ and git failures below it into memsite's errors there, and nowhere else.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -40,7 +39,6 @@ from .failures import translated
 from .git import Repository
 from .history import removal
 from .ingest import incomplete, ingest, resume
-from .llm import OpenAICompatible
 from .merge import clone_settings
 from .migrate import Migration, migrate
 from .model import Memory, format_time, utcnow
@@ -61,7 +59,6 @@ from .text import match_any, only_stopwords, search_terms
 from .world import World
 
 T = TypeVar("T")
-log = logging.getLogger("memsite")
 
 
 class MemoryStore:
@@ -404,50 +401,14 @@ class MemoryStore:
                 memory.content, self._store.alike(fts_query, memory.category, contradictions.SHOWN),
                 self.config.dedupe_threshold)
             if near:
-                return self._noticed(near, memory, dedupe)
+                return contradictions.write(self._store, memory, near, dedupe, self._judge())
         return self._store.add(memory, dedupe, supersedes)
 
-    def _noticed(self, near: list[Memory], memory: Memory, dedupe: bool | None) -> Memory:
-        """Write ``memory``, which may contradict ``near``: as the language model judges, else flagged."""
-        llm = self._judge()
-        flags = [m.id for m in near]
-        if llm is None:
-            return self._store.add(memory, dedupe, contradicts=flags)
-        verdict = contradictions.ask(llm, memory.content, memory.category, near)
-        why = f"{verdict.action}{' ' + verdict.target if verdict.target else ''} ({verdict.why})"
-        if not verdict.judged:
-            return self._store.add(memory, dedupe, contradicts=flags,
-                                   reason=f"not judged, flagged for review: {verdict.why}")
-        if verdict.action == "repeat":
-            return self._store.get(verdict.target).replace(action="skipped")  # type: ignore[arg-type]
-        if verdict.action == "merge":
-            return self._store.add(memory, dedupe, merge_into=verdict.target,
-                                   reason=f"judged by the language model: {why}")
-        if verdict.action == "supersede":
-            try:
-                return self._store.add(memory, dedupe, supersedes=verdict.target,
-                                       reason=f"judged by the language model: {verdict.why}")
-            except (InvalidInput, NotFound) as exc:  # superseded or forgotten since it was shown: keep the memory
-                return self._store.add(memory, dedupe, contradicts=flags,
-                                       reason=f"the supersession judged could not be made ({exc})")
-        return self._store.add(memory, dedupe, reason=f"judged by the language model: {why}")
-
     def _judge(self) -> Callable[[str], str] | None:
-        """The language model that judges possible contradictions: ``llm`` as given, else ``MEMSITE_LLM_*``
-        (one attempt per question: a remember waits for no retries); None when there is none."""
-        if self._llm is False:
-            return None
-        if self._llm is None:
-            try:
-                client = OpenAICompatible.from_env()
-            except ConfigError as exc:
-                log.warning("possible contradictions are flagged, not judged: %s", exc)
-                client = None
-            if client is not None:
-                client.retries = 0
-            self._llm = client or False
-            return client
-        return self._llm  # type: ignore[return-value]
+        """The language model that judges possible contradictions (see :func:`contradictions.judge`), asked for once."""
+        if self._llm is None or self._llm is True:
+            self._llm = contradictions.judge() or False
+        return self._llm or None  # type: ignore[return-value]
 
     @translated
     def dismiss(self, id: str, of: str | None = None) -> Memory:

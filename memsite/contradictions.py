@@ -23,8 +23,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import ConfigError, InvalidInput, NotFound
 from .extract import find_object
+from .llm import OpenAICompatible
 from .model import Memory, format_time, one_line, truncate
+from .store import Store
 from .text import STOPWORDS, match_any, search_terms, similarity, words
 
 log = logging.getLogger("memsite")
@@ -120,3 +123,41 @@ def flagged(memory: Memory) -> list[str]:
     """The ids ``memory`` is flagged as possibly contradicting (``contradicts``), as written."""
     value = memory.extra.get(FIELD)
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def judge() -> Callable[[str], str] | None:
+    """The client ``MEMSITE_LLM_*`` describes, asked once per question (a remember waits for no retries);
+    None when there is none, or when the variables cannot mean a client (a warning says why: the memory is
+    flagged rather than lost)."""
+    try:
+        client = OpenAICompatible.from_env()
+    except ConfigError as exc:
+        log.warning("possible contradictions are flagged, not judged: %s", exc)
+        return None
+    if client is not None:
+        client.retries = 0
+    return client
+
+
+def write(store: Store, memory: Memory, near: list[Memory], dedupe: bool | None,
+          llm: Callable[[str], str] | None) -> Memory:
+    """Write ``memory``, which may contradict ``near``: as ``llm`` judges, else flagged (see the module)."""
+    flags = [m.id for m in near]
+    if llm is None:
+        return store.add(memory, dedupe, contradicts=flags)
+    verdict = ask(llm, memory.content, memory.category, near)
+    why = f"{verdict.action}{' ' + verdict.target if verdict.target else ''} ({verdict.why})"
+    if not verdict.judged:
+        return store.add(memory, dedupe, contradicts=flags, reason=f"not judged, flagged for review: {verdict.why}")
+    if verdict.action == "repeat":
+        return store.get(verdict.target).replace(action="skipped")  # type: ignore[arg-type]
+    if verdict.action == "merge":
+        return store.add(memory, dedupe, merge_into=verdict.target, reason=f"judged by the language model: {why}")
+    if verdict.action == "supersede":
+        try:
+            return store.add(memory, dedupe, supersedes=verdict.target,
+                             reason=f"judged by the language model: {verdict.why}")
+        except (InvalidInput, NotFound) as exc:  # superseded or forgotten since it was shown: keep the memory
+            return store.add(memory, dedupe, contradicts=flags,
+                             reason=f"the supersession judged could not be made ({exc})")
+    return store.add(memory, dedupe, reason=f"judged by the language model: {why}")
