@@ -231,7 +231,7 @@ def test_show_prints_the_chain_oldest_to_newest(team: MemoryStore, march: Clock)
         f"* {ana.id[:10]} {ANA} (profile), 2026-06-10 by planner → replaced by {li.id[:10]} on 2026-08-01 by reviewer",
         f"  {li.id[:10]} The user's manager is Li Wei since August. (profile), 2026-08-01 by reviewer",
     ]
-    assert "valid until 2026-08-01T09:00:00Z" in shown.output.replace("valid until:", "valid until")
+    assert "\nuntil:     2026-08-01T09:00:00Z\n" in shown.output
 
 
 # --- as of -------------------------------------------------------------------------------------------------
@@ -290,7 +290,7 @@ def test_the_cli_reads_memory_as_of_a_date(team: MemoryStore, march: Clock) -> N
     assert [hit["id"] for hit in json.loads(april.output)] == [tomas.id]
     shown = run(team.root, "show", tomas.id, "--as-of", "2026-04-01")
     assert shown.exit_code == 0, shown.output
-    assert "valid until" not in shown.output and "Chain" not in shown.output  # not replaced yet then
+    assert "until:" not in shown.output and "Chain" not in shown.output  # not replaced yet then
     early = run(team.root, "show", ana.id, "--as-of", "2026-04-01")
     assert early.exit_code == 1 and early.output == (f"Error: memory {ana.id} was not written yet at "
                                                      "2026-04-01T23:59:59Z: it was created 2026-06-10T09:00:00Z\n")

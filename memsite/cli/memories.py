@@ -206,7 +206,7 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool, as_of: str | None) 
         ("path", str(memory.path.relative_to(root)) if memory.path else ""), ("commit", memory.commit or ""),
     ]
     if memory.valid_until is not None:
-        rows.insert(7, ("valid until", format_time(memory.valid_until)))
+        rows.insert(7, ("until", format_time(memory.valid_until)))  # valid until: it stopped holding then
     for name, value in rows:
         if value:
             echo(f"{name + ':':10} {value}")
