@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import checks, contradictions
-from .asof import commit_at, first_commit, moment
+from . import checks, contradictions, retrieval
+from .asof import moment
 from .config import Config
 from .core import (
     DEFAULT_DIR,
@@ -44,7 +43,7 @@ from .migrate import Migration, migrate
 from .model import Memory, format_time, utcnow
 from .protocol import Task, start
 from .recall import TOOLS, Hit, call_tool, format_hits
-from .relevance import Why, floor, hybrid, word_share
+from .relevance import floor
 from .scaffold import create_repository
 from .skills import SkillCandidate, candidates
 from .store import Store, Transaction
@@ -55,7 +54,6 @@ from .store.ids import lookup
 from .store.state import StateDir
 from .store.vectors import Embedder, Vectors
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
-from .text import match_any, only_stopwords, search_terms
 from .world import World
 
 T = TypeVar("T")
@@ -130,7 +128,6 @@ class MemoryStore:
     ) -> None:
         self.syncer: Syncer | None = None
         self._llm = llm  # judges possible contradictions (see remember); None: MEMSITE_LLM_*, when first needed
-        self._born: datetime | None = None  # when the branch's first commit was made (as-of reads check against it)
         self._store = Store(path, agent, clock=clock, progress=progress,
                             embedder=embedder if callable(embedder) else None, branch=branch,
                             git_settings=clone_settings, removal=removal)
@@ -324,7 +321,7 @@ class MemoryStore:
         at = self._moment(as_of)
         if at is None:
             return self._store.get(id)
-        commit = commit_at(self.repo.git, self.tip() or "HEAD", at)
+        commit = self._store.commit_at(at)
         memory = None if commit is None else self._store.at_commit(commit, lambda past: lookup(past, id))
         if memory is None:
             now = self._store.get(id)  # NotFound when it never was (or is no longer)
@@ -563,21 +560,32 @@ class MemoryStore:
 
     @translated
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
-               agent: str | None = None, min_score: float = 0.0, *, include_superseded: bool = False,
+               agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
+               until: datetime | str | None = None, ranking: str = "relevance", include_superseded: bool = False,
                as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
-        """The memories that best match ``query``, ranked by relevance x decay x boost.
+        """The memories that best match ``query``: relevance decides what is found, time orders what is close.
+
+        See :mod:`memsite.retrieval` for the whole ranking.
 
         Args:
-            query: any text; its words are searched (no query syntax to get wrong).
+            query: any text; its words are searched (no query syntax to get wrong), and with an
+                embedder its meaning. Only its first 4,096 characters are read.
             limit: at most this many hits.
             category: only this category (or alias).
             tags: only memories with every one of these tags.
             agent: only memories written by this agent.
-            min_score: drop hits scoring below this, after decay.
+            min_score: drop hits scoring below this.
+            since: only memories written at or after this moment: a datetime, or text as git takes
+                it (``2026-03-01``, ``2026-03-01T09:30Z``, ``"2 weeks ago"``, ``"yesterday"``).
+            until: only memories written at or before this moment (a date alone: to its end).
+            ranking: ``"relevance"`` (relevance x a bounded prior for age and recalls: a clearly
+                more relevant memory is never placed below a fresher one) or ``"freshness"``
+                (the seed's relevance x 2^(-age/half-life) x boost: the newest first among what
+                was found).
             include_superseded: also memories that stopped holding (replaced by
                 another: their ``superseded_by`` and ``valid_until`` say so).
-            as_of: memory as it stood then (a datetime, ``2026-03-01``, the end
-                of that day, or an ISO time): in valid time, the memories
+            as_of: memory as it stood then (a datetime, or text as ``until``
+                takes it; a date alone: its end): in valid time, the memories
                 written by then that still held then, ranked as they would
                 have been then. Counts no recall.
             record_time: with ``as_of``, what the memory held after the last
@@ -585,22 +593,18 @@ class MemoryStore:
                 words, without an embedder's meaning).
 
         Returns:
-            Hits, best first; each recalled memory's ``active_count`` is raised
-            (journaled at once, committed in batches; see flush_activity).
+            Hits, best first, each with its memory's dates (``hit.memory.created``, ``.updated``);
+            each recalled memory's ``active_count`` is raised (journaled at once, committed in
+            batches; see flush_activity).
 
         Raises:
-            InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
+            InvalidInput: an argument is malformed, ``since`` is after ``until`` or in the future;
+                ``as_of`` in the future or before the first commit.
         """
-        if not isinstance(query, str):
-            raise InvalidInput(f"query: expected text, got {type(query).__name__}")
-        terms = search_terms(query[:4096])  # only its words are used: any text is a valid query
-        if not terms and (self._store.vectors is None or not query.strip() or only_stopwords(query[:4096])):
-            return []  # nothing but common words: any memory would match as well as any other
-        at = self._moment(as_of, record_time)
-        hits = self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
-                            meaning=None if self._store.vectors is None else query,
-                            include_superseded=include_superseded, at=at, record_time=record_time)
-        waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits and at is None else None
+        asked = retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until, ranking,
+                                  include_superseded=include_superseded, as_of=as_of, record_time=record_time)
+        hits = retrieval.recall(self._store, asked)
+        waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits and asked.as_of is None else None
         if waiting is not None:  # (None: the disk is full, and the recall was not counted)
             hits = [h.recalled(self.now()) for h in hits]
             if waiting >= self.config.flush_every and self.cannot_write() is None:
@@ -713,7 +717,9 @@ class MemoryStore:
 
     @translated
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
-                agent: str | None = None, min_score: float = 0.0, *, include_superseded: bool = False) -> list[Hit]:
+                agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
+                until: datetime | str | None = None, ranking: str = "relevance",
+                include_superseded: bool = False) -> list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
 
         Takes the arguments of :meth:`recall`.
@@ -721,28 +727,16 @@ class MemoryStore:
         Returns:
             The hits :meth:`recall` would return, then (with an embedder) up to
             ``limit`` memories the relevance floor left out, best first; each
-            hit's ``why`` holds its signals (meaning, words), its relevance and
-            the floor, and says whether it was kept.
+            hit's ``why`` holds its signals (meaning, words), its places in the
+            two lists, its relevance and the floor, and says whether it was kept;
+            ``prior`` what its age and recalls take off.
         """
-        if not isinstance(query, str):
-            raise InvalidInput(f"query: expected text, got {type(query).__name__}")
-        terms = search_terms(query[:4096])
-        if self._store.vectors is not None:
-            return [*self._ranked(match_any(terms) if terms else None, limit, category, tags, agent, min_score,
-                                  meaning=query, include_superseded=include_superseded),
-                    *self._ranked(None, limit, category, tags, agent, min_score, meaning=query, below=True,
-                                  include_superseded=include_superseded)]
-        hits = self._ranked(match_any(terms), limit, category, tags, agent, min_score,
-                            include_superseded=include_superseded) if terms else []
-        rows = self.catalog.rows([h.memory.id for h in hits])
-        counts, holding = self.catalog.term_counts(terms, rows.values())
-        total = self.catalog.count()
-        explained = []
-        for hit in hits:
-            matched = tuple(holding.get(rows[hit.memory.id], ()))
-            share = word_share(terms, counts, total, matched)
-            explained.append(replace(hit, why=Why(None, share, matched, hit.relevance, None, True)))
-        return explained
+        asked = retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until, ranking,
+                                  include_superseded=include_superseded)
+        hits = retrieval.recall(self._store, asked)
+        if self._store.vectors is None:
+            return hits
+        return [*hits, *retrieval.recall(self._store, asked, below=True)]
 
     @translated
     def rank(self, limit: int | None = None, category: str | None = None, *,
@@ -751,72 +745,11 @@ class MemoryStore:
 
         ``include_superseded``: those replaced by another too.
         """
-        return self._ranked(None, limit, category, (), None, 0.0, include_superseded=include_superseded)
+        return retrieval.rank(self._store, limit, category, include_superseded)
 
-    def _moment(self, as_of: object, record_time: bool = False) -> datetime | None:
+    def _moment(self, as_of: object) -> datetime | None:
         """The moment ``as_of`` names, checked (see :func:`memsite.asof.moment`); None for now."""
-        if as_of is None:
-            if record_time:
-                raise InvalidInput("record_time: give as_of too (the moment whose commit to read)")
-            return None
-        if self._born is None:
-            self._born = first_commit(self.repo.git, self.tip())
-        return moment(as_of, self.now(), self._born)
-
-    def _ranked(self, fts_query: str | None, limit: int | None, category: str | None, tags: Iterable[str],
-                agent: str | None, min_score: float, *, meaning: str | None = None, below: bool = False,
-                include_superseded: bool = False, at: datetime | None = None, record_time: bool = False) -> list[Hit]:
-        """Ranked hits: by word match (``fts_query``), by word match and ``meaning`` (hybrid), or by decay alone.
-
-        ``below``: the hybrid candidates the relevance floor leaves out, instead of the hits.
-        ``include_superseded``: memories that stopped holding too. ``at``: as
-        of then, in valid time, or in record time (``record_time``: over the
-        memories of the last commit before it).
-        """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidInput(f"limit: expected a whole number >= 0, got {limit!r}")
-        if limit is not None:
-            limit = min(limit, 2**62)  # more than there can be memories: all of them (SQLite's LIMIT is 64-bit)
-        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or min_score != min_score:
-            raise InvalidInput(f"min_score: expected a number, got {min_score!r}")
-        name = self.config.route(category).name if category is not None else None
-        tag_list = checks.tags(tags)
-        now = format_time(at or self.now())
-        valid_at = None if include_superseded else now  # what stopped holding by then is left out
-        created_by = now if at is not None else None  # as of a moment: what was written by then
-
-        def rows(catalog: Catalog, meaning: str | None) -> list[Hit]:
-            return self._ranked_rows(fts_query, limit, name, tag_list, agent, min_score, meaning, below,
-                                     catalog=catalog, now=now, valid_at=valid_at, created_by=created_by)
-
-        if at is not None and record_time:  # over the memories of the commit before then, by words
-            commit = commit_at(self.repo.git, self.tip() or "HEAD", at)
-            return [] if commit is None or below else self._store.at_commit(commit, lambda past: rows(past, None))
-        return self._store.healing(lambda: rows(self.catalog, meaning), reading=True)
-
-    def _ranked_rows(self, fts_query: str | None, limit: int | None, name: str | None, tag_list: list[str],
-                     agent: str | None, min_score: float, meaning: str | None, below: bool = False, *,
-                     catalog: Catalog, now: str, valid_at: str | None, created_by: str | None) -> list[Hit]:
-        with self.repo.thread_lock:
-            self._store.fresh()
-            name, agent, tag_list = catalog.selective(name, agent, tag_list)  # (counted once for both reads)
-            relevance = None
-            whys: dict[str, Why] = {}
-            if meaning is not None and self._store.vectors is not None:
-                found = hybrid(catalog, self._store.vectors, meaning, self.config.embedding_weight,
-                               floor(catalog, self._store.vectors, self.config.embedding_floor),
-                               None if limit is None else max(50, 10 * limit),
-                               catalog.matching(name, agent, tag_list, valid_at, created_by))
-                relevance = {n: why.relevance for n, why in found.items() if why.kept != below}
-                whys = {mid: found[n] for n, mid in catalog.ids(relevance).items()}
-            rows = catalog.ranked(
-                fts_query, now=now, half_life_days=self.config.half_life_days,
-                active_weight=self.config.active_weight, limit=limit, category=name, agent=agent,
-                tags=tag_list, min_score=float(min_score), relevance=relevance, valid_at=valid_at,
-                created_by=created_by,
-            )
-        return [Hit(memory, relevance, decay, boost, score, whys.get(memory.id))
-                for memory, relevance, decay, boost, score in rows]
+        return None if as_of is None else moment(as_of, self.now(), self._store.born())
 
     # --- core memory ----------------------------------------------------------
 
@@ -847,7 +780,7 @@ class MemoryStore:
         when = at or self.now()
         memories = [m for m in self.list() if m.valid_at(when) and (at is None or m.created <= at)]
         pinned = [m for m in memories if m.pinned]
-        world = self.world.read(None if at is None else commit_at(self.repo.git, self.tip() or "HEAD", at))
+        world = self.world.read(None if at is None else self._store.commit_at(at))
         text = core_text(world, pinned, recent_memories([m for m in memories if m.agent == self.agent], 10), self.agent)
         return first_lines(text, limit)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from datetime import date, datetime, time, timedelta, timezone
 from typing import BinaryIO
 
 from . import secrets
@@ -147,3 +148,47 @@ def no_secrets(fields: dict[str, str | None], *, excerpts: Iterable[str] = ()) -
                 f"{field} line {first.line}: looks like {first.description} (rule {first.rule}){more}; "
                 "nothing was written: remove the secret and store where it is kept instead"
             )
+
+
+# --- moments in time (recall's since / until, as of) ----------------------------------
+
+_AGO_RE = re.compile(r"^(\d+(?:\.\d+)?)[\s.]*(second|minute|hour|day|week|month|year)s?[\s.]*ago$")
+_UNIT_DAYS = {"second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1, "week": 7, "month": 30.4375,
+              "year": 365.25}
+MOMENT_FORMS = "2026-03-01, 2026-03-01T09:30Z, '2 weeks ago', 'yesterday', 'today' or 'now'"
+
+
+def moment(value: object, what: str, now: datetime, *, end_of_day: bool = False) -> datetime | None:
+    """``value`` as a moment in UTC, read as git reads ``--since`` and ``--until``; None stays None.
+
+    A datetime (naive ones are UTC), an ISO date or date and time, ``N units ago`` (``2.weeks.ago``
+    too), ``yesterday``, ``today`` or ``now``. A date alone is the start of that day, or its end
+    with ``end_of_day`` (so ``--until 2026-03-01`` takes in the 1st of March).
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    if isinstance(value, date):
+        return _day(value, end_of_day)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what}: expected a date or a time, got {type(value).__name__}")
+    spoken = " ".join(value.lower().split())
+    if spoken == "now":
+        return now
+    if spoken in ("today", "yesterday"):
+        return _day(now.date() - timedelta(days=spoken == "yesterday"), end_of_day)
+    ago = _AGO_RE.match(spoken)
+    if ago:
+        return now - timedelta(days=float(ago.group(1)) * _UNIT_DAYS[ago.group(2)])
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+            return _day(date.fromisoformat(value.strip()), end_of_day)
+        return moment(datetime.fromisoformat(value.strip().replace("Z", "+00:00")), what, now)
+    except ValueError:
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        raise InvalidInput(f"{what}: {shown!r} is not a date or a time; use {MOMENT_FORMS}") from None
+
+
+def _day(day: date, end: bool) -> datetime:
+    return datetime.combine(day, time.max if end else time.min, tzinfo=timezone.utc)

@@ -198,11 +198,11 @@ class Config:
     """How alike (word pairs in common, Dice 0-1) a new memory must be to an existing one to merge."""
     flush_every: int = setting(500, "activity.flush_every", _number(1, whole=True))
     """Recalls recorded before their counts are committed in one batch."""
-    embedding_weight: float = setting(0.8, "embedding.weight", _number(0, 1))
-    """With an embedder: the weight of meaning (cosine) in hybrid relevance; the rest is the share of words.
+    embedding_weight: float = setting(0.55, "embedding.weight", _number(0, 1))
+    """With an embedder: the weight of meaning in the fusion of the places by meaning and by words
+    (see memsite/retrieval.py); the rest is the words'. 1 recalls by meaning alone, 0 by words alone.
 
-    Chosen with ``bench/quality.py --tune`` on bench/data/validation.tsv and
-    queries.tsv; the held-out questions (heldout.tsv) never took part."""
+    Chosen with ``bench/longterm.py --set validation``; its held-out questions never took part."""
     embedding_model: str = setting("auto", "embedding.model", _model, null=True)
     """The embedder recall uses: ``minilm``, ``wordllama``, ``none`` (words only), ``auto`` (minilm when
     onnxruntime is installed, else wordllama when it is, else none), or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,28 +24,35 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Hit:
-    """A recalled memory and its score: ``score = relevance x decay x boost``."""
+    """A recalled memory and its score: ``relevance x prior`` (see :mod:`memsite.retrieval`).
+
+    With ``ranking="freshness"``, and where memsite ranks without a query (the site,
+    ``rank``), the seed's ``relevance x decay x boost``. The memory's ``created`` and
+    ``updated`` say when it was written and last changed.
+    """
 
     memory: Memory
     relevance: float
     """How well the text matches the query, in (0, 1].
 
     By words only: bm25 divided by the best match's (the best has 1). With an
-    embedder: ``weight x cosine + (1 - weight) x the share of the query's words
-    the memory holds``, on the same scale for every query (see
-    :mod:`memsite.relevance`); recall returns only memories above the floor."""
+    embedder: the fusion of the memory's places by meaning and by words (first
+    in both: 1); recall returns only memories above the floor. 1 without a query."""
     decay: float
     """2^(-age_days / half_life_days); 1 for pinned memories."""
     boost: float
     """1 + active_weight x ln(1 + active_count)."""
     score: float
     why: Why | None = None
-    """With an embedder (and from ``store.explain``): the signals, the floor, whether it was kept."""
+    """From a recall: the signals, the places, the floor, whether it was kept."""
+    prior: float | None = None
+    """From a recall ranked by relevance: ``1 - PRIOR + PRIOR x min(1, decay x boost)``, what time
+    takes off the relevance (see :mod:`memsite.retrieval`); None otherwise."""
 
     def recalled(self, now: datetime) -> Hit:
         """This hit with its memory's count raised by this recall."""
         memory = self.memory.replace(active_count=self.memory.active_count + 1, last_recalled=now)
-        return Hit(memory, self.relevance, self.decay, self.boost, self.score, self.why)
+        return replace(self, memory=memory)
 
 
 def format_hits(hits: Sequence[Hit]) -> str:
@@ -56,7 +63,7 @@ def format_hits(hits: Sequence[Hit]) -> str:
         detail = m.overview or (m.content if m.content != m.abstract else "")
         gist = f": {truncate(one_line(detail), 300)}" if detail else ""
         replaced = f"; superseded by {m.superseded_by}" if m.superseded_by else ""
-        lines.append(f"- [{m.category}] {m.abstract}{gist} (id {m.id}{replaced})")
+        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {m.id}{replaced})")
     return "\n".join(lines)
 
 

@@ -1,17 +1,16 @@
-"""Hybrid relevance: meaning and words on absolute scales, and the floor below which nothing is recalled.
+"""The signals of a memory's relevance to a query, and the floor below which nothing is recalled.
 
-A memory's relevance to a query mixes two signals, each meaning the same
-whatever the query or the memory:
+How the signals are fused and ordered is :mod:`memsite.retrieval`'s business. Each
+means the same whatever the query or the memory:
 
 * meaning: the cosine similarity of the query's and the memory's vectors;
 * words: the share of the query's words the memory holds, each word weighted
   by its rarity in the memories (bm25's idf), so that holding "pgbouncer"
   counts for more than holding "user".
 
-Hits are ranked by ``relevance = weight x meaning + (1 - weight) x words``
-(``embedding.weight``). Neither signal is divided by the best match's, so a
-query about nothing in memory scores low on both. A memory is recalled when
-either signal reaches its floor:
+Neither signal is divided by the best match's, so a query about nothing in
+memory scores low on both. A memory is recalled when either signal reaches its
+floor:
 
 * meaning stands out: the memory's cosine, less the mean of the query's
   cosines with the :data:`BACKGROUND` questions (about what a team's memory is
@@ -54,9 +53,9 @@ WORDS_FLOOR = 0.6
 
 Chosen with bench/quality.py --tune on validation.tsv (0.4 to 1 tried)."""
 RECALIBRATE = 0.1
+"""The floor is measured again once the number of memories has changed by this share."""
 MIN_SPREAD = 0.01
 """The least standard deviation of a query's cosines with the background questions a standing is divided by."""
-"""The floor is measured again once the number of memories has changed by this share."""
 
 # Questions a team's memory is not about. Written for bench/quality.py's tuning (the held-out
 # off-topic questions in bench/data/heldout.tsv are others), kept here as every query's off-topic
@@ -89,7 +88,7 @@ BACKGROUND = (
 
 @dataclass(frozen=True)
 class Why:
-    """Why a memory was (or was not) recalled for a query: its signals and the floors."""
+    """Why a memory was (or was not) recalled for a query: its signals, its places, the floors."""
 
     meaning: float | None
     """Cosine similarity of query and memory; None when recall is by words only."""
@@ -98,20 +97,27 @@ class Why:
     matched: tuple[str, ...]
     """The query's words the memory holds."""
     relevance: float
-    """weight x meaning + (1 - weight) x words, what hits are ranked by (by words only: bm25)."""
+    """What found the memory, 0 to 1: the fusion of its places by meaning and by words
+    (:mod:`memsite.retrieval`); by words only, bm25 divided by the best match's."""
     floor: float | None
     """The standing a memory needs (or :data:`WORDS_FLOOR` of words); None by words only or with no floor."""
     kept: bool
     standing: float | None = None
     """How far the cosine stands above the query's cosines with the background questions, in their
     standard deviations; None by words only or with no floor."""
+    meaning_place: int | None = None
+    """Its place among the candidates by meaning (1: the closest); None by words only."""
+    words_place: int | None = None
+    """Its place among the memories holding the query's words, by bm25 (1: the best); None if it holds none."""
 
     def __str__(self) -> str:
         words = f"words {self.words:.2f}" + (f" ({', '.join(self.matched)})" if self.matched else "")
         if self.meaning is None:
-            return f"{words}: words only, any shared word is kept"
+            return f"{words}, bm25 #{self.words_place}: words only, any shared word is kept"
+        places = f"meaning #{self.meaning_place}" + (f", words #{self.words_place}" if self.words_place else "")
+        fused = f"{places} -> relevance {self.relevance:.2f}"
         if self.floor is None or self.standing is None:
-            return f"meaning {self.meaning:.2f}, {words}; relevance {self.relevance:.2f} (no floor)"
+            return f"meaning {self.meaning:.2f}, {words} (no floor); {fused}"
         meaning = f"meaning {self.meaning:.2f}, {self.standing:.1f} sd above off-topic questions"
         if not self.kept:
             reason = f"{meaning} < floor {self.floor:.1f}, {words} < {WORDS_FLOOR:g}"
@@ -119,7 +125,7 @@ class Why:
             reason = f"{meaning} >= floor {self.floor:.1f}, {words}"
         else:
             reason = f"{words} >= {WORDS_FLOOR:g}, {meaning} (floor {self.floor:.1f})"
-        return f"{reason}; relevance {self.relevance:.2f}"
+        return f"{reason}; {fused}"
 
 
 def word_share(terms: list[str], counts: dict[str, int], total: int, matched: Iterable[str]) -> float:
@@ -136,35 +142,49 @@ def baseline(cosines: list[float]) -> tuple[float, float]:
     return mean, max(spread, MIN_SPREAD)
 
 
-def hybrid(catalog: Catalog, vectors: Vectors, query: str, weight: float, floor: float | None,
-           keep: int | None, allowed: set[int] | None = None) -> dict[int, Why]:
-    """Row number -> :class:`Why` of the memories closest to ``query`` by meaning or by words.
+@dataclass(frozen=True)
+class Signals:
+    """What one memory shows of its relevance to a query, before anything is ranked."""
 
-    The ``keep`` closest by meaning and the ``keep`` best by bm25 (all when
-    None), among ``allowed`` when given; ``kept`` says which reach the meaning
-    ``floor`` (a standing; every one when it is None) or :data:`WORDS_FLOOR`.
-    A weight of 0 (words only) or 1 (meaning only) leaves the other signal out
-    of both.
+    meaning: float | None
+    """Cosine similarity of query and memory; None by words only."""
+    bm25: float
+    """bm25 divided by the best word match's (the best has 1); 0 when it holds none of the query's words."""
+    words: float
+    """The share of the query's words the memory holds, weighted by their rarity (see :func:`word_share`)."""
+    matched: tuple[str, ...]
+    """The query's words the memory holds."""
+    standing: float | None
+    """The cosine's standing above off-topic questions (see the module's docstring); None without a floor."""
+
+
+def signals(catalog: Catalog, vectors: Vectors | None, query: str, keep: int | None, allowed: set[int] | None = None,
+            *, standing: bool = True) -> dict[int, Signals]:
+    """Row number -> :class:`Signals` of the memories closest to ``query`` by meaning or by words.
+
+    The ``keep`` best by bm25 and (with ``vectors``) the ``keep`` closest by meaning, all when
+    None, among ``allowed`` when given. ``standing``: measure each cosine against the query's
+    cosines with the :data:`BACKGROUND` questions.
     """
-    terms = search_terms(query[:4096])
+    terms = search_terms(query)
     words = catalog.lexical(match_any(terms)) if terms else {}
     if allowed is not None:
         words = {n: r for n, r in words.items() if n in allowed}
     best = words if keep is None or len(words) <= keep else \
         dict(sorted(words.items(), key=lambda item: item[1], reverse=True)[:keep])
-    closeness = vectors.closest(catalog, query, keep, allowed, best)
+    if vectors is None:
+        closeness: dict[int, float | None] = dict.fromkeys(best)
+    else:
+        closeness = dict(vectors.closest(catalog, query, keep, allowed, best))
     counts, holding = catalog.term_counts(terms, [n for n in closeness if n in words])
-    total = vectors.size(catalog)
-    mean, spread = baseline(vectors.similarities(query, BACKGROUND)) if floor is not None and closeness else (0, 1)
+    total = catalog.count() if vectors is None else vectors.size(catalog)
+    mean, spread = baseline(vectors.similarities(query, BACKGROUND)) \
+        if standing and vectors is not None and closeness else (0.0, 0.0)
     found = {}
     for n, cosine in closeness.items():
         matched = tuple(holding.get(n, ()))
-        share = word_share(terms, counts, total, matched)
-        relevance = weight * max(cosine, 0.0) + (1 - weight) * share
-        standing = None if floor is None else (cosine - mean) / spread
-        kept = relevance > 0 and (standing is None or (weight > 0 and standing >= floor)
-                                  or (weight < 1 and share >= WORDS_FLOOR))
-        found[n] = Why(cosine, share, matched, relevance, floor, kept, standing)
+        found[n] = Signals(cosine, words.get(n, 0.0), word_share(terms, counts, total, matched), matched,
+                           (cosine - mean) / spread if spread and cosine is not None else None)
     return found
 
 
@@ -180,13 +200,13 @@ def calibrated_floor(catalog: Catalog, vectors: Vectors, share: float) -> float:
     vectors.references(BACKGROUND)  # embedded at once (and kept) rather than one by one
     best = []
     for i, question in enumerate(BACKGROUND):
-        found = hybrid(catalog, vectors, question, 0.5, None, 50)
-        if any(why.words >= WORDS_FLOOR for why in found.values()):
+        found = signals(catalog, vectors, question, 50, standing=False)
+        if any(signal.words >= WORDS_FLOOR for signal in found.values()):
             best.append(math.inf)
             continue
         others = vectors.similarities(question, BACKGROUND)
         mean, spread = baseline(others[:i] + others[i + 1:])
-        best.append((max((why.meaning or 0.0 for why in found.values()), default=mean) - mean) / spread)
+        best.append((max((signal.meaning or 0.0 for signal in found.values()), default=mean) - mean) / spread)
     finite = sorted(b for b in best if b < math.inf)
     index = math.ceil(share * len(best))
     if index >= len(finite):

@@ -54,9 +54,11 @@ def test_recall_finds_a_memory_by_meaning_when_no_word_is_shared(store: MemorySt
         assert words_only.recall("car") == []
     hits = hybrid.recall("car")
     assert hits[0].memory.abstract == "The user drives an automobile to the office"
-    # relevance = 0.8 x cosine + 0.2 x the share of the query's words held: the same scale for every query
+    # relevance fuses the places by meaning and by words: first by meaning and holding no word of the query,
+    # it has the meaning's share (the weight) of what first in both would have
     assert hits[0].why.meaning == pytest.approx(1.0, abs=0.01) and hits[0].why.words == 0
-    assert hits[0].relevance == pytest.approx(0.8 * hits[0].why.meaning)
+    assert hits[0].why.meaning_place == 1 and hits[0].why.words_place is None
+    assert hits[0].relevance == pytest.approx(hybrid.config.embedding_weight)
     assert hybrid.recall("canine")[0].memory.abstract == "The team dog is called Biscuit"
     # A word match still counts: it lifts the memory that has the word above those that only mean it.
     assert hybrid.recall("postgres sql")[0].memory.abstract == "Reports read from postgres replicas"
@@ -91,7 +93,7 @@ def test_filters_and_decay_apply_to_meaning_as_to_words(hybrid: MemoryStore, clo
     assert hits[1].relevance == pytest.approx(hits[0].relevance) and hits[1].decay == pytest.approx(0.5)
     only_profile = hybrid.recall("sedan", category="profile")
     assert [h.memory.category for h in only_profile] == ["profile"]
-    assert [h.memory.id for h in hybrid.recall("sedan", min_score=0.7)] == [newer.id]
+    assert [h.memory.id for h in hybrid.recall("sedan", min_score=hits[0].score - 1e-9)] == [newer.id]
 
 
 def test_the_weight_comes_from_configuration(store: MemoryStore, hybrid: MemoryStore, clock: Clock) -> None:

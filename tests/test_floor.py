@@ -54,7 +54,8 @@ def test_off_topic_questions_recall_nothing_and_count_nothing(hybrid: MemoryStor
     assert counts(hybrid) == before
     # ...while a question about something in memory still finds it by meaning, and counts it
     hits = hybrid.recall("how do we stop customers getting their money back twice?")
-    assert hits[0].memory.abstract.startswith("Webhook retries duplicated refunds")
+    # (second at times: a memory holding the question's one word "stop" is first by words and close by meaning)
+    assert any(h.memory.abstract.startswith("Webhook retries duplicated refunds") for h in hits[:2])
     assert hits[0].why.kept and hits[0].why.standing >= hits[0].why.floor
 
 
@@ -108,7 +109,8 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     root = str(hybrid.root)
     hybrid.close()
     result = CliRunner().invoke(main, ["-C", root, "recall", "python tabs", "--explain"])  # words only (the tests' default)
-    assert result.output.splitlines()[1].strip() == "words 1.00 (python, tabs): words only, any shared word is kept"
+    assert result.output.splitlines()[1].strip() == "words 1.00 (python, tabs), bm25 #1: words only, any shared word is kept"
+    assert result.output.splitlines()[2].strip().startswith("written 2026-11-01, 0 recalls: x prior ")
     monkeypatch.setenv("MEMSITE_EMBEDDING", "minilm")
     result = CliRunner().invoke(main, ["-C", root, "recall", "tabs", "--explain"])
     assert result.exit_code == 0, result.output
@@ -116,7 +118,8 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     assert "The user prefers tabs over spaces" in lines[0]
     assert lines[1].strip().startswith("meaning ") and ">= floor" in lines[1] and "words 1.00 (tabs)" in lines[1]
     assert "sd above off-topic questions" in lines[1]
-    assert "; relevance " in lines[1] and lines[2] == "Below the floor (not recalled):" and "< floor" in lines[4]
+    assert "meaning #1, words #1 -> relevance 1.00" in lines[1] and "x prior" in lines[2]
+    assert lines[3] == "Below the floor (not recalled):" and "< floor" in lines[5]
     result = CliRunner().invoke(main, ["-C", root, "recall", "banana smoothie recipe", "--explain"])
     assert result.exit_code == 0
     assert result.output.splitlines()[0] == "Below the floor (not recalled):"
@@ -134,7 +137,7 @@ def test_the_floor_comes_from_configuration(hybrid: MemoryStore, clock: Clock) -
     settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      floor: 0\n    decay:\n", 1))
     with MemoryStore(hybrid.root, agent="planner", clock=clock, embedder="minilm") as no_floor:
         hits = no_floor.recall("banana smoothie recipe")  # the closest memories, relevant or not, as before
-        assert hits and str(hits[0].why).endswith("(no floor)")
+        assert hits and "(no floor)" in str(hits[0].why)
     settings.write_text(settings.read_text().replace("floor: 0\n", "floor: 2\n"))
     with pytest.raises(ConfigError, match=r"'plugins.memsite.embedding.floor': expected a number in \[0, 1\], got 2"):
         MemoryStore(hybrid.root, agent="planner")
@@ -158,6 +161,6 @@ def test_a_memory_that_answers_background_questions_still_recalls_by_meaning(sto
     with MemoryStore(store.root, agent="planner", clock=clock, embedder="minilm") as hybrid:
         assert hybrid.recall("recipe for chocolate chip cookies")[0].memory.abstract.startswith("Recipe for chocolate")
         hits = hybrid.recall("how do we stop customers getting their money back twice?")
-        assert hits[0].memory.abstract.startswith("Webhook retries duplicated refunds")
-        assert hits[0].why.words == 0 and hits[0].why.standing >= hits[0].why.floor
+        (answer,) = [h for h in hits[:2] if h.memory.abstract.startswith("Webhook retries duplicated refunds")]
+        assert answer.why.words == 0 and answer.why.standing >= answer.why.floor
         assert hybrid.recall("how tall is mount everest") == []

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsite import MemoryStore, decay_score
+from memsite import MemoryStore, decay_score, retrieval
+from memsite.errors import InvalidInput
 from memsite.cli import main
 from memsite.model import new_id
 from memsite.store import sketch_filter
@@ -65,18 +66,66 @@ def test_the_parameters_come_from_configuration(store: MemoryStore, clock: Clock
 # --- ranking on a small repository ---------------------------------------------------
 
 
-def test_recall_orders_by_relevance_decay_and_activity(store: MemoryStore, clock: Clock) -> None:
+def test_relevance_decides_what_is_recalled_and_time_orders_what_is_close(store: MemoryStore, clock: Clock) -> None:
+    clock.now = START - timedelta(days=180)
     old = store.remember("Deploy to staging with make deploy-staging", category="patterns")
-    clock.advance(days=30)
+    clock.now = START
     new = store.remember("Staging deploys need the VPN; deploy from the bastion host", category="patterns")
     store.remember("Unrelated note about lunch", category="general")
     hits = store.recall("deploy staging")
-    # The old one matches the words best, but 30 days have halved it: the new one ranks first.
-    assert [h.memory.id for h in hits] == [new.id, old.id]
-    assert hits[1].relevance == pytest.approx(1.0) and 0.5 < hits[0].relevance < 1
-    assert hits[1].decay == pytest.approx(0.5) and hits[0].decay == pytest.approx(1.0)
-    for h in hits:
-        assert h.score == pytest.approx(h.relevance * h.decay * h.boost)
+    # The six-month-old memory matches the words best: it stays first, though decay alone would give it 1/64.
+    assert [h.memory.id for h in hits] == [old.id, new.id]
+    assert hits[0].relevance == pytest.approx(1.0) and 0.5 < hits[1].relevance < 1
+    assert hits[0].decay == pytest.approx(2 ** -6) and hits[1].decay == pytest.approx(1.0)
+    for h in hits:  # time is a bounded prior: it takes at most PRIOR off the relevance
+        assert h.prior == pytest.approx(1 - retrieval.PRIOR + retrieval.PRIOR * min(1.0, h.decay * h.boost))
+        assert h.score == pytest.approx(h.relevance * h.prior)
+        assert h.relevance * (1 - retrieval.PRIOR) <= h.score <= h.relevance
+    # The seed's ranking, for agents that want the newest first: relevance x decay x boost.
+    fresh = store.recall("deploy staging", ranking="freshness")
+    assert [h.memory.id for h in fresh] == [new.id, old.id]
+    for h in fresh:
+        assert h.prior is None and h.score == pytest.approx(h.relevance * h.decay * h.boost)
+
+
+def test_time_orders_memories_of_about_the_same_relevance(store: MemoryStore, clock: Clock) -> None:
+    clock.now = START - timedelta(days=90)
+    old = store.remember("The release checklist lives in the wiki", category="patterns", dedupe=False)
+    clock.now = START
+    new = store.remember("The release checklist lives in the tracker", category="patterns", dedupe=False)
+    assert [h.memory.id for h in store.recall("release checklist")] == [new.id, old.id]
+
+
+def test_recall_by_the_dates_memories_were_written(store: MemoryStore, clock: Clock) -> None:
+    clock.now = START - timedelta(days=200)
+    spring = store.remember("The payments team adopted trunk-based development", category="events")
+    clock.now = START - timedelta(days=10)
+    recent = store.remember("The payments team moved stand-ups to 10:00", category="events")
+    clock.now = START
+    ids = lambda hits: [h.memory.id for h in hits]  # noqa: E731
+    assert sorted(ids(store.recall("payments team"))) == sorted([spring.id, recent.id])
+    assert ids(store.recall("payments team", since="2 weeks ago")) == [recent.id]
+    assert ids(store.recall("payments team", until="1 month ago")) == [spring.id]
+    day = (START - timedelta(days=200)).date().isoformat()
+    assert ids(store.recall("payments team", since=day, until=day)) == [spring.id]  # a date alone: its whole day
+    assert ids(store.recall("payments team", since=START - timedelta(days=300), until="yesterday")) == \
+        ids(store.recall("payments team"))
+    hit = store.recall("trunk-based development")[0]
+    assert hit.memory.created == START - timedelta(days=200)  # every hit carries its dates
+
+
+@pytest.mark.parametrize(("since", "until", "message"), [
+    ("banana", None, "since: 'banana' is not a date or a time; use 2026-03-01"),
+    ("2026-03-01", "2026-02-01", "since (2026-03-01T00:00:00Z) is after until (2026-02-01T23:59:59Z)"),
+    ("2027-01-01", None, "since: 2027-01-01T00:00:00Z is in the future"),
+    (None, 12, "until: expected a date or a time, got int"),
+])
+def test_bad_dates_are_one_clear_line(store: MemoryStore, since: object, until: object, message: str) -> None:
+    store.remember("The payments team adopted trunk-based development", category="events")
+    with pytest.raises(InvalidInput) as caught:
+        store.recall("payments", since=since, until=until)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+    assert store.recall("payments", until="2099-01-01")  # a future 'until' takes in everything
 
 
 def test_the_sql_ranking_agrees_with_decay_score(store: MemoryStore, clock: Clock) -> None:
@@ -112,7 +161,8 @@ def test_filters_and_min_score(store: MemoryStore, clock: Clock) -> None:
     store.forget(b.id)
     assert store.recall("redis", tags=["cache"]) == []
     clock.advance(days=60)
-    assert store.recall("redis", min_score=0.5) == []
+    assert store.recall("redis", min_score=0.5, ranking="freshness") == []  # a quarter of its score is left
+    assert store.recall("redis", min_score=0.95) == [] and store.recall("redis", min_score=0.5)
 
 
 @fixture_ok

@@ -451,8 +451,13 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @click.option("--by", "by_agent", help="Only memories written by this agent.")
 @click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Drop hits scoring below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
+@click.option("--since", help="Only memories written since then: 2026-03-01, '2 weeks ago', 'yesterday'.")
+@click.option("--until", help="Only memories written until then (a date alone: to its end).")
+@click.option("--ranking", type=click.Choice(["relevance", "freshness"]), default="relevance", show_default=True,
+              help="relevance: time only orders what is about as relevant; freshness: relevance x decay, newest first.")
 @click.option("--explain", is_flag=True,
-              help="Show why each hit was kept (meaning, words, the floor) and what the floor left out; counts nothing.")
+              help="Show why each hit was kept (meaning, words, the floor), what time took off, and what the floor "
+                   "left out; counts nothing.")
 @click.option("--all", "include_superseded", is_flag=True,
               help="Also memories replaced by another (marked 'superseded').")
 @click.option("--as-of", "as_of", metavar="WHEN",
@@ -462,14 +467,15 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @pass_context
 @errors_as_messages
 def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tuple[str, ...],
-           by_agent: str | None, min_score: float, as_json: bool, explain: bool, include_superseded: bool,
-           as_of: str | None, record_time: bool) -> None:
-    """Recall the memories that best match QUERY (relevance x decay x boost).
+           by_agent: str | None, min_score: float, as_json: bool, since: str | None, until: str | None,
+           ranking: str, explain: bool, include_superseded: bool, as_of: str | None, record_time: bool) -> None:
+    """Recall the memories that best match QUERY: relevance finds them, time orders what is close.
 
     Each memory recalled counts as used: its recall count goes up (journaled,
     committed in batches). With an embedder, only memories close enough in
     meaning to reach the floor, or holding most of QUERY's words, are recalled.
-    Memories replaced by another are left out (--all brings them back).
+    Each hit shows the day it was written. Memories replaced by another are
+    left out (--all brings them back, marked).
 
     With --as-of, memory as it stood then, in valid time: the memories written
     by then that still held then, as the repository knows now. With
@@ -480,6 +486,7 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
     Examples:
         memsite recall "how do we deploy to staging"
         memsite recall tabs --category preferences --json
+        memsite recall "who owns the ledger" --since "2 weeks ago" --until 2026-03-01
         memsite recall "banana smoothie recipe" --explain
         memsite recall "who is the user's manager" --as-of 2026-03-01
     """
@@ -487,15 +494,15 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
 
     if record_time and as_of is None:
         raise click.UsageError("--record-time needs --as-of")
+    asked = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score, since=since,
+                 until=until, ranking=ranking, include_superseded=include_superseded)
     with ctx.store() as store:
         if explain:
             if as_of is not None:
                 raise click.UsageError("--explain explains recall now; leave out --as-of")
-            _print_explained(store.explain(query, limit=limit, category=category, tags=tags, agent=by_agent,
-                                           min_score=min_score, include_superseded=include_superseded), as_json)
+            _print_explained(store.explain(query, **asked), as_json)
             return
-        hits = store.recall(query, limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score,
-                            include_superseded=include_superseded, as_of=as_of, record_time=record_time)
+        hits = store.recall(query, **asked, as_of=as_of, record_time=record_time)
     if not hits and only_stopwords(query) and not as_json:
         echo(f"No memories match: {safe(query, multiline=False)!r} has only common words (the, and, of ...), which "
              "every memory shares; add a word that says what you look for.", err=True)
@@ -524,10 +531,29 @@ def rank(ctx: Context, limit: int | None, category: str | None, as_json: bool, i
     _print_hits(hits, as_json)
 
 
+def _hit_dict(h: Any) -> dict[str, Any]:
+    return {**as_dict(h.memory), "relevance": h.relevance, "decay": h.decay, "boost": h.boost,
+            "prior": h.prior, "score": h.score}
+
+
+def _hit_line(h: Any) -> str:
+    replaced = (f"  [superseded by {h.memory.superseded_by} on {h.memory.valid_until:%Y-%m-%d}]"
+                if h.memory.superseded_by and h.memory.valid_until else "")
+    return (f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {h.memory.created:%Y-%m-%d}  "
+            f"{safe(h.memory.abstract, multiline=False)}{replaced}")
+
+
+def _time_part(h: Any) -> str:
+    """What age and recalls did to a hit's relevance."""
+    age = f"written {h.memory.created:%Y-%m-%d}, {h.memory.active_count} recalls"
+    if h.prior is None:
+        return f"{age}: x decay {h.decay:.3f} x boost {h.boost:.2f} -> score {h.score:.3f}"
+    return f"{age}: x prior {h.prior:.3f} -> score {h.score:.3f}"
+
+
 def _print_explained(hits: list[Any], as_json: bool) -> None:
     if as_json:
-        echo_json([{**as_dict(h.memory), "relevance": h.relevance, "decay": h.decay, "boost": h.boost,
-                    "score": h.score, "why": None if h.why is None else {**vars(h.why), "text": str(h.why)}}
+        echo_json([{**_hit_dict(h), "why": None if h.why is None else {**vars(h.why), "text": str(h.why)}}
                    for h in hits])
         return
     kept = [h for h in hits if h.why is None or h.why.kept]
@@ -535,9 +561,10 @@ def _print_explained(hits: list[Any], as_json: bool) -> None:
         if title and group:
             echo(title)
         for h in group:
-            echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {safe(h.memory.abstract, multiline=False)}")
+            echo(_hit_line(h))
             if h.why is not None:
                 echo(f"{'':8}{h.why}")
+            echo(f"{'':8}{_time_part(h)}")
     if not kept:
         echo("No memories match.", err=True)
     echo("(--explain counts no recall)", err=True)
@@ -545,14 +572,10 @@ def _print_explained(hits: list[Any], as_json: bool) -> None:
 
 def _print_hits(hits: list[Any], as_json: bool) -> None:
     if as_json:
-        echo_json([{**as_dict(h.memory), "relevance": h.relevance, "decay": h.decay,
-                   "boost": h.boost, "score": h.score} for h in hits])
+        echo_json([_hit_dict(h) for h in hits])
         return
     for h in hits:
-        replaced = (f"  [superseded by {h.memory.superseded_by} on {h.memory.valid_until:%Y-%m-%d}]"
-                    if h.memory.superseded_by and h.memory.valid_until else "")
-        echo(f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {safe(h.memory.abstract, multiline=False)}"
-             f"{replaced}")
+        echo(_hit_line(h))
     if not hits:
         echo("No memories match.", err=True)
 

@@ -108,7 +108,7 @@ class _MemsiteServer(_Server):  # type: ignore[misc, valid-type]
 
 def summary(memory: Memory) -> dict[str, Any]:
     return {"id": memory.id, "category": memory.category, "abstract": memory.abstract, "agent": memory.agent,
-            "created": format_time(memory.created)}
+            "created": format_time(memory.created), "updated": format_time(memory.updated)}
 
 
 def build_server(store: MemoryStore) -> Any:
@@ -152,13 +152,16 @@ def build_server(store: MemoryStore) -> Any:
         query: Annotated[str, Field(description="What you want to know, in your own words.")],
         category: Annotated[str | None, Field(description="Only this category.")] = None,
         limit: Annotated[int, Field(description="At most this many results.", ge=1, le=50)] = 5,
+        since: Annotated[str | None, Field(description="Only memories written since then: 2026-03-01, "
+                                                       "'2 weeks ago', 'yesterday'.")] = None,
+        until: Annotated[str | None, Field(description="Only memories written until then (a date: to its end).")] = None,
     ) -> dict[str, Any]:
-        """Find the memories that best answer a query, best first (relevance x recency x use).
+        """Find the memories that best answer a query, best first (relevance first; recency orders close ones).
 
         Each result has the memory's id (give it to `read` for the full text), its
-        abstract and its score.
+        abstract, when it was written (created) and last changed (updated), and its score.
         """
-        hits = store.recall(query, limit=limit, category=category)
+        hits = store.recall(query, limit=limit, category=category, since=since, until=until)
         return {"results": [{**summary(h.memory), "score": round(h.score, 4), "relevance": round(h.relevance, 4)}
                             for h in hits]}
 

@@ -16,6 +16,7 @@ import queue
 import sqlite3
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -288,8 +289,8 @@ class Catalog:
         tags: Iterable[str] = (),
         min_score: float = 0.0,
         relevance: Mapping[int, float] | None = None,
-        valid_at: str | None = None,
-        created_by: str | None = None,
+        valid_at: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[tuple[Memory, float, float, float, float]]:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
@@ -297,10 +298,10 @@ class Catalog:
         ``limit`` are exact. With a query, relevance is bm25 divided by the best
         bm25 of the query (the best match has 1.0); without one it is 1.0.
         ``relevance`` (row number -> relevance) ranks those rows instead.
-        ``valid_at`` leaves out what stopped holding by then (superseded), ``created_by``
+        ``valid_at`` leaves out what stopped holding by then (superseded), ``until``
         what was written after (see :func:`_filters`).
         """
-        where, args = _filters(category, agent, tags, valid_at, created_by)
+        where, args = _filters(category, agent, tags, None, until, valid_at)
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
                                   "min_score": min_score, "limit": -1 if limit is None else limit}
         for i, value in enumerate(args):
@@ -398,27 +399,50 @@ class Catalog:
                 chunk).fetchall()
         return found
 
-    def matching(self, category: str | None, agent: str | None, tags: Iterable[str], valid_at: str | None = None,
-                 created_by: str | None = None) -> set[int] | None:
-        """Row numbers of the memories passing the filters; None when there are none to apply.
+    def matching(self, category: str | None, agent: str | None, tags: Iterable[str],
+                 since: datetime | None = None, until: datetime | None = None,
+                 valid_at: datetime | None = None) -> set[int] | None:
+        """Row numbers of the memories passing the filters (written from ``since`` to ``until``, still
+        holding at ``valid_at``); None when there are none to apply.
 
-        Filters as :meth:`selective` leaves them (rarest tag first) are the quickest; ``valid_at`` and
-        ``created_by`` (see :meth:`ranked`) filter only when some memory fails them.
+        Filters as :meth:`selective` leaves them (rarest tag first) are the quickest; ``valid_at``
+        filters only when some memory stopped holding by then.
         """
         tags = list(tags)
         if valid_at is not None and not self.db.execute(
-                "SELECT 1 FROM memories WHERE valid_until <= ? LIMIT 1", (valid_at,)).fetchone():
+                "SELECT 1 FROM memories WHERE valid_until <= ? LIMIT 1", (format_time(valid_at),)).fetchone():
             valid_at = None
-        if created_by is not None and not self.db.execute(
-                "SELECT 1 FROM memories WHERE created > ? LIMIT 1", (created_by,)).fetchone():
-            created_by = None
-        if category is None and agent is None and tags and valid_at is None and created_by is None:  # a tag's own rows lead, not every memory's
+        if category is None and agent is None and tags and since is None and until is None and valid_at is None:
+            # a tag's own rows lead, not every memory's
             also = " AND EXISTS (SELECT 1 FROM memory_tags o WHERE o.tag = ? AND o.n = t.n)" * (len(tags) - 1)
             return {n for n, in self.db.execute(f"SELECT t.n FROM memory_tags t WHERE t.tag = ?{also}", tags)}
-        where, args = _filters(category, agent, tags, valid_at, created_by)
+        where, args = _filters(category, agent, tags, since, until, valid_at)
         if not where:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
+
+    def outside(self, rows: Iterable[int], valid_at: datetime | None, until: datetime | None) -> set[int]:
+        """Those of ``rows`` that no longer held at ``valid_at`` (superseded) or were written after ``until``."""
+        if valid_at is None and until is None:
+            return set()
+        wanted = list(rows)
+        if valid_at is not None and until is None and not self.db.execute(
+                "SELECT 1 FROM memories WHERE valid_until <= ? LIMIT 1", (format_time(valid_at),)).fetchone():
+            return set()  # (most stores: nothing was ever superseded)
+        conditions, args = [], []
+        if valid_at is not None:
+            conditions.append("valid_until <= ?")
+            args.append(format_time(valid_at))
+        if until is not None:
+            conditions.append("created > ?")
+            args.append(format_time(until))
+        found: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            found.update(n for n, in self.db.execute(
+                f"SELECT n FROM memories WHERE n IN ({', '.join('?' * len(chunk))}) AND ({' OR '.join(conditions)})",
+                [*chunk, *args]))
+        return found
 
     def selective(self, category: str | None, agent: str | None,
                   tags: Iterable[str]) -> tuple[str | None, str | None, list[str]]:
@@ -834,17 +858,20 @@ def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
             yield high | value, memory.id
 
 
-def _filters(category: str | None, agent: str | None, tags: Iterable[str], valid_at: str | None = None,
-             created_by: str | None = None) -> tuple[list[str], list[Any]]:
-    """SQL conditions (and their values) on ``memories m``: of ``category``, by ``agent``, holding every tag,
-    still holding at ``valid_at`` (no valid_until, or a later one), written by ``created_by``."""
+def _filters(category: str | None, agent: str | None, tags: Iterable[str], since: datetime | None = None,
+             until: datetime | None = None, valid_at: datetime | None = None) -> tuple[list[str], list[Any]]:
+    """SQL conditions (and their values) on ``memories m``: written from ``since`` to ``until``, still holding
+    at ``valid_at`` (no valid_until, or a later one), of ``category``, by ``agent``, holding every tag."""
     where, args = [], []
+    if since is not None:  # (times are written alike, so their text sorts as they do)
+        where.append("m.created >= ?")
+        args.append(format_time(since))
+    if until is not None:
+        where.append("m.created <= ?")
+        args.append(format_time(until))
     if valid_at is not None:
         where.append("(m.valid_until IS NULL OR m.valid_until > ?)")
-        args.append(valid_at)
-    if created_by is not None:
-        where.append("m.created <= ?")
-        args.append(created_by)
+        args.append(format_time(valid_at))
     if category is not None:
         where.append("m.category = ?")
         args.append(category)

@@ -87,6 +87,7 @@ class Store:
         self.repo = Repository(path)
         self.vectors: Vectors | None = None
         self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
+        self._born: datetime | None = None  # see born()
         self._embedder = embedder
         self._clock = clock or utcnow
         self._progress = progress
@@ -368,6 +369,22 @@ class Store:
 
         return self.healing(rebuild)
 
+    def born(self) -> datetime | None:
+        """When the first commit of the store's branch was made (None before there is one); asked of git once."""
+        if self._born is None:
+            tip = self.tip()
+            stamps = [int(line) for line in self.repo.git.run("log", "--max-parents=0", "--format=%ct", tip).stdout.split()
+                      if line.isdigit()] if tip else []
+            self._born = datetime.fromtimestamp(min(stamps), timezone.utc) if stamps else None
+        return self._born
+
+    def commit_at(self, when: datetime) -> str | None:
+        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none."""
+        tip = self.tip()
+        found = self.repo.git.run("rev-list", "-1", "--first-parent", f"--before={int(when.timestamp())}",
+                                  tip).stdout.strip() if tip else ""
+        return found or None
+
     def at_commit(self, commit: str, work: Callable[[Catalog], T]) -> T:
         """``work(catalog)`` on a catalog of the memories at ``commit`` (a past one: as-of reads in record time).
 
@@ -423,8 +440,8 @@ class Store:
         def read() -> list[Memory]:
             with self.repo.thread_lock:
                 self.fresh()
-                now = format_time(self.now())
-                rows = self.catalog.ranked(fts_query, now=now, half_life_days=self.config.half_life_days,
+                now = self.now()
+                rows = self.catalog.ranked(fts_query, now=format_time(now), half_life_days=self.config.half_life_days,
                                            active_weight=self.config.active_weight, limit=limit, category=category,
                                            valid_at=now)
             return [row[0] for row in rows]
