@@ -266,7 +266,8 @@ def test_as_of_reads_count_no_recall(team: MemoryStore, march: Clock) -> None:
     ("2026-02-01", "as_of: '2026-02-01' is before this memory repository existed (its first commit is from "
                    "2026-03-01 09:00 UTC); give a later time"),
     ("2026-12-24", "as_of: '2026-12-24' is in the future (now is 2026-07-01 09:00 UTC); give a time that has passed"),
-    ("last week", "as_of: expected a date like 2026-03-01 or a time like 2026-03-01T09:30:00Z, got 'last week'"),
+    ("last week", "as_of: 'last week' is not a date or a time; use 2026-03-01, 2026-03-01T09:30Z, '2 weeks ago', "
+                  "'yesterday', 'today' or 'now'"),
 ])
 def test_a_moment_outside_the_history_is_one_clear_line(team: MemoryStore, march: Clock, when: str,
                                                         message: str) -> None:
