@@ -290,7 +290,6 @@ class Catalog:
         min_score: float = 0.0,
         relevance: Mapping[int, float] | None = None,
         valid_at: datetime | None = None,
-        until: datetime | None = None,
     ) -> list[tuple[Memory, float, float, float, float]]:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
@@ -298,10 +297,9 @@ class Catalog:
         ``limit`` are exact. With a query, relevance is bm25 divided by the best
         bm25 of the query (the best match has 1.0); without one it is 1.0.
         ``relevance`` (row number -> relevance) ranks those rows instead.
-        ``valid_at`` leaves out what stopped holding by then (superseded), ``until``
-        what was written after (see :func:`_filters`).
+        ``valid_at`` leaves out what stopped holding by then (superseded).
         """
-        where, args = _filters(category, agent, tags, None, until, valid_at)
+        where, args = _filters(category, agent, tags, valid_at=valid_at)
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
                                   "min_score": min_score, "limit": -1 if limit is None else limit}
         for i, value in enumerate(args):
@@ -400,23 +398,18 @@ class Catalog:
         return found
 
     def matching(self, category: str | None, agent: str | None, tags: Iterable[str],
-                 since: datetime | None = None, until: datetime | None = None,
-                 valid_at: datetime | None = None) -> set[int] | None:
-        """Row numbers of the memories passing the filters (written from ``since`` to ``until``, still
-        holding at ``valid_at``); None when there are none to apply.
+                 since: datetime | None = None, until: datetime | None = None) -> set[int] | None:
+        """Row numbers of the memories passing the filters (written from ``since`` to ``until``);
+        None when there are none to apply.
 
-        Filters as :meth:`selective` leaves them (rarest tag first) are the quickest; ``valid_at``
-        filters only when some memory stopped holding by then.
+        Filters as :meth:`selective` leaves them (rarest tag first) are the quickest.
         """
         tags = list(tags)
-        if valid_at is not None and not self.db.execute(
-                "SELECT 1 FROM memories WHERE valid_until <= ? LIMIT 1", (format_time(valid_at),)).fetchone():
-            valid_at = None
-        if category is None and agent is None and tags and since is None and until is None and valid_at is None:
+        if category is None and agent is None and tags and since is None and until is None:
             # a tag's own rows lead, not every memory's
             also = " AND EXISTS (SELECT 1 FROM memory_tags o WHERE o.tag = ? AND o.n = t.n)" * (len(tags) - 1)
             return {n for n, in self.db.execute(f"SELECT t.n FROM memory_tags t WHERE t.tag = ?{also}", tags)}
-        where, args = _filters(category, agent, tags, since, until, valid_at)
+        where, args = _filters(category, agent, tags, since, until)
         if not where:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
