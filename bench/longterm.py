@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from longterm_data import AGES, NOW, Generated, generate, written  # noqa: E402
+import report  # noqa: E402
 
 from memsite import MemoryStore  # noqa: E402
 from memsite.text import match_any, search_terms  # noqa: E402
@@ -198,6 +199,8 @@ def main() -> None:
         print(table(results, rows, at))
         print()
     print(f"recall() p50 {p50:.2f} ms, p95 {p95:.2f} ms (explain, {len(questions)} questions)")
+    print("\ntargets: recall() recall@5 >= 1.10x the better of BM25 and cosine overall, >= 0.95x in every age bucket")
+    report.publish("longterm", skip=args.set != "held-out" or args.embedder != "minilm")
 
 
 if __name__ == "__main__":

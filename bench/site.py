@@ -4,6 +4,8 @@
     python bench/site.py --large    # and 100,000
     python bench/site.py --quick    # 1,000 only, one run each
     python bench/site.py --screenshots shots/   # only: screenshots of the demo's pages at 1280 and 375 px
+    python bench/site.py --engines  # only: the demo and 10,000 memories built with each engine
+    python bench/site.py --kills    # only: builds killed (kill -9) and interrupted (Ctrl-C) at ten points
 
 For each size, a memory repository is seeded through the API (every memory
 written in one month, the one the build runs in, some recalled) and `memsite
@@ -17,6 +19,13 @@ the search code) are recorded; and memory pages are opened (load event).
 Beside it, at 1,000 memories, mkdocs-material builds the same memories as
 plain pages listed in the nav (what pointing MkDocs at the files gives), and
 its own search is measured the same way. Medians throughout.
+
+``--engines`` builds the demo and 10,000 memories with MkDocs, ProperDocs and
+Zensical (``memsite build --engine``): wall time (median and p95), pages,
+largest page and site size each. ``--kills`` stops a build of 1,000 memories
+with SIGKILL and with SIGINT at each of ten points (``tests/site_build_process``)
+while a reader fetches pages of the served site in a loop: the site left must
+be exactly the previous build or the new one, and every fetch must succeed.
 """
 
 from __future__ import annotations
@@ -230,11 +239,22 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,000 memories, one run each")
     parser.add_argument("--runs", type=int, default=3, help="builds per measurement (median)")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one)")
+    parser.add_argument("--engines", action="store_true", help="only: the demo and 10,000 memories on each engine")
+    parser.add_argument("--kills", action="store_true", help="only: builds stopped at ten points, the site served")
     parser.add_argument("--screenshots", type=Path, metavar="DIR",
                         help="build the demo and write screenshots of its pages into DIR instead")
     args = parser.parse_args()
     if args.screenshots:
         screenshots(args.screenshots, args.dir or Path(tempfile.mkdtemp(prefix="memsite-shots-")))
+        return
+    if args.engines or args.kills:
+        workdir = args.dir or Path(tempfile.mkdtemp(prefix="memsite-site-bench-"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        if args.engines:
+            engines(workdir, 1 if args.quick else args.runs)
+        if args.kills:
+            kills(workdir, 200 if args.quick else 1_000)
+        report.publish("site-engines" if args.engines else "site-kills", skip=args.quick or (args.engines and args.kills))
         return
     runs = 1 if args.quick else args.runs
     sizes = [1_000] if args.quick else [1_000, 10_000] + ([100_000] if args.large else [])
@@ -260,6 +280,127 @@ def main() -> None:
     print("Targets at 100,000: build <= 180 s, first result <= 1,000 ms (<= 300 ms at 10,000), <= 1,000 KB "
           "fetched per query, no page over 1,000 KB, a memory page opens in <= 1,000 ms; no other host.")
     report.publish("site", skip=args.quick)
+
+
+ENGINES = ("mkdocs", "properdocs", "zensical")
+
+
+def engines(workdir: Path, runs: int) -> None:
+    """The demo and 10,000 memories built with each engine: build seconds (median, p95), pages, sizes."""
+    demo = workdir / "demo"
+    if not demo.is_dir():
+        subprocess.run([sys.executable, "-m", "memsite", "demo", str(demo)], check=True, capture_output=True)
+    big = workdir / "repo-10000"
+    if not big.is_dir():
+        seed(big, Corpus(), 10_000)
+    rows = []
+    for name, repo in (("demo", demo), ("10,000 memories", big)):
+        for engine in ENGINES:
+            times = []
+            for n in range(runs):
+                log(f"{name}: memsite build --engine {engine}, run {n + 1}/{runs} ...")
+                site = workdir / f"site-{engine}"
+                seconds, _ = measure([sys.executable, "-m", "memsite", "-C", str(repo), "build", "--engine", engine,
+                                      "--site-dir", str(site)], repo)
+                times.append(seconds)
+            pages, largest, total = html_sizes(site)
+            rows.append((name, engine, times, pages, largest, total))
+    print(f"\nSite build per engine (median and p95 of {runs} run(s), 2 cores shared, load "
+          f"{os.getloadavg()[0]:.1f}):\n")
+    print("| site | engine | build s p50 | build s p95 | HTML pages | largest page KB | site MB |")
+    print("|---|---|--:|--:|--:|--:|--:|")
+    for name, engine, times, pages, largest, total in rows:
+        print(f"| {name} | {engine} | {statistics.median(times):.1f} | {_p95(times):.1f} | {pages:,} | "
+              f"{largest / 1e3:.0f} | {total / 1e6:.1f} |")
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def kills(workdir: Path, count: int) -> None:
+    """Stop builds at each point with SIGKILL and SIGINT while the site is read; the site must stay whole."""
+    import functools
+    import hashlib
+    import threading
+    import urllib.request
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.site_build_process import KILL_POINTS
+
+    def tree(site: Path) -> dict[str, str]:
+        return {p.relative_to(site).as_posix(): hashlib.sha1(p.read_bytes()).hexdigest()
+                for p in sorted(site.rglob("*")) if p.is_file() and p.name != ".memsite-build.json"}
+
+    repo = workdir / f"kills-{count}"
+    if not repo.is_dir():
+        seed(repo, Corpus(), count)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1767225600"}
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build"], check=True, capture_output=True,
+                   env=env)
+    old = tree(repo / "site")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    # The server serves site/ by its path, as a web server does: each request finds whatever is there then.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(repo / "site")))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    memory = next(iter(p for p in old if p.startswith("m/")))
+    addresses = ["", "rankings/", memory.removesuffix("index.html"), "pagefind/pagefind-entry.json"]
+    results = []
+    for point in KILL_POINTS:
+        for how in ("kill", "int"):
+            fetched, failed, stop = [0], [], threading.Event()
+
+            def read(stop: threading.Event = stop, fetched: list[int] = fetched, failed: list[str] = failed) -> None:
+                while not stop.is_set():
+                    for address in addresses:
+                        try:
+                            with urllib.request.urlopen(base + address, timeout=10) as response:
+                                response.read()
+                            fetched[0] += 1
+                        except Exception as exc:  # noqa: BLE001 (any failure a reader would see)
+                            failed.append(f"{address}: {exc}")
+
+            with MemoryStore(repo, agent="bench") as store:  # something new for the stopped build to add
+                added = store.remember(f"Round {point} {how}: {Corpus().text()}", category="cases", dedupe=False).id
+            reader = threading.Thread(target=read)
+            reader.start()
+            start = time.perf_counter()
+            stopped = subprocess.run([sys.executable, "-m", "tests.site_build_process", str(repo), point, how],
+                                     cwd=root, env=env, capture_output=True, text=True)
+            seconds = time.perf_counter() - start
+            stop.set()
+            reader.join()
+            now = tree(repo / "site")
+            # old: exactly the previous build; new (only once swapped): every page of it, the new memory's page and
+            # a search index (its files are named by their content: they change with any page)
+            pages_of = {p for p in old if not p.startswith("pagefind/")} | {f"m/{added}/index.html",
+                                                                            "pagefind/pagefind-entry.json"}
+            new = point == "swapped" and pages_of <= set(now)
+            state = "old" if now == old else "new" if new else "MIXED"
+            results.append((point, how, stopped.returncode, state, fetched[0], len(failed), seconds))
+            log(f"{point} {how}: exit {stopped.returncode}, site {state}, {fetched[0]} fetches, {len(failed)} failed")
+            old = now  # (after 'swapped' the new site is the one to keep whole)
+    server.shutdown()
+    server.server_close()
+    whole = sum(r[3] != "MIXED" for r in results)
+    print(f"\nBuilds of {count:,} memories stopped at {len(KILL_POINTS)} points, SIGKILL and SIGINT (Ctrl-C), "
+          f"while a reader fetched 4 pages of the served site in a loop (2 cores shared, load "
+          f"{os.getloadavg()[0]:.1f}):\n")
+    print("| point | signal | exit | site after | fetches | failed fetches | seconds |")
+    print("|---|---|--:|---|--:|--:|--:|")
+    for point, how, code, state, fetched_n, failed_n, seconds in results:
+        print(f"| {point} | {'SIGKILL' if how == 'kill' else 'SIGINT'} | {code} | {state} | {fetched_n} | "
+              f"{failed_n} | {seconds:.1f} |")
+    print(f"\nThe served site was whole after {whole} of {len(results)} stopped builds "
+          f"and {sum(r[5] for r in results)} of {sum(r[4] + r[5] for r in results)} fetches failed.")
 
 
 def screenshots(out: Path, workdir: Path) -> None:

@@ -12,6 +12,15 @@ Every clone is a process of its own, on this disk, with one bare remote:
   every push to an agent branch) runs in a clone of its own;
 * ``cli``: the same with 12 clones writing every 2-6 s, each sync a
   ``memsite sync`` process of its own;
+* ``bare``: 12 clones writing every 2-6 s, each sync a ``memsite sync``
+  process, on a plain ``git init --bare`` remote (its HEAD names ``master``)
+  with no merge queue running: the simplest team set-up;
+* ``world``: 12 clones setting the same five world keys every 2-6 s for 2
+  minutes, each sync a ``memsite sync`` process, on the same plain remote
+  with no merge queue: reports the keys merges found set two ways and
+  whether each merge commit lists them;
+* ``clone``: a new machine joining a 10,000-memory memory: ``memsite clone``
+  (git clone, the index, the vectors) beside a plain ``git clone``;
 * ``stress``: 50 clones x 20 memories back to back, syncing after every write;
 * ``during``: remember() in a clone while a sync of the same clone runs
   (another clone keeps pushing, so each sync fetches and merges), beside
@@ -100,12 +109,16 @@ def worker(args: argparse.Namespace) -> None:
         store.list()  # the catalog is built before the clock starts
 
         def write(text: str) -> tuple[str, str]:
+            if args.kind == "world":  # one of five keys every clone sets
+                commit = store.world.merge({f"team.key{rng.randrange(5)}": f"{name}: {text[:60]}"})
+                assert commit is not None
+                return commit, commit
             memory = store.remember(text, category="entities", dedupe=False)
             return memory.id, memory.path.name
 
         def sync() -> str:
             try:
-                if args.kind == "cli":
+                if args.kind in ("cli", "world"):
                     result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(clone), "--agent", name,
                                              "sync", "--json"], capture_output=True, text=True)
                     if result.returncode != 0:
@@ -215,6 +228,8 @@ class Run:
     round_errors: int = 0  # integrate runs that ended in an error (kept moving: the next run takes over)
     settled: float | None = None  # seconds after the last worker ended until every acknowledged memory was on main
     cpu: dict[str, float] = field(default_factory=dict)  # where the machine's CPU went during the run
+    conflicts: int = 0  # world keys set two ways that merges settled (the world run)
+    unlisted: int = 0  # of those, how many no merge commit lists
 
     def delays(self) -> list[float]:
         return [max(0.0, self.seen_at[f] - self.synced_at[f]) for f in self.synced_at if f in self.seen_at]
@@ -223,12 +238,13 @@ class Run:
 HOST_REPACK_SECONDS = 5.0  # how often the hosted remote folds the packs pushes left
 
 
-def make_remote(root: Path, hosted: bool) -> Path:
-    """A bare remote holding a fresh memory repository; ``hosted``: each push is kept as its pack."""
+def make_remote(root: Path, hosted: bool, bare: bool = False) -> Path:
+    """A bare remote holding a fresh memory repository; ``hosted``: each push is kept as its pack; ``bare``:
+    made by a plain ``git init --bare`` (HEAD names git's default branch, not ``main``)."""
     from memsite import MemoryStore
 
     remote = root / "remote.git"
-    git(root, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(root, "init", "-q", "--bare", *([] if bare else ["-b", "main"]), str(remote))
     if hosted:
         git(remote, "config", "receive.unpackLimit", "1")
     seed = root / "seed"
@@ -255,15 +271,15 @@ def watch(remote: Path, run: Run, stop: threading.Event) -> None:
 
 
 def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | None, duration: float,
-             count: int, integrate: bool, keep: bool, hosted: bool) -> Run:
+             count: int, integrate: bool, keep: bool, hosted: bool, bare: bool = False) -> Run:
     run = Run(name)
     root = Path(tempfile.mkdtemp(prefix=f"memsite-team-{kind}-"))
     try:
-        remote = make_remote(root, hosted)
+        remote = make_remote(root, hosted, bare)
         paths = []
         for i in range(clones):
             path = root / f"clone{i:02d}"
-            git(root, "clone", "-q", str(remote), str(path))
+            git(root, "clone", "-q", "--branch", "main", str(remote), str(path))
             paths.append(path)
         start = time.time() + 5 + clones * 0.6  # every worker has opened its store by then
         procs = []
@@ -328,8 +344,12 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                     run.final_failed += event["final"].startswith("failed")
                     run.cpu["agents"] = run.cpu.get("agents", 0.0) + event["cpu"][0]
                     run.cpu["their git"] = run.cpu.get("their git", 0.0) + event["cpu"][1]
-        on_main = {line.rpartition("/")[2] for line in
-                   git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
+        if kind == "world":  # each acknowledged commit is on main; each key a merge found set two ways is listed
+            on_main = set(git(remote, "rev-list", "main").stdout.split())
+            run.conflicts, run.unlisted = world_conflicts_listed(remote)
+        else:
+            on_main = {line.rpartition("/")[2] for line in
+                       git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
         run.lost = len(set(run.acked) - on_main)
         bad = [str(p.name) for p in [remote, *paths] if git(p, "fsck", "--strict", "--no-progress", check=False).returncode]
         run.fsck = "clean" if not bad else "FAILED: " + ", ".join(bad)
@@ -337,6 +357,66 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return run
+
+
+def world_conflicts_listed(remote: Path) -> tuple[int, int]:
+    """(world keys the merges on main found set two ways, those of them no World-Conflict trailer lists)."""
+    from memsite import world
+
+    path = "content/world_state.md"
+
+    def text(commit: str) -> str:
+        return git(remote, "show", f"{commit}:{path}", check=False).stdout
+
+    found = unlisted = 0
+    for line in git(remote, "rev-list", "--merges", "--parents", "main").stdout.splitlines():
+        merge, *parents = line.split()
+        listed = git(remote, "log", "-1", "--format=%(trailers:key=World-Conflict,valueonly)", merge).stdout
+        current = parents[0]
+        for other in parents[1:]:  # (the merge queue's commit has more parents; merged one after another)
+            base = git(remote, "merge-base", current, other).stdout.strip()
+            keys = world.conflict_keys(text(base), text(current), text(other)) if base else []
+            found += len(keys)
+            unlisted += sum(f"{key}: kept " not in listed for key in keys)
+    return found, unlisted
+
+
+def clone_run(count: int, keep: bool) -> list[tuple[str, float]]:
+    """Seconds for a new machine to join a memory of ``count`` memories: git clone alone, then memsite clone
+    by words only and with the default embedder (recall by meaning ready: every memory embedded)."""
+    from corpus import Corpus
+
+    from memsite import MemoryStore
+
+    root = Path(tempfile.mkdtemp(prefix="memsite-team-clone-"))
+    try:
+        remote = root / "remote.git"
+        git(root, "init", "-q", "--bare", str(remote))  # HEAD names master, as 'git init --bare' makes it
+        seed = root / "seed"
+        corpus = Corpus(seed=5)
+        with MemoryStore.init(seed, agent="seed", exist_ok=True) as store:
+            for start in range(0, count, 5000):
+                with store.transaction(f"Seed memories {start}") as tx:
+                    for _ in range(start, min(count, start + 5000)):
+                        tx.remember(corpus.text(), category=corpus.category(), dedupe=False)
+        git(seed, "push", "-q", str(remote), "main")
+        rows = []
+        for label, command, extra in (
+                ("git clone (baseline)", ["git", "clone", "-q", "--branch", "main"], {}),
+                ("memsite clone, recall by words", [sys.executable, "-m", "memsite", "--agent", "b", "clone"],
+                 {"MEMSITE_EMBEDDING": "none"}),
+                ("memsite clone, recall by meaning (default embedder)",
+                 [sys.executable, "-m", "memsite", "--agent", "c", "clone"], {})):
+            target = root / f"joined-{len(rows)}"
+            started = time.perf_counter()
+            subprocess.run([*command, str(remote), str(target)], check=True, capture_output=True,
+                           env={**os.environ, **extra}, cwd=HERE.parent)
+            rows.append((label, time.perf_counter() - started))
+            print(f"  {label}: {rows[-1][1]:.1f} s", file=sys.stderr, flush=True)  # (progress)
+        return rows
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def during_sync(rounds: int, keep: bool, hosted: bool) -> tuple[list[float], list[float]]:
@@ -417,6 +497,14 @@ def cpu_line(run: Run) -> str:
             f"({', '.join(parts)}, other {other:.0f} s: background gc, the remote's, the watcher){queue}")
 
 
+def failures(run: Run) -> str:
+    """The distinct reasons syncs failed, with how many each (what to look at when the column is not 0)."""
+    counted: dict[str, int] = {}
+    for reason in run.failed:
+        counted[reason] = counted.get(reason, 0) + 1
+    return "".join(f"\n  {count} x {reason}" for reason, count in sorted(counted.items(), key=lambda x: -x[1])[:5])
+
+
 def row(run: Run) -> str:
     delays = run.delays()
     synced = len(run.synced_at)
@@ -431,7 +519,7 @@ def row(run: Run) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small smoke run (minutes)")
-    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "stress", "during"])
+    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "world", "clone", "stress", "during"])
     parser.add_argument("--keep", action="store_true", help="keep the repositories (printed) for a look")
     parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
     parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
@@ -439,7 +527,7 @@ def main() -> None:
     parser.add_argument("--remote", choices=["hosted", "plain"], default="hosted",
                         help="a remote that keeps pushes as packs, as a hosting service (default), or git's defaults")
     args = parser.parse_args()
-    chosen = args.only or ["paced", "cli", "stress", "during"]
+    chosen = args.only or ["paced", "cli", "bare", "world", "clone", "stress", "during"]
     q = args.quick
     hosted = args.remote == "hosted"
     print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}, "
@@ -452,18 +540,32 @@ def main() -> None:
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"paced, {n} clones x {d} s, {kind}", kind, n, pace=(2, 8), duration=d, count=0,
                                  integrate=kind == "memsite", keep=args.keep, hosted=hosted))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "cli" in chosen:
         n, d = (4, 20) if q else (12, 180)
         runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
                              duration=d, count=0, integrate=True, keep=args.keep, hosted=hosted))
-        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+    if "bare" in chosen:
+        n, d = (4, 20) if q else (12, args.seconds or 180)
+        runs.append(scenario(f"paced CLI on a plain 'git init --bare' remote, no merge queue, {n} clones x {d} s",
+                             "cli", n, pace=(2, 6), duration=d, count=0, integrate=False, keep=args.keep,
+                             hosted=False, bare=True))
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+    if "world" in chosen:
+        n, d = (4, 20) if q else (12, args.seconds or 120)
+        runs.append(scenario(f"world keys: {n} clones setting the same 5 keys x {d} s, 'memsite sync' after each, "
+                             "plain bare remote, no merge queue", "world", n, pace=(2, 6), duration=d, count=0,
+                             integrate=False, keep=args.keep, hosted=False, bare=True))
+        print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+        print(f"  world keys set two ways and settled: {runs[-1].conflicts}, not listed: {runs[-1].unlisted}",
+              file=sys.stderr, flush=True)
     if "stress" in chosen:
         n, w = (8, 5) if q else (50, 20)
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"stress, {n} clones x {w} back to back, {kind}", kind, n, pace=None, duration=0,
                                  count=w, integrate=kind == "memsite", keep=args.keep, hosted=hosted))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     print()
     print("| run | acknowledged | lost | failed syncs | queued | sync p50 / p95 / max | on the shared branch after "
           "its sync, p50 / p95 / max | all on it, after the last write | fsck --strict |")
@@ -471,7 +573,16 @@ def main() -> None:
     for run in runs:
         print(row(run))
     for run in runs:
-        print(cpu_line(run))
+        print(cpu_line(run) + failures(run))
+        if run.name.startswith("world"):
+            print(f"  {run.name}: world keys set two ways and settled {run.conflicts}, not listed {run.unlisted}")
+    if "clone" in chosen:
+        count = 1000 if q else 10_000
+        print()
+        print(f"| joining a memory of {count:,} memories (one run) | seconds |")
+        print("|---|---|")
+        for label, seconds in clone_run(count, args.keep):
+            print(f"| {label} | {seconds:.1f} |")
     if "during" in chosen:
         during, idle = during_sync(30 if q else 200, args.keep, hosted)
         print()

@@ -17,7 +17,7 @@ from .errors import (
     SecretFound,
 )
 from .extract import Candidate, Extractor
-from .model import Memory
+from .model import Memory, short_id
 from .protocol import Task
 from .ranking import decay_score
 from .skills import SkillCandidate, render_skill
@@ -49,4 +49,5 @@ __all__ = [
     "decay_score",
     "from_env",
     "render_skill",
+    "short_id",
 ]

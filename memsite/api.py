@@ -12,6 +12,7 @@ and git failures below it into memsite's errors there, and nowhere else.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +45,8 @@ from .model import Memory, format_time, utcnow
 from .protocol import Task, start
 from .recall import TOOLS, Hit, call_tool, format_hits
 from .relevance import floor
-from .scaffold import create_repository
+from .scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
+from .store.memories import AGENT_SETTING
 from .skills import SkillCandidate, candidates
 from .store import Store, Transaction
 from .store.activity import ActivityJournal
@@ -65,6 +67,7 @@ class MemoryStore:
     Args:
         path: the repository (or any folder inside its working tree).
         agent: who writes; the commit author. Defaults to ``$MEMSITE_AGENT``,
+            then the clone's ``memsite.agent`` (git config, which :meth:`clone` sets),
             then git's ``user.name``, then ``human``. A name with spaces or
             accents becomes its slug (``"Team Lead"`` writes as ``team-lead``).
         clock: returns the current time (UTC); for simulations and tests.
@@ -128,6 +131,10 @@ class MemoryStore:
     ) -> None:
         self.syncer: Syncer | None = None
         self._llm = llm  # judges possible contradictions (see remember); None: MEMSITE_LLM_*, when first needed
+        self.cloned: tuple[str, bool] | None = None
+        """After :meth:`clone`: (the branch checked out, whether the remote was empty and got a new memory)."""
+        self.published: str | None = None
+        """After ``init(..., remote=URL)``: what is left to do on the hosting service, if anything."""
         self._store = Store(path, agent, clock=clock, progress=progress,
                             embedder=embedder if callable(embedder) else None, branch=branch,
                             git_settings=clone_settings, removal=removal)
@@ -166,17 +173,101 @@ class MemoryStore:
         agent: str | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
+        remote: str | None = None,
+        exist_ok: bool = False,
     ) -> MemoryStore:
         """Create a memory repository at ``path`` (``git init`` if needed) and open it.
 
         Writes ``mkdocs.yml`` (site and memsite settings), ``content/`` and
         ``.gitignore``, and commits them.
 
+        Args:
+            remote: an empty remote to publish the new memory to, as ``origin``'s ``main``; a remote on this
+                machine gets its HEAD set to ``main`` so a plain ``git clone`` checks the memory out
+                (elsewhere, ``store.published`` says to set the default branch on the hosting service).
+                ``agent``, when given, is kept in the clone's git config (``memsite.agent``).
+            exist_ok: open a memsite repository already at ``path`` rather than refuse it (a script's
+                first line, run again and again).
+
         Raises:
-            MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``.
+            MemsiteError: ``path`` already holds a memsite repository or an ``mkdocs.yml``; ``remote``
+                cannot be reached or already has a ``main`` (checked before anything is made).
         """
-        create_repository(Path(path), when=(clock or utcnow)())
-        return cls(path, agent=agent, clock=clock)
+        where = Path(path)
+        if exist_ok and is_memory(where):
+            return cls(path, agent=agent, clock=clock)
+        if remote is not None:
+            parent = where.resolve().parent
+            check_publishable(remote, parent if parent.is_dir() else Path.cwd())  # (before anything is made)
+        create_repository(where, when=(clock or utcnow)())
+        store = cls(path, agent=agent, clock=clock)
+        if remote is not None:
+            try:
+                store.published = publish(store.root, remote)
+                if agent is not None:
+                    store._keep_agent()
+            except BaseException:
+                store.close()
+                raise
+        return store
+
+    @classmethod
+    @translated
+    def clone(
+        cls,
+        url: str,
+        path: str | os.PathLike[str] | None = None,
+        agent: str | None = None,
+        *,
+        branch: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        embedder: Embedder | str | None = None,
+    ) -> MemoryStore:
+        """Join a team's memory: clone it from ``url`` into ``path``, and make recall ready.
+
+        Works with any remote: one whose HEAD names another branch (a plain
+        ``git init --bare`` names ``master``; memsite shares ``main``), one
+        with the agents' ``agent/...`` branches (never checked out), and an
+        empty one (a new memory is made and published to it, as
+        ``init(..., remote=url)``). The store opens on the shared branch as
+        ``agent``, who is written to the clone's git config (``memsite.agent``)
+        so every later command there writes as that agent; the catalog is
+        built and the memories embedded (``progress`` is called as (done,
+        total)). Nothing is left behind when the clone fails.
+
+        Args:
+            url: the remote (any URL or path git clones).
+            path: the folder to make (default: the URL's last part, without ``.git``); it may exist if empty.
+            branch: the memory's branch on the remote (default: ``main``, else the one the remote's HEAD names).
+
+        Returns:
+            The open store (``store.cloned``: the branch, and whether the remote was empty).
+
+        Raises:
+            InvalidInput: ``path`` exists and is not an empty folder.
+            RepositoryError: ``url`` is not a git repository, cannot be reached, or holds no memsite memory.
+        """
+        where = destination(url, path)
+        chosen, new = clone_repository(url, where, branch)
+        try:
+            store = cls(where, agent=agent, progress=progress, embedder=embedder)
+        except BaseException:
+            shutil.rmtree(where, ignore_errors=True)
+            raise
+        try:
+            if agent is not None:
+                store._keep_agent()
+            store.cloned = (chosen, new)
+            store.fresh()
+            store.embed()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _keep_agent(self) -> None:
+        """Make this store's agent the one every later command in this clone writes as (``memsite.agent``)."""
+        self.repo.git.run("config", AGENT_SETTING, self.agent, check=True)
 
     @translated
     def close(self) -> None:
@@ -305,7 +396,8 @@ class MemoryStore:
 
     @translated
     def get(self, id: str, *, as_of: datetime | str | None = None) -> Memory:
-        """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
+        """The memory with ``id``, or with the one id that starts or ends with ``id`` (6 characters or more, any
+        case): its short form (:func:`memsite.short_id`, the end of its random part) is enough.
 
         ``as_of``: the memory as it was after the last commit before then
         (record time; see :meth:`recall`); its ``valid_until`` says whether it held then.
@@ -313,8 +405,8 @@ class MemoryStore:
         Raises:
             NotFound: no memory has that id, saying when, by whom and in
                 which commit it was forgotten or trimmed.
-            InvalidInput: ``id`` is a prefix shorter than 6 characters, or
-                more than one id starts with it (naming them).
+            InvalidInput: ``id`` is shorter than 6 characters, or more than
+                one id starts or ends with it (naming them, with their abstracts).
             FormatError: the file of that id cannot be read (naming it).
             InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
         """
@@ -525,7 +617,8 @@ class MemoryStore:
         """Embed the memories recall has no vectors for yet, and measure the relevance floor; returns how many have.
 
         What the first recall after many new memories (a bulk import, a fresh
-        clone) does, done ahead of it. 0 by words only (no embedder).
+        clone) does, done ahead of it. Vectors published in the repository
+        (:meth:`publish_vectors`) are read rather than computed. 0 by words only (no embedder).
         """
         vectors = self._store.vectors
         if vectors is None:
@@ -538,6 +631,20 @@ class MemoryStore:
                 return vectors.size(self.catalog)
 
         return self._store.healing(work, reading=True)
+
+    @translated
+    def publish_vectors(self) -> tuple[int, str | None]:
+        """Publish the vectors of the memories the repository has none for yet, in one commit.
+
+        They go under ``vectors/<model>/`` (outside the site), in a file only this clone writes,
+        so merges never conflict on them; a fresh clone then reads them instead of embedding
+        every memory (:meth:`embed`). Memories without vectors yet are embedded first.
+
+        Returns:
+            How many vectors were published, and the commit (None when there was nothing to publish
+            or recall is by words only).
+        """
+        return self._store.publish_vectors()
 
     @translated
     def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:

@@ -40,7 +40,7 @@ def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty:
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what}: not valid UTF-8 (a lone surrogate at character {exc.start}); send UTF-8 text") from None
+        raise InvalidInput(_not_text(what, value, exc.start)) from None
     if "\x00" in value:
         line = value.count("\n", 0, value.index("\x00")) + 1
         raise InvalidInput(f"{what}: contains a NUL byte (line {line}); memories are text")
@@ -49,6 +49,19 @@ def text(value: object, what: str, *, max_bytes: int | None = None, allow_empty:
     if max_bytes is not None and size > max_bytes:
         raise InvalidInput(f"{what}: is {size} bytes, over {_cap(max_bytes, setting)}; {fix}")
     return value
+
+
+def _not_text(what: str, value: str, start: int) -> str:
+    """What to say of text holding a character UTF-8 cannot write: a byte of input that was not UTF-8 (kept as
+    a surrogate escape: binary data, most likely), or a lone surrogate a program passed."""
+    char = value[start]
+    line = value.count("\n", 0, start) + 1
+    if "\udc80" <= char <= "\udcff":
+        offset = len(value[:start].encode("utf-8", "surrogateescape"))
+        return (f"{what}: not UTF-8 text (byte 0x{ord(char) - 0xDC00:02x} at byte {offset}, line {line}): binary "
+                "data (an image, an archive?) cannot be remembered; send UTF-8 text")
+    return (f"{what}: not valid text (a lone surrogate, U+{ord(char):04X}, at character {start}, line {line}); "
+            "send UTF-8 text")
 
 
 def read_capped(stream: BinaryIO, what: str, *, max_bytes: int, setting: str | None = None,

@@ -155,6 +155,9 @@ def _categories(value: Any) -> tuple[Category, ...]:
     return categories
 
 
+ENGINES = ("mkdocs", "properdocs", "zensical")  # what may build the site (memsite.site.build)
+
+
 def setting(default: Any, key: str, parse: Any, *, null: bool = False) -> Any:
     """A :class:`Config` field users set in ``mkdocs.yml``: its ``key`` there and the ``parse`` that checks it.
 
@@ -198,9 +201,9 @@ class Config:
     """How alike (word pairs in common, Dice 0-1) a new memory must be to an existing one to merge."""
     flush_every: int = setting(500, "activity.flush_every", _number(1, whole=True))
     """Recalls recorded before their counts are committed in one batch."""
-    embedding_weight: float = setting(0.55, "embedding.weight", _number(0, 1))
-    """With an embedder: the weight of meaning in the fusion of the places by meaning and by words
-    (see memsite/retrieval.py); the rest is the words'. 1 recalls by meaning alone, 0 by words alone.
+    embedding_weight: float = setting(0.5, "embedding.weight", _number(0, 1))
+    """With an embedder: the weight of meaning in the fusion of meaning and words (see
+    memsite/retrieval.py); the rest is the words'. 1 recalls by meaning alone, 0 by words alone.
 
     Chosen with ``bench/longterm.py --set validation``; its held-out questions never took part."""
     embedding_model: str = setting("auto", "embedding.model", _model, null=True)
@@ -226,9 +229,12 @@ class Config:
     sync_attempts: int | None = setting(None, "sync.attempts", _number(1, whole=True))
     """How many times ``memsite sync`` tries to integrate into the shared branch before leaving it queued.
 
-    Default: once when agents publish (a sync that lost the race is queued
-    and ``memsite integrate`` merges it: a retry would only add to the
-    contention), five times with backoff when they publish none."""
+    Default: while the merge queue runs, once (a sync that lost the race is
+    queued and ``memsite integrate`` merges it: a retry would only add to the
+    contention); otherwise again and again, with exponential backoff and
+    jitter, for up to a minute (nothing else would integrate the commits)."""
+    engine: str = setting("mkdocs", "engine", _one_of(ENGINES))
+    """What builds the site (``memsite build``): mkdocs, properdocs or zensical; the same mkdocs.yml serves each."""
     recent_days: int = setting(7, "site.recent_days", _number(1, whole=True))
     """Days the site's home page looks back over ("This week": what was learned, changed, forgotten)."""
     segment_size: int = setting(500, "segment_size", _number(1, MAX_SEGMENT_SIZE, whole=True))

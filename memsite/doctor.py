@@ -31,7 +31,7 @@ from .errors import MemsiteError
 from .git import PACK_TMP_PREFIX, Repository, keep_of, locks
 from .migrate import migrate
 from .store import Store
-from .store.sqlite import COMPANIONS, damaged_copies, intact, remove_copy
+from .store.sqlite import COMPANIONS, damaged_copies, intact, read_only, remove_copy
 from .validate import check_working_tree
 
 _MEMSITE_TMP = re.compile(r"^\..+\.(\d+)\.memsite-tmp$")
@@ -65,14 +65,38 @@ def diagnose(root: Path) -> list[Finding]:
         repo.close()
     checked = check_working_tree(repo.root)
     findings += [Finding("files", line) for line in checked.problems]
+    unwritable = read_only_folders(repo)
+    if unwritable:
+        findings.insert(0, Finding("note", f"{', '.join(unwritable)}: read-only for this user; the doctor reports "
+                                           "without writing anything, but --fix, writes and syncs need write access "
+                                           "there (reads, recall and 'memsite build --site-dir DIR' work)",
+                                   problem=False))
     for line in checked.warnings:
         misplaced = "'memsite migrate'" in line
         findings.append(Finding("misplaced" if misplaced else "note", line, fixable=misplaced, problem=misplaced))
     return findings
 
 
+def read_only_folders(repo: Repository) -> list[str]:
+    """The folders a write needs that this process may not write: the working tree, ``.git``, ``.memsite``."""
+    folders = [repo.root, repo.common_dir, repo.state_dir]
+    return [str(folder) for folder in folders if folder.exists() and not os.access(folder, os.W_OK)]
+
+
 def repair(root: Path, findings: list[Finding], agent: str | None = None) -> list[str]:
-    """Repair the fixable findings; returns one line per repair made."""
+    """Repair the fixable findings; returns one line per repair made.
+
+    Raises:
+        MemsiteError: the repository is read-only for this process (nothing is repaired).
+    """
+    repo = Repository(root)
+    try:
+        unwritable = read_only_folders(repo)
+    finally:
+        repo.close()
+    if unwritable:
+        raise MemsiteError(f"{', '.join(unwritable)}: read-only for this user: nothing was repaired; run "
+                           "'memsite doctor --fix' as a user who may write there")
     done: list[str] = []
     kinds = {f.kind for f in findings if f.fixable}
     for finding in findings:
@@ -224,7 +248,7 @@ def _derived(repo: Repository) -> Iterator[Finding]:
 
 def _indexed_commit(path: Path) -> str | None:
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = read_only(path)
         try:
             row = db.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()
         finally:

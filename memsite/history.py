@@ -56,8 +56,8 @@ def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Co
 
 
 def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, str, str] | None:
-    """The newest commit up to ``tip`` that forgot or trimmed the memory ``mid`` (or one whose id starts with it,
-    in any case): (commit id, author, when, the memory's id, forgotten or trimmed, the reason), or None.
+    """The newest commit up to ``tip`` that forgot or trimmed the memory ``mid`` (or one whose id starts or ends
+    with it, in any case): (commit id, author, when, the memory's id, forgotten or trimmed, the reason), or None.
 
     ``git log`` greps the commit messages newest first, in git's own code, and
     is stopped at the first one that removed it: a memory forgotten lately is
@@ -65,15 +65,33 @@ def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, st
     """
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", mid):
         return None
-    records = Git(root).log(tip, "-E", "-i", "--all-match", f"--grep=^Memory-Id: {mid}",
+    records = Git(root).log(tip, "-E", "-i", "--all-match", f"--grep=^Memory-Id: ({mid}|[A-Za-z0-9_-]*{mid}$)",
                             "--grep=^Action: (forgotten|trimmed)$", f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}",
                             sep=_END.encode())  # (a record is whole at its end mark)
     for record in records:  # (leaving the loop ends git)
         commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
         for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
-            if action in ("forgotten", "trimmed") and found.lower().startswith(mid.lower()):
+            if action in ("forgotten", "trimmed") and (found.lower().startswith(mid.lower())
+                                                        or found.lower().endswith(mid.lower())):
                 return commit.sha, commit.author, commit.when, found, action, reason
     return None
+
+
+def world_conflicts(root: Path, revision: str = "HEAD") -> list[tuple[str, datetime, str]]:
+    """The world keys a merge found set two ways, newest first: (merge commit, when, what was kept over what),
+    from the ``World-Conflict`` trailers of the merges ``memsite sync`` and ``integrate`` make (one ``git log``)."""
+    records = Git(root).log(revision, "--merges", "--grep=^World-Conflict: ",
+                            f"--format=%H{_SEP}%at{_SEP}%(trailers:key=World-Conflict,valueonly,separator=%x1d){_END}",
+                            sep=_END.encode())
+    found = []
+    for record in records:
+        sha, _, rest = record.decode("utf-8", "replace").strip("\n").partition(_SEP)
+        stamp, _, listed = rest.partition(_SEP)
+        if not stamp.isdigit():
+            continue  # (what follows the last record)
+        when = datetime.fromtimestamp(int(stamp), tz=timezone.utc)
+        found += [(sha, when, line.strip()) for line in listed.split("\x1d") if line.strip()]
+    return found
 
 
 def _commit(record: str) -> Commit | None:

@@ -134,6 +134,17 @@ def new_id() -> str:
 
 # New ids are ULIDs; files written by hand or imported may use any safe token.
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{5,63}$")
+SHORT_ID = 6  # characters of an id's short form: the end of its random part, as its file name ends
+
+
+def short_id(mid: str) -> str:
+    """The short form of an id people type and read (``66y6ym``): its last six characters, in lower case.
+
+    A ULID begins with the time, so memories written minutes apart share
+    their first ten characters; they end in 80 random bits, which the file
+    name ends in too. Every command and API call taking an id takes this.
+    """
+    return mid[-SHORT_ID:].lower()
 
 
 # --- times -----------------------------------------------------------------

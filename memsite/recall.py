@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import MemsiteError
-from .model import Memory, one_line, truncate
+from .model import Memory, one_line, short_id, truncate
 from .relevance import Why
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ class Hit:
     """How well the text matches the query, in (0, 1].
 
     By words only: bm25 divided by the best match's (the best has 1). With an
-    embedder: the fusion of the memory's places by meaning and by words (first
-    in both: 1); recall returns only memories above the floor. 1 without a query."""
+    embedder: its closeness in meaning and its word match fused (see
+    :mod:`memsite.retrieval`); recall returns only memories above the floor. 1 without a query."""
     decay: float
     """2^(-age_days / half_life_days); 1 for pinned memories."""
     boost: float
@@ -62,8 +62,9 @@ def format_hits(hits: Sequence[Hit]) -> str:
         m = hit.memory
         detail = m.overview or (m.content if m.content != m.abstract else "")
         gist = f": {truncate(one_line(detail), 300)}" if detail else ""
-        replaced = f"; superseded by {m.superseded_by}" if m.superseded_by else ""
-        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {m.id}{replaced})")
+        replaced = f"; superseded by {short_id(m.superseded_by)}" if m.superseded_by else ""
+        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {short_id(m.id)}"
+                     f"{replaced})")
     return "\n".join(lines)
 
 
@@ -167,7 +168,7 @@ def record_items(store: Store, thinking: str, items: list[str], category: str = 
         results = [tx.remember(item, category=category, source=f"tool:{store.agent}", supersedes=supersedes)
                    for item in items]
     stats = tx.stats
-    ids = ", ".join(m.id for m in results)
+    ids = ", ".join(short_id(m.id) for m in results)
     replaced = f". It supersedes {results[0].supersedes}, no longer recalled." if supersedes else ""
     return (f"Recorded {len(items)} item(s): {stats['created']} new, {stats['merged']} merged into existing "
             f"memories, {stats['skipped']} already known. Ids: {ids}{replaced}")

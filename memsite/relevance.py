@@ -97,7 +97,7 @@ class Why:
     matched: tuple[str, ...]
     """The query's words the memory holds."""
     relevance: float
-    """What found the memory, 0 to 1: the fusion of its places by meaning and by words
+    """What found the memory, 0 to 1: its closeness in meaning and its word match, fused
     (:mod:`memsite.retrieval`); by words only, bm25 divided by the best match's."""
     floor: float | None
     """The standing a memory needs (or :data:`WORDS_FLOOR` of words); None by words only or with no floor."""
@@ -128,11 +128,16 @@ class Why:
         return f"{reason}; {fused}"
 
 
-def word_share(terms: list[str], counts: dict[str, int], total: int, matched: Iterable[str]) -> float:
-    """The share of ``terms`` in ``matched``, each weighted by its idf among ``total`` memories."""
+def word_weights(terms: list[str], counts: dict[str, int], total: int) -> dict[str, float]:
+    """Each of ``terms``' share of the query by its idf among ``total`` memories (the shares add up to 1)."""
     weight = {t: math.log(1 + (total - counts.get(t, 0) + 0.5) / (counts.get(t, 0) + 0.5)) for t in terms}
     whole = sum(weight.values())
-    return sum(weight[t] for t in set(matched) if t in weight) / whole if whole else 0.0
+    return {t: w / whole for t, w in weight.items()} if whole else {}
+
+
+def word_share(weights: dict[str, float], matched: Iterable[str]) -> float:
+    """The share of the query's words in ``matched``, by their :func:`word_weights`."""
+    return min(1.0, sum(weights.get(t, 0.0) for t in set(matched)))
 
 
 def baseline(cosines: list[float]) -> tuple[float, float]:
@@ -180,10 +185,11 @@ def signals(catalog: Catalog, vectors: Vectors | None, query: str, keep: int | N
     total = catalog.count() if vectors is None else vectors.size(catalog)
     mean, spread = baseline(vectors.similarities(query, BACKGROUND)) \
         if standing and vectors is not None and closeness else (0.0, 0.0)
+    weights = word_weights(terms, counts, total)
     found = {}
     for n, cosine in closeness.items():
         matched = tuple(holding.get(n, ()))
-        found[n] = Signals(cosine, words.get(n, 0.0), word_share(terms, counts, total, matched), matched,
+        found[n] = Signals(cosine, words.get(n, 0.0), word_share(weights, matched), matched,
                            (cosine - mean) / spread if spread and cosine is not None else None)
     return found
 

@@ -22,7 +22,7 @@ from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
 from .git import Git, Repository
 from .contradictions import flagged
-from .model import Memory
+from .model import Memory, short_id
 from .text import similarity
 
 SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
@@ -303,8 +303,8 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
 
     def named(c: Change) -> str:  # the id, linking to the memory's page while it exists and the site is published
         if report.site_url and not terminal and c.action in ("created", "merged", "updated", "recalled", "moved"):
-            return f"[`{c.id}`]({memory_url(report.site_url, c.id)})"
-        return f"`{c.id}`"
+            return f"[`{short_id(c.id)}`]({memory_url(report.site_url, c.id)})"
+        return f"`{short_id(c.id)}`"
 
     agents = Counter(c.agent for c in report.changes if c.action not in ("recalled", "moved"))
     categories = Counter(c.category for c in report.changes if c.action not in ("recalled", "moved"))
@@ -328,7 +328,7 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
                   "Written without a language model to judge them: each may replace a memory that no longer "
                   "holds. Confirm with `memsite supersede OLD NEW`, or `memsite dismiss NEW OLD` when both hold.", ""]
         lines += [f"- {named(c)} **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_ may replace "
-                  + ", ".join(f"`{old}`" for old in c.flags) for c in review[:limit]]
+                  + ", ".join(f"`{short_id(old)}`" for old in c.flags) for c in review[:limit]]
         lines.append("")
     created = [c for c in report.changes if c.action == "created"]
     if created:
@@ -347,7 +347,7 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
         lines += [f"## {title} ({len(members)})", ""]
         for c in members[:limit]:
             if c.action == "superseded":
-                lines.append(f"- superseded {named(c)} by `{c.superseded_by}` **{_md(c.category)}**: "
+                lines.append(f"- superseded {named(c)} by `{short_id(c.superseded_by)}` **{_md(c.category)}**: "
                              f"{_md(c.abstract)} → {_md(c.new_abstract)} _({_md(c.agent)})_"
                              + (f" — {_md(c.reason)}" if c.reason else ""))
                 lines += _side_by_side(c.texts, ("was", "now"), _md, terminal)

@@ -3,11 +3,11 @@
 A team's clones share one remote. :func:`sync` publishes this clone's commits
 to a branch only this agent pushes (``agent/<name>``), which never loses a
 race, and integrates them into the shared branch (``main``) as a plain
-fast-forward push, tried a few times with exponential backoff and jitter
-while other clones push first. When the shared branch keeps moving, the sync
-still succeeds: its commits are published and queued, and :func:`integrate`
-(a merge queue that any clone or a CI job runs) merges every published agent
-branch into the shared branch in one commit, pushed once.
+fast-forward push, tried again with exponential backoff and jitter while other
+clones push first (for up to ``RACE_SECONDS``). While the merge queue runs
+(:func:`integrate`, which any clone or a CI job runs, merging every published
+agent branch into the shared branch in one commit, pushed once), a sync that
+lost the race succeeds at once: its commits are published and queued.
 
 Nothing is force-pushed and no local commit is dropped or rewritten: what the
 remote has is merged in with memsite's merge drivers (world state key by key,
@@ -19,6 +19,7 @@ network. One sync or integrate runs at a time in a clone.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -27,10 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from . import world
 from .errors import ConflictError, MemsiteError, RepositoryError
 from .git import Author, RefMoved
 from .git.mutex import LockTimeout, ProcessLock
-from .git.remote import Busy, Pushed, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_trees
+from .git.remote import (Busy, Pushed, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_base, merge_trees,
+                         trailers)
 from .store import Store
 
 log = logging.getLogger("memsite")
@@ -38,7 +41,7 @@ T = TypeVar("T")
 
 BACKOFF_SECONDS = 0.05  # the first wait before trying the shared branch again; doubled each time, with full jitter
 BACKOFF_CAP_SECONDS = 2.0
-UNQUEUED_ATTEMPTS = 5  # a sync's tries at the shared branch when there is no queue to leave its commits in
+RACE_SECONDS = 60.0  # how long a sync keeps trying the shared branch while other clones push first (no queue runs)
 INTEGRATE_ATTEMPTS = 12  # an integrator keeps at it longer than an agent's sync: it is the queue
 BUSY_ATTEMPTS = 5  # tries of a fetch or push while another git command in this clone holds a ref
 SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
@@ -89,12 +92,14 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
     Args:
         remote: the git remote to share through.
         branch: the shared branch on the remote (default: the store's branch's name).
-        attempts: how many times to try the shared branch while it keeps moving (``sync.attempts``).
+        attempts: how many times to try the shared branch while it keeps moving (``sync.attempts``;
+            default: once while the merge queue runs, otherwise for up to ``RACE_SECONDS``).
 
     Returns:
         A :class:`SyncResult`; ``status`` is ``queued`` when the commits are
-        published on the agent branch but the shared branch kept moving (or
-        refuses pushes: a protected branch), for ``integrate`` to merge.
+        published on the agent branch but left for ``integrate`` to merge:
+        the merge queue is running, the shared branch refuses pushes (a
+        protected branch), or it kept moving through every attempt.
 
     Raises:
         ConflictError: the shared branch changed the same world-state key or
@@ -110,16 +115,16 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         publish = None  # (pushing the branch is all there is; a branch for review never goes to the merge queue)
     origin = Remote(store.root, remote)
     tries = attempts if attempts is not None else store.config.sync_attempts
-    if tries is None:
-        tries = 1 if publish else UNQUEUED_ATTEMPTS
-    if tries < 1:
+    if tries is not None and tries < 1:
         raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
     refs = store.repo.refs
     with _one_at_a_time(store):
         restored = fetched = 0
         own_moved = False  # the agent branch holds commits this clone lacks (the same agent on another machine)
         note = ""
-        for attempt in range(1, tries + 1):
+        started = time.monotonic()
+        for attempt in itertools.count(1):
+            began = time.monotonic()
             seen = refs.read(origin.tracking(shared))
             missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
             theirs = None if shared in missing else refs.read(origin.tracking(shared))
@@ -137,6 +142,8 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
             if mine is None or mine == theirs:
                 return SyncResult(remote, shared, UP_TO_DATE, fetched, 0, attempt, publish, restored=restored)
             queue = publish is not None and _leave_to_queue(store, theirs)
+            if tries is None and attempt == 1 and publish is not None and _queue_seen(store, theirs):
+                tries = 1  # a merge queue runs: a sync that lost the race is queued, as it has always been
             updates = {publish: mine} if queue else {shared: mine, **({publish: mine} if publish else {})}
             outcome = _push(origin, updates)
             if publish and not queue and not outcome[publish].ok and not outcome[publish].rejected \
@@ -154,8 +161,9 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                                       note="the merge queue is running" if store.config.sync_integrate == "auto"
                                       else "sync.integrate: queue")
                 note = f"{remote}/{publish} kept moving (this agent publishes from another clone too)"
-                if attempt < tries:
-                    _backoff(attempt)
+                if _last(attempt, tries, started):
+                    break
+                _backoff(attempt, time.monotonic() - began)
                 continue
             result = outcome[shared]
             if result.ok:
@@ -168,13 +176,14 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                 raise RepositoryError(f"{remote} refused the push to {shared}: {result.reason}; "
                                       "nothing was lost (the commits stay in this clone)")
             note = f"{remote}/{shared} kept moving"
-            if attempt < tries:
-                _backoff(attempt)
+            if _last(attempt, tries, started):
+                break
+            _backoff(attempt, time.monotonic() - began)
         if publish and outcome[publish].ok:
             return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
                               note=note)
         hint = "" if publish else " (or publish agent branches: sync.publish in mkdocs.yml)"
-        raise RepositoryError(f"{note}: the push was rejected {tries} times; nothing was lost; sync again{hint}")
+        raise RepositoryError(f"{note}: the push was rejected {attempt} times; nothing was lost; sync again{hint}")
 
 
 def integrate(store: Store, remote: str = "origin", branch: str = "main", *,
@@ -230,13 +239,15 @@ class _Chain:
         self.store, self.base, self.author = store, base, author
         self.merged: dict[str, str] = {}
         self.left_out: list[tuple[str, str]] = []
+        self.settled: list[str] = []  # world keys set two ways, and which value was kept
         self.current = base  # a commit whose tree is every merge so far
         for name, sha in waiting.items():
-            outcome = merge_trees(store.root, self.current, sha)
+            outcome, settled = _merge(store, self.current, sha)
             if outcome.tree is None:
                 self.left_out.append((name, _conflict(outcome)))
                 continue
             self.merged[name] = sha
+            self.settled += settled
             self.current = _commit(store, outcome.tree, [self.current, sha], f"Integrate {name}", author)
 
     def rebase(self, base: str, waiting: dict[str, str]) -> bool:
@@ -249,9 +260,10 @@ class _Chain:
         """
         if base == self.base:
             return True
-        outcome = merge_trees(self.store.root, self.current, base)
+        outcome, settled = _merge(self.store, self.current, base)
         if outcome.tree is None:
             return False
+        self.settled += settled
         self.current = _commit(self.store, outcome.tree, [base, self.current], "Integrate", self.author)
         self.base = base
         self.merged = {name: sha for name, sha in self.merged.items()
@@ -267,6 +279,7 @@ class _Chain:
         lines = [INTEGRATE_SUBJECT + ", ".join(self.merged), ""]
         lines += [f"Integrated: {name} {sha}" for name, sha in self.merged.items()]
         lines += [f"Left-Out: {name} ({why})" for name, why in self.left_out]
+        lines += [f"{world.CONFLICT_TRAILER}: {line}" for line in dict.fromkeys(self.settled)]
         return _commit(self.store, self.store.repo.root_tree(self.current), [self.base, *self.merged.values()],
                        "\n".join(lines), self.author)
 
@@ -290,8 +303,9 @@ def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish:
         if not behind:
             return 0, mine, ahead
         tree: bytes | None = None  # a fast-forward
+        settled: list[str] = []
         if ahead:
-            outcome = merge_trees(root, mine, theirs)  # type: ignore[arg-type]
+            outcome, settled = _merge(store, mine, theirs)  # type: ignore[arg-type]
             if outcome.tree is None:
                 published = ""
                 if publish and origin is not None:  # the agent's work is safe on the remote all the same
@@ -305,11 +319,68 @@ def _take_in(store: Store, ref: str, theirs: str | None, label: str, *, publish:
             if repo.refs.read(ref) != mine:
                 continue  # a write landed while the merge was computed
             try:
-                now = repo.merge(ref, mine, theirs, tree, message=f"Sync memory with {label}",
+                now = repo.merge(ref, mine, theirs, tree, message=_with_trailers(f"Sync memory with {label}", settled),
                                  author=Author.writer(store.agent), when=int(store.now().timestamp()))
             except RefMoved:
                 continue
         return behind, now, ahead + (tree is not None)
+
+
+def _merge(store: Store, ours: str, theirs: str) -> tuple[TreeMerge, list[str]]:
+    """Merge two commits; a world key both sides set differently keeps the value written last.
+
+    git's merge (with memsite's drivers) leaves such a key in conflict; when
+    it is the only conflict, each side's value is dated by the newest commit
+    of that side that set or removed the key (since the merge base), and
+    the later one is kept (a tie: the agent name that sorts last). Both
+    clones that merge the same two sides keep the same value.
+
+    Returns:
+        (the merge, a ``World-Conflict`` trailer value per key settled: what was kept over what).
+    """
+    outcome = merge_trees(store.root, ours, theirs)
+    path = store.config.world_path
+    if outcome.tree is not None or outcome.conflicts != (path,) or outcome.marked is None:
+        return outcome, []
+    base = merge_base(store.root, ours, theirs)
+    texts = [(store.repo.read_file(commit, path) or b"").decode("utf-8", "replace") if commit else ""
+             for commit in (base, ours, theirs)]
+    try:
+        keys = world.conflict_keys(*texts)
+        logs = trailers(store.root, ours, theirs, path, ("World-Set", "World-Unset"))
+        sides = [_settings(store, log, commit, keys, world.parse(text)[1])
+                 for log, commit, text in zip(logs, (ours, theirs), texts[1:])]
+    except MemsiteError:
+        return outcome, []  # a world file a hand edit broke: a person merges it
+    winners: dict[str, str] = {}
+    settled = []
+    for key in keys:
+        mine, other = sides[0][key], sides[1][key]
+        kept, lost = (mine, other) if mine.wins_over(other) else (other, mine)
+        winners[key] = "ours" if kept is mine else "theirs"
+        settled.append(world.conflict_trailer(key, kept, lost))
+        log.warning("world key %s was set two ways: kept %s over %s", key, kept.describe(), lost.describe())
+    text, left = world.three_way(*texts, winners=winners)
+    if left:
+        return outcome, []
+    tree = store.repo.with_file(outcome.marked, path, text.encode("utf-8"))
+    return TreeMerge(tree, (), ""), settled
+
+
+def _settings(store: Store, commits: list[tuple[int, str, list[tuple[str, str]]]], tip: str, keys: list[str],
+              values: dict[str, str]) -> dict[str, world.Setting]:
+    """Each key's value at ``tip``, dated by the newest of ``commits`` (the side's own, newest first) that set or
+    removed it (or, with no such trailer, that changed the world file at all)."""
+    newest = commits[0][:2] if commits else (store.repo.subject(tip)[1], "")
+    found: dict[str, world.Setting] = {}
+    for key in keys:
+        when, agent = next(((w, a) for w, a, named in commits if any(v == key for _, v in named)), newest)
+        found[key] = world.Setting(values.get(key), when, agent)
+    return found
+
+
+def _with_trailers(message: str, settled: list[str]) -> str:
+    return message + ("\n\n" + "\n".join(f"{world.CONFLICT_TRAILER}: {line}" for line in settled) if settled else "")
 
 
 def _leave_to_queue(store: Store, shared: str | None) -> bool:
@@ -321,6 +392,26 @@ def _leave_to_queue(store: Store, shared: str | None) -> bool:
         return mode == "queue"
     subject, when = store.repo.subject(shared)
     return subject.startswith(INTEGRATE_SUBJECT) and abs(store.now().timestamp() - when) < QUEUE_RUNNING_SECONDS
+
+
+def _last(attempt: int, tries: int | None, started: float) -> bool:
+    """Whether a sync that lost the race gives up now: after ``tries``, or with none set, after ``RACE_SECONDS``."""
+    return attempt >= tries if tries is not None else time.monotonic() - started >= RACE_SECONDS
+
+
+def _queue_seen(store: Store, shared: str | None) -> bool:
+    """Whether a merge queue runs beside this clone's syncs: one of its merges (``integrate``) reached the shared
+    branch (now at ``shared``) less than ``QUEUE_RUNNING_SECONDS`` ago, even if other pushes came after it.
+
+    Then a sync tries the shared branch once, and leaves what lost the race to the queue: fifty clones trying
+    again and again would keep the queue's own pushes losing.
+    """
+    if shared is None or store.config.sync_integrate != "auto":
+        return False
+    since = int(store.now().timestamp() - QUEUE_RUNNING_SECONDS)
+    found = store.repo.git.run("log", "-1", "--merges", "--format=%ct", f"--since={since}", "--fixed-strings",
+                               f"--grep={INTEGRATE_SUBJECT}", shared)
+    return found.returncode == 0 and bool(found.stdout.strip())
 
 
 def _moved_on_from(store: Store, seen: str, theirs: str, steps: int = 16) -> bool:
@@ -377,9 +468,16 @@ def _while_busy(call: Callable[[], T]) -> T:
     return call()
 
 
-def _backoff(attempt: int) -> None:
-    """Wait before trying again: exponential, with full jitter, so that clones that collided spread out."""
-    time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_SECONDS * 2 ** attempt)))
+def _backoff(attempt: int, cycle: float = 0.0) -> None:
+    """Wait before trying again: exponential, with full jitter, so that clones that collided spread out.
+
+    ``cycle``: how long the try that lost took (fetch, merge, push). The
+    waits grow from it rather than from a fixed step when it is longer: on a
+    busy machine or a slow network, clones that wait less than one try
+    lasts collide again, every time.
+    """
+    step = max(BACKOFF_SECONDS, cycle)
+    time.sleep(random.uniform(0, min(max(BACKOFF_CAP_SECONDS, 4 * cycle), step * 2 ** attempt)))
 
 
 class _one_at_a_time:
@@ -474,12 +572,17 @@ def propose(store: Store, remote: str = "origin", base: str = "main") -> tuple[s
 
     Raises:
         RepositoryError: the branch cannot be pushed.
+        MemsiteError: there is nothing to propose: the branch has no commit the base lacks (nothing is pushed).
     """
     from .review import compare, markdown
 
     name = review_branch(store)
     store.ref = f"refs/heads/{name}"  # (created from HEAD if need be; nothing is checked out)
-    sync(store, remote, name)
     origin = Remote(store.root, remote)
     start = base if base in _fetch(origin, [base]) else origin.tracking(base)
+    tip = store.repo.refs.read(store.ref) or store.repo.refs.head_commit()
+    if tip is None or not count(store.root, tip, [start]):
+        raise MemsiteError(f"nothing to propose: {name} has no commit that {remote}/{base} lacks; nothing was "
+                           f"pushed (write with MemoryStore(path, agent={store.agent!r}, agent_branch=True) first)")
+    sync(store, remote, name)
     return name, markdown(compare(store.root, start, name))

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import checks, notes, sessions, world
+from . import checks, history, notes, sessions, world
 from .config import Config, Place, load_config, place_of
 from .contradictions import flagged
 from .errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
@@ -45,7 +45,25 @@ def check_working_tree(root: Path, base: str | None = None) -> Checked:
     if base is not None:
         problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
     memory_problems, misplaced, count, flags = _memories(root, config)
-    return Checked(problems + memory_problems, _misplaced_warnings(misplaced + _archive(root, config)) + flags, count)
+    return Checked(problems + memory_problems,
+                   _misplaced_warnings(misplaced + _archive(root, config)) + flags + _world_conflicts(root, base),
+                   count)
+
+
+def _world_conflicts(root: Path, base: str | None) -> list[str]:
+    """A warning per world key a merge found set two ways (since ``base``; else the latest ones): the value
+    written last was kept, and a person may want the other."""
+    try:
+        found = history.world_conflicts(root, f"{base}..HEAD" if base else "HEAD")
+    except MemsiteError:
+        return []  # (no commits yet)
+    warnings = [f"world key {line.replace(': kept ', ' was set two ways: kept ', 1)} "
+                f"(merge {sha[:12]}, {when:%Y-%m-%d %H:%M}); 'memsite world set' changes it"
+                for sha, when, line in found[:WARNINGS_SHOWN]]
+    if len(found) > WARNINGS_SHOWN:
+        warnings.append(f"and {len(found) - WARNINGS_SHOWN} more world keys set two ways"
+                        + (f" since {base}" if base else "") + " (git log --grep=World-Conflict)")
+    return warnings
 
 
 def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int, list[str]]:

@@ -2,7 +2,7 @@
 
 - ``memory-review.yml``: on a pull request, ``memsite check --base``, the
   ``memsite diff`` report as the job summary (and a PR comment where the token
-  may write one), ``mkdocs build --strict``, the site uploaded for preview.
+  may write one), ``memsite build --strict``, the site uploaded for preview.
 - ``pages.yml``: the site deployed to GitHub Pages from the default branch.
 - ``integrate.yml``: the merge queue, ``memsite integrate`` on every push to
   an agent branch (one run at a time), then the site deployed again.
@@ -67,7 +67,9 @@ jobs:
           PR_NUMBER: ${{{{ github.event.pull_request.number }}}}
         run: gh pr comment "$PR_NUMBER" --body-file memory-changes.md
       - name: Build the site
-        run: mkdocs build --strict
+        # with the engine mkdocs.yml names (plugins.memsite.engine: mkdocs, properdocs or zensical; the
+        # last two are memsite's extras: install "memsite[zensical]")
+        run: memsite build --strict
       - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02  # v4.6.2
         with:
           name: memory-site-preview
@@ -99,7 +101,9 @@ jobs:
     steps:
 {_SETUP.format(install=install)}\
       - name: Build the site
-        run: mkdocs build --strict
+        # with the engine mkdocs.yml names (plugins.memsite.engine: mkdocs, properdocs or zensical; the
+        # last two are memsite's extras: install "memsite[zensical]")
+        run: memsite build --strict
       - uses: actions/upload-pages-artifact@56afc609e74202658d3ffba0e8f6dda462b719fa  # v3.0.1
         with:
           path: site/

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -165,15 +167,17 @@ def render_checked(preamble: str, values: Mapping[str, str], max_bytes: int | No
     return text
 
 
-def three_way(base: str, ours: str, theirs: str, *, labels: tuple[str, str] = ("ours", "theirs")) -> tuple[str, list[str]]:
+def three_way(base: str, ours: str, theirs: str, *, labels: tuple[str, str] = ("ours", "theirs"),
+              winners: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
     """Merge three versions of the file key by key.
 
     A key changed (or added, or removed) on one side only takes that side; on
     both sides the same way, that value; on both sides differently, a
-    conflict: the section holds git-style conflict markers.
+    conflict: the section holds git-style conflict markers, unless ``winners``
+    names the side that keeps it (key -> ``ours`` or ``theirs``).
 
     Returns:
-        (merged text, keys in conflict)
+        (merged text, keys in conflict that ``winners`` did not settle)
     """
     base_pre, base_values = parse(base, "base")
     our_pre, our_values = parse(ours, "ours")
@@ -195,6 +199,8 @@ def three_way(base: str, ours: str, theirs: str, *, labels: tuple[str, str] = ("
     result: dict[str, str] = {}
     for key in sorted(set(base_values) | set(our_values) | set(their_values)):
         value, clash = pick(base_values.get(key), our_values.get(key), their_values.get(key))
+        if clash and winners and key in winners:
+            value, clash = (our_values if winners[key] == "ours" else their_values).get(key), False
         if clash:
             conflicts.append(key)
             result[key] = (f"<<<<<<< {labels[0]}\n{our_values.get(key, '(removed)')}\n=======\n"
@@ -202,6 +208,38 @@ def three_way(base: str, ours: str, theirs: str, *, labels: tuple[str, str] = ("
         elif value is not None:
             result[key] = value
     return render(preamble or "", result), conflicts
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One side's value of a world key in a merge, and when and by whom it was written."""
+
+    value: str | None  # None: the key was removed
+    when: int  # commit time (seconds)
+    agent: str
+
+    def wins_over(self, other: Setting) -> bool:
+        """Whether this one was written last: by commit time, then (a tie) by agent name, then by value."""
+        return (self.when, self.agent, self.value or "") > (other.when, other.agent, other.value or "")
+
+    def describe(self) -> str:
+        shown = "(removed)" if self.value is None else " ".join(self.value.split())
+        shown = shown if len(shown) <= 80 else shown[:79] + "…"
+        at = datetime.fromtimestamp(self.when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return f"{shown!r} ({self.agent}, {at})"
+
+
+CONFLICT_TRAILER = "World-Conflict"  # in a merge commit: a key both sides set, settled for the one written last
+
+
+def conflict_trailer(key: str, kept: Setting, other: Setting) -> str:
+    """The merge commit's trailer value that records a key set two ways: what was kept, what was not."""
+    return f"{key}: kept {kept.describe()} over {other.describe()}"
+
+
+def conflict_keys(base: str, ours: str, theirs: str) -> list[str]:
+    """The keys both sides changed differently (what :func:`three_way` cannot merge alone)."""
+    return three_way(base, ours, theirs)[1]
 
 
 def conflict_lines(text: str) -> list[int]:
@@ -277,7 +315,14 @@ class World:
         cap = self._store.config.max_world_bytes
         checked = dict(check_value(key, value, cap) for key, value in check_updates(updates, "world.merge").items())
         removing = [check_value(key, "", cap)[0] for key in check_remove(remove, "world.merge")]
-        parts = [f"set {', '.join(sorted(checked))}" if checked else "", f"unset {', '.join(sorted(removing))}" if removing else ""]
-        message = "World: " + "; ".join(p for p in parts if p)
-        tx, _ = self._store.write(lambda tx: merge_in(tx, checked, removing), message=message)
+
+        def body(tx: Transaction) -> bool:
+            changed = merge_in(tx, checked, removing)
+            # The subject names what changed: a key removed that was never there is not named.
+            done = [(verb, [key for name, key in tx.trailers if name == trailer])
+                    for verb, trailer in (("set", "World-Set"), ("unset", "World-Unset"))]
+            tx.message = "World: " + "; ".join(f"{verb} {', '.join(keys)}" for verb, keys in done if keys)
+            return changed
+
+        tx, _ = self._store.write(body)
         return tx.commit

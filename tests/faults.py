@@ -30,6 +30,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore, MemsiteError, ProtocolError
 from memsite.cli import main as cli
+from memsite.model import short_id
 from memsite.fileformat import format_memory
 from memsite.model import Memory, new_id
 
@@ -383,7 +384,8 @@ def full_disk_round(disk: Path, site: Path) -> Tally:
 
     failures = []
     some = sorted(memories)[0]
-    for args, wanted in ((["list"], memories), (["show", some], {some}), (["recall", "port"], {some}),
+    shown = {short_id(m) for m in memories}  # (lists show ids in their short form)
+    for args, wanted in ((["list"], shown), (["show", some], {some}), (["recall", "port"], {short_id(some)}),
                          (["core"], set()), (["build", "--site-dir", str(site)], set())):
         result = memsite(*args)
         if result.returncode != 0 or "Traceback" in result.stderr or not all(m in result.stdout for m in wanted):

@@ -80,6 +80,7 @@ def test_one_bad_file_is_one_problem(store: MemoryStore, breaker: Callable[[Memo
     assert_clean(store.root)
 
 
+@pytest.mark.slow
 def test_the_site_renders_the_rest_and_lists_bad_files_on_a_problems_page(store: MemoryStore, tmp_path: Path) -> None:
     good = store.remember("The staging cluster is called vega", category="general")
     bad = store.remember("Deploys happen on Tuesdays", category="general")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore, RepositoryError
+from memsite.model import short_id
 
 from .conftest import assert_clean, git
 
@@ -39,6 +40,36 @@ needs_setpriv = pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0,
                                    reason="needs setpriv, run as root, to drop the capabilities that ignore file modes")
 
 
+@pytest.mark.slow
+@needs_setpriv
+def test_doctor_and_build_in_a_read_only_repository_say_so_in_one_line(store: MemoryStore, tmp_path: Path) -> None:
+    """Someone else's checkout, opened to look: the doctor reports all it can without writing, and says the
+    folder is read-only; build names where it cannot write; neither shows a traceback."""
+    store.remember("Deploys freeze on Fridays", category="preferences")
+    store.list()  # the derived files exist, WAL and all
+    (store.root / ".git" / "index.lock").write_text("")  # a finding the doctor reports (not its to remove)
+    subprocess.run(["chmod", "-R", "a-w", str(store.root)], check=True)
+    try:
+        doctor = cli(store.root, "doctor", unprivileged=True)
+        fixing = cli(store.root, "doctor", "--fix", unprivileged=True)
+        build = cli(store.root, "build", unprivileged=True)
+        elsewhere = cli(store.root, "build", "--site-dir", str(tmp_path / "out"), unprivileged=True)
+    finally:
+        make_writable(store.root)
+    assert doctor.returncode == 1 and "unexpected" not in doctor.stderr and "Traceback" not in doctor.stderr
+    assert f"note: {store.root}, {store.root / '.git'}, {store.root / '.memsite'}: read-only for this user; " \
+           "the doctor reports without writing anything" in doctor.stderr
+    assert "problem: .git/index.lock: git lock file" in doctor.stderr
+    assert doctor.stderr.strip().endswith("Error: 1 problem(s) found")
+    assert fixing.returncode == 1 and "unexpected" not in fixing.stderr
+    assert build.returncode == 1 and build.stderr == (
+        f"Error: {store.root / 'site'}: cannot write the site there ({store.root} is read-only for this user); "
+        "build it elsewhere with --site-dir DIR\n")
+    assert elsewhere.returncode == 0 and (tmp_path / "out" / "index.html").exists()
+    assert not (store.root / "site").exists()
+
+
+@pytest.mark.slow
 @needs_setpriv
 @pytest.mark.parametrize("read_only", ["checkout", ".git"])
 def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder(
@@ -57,8 +88,8 @@ def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder
         for name, result in outputs.items():
             assert result.returncode == 0, (name, result.stderr)
             assert "Traceback" not in result.stderr and "Error" not in result.stderr, (name, result.stderr)
-        assert memory.id in outputs["list"].stdout and "Deploys freeze on Fridays" in outputs["show"].stdout
-        assert memory.id in outputs["recall"].stdout and "Deploys freeze on Fridays" in outputs["core"].stdout
+        assert short_id(memory.id) in outputs["list"].stdout and "Deploys freeze on Fridays" in outputs["show"].stdout
+        assert short_id(memory.id) in outputs["recall"].stdout and "Deploys freeze on Fridays" in outputs["core"].stdout
         assert (tmp_path / "site" / "index.html").exists()
         refused = cli(store.root, "remember", "Writes are refused here", unprivileged=True)
     finally:
@@ -72,12 +103,13 @@ def test_reads_work_on_a_read_only_checkout_and_writes_name_the_read_only_folder
     assert len(git(store.root, "log", "--format=%H").split()) == 2
 
 
+@pytest.mark.slow
 def test_a_detached_head_is_read_at_its_commit_and_refuses_writes(store: MemoryStore) -> None:
     first = store.remember("The ledger runs Postgres 15", category="entities")
     second = store.remember("Billing moved to Stripe", category="entities")
     git(store.root, "checkout", "-q", "--detach", first.commit)
     listed = cli(store.root, "list")
-    assert listed.returncode == 0 and first.id in listed.stdout and second.id not in listed.stdout
+    assert listed.returncode == 0 and short_id(first.id) in listed.stdout and short_id(second.id) not in listed.stdout
     refused = cli(store.root, "remember", "A memory on a detached HEAD")
     assert refused.returncode == 1
     assert f"HEAD is detached (at {first.commit[:12]})" in refused.stderr and "check out" in refused.stderr
@@ -88,6 +120,7 @@ def test_a_detached_head_is_read_at_its_commit_and_refuses_writes(store: MemoryS
     assert git(store.root, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("operation", ["rebase", "merge"])
 def test_reads_work_during_a_rebase_or_merge_and_writes_say_which(store: MemoryStore, operation: str) -> None:
     memory = store.remember("The ledger runs Postgres 15", category="entities")
@@ -108,7 +141,7 @@ def test_reads_work_during_a_rebase_or_merge_and_writes_say_which(store: MemoryS
     for args in (["list"], ["show", memory.id], ["recall", "Postgres"], ["core"]):
         result = cli(store.root, *args)
         assert result.returncode == 0 and "Error" not in result.stderr, (args, result.stderr)
-    assert memory.id in cli(store.root, "list").stdout
+    assert short_id(memory.id) in cli(store.root, "list").stdout
     refused = cli(store.root, "remember", "Not now")
     assert refused.returncode == 1
     assert f"a {operation} is in progress: finish it with git {operation} --continue or --abort" in refused.stderr
@@ -258,6 +291,7 @@ def test_an_interrupted_write_is_not_repaired_into_another_branch(store: MemoryS
     assert mine.read_text() == "the person's own file, not committed yet\n"
 
 
+@pytest.mark.slow
 def test_an_agent_writing_in_a_loop_never_writes_to_the_branch_a_person_switches_to(store: MemoryStore,
                                                                                       tmp_path: Path) -> None:
     """No commit of the agent's lands on the person's branch, and no file of it stays there.

@@ -17,6 +17,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from memsite import MemoryStore
 from tests.sites import hostile_repository, memsite
 
+pytestmark = pytest.mark.slow  # a real Chromium against built sites
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -71,11 +73,25 @@ def search(page: Page, url: str, words: str) -> None:
     page.locator("input.md-search__input").press_sequentially(words, delay=30)
 
 
+ENGINES = ("mkdocs", "properdocs", "zensical")
+
+
 @pytest.fixture(scope="module")
-def demo_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    home = tmp_path_factory.mktemp("home")
+def demo_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("demo") / "memory"
-    memsite("demo", str(folder), home=home)
+    memsite("demo", str(folder), home=tmp_path_factory.mktemp("home"))
+    return folder
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def demo_site(request: pytest.FixtureRequest, demo_repository: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The demo's site as each engine builds it (a copy of the repository each: the same files in)."""
+    folder = demo_repository
+    if request.param != "mkdocs":
+        folder = tmp_path_factory.mktemp(request.param) / "memory"
+        shutil.copytree(demo_repository, folder, symlinks=True)
+        memsite("-C", str(folder), "build", "--engine", request.param, home=folder.parent)
     server, url = serve(folder / "site")
     yield url, folder
     server.shutdown()
@@ -261,3 +277,46 @@ def test_search_finds_a_memory_by_id_by_id_prefix_and_by_a_word_of_its_body(brow
         assert sum(map(int, re.findall(r"\d+", rgb)[:3])) < 3 * 100, rgb  # results on a dark background
     finally:
         dark.close()
+
+
+def test_words_no_page_holds_together_find_the_pages_holding_some(browser: Browser,
+                                                                  demo_site: tuple[str, Path]) -> None:
+    """'postgres lock' style: no memory holds both words, so the memories holding either are shown, not nothing."""
+    url, folder = demo_site
+    with MemoryStore(folder, agent="reader") as store:
+        memories = store.list()
+    words = {m.id: (m.abstract + " " + m.content).lower() for m in memories}
+    one = next(m for m in memories if "trigram" in words[m.id])
+    other = next(m for m in memories if "dejavu" in words[m.id])
+    assert not any("trigram" in text and "dejavu" in text for text in words.values())
+    visit = Visit(browser)
+    try:
+        search(visit.page, url, "trigram dejavu")
+        results = visit.page.locator(".md-search-result__list > .md-search-result__item")
+        results.first.wait_for(timeout=15_000)
+        shown = results.all_inner_texts()
+        assert any(one.abstract in text for text in shown) and any(other.abstract in text for text in shown)
+        assert visit.errors == []
+    finally:
+        visit.close()
+
+
+def test_no_serious_accessibility_violation_in_light_or_dark(browser: Browser, demo_site: tuple[str, Path]) -> None:
+    """axe-core's WCAG 2 A and AA rules on the home page, a memory, a week and the rankings."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    url, folder = demo_site
+    addresses = [a for a in page_types(folder) if a in ("", "rankings/") or a.startswith(("m/", "weeks/20"))]
+    assert len(addresses) == 4
+    axe, found = Axe(), []
+    for scheme in ("light", "dark"):
+        context = browser.new_context(color_scheme=scheme)
+        page = context.new_page()
+        for address in addresses:
+            page.goto(url + address)
+            page.wait_for_load_state("networkidle")
+            report = axe.run(page, options={"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa"]}})
+            found += [f"{scheme} /{address}: {v['id']} ({v['impact']}) at {v['nodes'][0]['target']}"
+                      for v in report.response["violations"] if v["impact"] in ("serious", "critical")]
+        context.close()
+    assert found == []

@@ -161,6 +161,7 @@ def test_every_command_has_help_with_an_example() -> None:
         assert command.help and command.help.strip()
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
     for number, command in enumerate(([sys.executable, "-m", "memsite"], ["memsite"])):
         text = ("The build server is called orion", "Deploys happen on Thursdays")[number]
@@ -207,10 +208,43 @@ def test_an_ambiguous_prefix_lists_the_candidates_and_writes_nothing(repo: Path,
         result = run(repo, *command)
         assert result.exit_code == 1 and len(result.output.splitlines()) == 1
         assert result.output == (
-            f"Error: id prefix {command[1]!r} is ambiguous: 2 memories have ids starting with it: "
-            "01M8CFNYKZ0000000000000001 (Deploys go through make release); "
-            "01M8CFNYKZ1000000000000002 (Deploys need a green CI); give more of the id\n")
+            f"Error: id {command[1]!r} is ambiguous: 2 memories have ids starting or ending with it: "
+            "000001 01M8CFNYKZ0000000000000001 (Deploys go through make release); "
+            "000002 01M8CFNYKZ1000000000000002 (Deploys need a green CI); give more of the id\n")
     assert git(repo, "rev-parse", "HEAD") == before
+
+
+def test_short_ids_from_the_random_part_are_shown_and_taken_everywhere(repo: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memories written minutes apart share their ids' first ten characters (the time): '01M8JQ' names seven of
+    them. The short form is the end of the random part, as the file names end."""
+    ids = iter(["01M8JQ0000AAAAAAAAAAWA8T29", "01M8JQ0001BBBBBBBBBBXQ4K7M", "01M8JQ0002CCCCCCCCCCZZ9999",
+                "01M8JQ0003DDDDDDDDDDZZ9999"])
+    monkeypatch.setattr("memsite.store.memories.new_id", lambda: next(ids))
+    for text in ("Deploys go through make release", "The build server is orion", "Staging is vega",
+                 "Production is lyra"):
+        assert run(repo, "remember", text, "-c", "entities").exit_code == 0
+    listed = run(repo, "list").output.splitlines()
+    assert [line.split()[0] for line in listed] == ["wa8t29", "xq4k7m", "zz9999", "zz9999"]
+    assert sorted(p.name[-9:-3] for p in (repo / "content" / "memories").rglob("*.md")) == \
+        ["wa8t29", "xq4k7m", "zz9999", "zz9999"]  # the file names end in it
+    shown = run(repo, "show", "WA8T29")
+    assert shown.exit_code == 0 and "id:        01M8JQ0000AAAAAAAAAAWA8T29 (short: wa8t29)" in shown.output
+    assert run(repo, "recall", "build server").output.split()[1] == "xq4k7m"
+    assert json.loads(run(repo, "list", "--json").output)[0]["short_id"] == "wa8t29"
+    for text, many in (("01M8JQ", 4), ("zz9999", 2)):
+        ambiguous = run(repo, "show", text)
+        assert ambiguous.exit_code == 1 and f"is ambiguous: {many} memories" in ambiguous.output
+        assert "zz9999 01M8JQ0002CCCCCCCCCCZZ9999 (Staging is vega)" in ambiguous.output
+    with MemoryStore(repo, agent="api") as store:  # the API, and the MCP tools and LangGraph store on it
+        assert store.get("xq4k7m").abstract == "The build server is orion"
+        assert store.update("wa8t29", pinned=True).pinned
+        assert "id wa8t29)" in store.call_tool("retrieve_from_memory", {"keywords": ["make", "release"]})
+        store.forget("dddzz9999", reason="lyra is retired")
+        assert store.get("zz9999").id == "01M8JQ0002CCCCCCCCCCZZ9999"  # one left that ends so
+        assert store.get("01M8JQ0001BBBBBBBBBBXQ4K7M").id.endswith("XQ4K7M")  # whole ids keep working
+    gone = run(repo, "show", "dddzz9999")
+    assert "was forgotten on" in gone.output and "reason: lyra is retired" in gone.output
 
 
 def test_finding_an_id_prefix_reads_the_id_index_not_every_memory(repo: Path, fixed_ids: None) -> None:
@@ -279,6 +313,7 @@ def test_debug_after_the_command_shows_the_traceback(repo: Path, monkeypatch: py
     assert isinstance(loud.exception, RuntimeError)
 
 
+@pytest.mark.slow
 def test_world_set_takes_key_value_pairs_or_a_key_and_a_value(repo: Path) -> None:
     pairs = run(repo, "world", "set", "deploy.target=staging", "ci.url=https://ci.example/?a=b")
     assert pairs.exit_code == 0 and pairs.output.startswith("Set deploy.target, ci.url (commit ")
@@ -291,6 +326,7 @@ def test_world_set_takes_key_value_pairs_or_a_key_and_a_value(repo: Path) -> Non
     assert run(repo, "world", "set", "note=x=y").output == "note already had that value\n"
 
 
+@pytest.mark.slow
 def test_an_agent_name_with_spaces_writes_as_its_slug(repo: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "--agent", "Team Lead", "remember",
                              "Hello"], capture_output=True, text=True)
@@ -356,3 +392,23 @@ def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, m
     (repo.parent / "chat.json").write_text(conversation)
     filed = run(repo, "ingest", str(repo.parent / "chat.json"))
     assert filed.output == f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
+
+
+def test_list_filtered_to_nothing_does_not_say_the_memory_is_empty(repo: Path) -> None:
+    run(repo, "remember", "Deploys go through make release", "-c", "patterns")
+    nobody = CliRunner().invoke(main, ["-C", str(repo), "list", "--agent", "nobody"])
+    assert nobody.exit_code == 0
+    assert nobody.output == "No memories by agent nobody; the repository has 1 ('memsite list' shows them all).\n"
+    both = CliRunner().invoke(main, ["-C", str(repo), "list", "-c", "cases", "--agent", "nobody"])
+    assert "No memories in category cases and by agent nobody; the repository has 1" in both.output
+
+
+def test_binary_input_is_named_as_binary_not_as_a_surrogate(repo: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    before = git(repo, "rev-parse", "HEAD")
+    for args in (["remember", "-"], ["world", "set", "logo", "-"]):
+        result = CliRunner().invoke(main, ["-C", str(repo), *args], input=png)
+        assert result.exit_code == 1 and "surrogate" not in result.output
+        assert result.output.endswith(": not UTF-8 text (byte 0x89 at byte 0, line 1): binary data (an image, an "
+                                      "archive?) cannot be remembered; send UTF-8 text\n")
+    assert git(repo, "rev-parse", "HEAD") == before

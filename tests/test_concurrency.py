@@ -20,6 +20,8 @@ from memsite.fileformat import parse_memory
 from .conftest import Clock, acknowledged, assert_clean, git, listed_packs, start_writer
 from .writer_process import KILL_POINTS
 
+pytestmark = pytest.mark.slow  # many writer processes, killed at random moments
+
 
 def assert_all_present(repo: Path, acks: dict[str, str]) -> None:
     with MemoryStore(repo, agent="checker") as store:

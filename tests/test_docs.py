@@ -48,6 +48,19 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     log = git_log(tmp_path / "agent-memory", "--format=%an %s")
     assert "planner Task debug: indentation (succeeded)" in log
     assert "planner Remember preferences: User prefers tabs over spaces in Python files." in log
+    exec(compile(example, "README.md", "exec"), {})  # run again, as people do: the memory is opened, not refused
+    assert capsys.readouterr().out.startswith("skipped preferences ")  # (already remembered)
+
+
+@pytest.mark.slow
+def test_the_langgraph_example_runs_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Copied alone into an empty folder, as a reader trying LangGraph would."""
+    pytest.importorskip("langgraph")
+    monkeypatch.chdir(tmp_path)
+    (example,) = [block for block in blocks("python", AGENTS) if "StateGraph" in block]
+    exec(compile(example, "docs/guides/agents.md", "exec"), {})
+    assert capsys.readouterr().out == "I prefer answers in French\n"
 
 
 def test_the_readme_lists_the_categories_memsite_init_writes() -> None:
@@ -89,6 +102,7 @@ def test_every_python_example_of_the_docs_compiles() -> None:
             compile(block, str(page), "exec")
 
 
+@pytest.mark.slow
 def test_the_quick_start_builds_the_demo_site(tmp_path: Path) -> None:
     first = blocks("bash")[0].strip()
     install, _, rest = first.partition(" && ")
@@ -104,6 +118,7 @@ def test_the_quick_start_builds_the_demo_site(tmp_path: Path) -> None:
     assert (tmp_path / "demo" / "site" / "skills" / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_the_own_memory_command_works(tmp_path: Path) -> None:
     command = blocks("bash")[2].strip().replace("/tmp/my-memory", str(tmp_path / "my-memory"))
     result = subprocess.run(command, shell=True, capture_output=True, text=True, env=os.environ)
@@ -125,6 +140,7 @@ def test_the_command_reference_lists_every_command() -> None:
     assert documented == set(main.commands)
 
 
+@pytest.mark.slow
 def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     """`mkdocs build --strict`: a broken link or anchor, a bad docstring or a page left out of the nav fails it."""
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.docs.yml",
@@ -192,7 +208,8 @@ def test_every_bench_script_has_its_section_on_the_benchmarks_page() -> None:
                  for call in re.findall(r"report\.publish\(((?:[^()]|\([^()]*\))*)\)", f.read_text())
                  for name in re.findall(r'"([\w-]+)"', call.split("skip=")[0])}
     assert published == {"commit", "commit-import", "commit-large", "commit-month", "dulwich-trial", "faults",
-                         "langgraph-store", "mcp-server", "quality", "recall", "review", "site", "supersede", "team"}
+                         "fresh-clone", "langgraph-store", "longterm", "mcp-server", "memory-tool", "quality",
+                         "recall", "review", "site", "site-engines", "site-kills", "supersede", "team"}
     assert [name for name in sorted(published)
             if page.count(f"<!-- bench:{name} -->") != 1 or page.count(f"<!-- /bench:{name} -->") != 1] == []
 
@@ -218,6 +235,7 @@ def comments_and_docstrings(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_timing_figures_in_code_comments() -> None:
     """Figures go stale in comments: they belong in docs/benchmarks.md, written by bench/."""
     figures = [f"{path.relative_to(ROOT)}:{line}: {text.strip()}"

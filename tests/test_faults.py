@@ -25,6 +25,8 @@ from memsite.cli import main as cli
 
 from . import faults
 
+pytestmark = pytest.mark.slow  # killed writers, full disks and damaged files, each in many processes
+
 KILLS = 10
 
 

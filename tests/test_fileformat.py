@@ -208,6 +208,7 @@ def test_the_fast_emitter_and_the_pure_python_one_write_the_same_bytes(memory: M
 plainish = st.text(alphabet=string.ascii_letters + string.digits + " .,;:()/+?!'@&*%$=<>~^_-#\"[]{}|\\", max_size=24)
 
 
+@pytest.mark.slow
 @settings(max_examples=3000)
 @given(st.dictionaries(st.sampled_from(["id", "abstract", "source", "tags", "n", "flag"]),
                        plainish | st.lists(plainish, max_size=3) | st.integers() | st.booleans() | st.none(),
@@ -233,6 +234,7 @@ def plain_memories(draw: st.DrawFn) -> Memory:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=1000)
 @given(plain_memories())
 def test_a_memory_file_is_written_as_the_reference_emitter_writes_it(memory: Memory) -> None:
@@ -243,6 +245,7 @@ def test_a_memory_file_is_written_as_the_reference_emitter_writes_it(memory: Mem
 yamlish = st.text(alphabet="ab01:- \n'\"&*!|>[]{},#?%@`\t", max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=2000)
 @given(yamlish)
 def test_the_fast_loader_reads_exactly_what_the_pure_one_does(text: str) -> None:
@@ -267,6 +270,7 @@ def test_the_fast_loader_reads_exactly_what_the_pure_one_does(text: str) -> None
         assert fast[0] != "data"
 
 
+@pytest.mark.slow
 @settings(max_examples=3000)
 @given(st.lists(st.tuples(st.sampled_from(["id", "a", "tags", "n", "Yes", "1", "x:y", "a b"]), plainish), max_size=6))
 def test_the_direct_reader_matches_the_loader_whenever_it_answers(pairs: list[tuple[str, str]]) -> None:

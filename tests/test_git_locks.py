@@ -23,6 +23,8 @@ from memsite.errors import RepositoryError
 
 from .conftest import Clock, assert_clean, git, lock_records
 
+pytestmark = pytest.mark.slow  # git commands holding locks beside memsite writers, in processes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -422,6 +422,7 @@ def test_git_folds_its_packs_with_deltas_so_no_git_gc_repacks_everything(store: 
     assert_clean(root)
 
 
+@pytest.mark.slow
 def test_packs_another_process_is_folding_are_left_to_it_until_it_has_ended(store: MemoryStore) -> None:
     """A process folding git's packs with deltas marks them on the list: another one leaves them alone while
     it runs (two folds would each make a copy), and folds them once it has ended without finishing."""
@@ -525,6 +526,7 @@ def test_a_failed_merge_of_packs_never_fails_a_write(store: MemoryStore, monkeyp
     assert "merging memsite's packs failed" in caplog.text
     assert_clean(store.root)
 
+@pytest.mark.slow
 def test_every_object_reads_back_as_git_reads_it_from_memsite_packs_and_git_packs(store: MemoryStore,
                                                                                   clock: Clock) -> None:
     root = store.root

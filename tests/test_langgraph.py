@@ -95,6 +95,7 @@ def forget_empty_namespaces(reference: InMemoryStore) -> None:
         del reference._data[namespace]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(st.lists(operations, min_size=1, max_size=14))
@@ -169,6 +170,7 @@ def test_search_with_a_query_ranks_by_recall_within_the_namespace_and_filter(sto
     assert [h.key for h in graph.search((), query="Lisbon")] == ["trip"]
 
 
+@pytest.mark.slow
 def test_two_processes_see_each_others_writes(store: MemoryStore) -> None:
     graph = MemsiteStore(store)
     graph.put(("users", "alice"), "prefs", {"theme": "dark"})

@@ -88,7 +88,8 @@ def test_the_public_api_is_importable_from_the_package() -> None:
 # The modules outside memsite/git/ that may start a process, and what each starts: none of them git.
 NOT_GIT_PROCESSES = {
     "memsite.site.search": "Pagefind, which indexes the built site",
-    "memsite.site.plugin": "a Python process removing an old build folder in the background",
+    "memsite.site.output": "a Python process removing an old build folder in the background",
+    "memsite.site.build": "the ProperDocs and Zensical command lines (memsite build --engine)",
 }
 _PROCESS_CALLS = {("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output",
                                                     "getoutput", "getstatusoutput")}
@@ -143,7 +144,7 @@ def test_a_git_process_started_outside_memsite_git_is_caught(tmp_path: Path) -> 
     (package / "sync.py").write_text("from git import Repo\n")
     (package / "site").mkdir()
     (package / "site" / "search.py").write_text("import subprocess\nsubprocess.run(['git', 'status'])\n")
-    (package / "site" / "plugin.py").write_text("import subprocess\nsubprocess.Popen(['pagefind'])\n")
+    (package / "site" / "output.py").write_text("import subprocess\nsubprocess.Popen(['pagefind'])\n")
     assert git_outside_the_door(package) == [
         "memsite/git/repo.py:1: imports GitPython (git)",
         "memsite/history.py:1: imports subprocess",

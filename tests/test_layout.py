@@ -297,6 +297,7 @@ def test_diff_and_check_base_read_a_migration_as_files_moved(store: MemoryStore)
 # --- the site ---------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_site_reads_both_layouts_at_once_and_a_memorys_address_survives_migration(store: MemoryStore, tmp_path: Path) -> None:
     flat = write_flat(store, OLD)
     sharded = store.remember("Staging deploys need the vega VPN", category="entities")  # beside a flat file

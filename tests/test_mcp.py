@@ -26,6 +26,8 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
+pytestmark = pytest.mark.slow  # MCP servers as processes
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {"remember", "recall", "read", "recent", "update", "forget", "core", "world_get", "world_set",
          "task_start", "task_note", "task_close", "log_session"}

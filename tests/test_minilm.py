@@ -19,6 +19,8 @@ from memsite.relevance import BACKGROUND
 
 from .conftest import Clock, git
 
+pytestmark = pytest.mark.slow  # the sentence model
+
 pytest.importorskip("onnxruntime")
 
 MEMORIES = {

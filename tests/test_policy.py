@@ -201,7 +201,7 @@ def assert_nothing_written(store: MemoryStore, before: str) -> None:
         ({"content": "x" * 70_000}, InvalidInput, r"content: is 70000 bytes, over the 65536-byte cap"),
         ({"content": "before\x00after"}, InvalidInput, r"content: contains a NUL byte \(line 1\)"),
         ({"content": b"caf\xe9"}, InvalidInput, r"content: not valid UTF-8 \(byte 3\)"),
-        ({"content": "lone \ud800 surrogate"}, InvalidInput, r"content: not valid UTF-8"),
+        ({"content": "lone \ud800 surrogate"}, InvalidInput, r"content: not valid text \(a lone surrogate, U\+D800, at character 5"),
         ({"content": 42}, InvalidInput, r"content: expected text, got int"),
         ({"content": "x", "tags": ["../x"]}, InvalidInput, r"tag '\.\./x'"),
         ({"content": "x", "tags": ["/etc/passwd"]}, InvalidInput, r"tag '/etc/passwd'"),

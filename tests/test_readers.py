@@ -6,7 +6,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
+from memsite.model import short_id
 
 from .sites import env
 
@@ -107,8 +107,10 @@ def test_help_says_where_the_default_agent_comes_from_and_shows_a_valid_id(repo:
     from memsite.model import new_id
 
     assert "user.name as a slug" in " ".join(CliRunner().invoke(main, ["--help"]).output.split())
-    example = CliRunner().invoke(main, ["show", "--help"]).output.split("memsite show ")[1].split()[0]
+    short, example = [part.split()[0] for part in
+                      CliRunner().invoke(main, ["show", "--help"]).output.split("memsite show ")[1:3]]
     assert len(example) == len(new_id()) and not set(example) & set("ILOU")  # Crockford's alphabet, as ids are
+    assert short == example[-6:].lower()  # the short form, as lists show it
     with MemoryStore(repo, agent="x") as store:
         m = store.remember("Something to show", category="general")
     assert run(repo, "show", m.id).exit_code == 0
@@ -124,7 +126,7 @@ def test_diff_reads_plainly_in_a_terminal_and_shows_created_then_forgotten(repo:
     text = run(repo, "diff", base, "--format", "text").output
     assert "Use snake_case for file names" in text and "\\_" not in text and "ci.last_run" in text
     assert "## Created then forgotten (1)" in text
-    line = next(x for x in text.splitlines() if gone.id in x)
+    line = next(x for x in text.splitlines() if short_id(gone.id) in x)
     assert "The build_server runs on host ci_7" in line and "the host was decommissioned" in line
     shas = subprocess.run(["git", "log", "--format=%H", "-3"], cwd=repo, capture_output=True, text=True).stdout.split()
     assert f"removed in {shas[1][:10]}" in line and f"created in {shas[2][:10]}" in line  # forget, then its creation
@@ -142,6 +144,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_serve_prints_its_url_and_a_busy_port_is_one_line(repo: Path, tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -156,21 +159,22 @@ def test_serve_prints_its_url_and_a_busy_port_is_one_line(repo: Path, tmp_path: 
                                     f"--port (e.g. --port {port + 1})\n"
         assert not (tmp_path / "demo").exists()  # the demo checks the port before it writes anything
 
+    made = json.loads(run(repo, "remember", "Deploys go through make release", "--json").output)
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "memsite", "-C", str(repo), "serve", "--port", str(port)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(tmp_path))
     try:
         announced = server.stderr.readline()
         assert announced == f"Serving {repo} at http://127.0.0.1:{port}/ (Ctrl-C stops)\n"
-        for _ in range(100):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
-                    assert page.status == 200 and b"memsite-cards" in page.read()
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("the served site never answered")
+        # Said once the port answers, not before the site is built: the address works at once.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as page:
+            assert page.status == 200 and b"memsite-cards" in page.read()
+        shown = run(repo, "show", made["short_id"], "--url")  # no site_url: the page being served
+        assert shown.exit_code == 0 and shown.output == f"http://127.0.0.1:{port}/m/{made['id']}/\n"
+        with urllib.request.urlopen(shown.output.strip(), timeout=30) as page:
+            assert page.status == 200 and b"Deploys go through make release" in page.read()
     finally:
         server.terminate()
         server.wait(timeout=30)
+    stopped = run(repo, "show", made["short_id"], "--url")
+    assert stopped.exit_code == 1 and "has no site_url and no 'memsite serve' is running here" in stopped.output

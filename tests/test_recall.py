@@ -495,6 +495,7 @@ def test_a_large_transaction_that_stops_leaves_the_catalog_as_it_was(
     assert_clean(store.root)
 
 
+@pytest.mark.slow
 def test_a_long_session_of_writes_keeps_the_catalogs_log_small(store: MemoryStore) -> None:
     """SQLite copies the catalog's write-ahead log back into it after the write that filled it has returned
     (on the catalog's thread): the log stays a few megabytes however long the store stays open."""
@@ -600,3 +601,38 @@ def test_the_recall_and_rank_commands(store: MemoryStore) -> None:
     assert run("flush").output == "No recalls waiting.\n"
     nothing = run("recall", "nothing here")
     assert nothing.exit_code == 0 and nothing.stdout == "" and "No memories match." in nothing.output
+
+
+def test_a_question_of_a_megabyte_is_answered_by_its_first_words(store: MemoryStore) -> None:
+    wanted = store.remember("Webhook retries duplicated refunds; dedupe on the event id", category="cases")
+    store.remember("The user prefers tabs over spaces", category="preferences")
+    question = "duplicated refunds " + "x" * (1 << 20)
+    assert [h.memory.id for h in store.recall(question)] == [wanted.id]
+    assert [h.memory.id for h in store.explain(question)] == [wanted.id]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--since", "banana"], "Error: since: 'banana' is not a date or a time; use 2026-03-01"),
+    (["--since", "2026-06-01", "--until", "2026-03-01"], "Error: since (2026-06-01T00:00:00Z) is after until"),
+    (["--since", "2099-01-01"], "Error: since: 2099-01-01T00:00:00Z is in the future"),
+])
+def test_bad_dates_on_the_command_line_are_one_line_and_no_traceback(store: MemoryStore, args: list[str],
+                                                                    message: str) -> None:
+    store.remember("The payments team adopted trunk-based development", category="events")
+    result = CliRunner().invoke(main, ["-C", str(store.root), "recall", "payments", *args])
+    assert result.exit_code == 1 and result.output.startswith(message) and len(result.output.splitlines()) == 1
+
+
+def test_the_command_line_shows_each_hits_day_and_takes_spans(store: MemoryStore, clock: Clock) -> None:
+    clock.now = START - timedelta(days=200)
+    store.remember("The payments team adopted trunk-based development", category="events")
+    clock.now = START
+    store.remember("The payments team moved stand-ups to 10:00", category="events")
+    root = str(store.root)
+    result = CliRunner().invoke(main, ["-C", root, "recall", "payments team", "--until", "2026-05-01"])
+    assert result.exit_code == 0, result.output
+    (line,) = result.output.splitlines()
+    assert f"{(START - timedelta(days=200)):%Y-%m-%d}  The payments team adopted" in line
+    hits = json.loads(CliRunner().invoke(main, ["-C", root, "recall", "payments team", "--json",
+                                                "--ranking", "freshness"]).output)
+    assert [h["abstract"][-5:] for h in hits] == ["10:00", "pment"] and hits[0]["created"].startswith("2026-11-01")

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
+from memsite.model import short_id
 from tests.conftest import Clock, checkout, git
 
 
@@ -47,11 +48,11 @@ def test_diff_reports_every_kind_of_change_highlights_first(store: MemoryStore, 
     out = text.output
     assert out.index("## Highlights") < out.index("## Created")
     assert "**events**: Releases happen on Thursdays after the standup _(planner)_" in out
-    assert "## Merged (1)" in out and close.id in out
+    assert "## Merged (1)" in out and short_id(close.id) in out
     assert "## Updated (1)" in out and "tags: \\[python\\] → \\[python, go\\]" in out
     assert "-The user prefers tabs in Python files" in out and "+The user prefers tabs in Python and Go files" in out
     assert "## Forgotten (1)" in out and "moved to Lisbon" in out
-    assert "## Trimmed" in out and old_cases[0].id in out and "capacity" in out
+    assert "## Trimmed" in out and short_id(old_cases[0].id) in out and "capacity" in out
     assert "| `ci.status` | added | green |" in out
     assert "## Sessions added" in out and "debug_flaky" in out
 
@@ -178,12 +179,14 @@ def test_a_supersession_is_one_change_with_both_texts_and_a_rewrite_is_shown_sid
     out = run(store, "diff", "base", "--format", "markdown").output
     assert "**1 superseded, 2 created, 1 updated**" in out
     assert out.index("## To review: possible contradictions") < out.index("## Facts that changed (1)")
-    assert f"- `{paris.id}` **profile**: The user lives in Paris. _(planner)_ may replace `{berlin.id}`" in out
-    assert (f"- superseded `{tomas.id}` by `{ana.id}` **profile**: The user's manager is Tomas Novak, head of "
+    assert (f"- `{short_id(paris.id)}` **profile**: The user lives in Paris. _(planner)_ may replace "
+            f"`{short_id(berlin.id)}`") in out
+    assert (f"- superseded `{short_id(tomas.id)}` by `{short_id(ana.id)}` **profile**: The user's manager is Tomas "
+            "Novak, head of "
             "payments. → The user's manager is now Ana Silva; Tomas Novak moved to the risk team. _(planner)_") in out
     assert ("  | was | now |\n  |---|---|\n  | The user's manager is Tomas Novak, head of payments. | "
             "The user's manager is now Ana Silva; Tomas Novak moved to the risk team. |") in out
-    assert ana.id not in out.split("## Created")[1]  # the successor is part of the change, not a memory beside it
+    assert short_id(ana.id) not in out.split("## Created")[1]  # the successor is part of the change, not beside it
     assert ("  | before | after |\n  |---|---|\n  | Deploys go through make release. | Deploys are blocked on "
             "Fridays by the change freeze. |") in out
     assert "```diff" not in out

@@ -188,6 +188,7 @@ def test_migrate_moves_flat_and_month_layouts_oldest_first_in_one_commit_and_his
     assert_clean(store.root)
 
 
+@pytest.mark.slow
 def test_check_doctor_catalog_snapshot_review_and_site_read_every_layout_at_once(
         store: MemoryStore, clock: Clock, tmp_path: Path) -> None:
     [flat] = write_old(store, [(-3, "cases", text(0))], months=False)  # created 2026-10

@@ -79,6 +79,7 @@ def test_a_link_to_a_folder_out_of_the_repository_stops_the_build_before_mkdocs_
     assert not (tmp_path / "site").exists() or published(tmp_path / "site") == []
 
 
+@pytest.mark.slow
 def test_plain_mkdocs_build_is_guarded_by_the_plugin_too(repo: Path, tmp_path: Path) -> None:
     """CI runs ``mkdocs build``: the plugin refuses a folder link before MkDocs' walk, and leaves file links out."""
     host_links(repo, tmp_path)

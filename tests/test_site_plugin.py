@@ -57,6 +57,7 @@ def test_the_plugin_is_registered_for_mkdocs() -> None:
     assert point.load() is MemsitePlugin
 
 
+@pytest.mark.slow
 def test_a_repository_made_before_the_plugin_builds_the_same_site_with_a_note(repo: Path, tmp_path: Path) -> None:
     new = mkdocs(repo, tmp_path / "plugin")
     assert new.returncode == 0, new.stderr

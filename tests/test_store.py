@@ -261,6 +261,7 @@ def _folder_versions(entries: dict[bytes, tuple[bytes, bytes]], edits: list[tupl
     return serialize(entries), serialize(changed)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(entries=_FOLDER, edits=_EDITS)
 def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edits) -> None:  # type: ignore[no-untyped-def]
@@ -272,6 +273,7 @@ def test_a_windowed_tree_diff_finds_exactly_what_a_full_parse_finds(entries, edi
     assert changed_window(old, new) == Tree.parse(old).difference(Tree.parse(new))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(entries=_FOLDER, edits=_EDITS)
 def test_a_folder_parsed_from_its_last_version_is_the_folder_parsed_whole(entries, edits) -> None:  # type: ignore[no-untyped-def]
@@ -474,6 +476,7 @@ def test_init_inside_an_existing_git_repository_keeps_its_history(tmp_path: Path
     assert_clean(tmp_path)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(alphabet="abcdefgh/", min_size=1, max_size=8), min_size=1, max_size=4))
 def test_init_creates_missing_folders_on_demand(tmp_path: Path, parts: list[str]) -> None:

@@ -14,6 +14,7 @@ from memsite import MemoryStore
 from memsite.cli import main
 from memsite.errors import FormatError, InvalidInput, NotFound
 from memsite.fileformat import format_memory, parse_memory
+from memsite.model import short_id
 
 from .conftest import Clock, assert_clean, git
 
@@ -210,9 +211,9 @@ def test_recall_all_marks_what_was_superseded(team: MemoryStore) -> None:
     new = team.remember(ANA, category="profile", supersedes=old.id)
     shown = run(team.root, "recall", "manager", "--all")
     assert shown.exit_code == 0, shown.output
-    line = next(line for line in shown.output.splitlines() if old.id in line)
-    assert line.endswith(f"[superseded by {new.id} on 2026-03-01]")
-    assert old.id not in run(team.root, "recall", "manager").output
+    line = next(line for line in shown.output.splitlines() if short_id(old.id) in line)
+    assert line.endswith(f"[superseded by {short_id(new.id)} on 2026-03-01]")
+    assert short_id(old.id) not in run(team.root, "recall", "manager").output
 
 
 def test_show_prints_the_chain_oldest_to_newest(team: MemoryStore, march: Clock) -> None:
@@ -227,9 +228,11 @@ def test_show_prints_the_chain_oldest_to_newest(team: MemoryStore, march: Clock)
     assert shown.exit_code == 0, shown.output
     chain = shown.output.split("Chain, oldest to newest:\n")[1].splitlines()
     assert chain == [
-        f"  {tomas.id[:10]} {TOMAS} (profile), 2026-03-02 by planner → replaced by {ana.id[:10]} on 2026-06-10 by planner",
-        f"* {ana.id[:10]} {ANA} (profile), 2026-06-10 by planner → replaced by {li.id[:10]} on 2026-08-01 by reviewer",
-        f"  {li.id[:10]} The user's manager is Li Wei since August. (profile), 2026-08-01 by reviewer",
+        f"  {short_id(tomas.id)} {TOMAS} (profile), 2026-03-02 by planner → replaced by {short_id(ana.id)} on "
+        "2026-06-10 by planner",
+        f"* {short_id(ana.id)} {ANA} (profile), 2026-06-10 by planner → replaced by {short_id(li.id)} on 2026-08-01 "
+        "by reviewer",
+        f"  {short_id(li.id)} The user's manager is Li Wei since August. (profile), 2026-08-01 by reviewer",
     ]
     assert "\nuntil:     2026-08-01T09:00:00Z\n" in shown.output
 

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from memsite import ConflictError, MemoryStore
+from click.testing import CliRunner
+
+from memsite import MemoryStore
+from memsite.cli import main
+from memsite.model import short_id
 from memsite.sync import integrate, sync
 from tests.conftest import Clock, assert_clean, git
+
+pytestmark = pytest.mark.slow  # clones sharing a remote, site builds
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,9 +70,9 @@ def test_memories_written_in_two_clones_end_up_on_the_remote_once(store: MemoryS
     other.close()
 
 
-def test_world_state_merges_by_key_and_a_real_conflict_changes_nothing(store: MemoryStore, remote: Path,
-                                                                       tmp_path: Path) -> None:
-    other = clone(remote, tmp_path / "b", "coder")
+def test_world_state_merges_by_key_and_a_key_set_two_ways_keeps_the_value_written_last(
+        store: MemoryStore, remote: Path, tmp_path: Path, clock: Clock) -> None:
+    other = clone(remote, tmp_path / "b", "coder", clock)
     store.world.merge({"deploy.target": "staging"})
     other.world.merge({"db.version": "16"})
     sync(store)
@@ -74,15 +80,33 @@ def test_world_state_merges_by_key_and_a_real_conflict_changes_nothing(store: Me
     sync(store)
     assert store.world.read() == other.world.read() == {"deploy.target": "staging", "db.version": "16"}
 
-    store.world.merge({"ci.status": "green"})
-    other.world.merge({"ci.status": "red"})
+    other.world.merge({"ci.status": "red", "release": "1.4"})
+    clock.advance(seconds=30)
+    store.world.merge({"ci.status": "green", "release": "1.5"})  # written last
     sync(store)
-    head = git(other.root, "rev-parse", "HEAD")
-    with pytest.raises(ConflictError, match="world_state.md"):
-        sync(other)
-    assert git(other.root, "rev-parse", "HEAD") == head
+    assert sync(other).status == "integrated"  # no sync is wedged by a key set two ways
+    sync(store)
+    assert store.world.read() == other.world.read() == {"deploy.target": "staging", "db.version": "16",
+                                                        "ci.status": "green", "release": "1.5"}
+    message = git(other.root, "log", "-1", "--format=%B", "--merges")
+    assert ("World-Conflict: ci.status: kept 'green' (planner, 2026-11-01T09:00:30Z) over 'red' "
+            "(coder, 2026-11-01T09:00:00Z)") in message
     assert git(other.root, "status", "--porcelain") == ""
-    assert other.world.read()["ci.status"] == "red"
+    clock.advance(seconds=30)  # the same moment on both sides: the agent name that sorts last is kept
+    other.world.merge({"owner": "coder"})
+    store.world.merge({"owner": "planner"})
+    sync(other)
+    sync(store)
+    sync(other)
+    assert store.world.read()["owner"] == other.world.read()["owner"] == "planner"
+    checked = CliRunner().invoke(main, ["-C", str(other.root), "check"])
+    assert checked.exit_code == 0, checked.output
+    assert "warning: world key ci.status was set two ways" in checked.output
+    assert "warning: world key owner was set two ways" in checked.output
+    built = CliRunner().invoke(main, ["-C", str(other.root), "build"])
+    assert built.exit_code == 0, built.output
+    week = (other.root / "site" / "weeks" / "2026-W44" / "index.html").read_text()
+    assert "Set two ways" in week and "ci.status was set two ways: kept &#x27;green&#x27; (planner" in week
     other.close()
 
 
@@ -158,9 +182,18 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
 
         branch, body = propose(coder)
     assert branch == "review/coder"
-    assert m.id in body and "## Created (1)" in body
+    assert short_id(m.id) in body and "## Created (1)" in body
     assert git(remote, "rev-parse", "review/coder").strip() == m.commit
     assert on_remote(remote) == []  # main is untouched until the pull request is merged
     from memsite.sync import integrate
 
     assert integrate(store).commit is None and on_remote(remote) == []  # the merge queue leaves it to the review
+
+
+def test_propose_with_nothing_to_propose_pushes_nothing(store: MemoryStore, remote: Path, tmp_path: Path) -> None:
+    git(remote.parent, "clone", "-q", str(remote), str(tmp_path / "b"))
+    result = CliRunner().invoke(main, ["-C", str(tmp_path / "b"), "--agent", "coder", "propose"])
+    assert result.exit_code == 1 and result.output == (
+        "Error: nothing to propose: review/coder has no commit that origin/main lacks; nothing was pushed "
+        "(write with MemoryStore(path, agent='coder', agent_branch=True) first)\n")
+    assert git(remote, "branch", "--list", "review/*") == ""

@@ -16,6 +16,8 @@ from memsite.relevance import BACKGROUND
 
 from .conftest import Clock, git
 
+pytestmark = pytest.mark.slow  # the static embedding model
+
 pytest.importorskip("wordllama")
 
 REFUNDS = "Webhook retries duplicated refunds: idempotency keys on every refund request fixed it"

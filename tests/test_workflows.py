@@ -36,7 +36,7 @@ def test_init_writes_the_memory_workflows_valid_and_clean(tmp_path: Path) -> Non
             assert (store.root / path).read_text() == text
         review = (folder / "memory-review.yml").read_text()
         assert 'memsite check --base "origin/$BASE_REF"' in review and "GITHUB_STEP_SUMMARY" in review
-        assert "mkdocs build --strict" in review and "upload-artifact" in review
+        assert "memsite build --strict" in review and "upload-artifact" in review
         assert "deploy-pages" in (folder / "pages.yml").read_text()
         queue = (folder / "integrate.yml").read_text()
         assert 'branches: ["agent/**"]' in queue and "group: memsite-integrate" in queue

@@ -13,7 +13,7 @@ import click
 from .. import checks
 from ..api import MemoryStore
 from ..errors import MemsiteError
-from ..model import Memory
+from ..model import Memory, short_id
 from ..terminal import json_text, safe
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -152,8 +152,9 @@ pass_context = click.make_pass_decorator(Context)
 @click.option("-C", "--repo", default=".", envvar="MEMSITE_DIR", show_envvar=True,
               help="The memory repository (default: the current folder).")
 @click.option("--agent", envvar="MEMSITE_AGENT", show_envvar=True,
-              help="Who writes: the commit author (default: git's user.name as a slug, "
-                   "'Ada Lovelace' -> ada-lovelace; else 'human'). A name given is made a slug too.")
+              help="Who writes: the commit author (default: the clone's memsite.agent, which 'memsite clone' "
+                   "sets; else git's user.name as a slug, 'Ada Lovelace' -> ada-lovelace; else 'human'). A name "
+                   "given is made a slug too.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 @click.version_option(package_name="memsite")
 @click.pass_context
@@ -162,8 +163,9 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
     website, reviewed as pull requests.
 
     -C, --agent and --debug may also follow the command. An ID may be given
-    by its first characters (6 or more, any case) when only one id starts
-    with them.
+    by its short form (the 6 characters lists show: the end of the id, as
+    its file name ends), or by its first or last characters (6 or more, any
+    case) when only one id starts or ends with them.
 
     \b
     Quick start:
@@ -198,6 +200,7 @@ def as_dict(memory: Memory) -> dict[str, Any]:
     from ..fileformat import memory_fields
 
     data = memory_fields(memory)
+    data["short_id"] = short_id(memory.id)
     data["content"] = memory.content
     data["path"] = str(memory.path) if memory.path else None
     data["commit"] = memory.commit

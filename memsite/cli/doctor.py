@@ -16,13 +16,15 @@ def doctor(ctx: Context, fix: bool) -> None:
     """Find what killed writers, hand edits and damaged caches left behind.
 
     Reports git lock files (and whose they may be), temporary files of
-    writers that died, an interrupted write, a missing .git/index, damaged
-    or stale files in .memsite/, memory files that cannot be read, ids used
-    by two files, and memories in the wrong folder. Exits 1 while anything
-    is wrong. --fix takes back memsite's own locks left by a killed writer
-    (never anyone else's), removes dead writers' temporary files, finishes
-    an interrupted write, rebuilds a missing index and the derived files,
-    removes the copies of damaged files set aside earlier, and runs
+    writers that died, an interrupted write, an unfinished site build, a
+    missing .git/index, damaged or stale files in .memsite/, memory files
+    that cannot be read, ids used by two files, and memories in the wrong
+    folder. Exits 1 while anything is wrong. --fix takes back memsite's own
+    locks left by a killed writer (never anyone else's), removes dead
+    writers' temporary files, finishes an interrupted write, removes what an
+    unfinished site build left (the site is the build before it, whole),
+    rebuilds a missing index and the derived files, removes the copies of
+    damaged files set aside earlier, and runs
     'memsite migrate'; what needs a person is left, with the fix.
 
     \b
@@ -31,13 +33,14 @@ def doctor(ctx: Context, fix: bool) -> None:
         memsite doctor --fix
     """
     from ..doctor import diagnose, repair
+    from ..site import output
 
     root = repo_root(ctx)
-    findings = diagnose(root)
+    findings = diagnose(root) + output.findings(root)
     if fix and any(f.fixable for f in findings):
-        for line in repair(root, findings, agent=ctx.agent):
+        for line in repair(root, [f for f in findings if f.kind != "site"], agent=ctx.agent) + output.repair(findings):
             echo(f"repair: {line}", err=True)
-        findings = diagnose(root)
+        findings = diagnose(root) + output.findings(root)
     problems = [f for f in findings if f.problem]
     for finding in findings:
         echo(f"{'problem' if finding.problem else 'note'}: {finding.message}", err=True)

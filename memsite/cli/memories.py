@@ -12,7 +12,7 @@ import click
 from ..api import MemoryStore
 from ..config import memory_url, site_url
 from ..errors import MemsiteError
-from ..model import Memory, format_time
+from ..model import Memory, format_time, short_id
 from ..terminal import safe
 from .common import (
     COUNT,
@@ -32,20 +32,74 @@ from .common import (
 
 @main.command()
 @click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.option("--remote", metavar="URL", help="An empty git remote to publish the new memory to (as origin's main).")
 @pass_context
 @errors_as_messages
-def init(ctx: Context, path: str) -> None:
+def init(ctx: Context, path: str, remote: str | None) -> None:
     """Create a memory repository in PATH (runs git init if needed).
 
     Writes mkdocs.yml (site and memsite settings, with the categories and how
-    to set capacity marks), content/ and .gitignore, and commits them.
+    to set capacity marks), content/ and .gitignore, and commits them. With
+    --remote, pushes it to that empty remote as main (and, for a remote on
+    this machine, makes the remote's HEAD name main, so a plain git clone
+    checks it out); team-mates then join with 'memsite clone URL'.
 
     \b
-    Example:
+    Examples:
         memsite init my-memory
+        memsite --agent planner init my-memory --remote git@github.com:team/memory.git
     """
-    with ctx.opened(MemoryStore.init(path, agent=ctx.agent)) as store:
+    with ctx.opened(MemoryStore.init(path, agent=ctx.agent, remote=remote)) as store:
         echo(f"Initialised memory repository in {store.root}")
+        if remote is not None:
+            echo(f"Published it to {remote} (branch main); join it from another machine with: memsite clone {remote}")
+            if store.published:
+                echo(f"Still to do: {store.published}", err=True)
+
+
+@main.command()
+@click.argument("url")
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option("--branch", help="The memory's branch on the remote (default: main, else the remote's HEAD).")
+@pass_context
+@errors_as_messages
+def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> None:
+    """Join a team's memory: clone URL into DIRECTORY, ready to recall.
+
+    Checks out the shared branch (main, even when the remote's HEAD names
+    another, as a plain 'git init --bare' does), registers the merge drivers,
+    keeps --agent as this clone's agent (git config memsite.agent), builds the
+    search index and embeds the memories (with a progress bar), then says what
+    to do next. An empty remote gets a new memory, published to it. Bad input
+    (not a git repository, not a memsite memory, an unreachable host, a folder
+    that is not empty) is one line, and nothing is left behind.
+
+    \b
+    Examples:
+        memsite --agent coder clone git@github.com:team/memory.git
+        memsite --agent coder clone /srv/git/memory.git ~/memory
+    """
+    import time
+
+    started = time.perf_counter()
+    with ctx.opened(MemoryStore.clone(url, directory, agent=ctx.agent, branch=branch,
+                                      progress=ProgressBar("Making recall ready"))) as store:
+        shared, new = store.cloned or ("main", False)
+        count = store.catalog.count()
+        model = store.embedder.model if store.embedder is not None else None
+        root, agent = store.root, store.agent
+        branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
+    how = f"by meaning ({model}) and words" if model else "by words (no embedder installed)"
+    if new:
+        echo(f"{url} was empty: made a new memory in {root} and published it there (branch main)")
+    else:
+        echo(f"Cloned {url} into {root}: {count} memories on {shared}, recall {how} ready "
+             f"({time.perf_counter() - started:.1f} s)")
+    echo(f"This clone writes as {agent}" + (f" and publishes to {branch_of} when it syncs." if branch_of else "."))
+    echo("Next:")
+    echo(f"  cd {safe(str(root))}")
+    echo('  memsite recall "what the team knows about ..."')
+    echo('  memsite remember "what you learned" -c patterns && memsite sync')
 
 
 @main.command()
@@ -156,7 +210,8 @@ def dismiss(ctx: Context, id: str, old: str | None) -> None:
 @main.command()
 @click.argument("id")
 @click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
-@click.option("--url", "as_url", is_flag=True, help="Print only the address of its page on the site (site_url).")
+@click.option("--url", "as_url", is_flag=True,
+              help="Print only the address of its page on the site (site_url; else the running 'memsite serve').")
 @click.option("--as-of", "as_of", metavar="WHEN",
               help="The memory as it was after the last commit before WHEN (2026-03-01: the end of that day, "
                    "or an ISO time).")
@@ -165,14 +220,15 @@ def dismiss(ctx: Context, id: str, old: str | None) -> None:
 def show(ctx: Context, id: str, as_json: bool, as_url: bool, as_of: str | None) -> None:
     """Show the memory with ID: its fields and full text.
 
-    ID may be its first characters (6 or more) when only one id starts with them.
-    A memory that replaced another or was replaced ends with its chain,
-    oldest to newest: when each was written, by whom, and when it was
-    replaced. With --as-of, the memory as the team knew it then.
+    ID may be its short form (the 6 characters lists show, as its file name
+    ends), or its first or last characters (6 or more) when only one id
+    starts or ends with them. A memory that replaced another or was replaced
+    ends with its chain, oldest to newest: when each was written, by whom,
+    and when it was replaced. With --as-of, the memory as the team knew it then.
 
     \b
     Example:
-        memsite show 01M80RXENRH45QMT9FRQWGVAFW
+        memsite show wgvafw
         memsite show 01M80RXENRH45QMT9FRQWGVAFW --url
         memsite show 01M80RXENR --as-of 2026-03-01
     """
@@ -188,17 +244,21 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool, as_of: str | None) 
                 except MemsiteError:
                     break
     if as_url:
-        base = site_url(root)
+        from ..site.build import serving
+
+        base = site_url(root) or serving(root)
         if not base:
-            raise click.ClickException(f"{root / 'mkdocs.yml'}: has no site_url; set it to where the site is "
-                                       "published (e.g. site_url: https://team.github.io/memory/)")
+            raise click.ClickException(f"{root / 'mkdocs.yml'}: has no site_url and no 'memsite serve' is running "
+                                       "here; set site_url to where the site is published (e.g. site_url: "
+                                       "https://team.github.io/memory/), or serve it")
         echo(memory_url(base, memory.id))
         return
     if as_json:
         echo_json(as_dict(memory))
         return
     rows = [
-        ("id", memory.id), ("category", memory.category), ("abstract", memory.abstract),
+        ("id", f"{memory.id} (short: {short_id(memory.id)})"), ("category", memory.category),
+        ("abstract", memory.abstract),
         ("overview", memory.overview), ("agent", memory.agent), ("created", format_time(memory.created)),
         ("updated", format_time(memory.updated)), ("source", memory.source or ""),
         ("tags", ", ".join(memory.tags)), ("recalled", str(memory.active_count)),
@@ -235,15 +295,19 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
     """
     with ctx.store() as store:
         memories = store.list(category=category, agent=by_agent)
+        total = len(memories) if memories else store.catalog.count()
     if as_json:
         echo_json([as_dict(m) for m in memories])
         return
     for memory in memories:
         pin = "*" if memory.pinned else " "
-        echo(f"{memory.id} {pin}{memory.category:<12} {memory.agent:<12} "
+        echo(f"{short_id(memory.id)} {pin}{memory.category:<12} {memory.agent:<12} "
              f"{memory.created:%Y-%m-%d}  {safe(memory.abstract, multiline=False)}")
     if not memories:
-        echo("No memories yet.", err=True)
+        chosen = " and ".join(part for part in (f"in category {category}" if category else "",
+                                                f"by agent {by_agent}" if by_agent else "") if part)
+        echo(f"No memories {chosen}; the repository has {total} ('memsite list' shows them all)." if total
+             else "No memories yet.", err=True)
 
 
 @main.command()
@@ -537,9 +601,9 @@ def _hit_dict(h: Any) -> dict[str, Any]:
 
 
 def _hit_line(h: Any) -> str:
-    replaced = (f"  [superseded by {h.memory.superseded_by} on {h.memory.valid_until:%Y-%m-%d}]"
+    replaced = (f"  [superseded by {short_id(h.memory.superseded_by)} on {h.memory.valid_until:%Y-%m-%d}]"
                 if h.memory.superseded_by and h.memory.valid_until else "")
-    return (f"{h.score:6.3f}  {h.memory.id} {h.memory.category:<12} {h.memory.created:%Y-%m-%d}  "
+    return (f"{h.score:6.3f}  {short_id(h.memory.id)} {h.memory.category:<12} {h.memory.created:%Y-%m-%d}  "
             f"{safe(h.memory.abstract, multiline=False)}{replaced}")
 
 
@@ -625,29 +689,38 @@ def index_rebuild(ctx: Context) -> None:
 
 
 @index.command("embed")
+@click.option("--publish", is_flag=True,
+              help="Then commit the vectors the repository lacks under vectors/<model>/, for other clones to read.")
 @pass_context
 @errors_as_messages
-def index_embed(ctx: Context) -> None:
+def index_embed(ctx: Context, publish: bool) -> None:
     """Embed the memories recall has no vectors for yet, ahead of the first recall.
 
     After a bulk import or in a fresh clone, the first recall by meaning embeds
     every memory, which takes a while with a sentence model: this does it now,
-    with progress shown.
+    with progress shown. Vectors published in the repository are read instead
+    of computed; --publish commits the ones it lacks, so that the next clone
+    (and the next sync of every other one) gets them with the memories.
 
     \b
-    Example:
+    Examples:
         memsite index embed
+        memsite index embed --publish && memsite sync
     """
     import time
 
     started = time.perf_counter()
     with ctx.store() as store:
         count = store.embed()
+        published, commit = store.publish_vectors() if publish else (0, None)
         model = store.embedder.model if store.embedder is not None else None
     if model is None:
         echo("No embedder: recall is by words only (see 'embedding.model' in mkdocs.yml)")
-    else:
-        echo(f"{count} memories have vectors of {model} ({time.perf_counter() - started:.1f} s)")
+        return
+    echo(f"{count} memories have vectors of {model} ({time.perf_counter() - started:.1f} s)")
+    if publish:
+        echo(f"Published {published} vectors (commit {commit[:12]})" if commit
+             else "Every memory's vector is published already.")
 
 
 @main.command()
@@ -673,9 +746,9 @@ def chain_lines(chain: list[Memory], here: str) -> list[str]:
     lines = []
     for memory, after in zip(chain, [*chain[1:], None]):
         mark = "*" if memory.id == here else " "
-        line = f"{mark} {memory.id[:10]} {memory.abstract} ({memory.category}), {memory.created:%Y-%m-%d} by {memory.agent}"
+        line = f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), {memory.created:%Y-%m-%d} by {memory.agent}"
         if memory.valid_until is not None:
-            by = f" by {after.id[:10]}" if after is not None else ""
+            by = f" by {short_id(after.id)}" if after is not None else ""
             who = f" by {after.agent}" if after is not None else ""
             line += f" → replaced{by} on {memory.valid_until:%Y-%m-%d}{who}"
         lines.append(line)

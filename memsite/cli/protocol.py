@@ -71,6 +71,8 @@ def world_show(ctx: Context, key: str | None, as_json: bool) -> None:
     else:
         for name, value in values.items():
             echo(f"{name}: {value}" if "\n" not in value else f"{name}:\n  " + value.replace("\n", "\n  "))
+        if not values:
+            echo("No world state yet ('memsite world set KEY VALUE' adds a key).", err=True)
 
 
 @world.command("set")
@@ -120,15 +122,22 @@ def _world_pairs(words: tuple[str, ...]) -> dict[str, str]:
 @pass_context
 @errors_as_messages
 def world_unset(ctx: Context, keys: tuple[str, ...]) -> None:
-    """Remove KEYS from the world state (keys that do not exist are ignored).
+    """Remove KEYS from the world state (keys that do not exist are named, and left alone).
 
     \b
     Example:
         memsite world unset old.key deploy.previous
     """
     with ctx.store() as store:
+        before = store.world.read()
         commit = store.world.merge(remove=keys)
-    echo(f"Removed {', '.join(keys)} (commit {commit[:12]})" if commit else "Nothing to remove")
+    absent = [key for key in dict.fromkeys(keys) if key not in before]
+    removed = [key for key in dict.fromkeys(keys) if key in before]
+    missing = f"no world key {', '.join(absent)}" + ("; 'memsite world show' lists them" if not removed else "")
+    if commit and removed:
+        echo(f"Removed {', '.join(removed)} (commit {commit[:12]})" + (f"; {missing}" if absent else ""))
+    else:
+        echo(f"Nothing removed: {missing}" if absent else "Nothing to remove")
 
 
 @main.group()

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..config import ENGINES
 from ..errors import MemsiteError
 from ..merge import DRIVERS
 from ..merge import run as run_merge
@@ -27,24 +28,34 @@ def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @main.command()
 @click.option("-d", "--site-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write the site (default: site/ beside mkdocs.yml).")
-@click.option("--strict", is_flag=True, help="Fail on MkDocs warnings too.")
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option("--engine", type=click.Choice(ENGINES),
+              help="What renders the pages (default: the engine setting in mkdocs.yml, else mkdocs).")
 @pass_context
 @errors_as_messages
-def build(ctx: Context, site_dir: Path | None, strict: bool) -> None:
-    """Build the memory website (MkDocs + Material) from the repository.
+def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None) -> None:
+    """Build the memory website (Material theme) from the repository.
 
-    The site is made to be served (its links are folder URLs and its search
-    runs in a web worker): publish the folder on any web server, or look at
-    it with 'memsite serve'.
+    The site is written into a fresh folder and replaces the previous one
+    only once whole: a build that fails or is interrupted leaves the site as
+    it was. The site is made to be served (its links are folder URLs and its
+    search runs in a web worker): publish the folder on any web server, or
+    look at it with 'memsite serve'.
 
     \b
-    Example:
+    Examples:
         memsite build --site-dir public/
+        memsite build --engine zensical
     """
     from ..site.build import build as build_site
 
     root = repo_root(ctx)
-    out = build_site(root, site_dir, strict=strict)
+    try:
+        out = build_site(root, site_dir, strict=strict, engine=engine, announce=lambda line: echo(f"note: {line}",
+                                                                                                   err=True))
+    except KeyboardInterrupt:
+        echo("Interrupted: the site was not replaced; it is the previous build, whole", err=True)
+        raise click.exceptions.Exit(130) from None
     echo(f"Built the site into {out}; to read it: memsite -C {_shell(root)} serve")
 
 

@@ -48,6 +48,7 @@ class TreeMerge:
     tree: bytes | None  # the merged tree (None on conflicts)
     conflicts: tuple[str, ...]  # the paths left in conflict
     detail: str  # what the merge drivers said about them (one line)
+    marked: bytes | None = None  # on conflicts: the tree git wrote, conflict markers in those paths
 
 
 class Remote:
@@ -160,7 +161,30 @@ def merge_trees(root: Path, ours: str, theirs: str) -> TreeMerge:
     conflicted, _, _messages = rest.partition("\0\0")
     paths = tuple(dict.fromkeys(p for p in conflicted.split("\0") if p))
     drivers = [line.removeprefix("memsite: ") for line in result.stderr.splitlines() if line.startswith("memsite: ")]
-    return TreeMerge(None, paths, "; ".join(drivers))
+    return TreeMerge(None, paths, "; ".join(drivers), bytes.fromhex(first))
+
+
+def merge_base(root: Path, one: str, other: str) -> str | None:
+    """The best common ancestor of two commits (None when they share no history)."""
+    result = _git(root, "merge-base", one, other, check=False)
+    return result.stdout.strip() or None
+
+
+def trailers(root: Path, ours: str, theirs: str, path: str,
+             keys: Sequence[str]) -> tuple[list[tuple[int, str, list[tuple[str, str]]]], ...]:
+    """The commits each side has that the other lacks (merges left out) that changed ``path``, newest first:
+    (commit time, author, the (key, value) trailers among ``keys``), for ``ours`` and for ``theirs``; one
+    ``git log``."""
+    wanted = ",".join(f"key={key}" for key in keys)
+    out = _git(root, "log", "--left-right", "--no-merges",
+               f"--format=%x1e%m%x1f%ct%x1f%an%x1f%(trailers:{wanted},separator=%x1d)", f"{ours}...{theirs}",
+               "--", path).stdout
+    sides: tuple[list[tuple[int, str, list[tuple[str, str]]]], ...] = ([], [])
+    for record in out.split("\x1e")[1:]:
+        side, when, author, listed = (record.strip("\n").split("\x1f") + ["", "", ""])[:4]
+        pairs = [tuple(part.strip() for part in item.split(":", 1)) for item in listed.split("\x1d") if ":" in item]
+        sides[side != "<"].append((int(when), author, [(k, v) for k, v in pairs]))
+    return sides
 
 
 def ahead_behind(root: Path, mine: str, theirs: str) -> tuple[int, int]:

@@ -491,6 +491,12 @@ class Repository:
         assert sha is not None
         return sha
 
+    def with_file(self, tree: bytes, path: str, data: bytes) -> bytes:
+        """``tree`` with the file at ``path`` holding ``data`` (objects written; no branch moves)."""
+        new = self.objects.apply(tree, {path: Entry(MODE_FILE, self.objects.write(b"blob", data))})
+        assert new is not None
+        return new
+
     def maintain(self, commit: str) -> None:
         """After a commit (once the write lock is released: other writers go on meanwhile), merge
         memsite's small packs when due, and let git pack loose objects now and then (it decides;

@@ -16,6 +16,7 @@ the branch says (the branch is the truth) before it starts.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
@@ -451,13 +452,27 @@ class Journal:
         The note of a large write names every file it wrote: the next writer
         reads only this much of it while that branch is still checked out.
         """
-        found = _FINISHED.match(os.pread(self._file(), 4096, 0))
+        found = _FINISHED.match(self._bytes(4096))
         return json.loads(found[1]) if found else None
+
+    def _bytes(self, limit: int | None = None) -> bytes:
+        """The journal's bytes (its first ``limit``); read without the write handle in a folder this process may
+        not write (a read-only checkout: reads, and ``memsite doctor``, work there)."""
+        try:
+            fd = self._file()
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            try:
+                data = self.path.read_bytes()
+            except FileNotFoundError:
+                return b""
+            return data if limit is None else data[:limit]
+        return os.pread(fd, os.fstat(fd).st_size if limit is None else limit, 0)
 
     def read(self) -> object:
         """The journal's record as it is now (for :meth:`left_behind` and :meth:`pending_write`)."""
-        fd = self._file()
-        data = os.pread(fd, os.fstat(fd).st_size, 0)
+        data = self._bytes()
         try:
             return json.loads(data) if data else []
         except ValueError:

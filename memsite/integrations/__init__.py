@@ -1,8 +1,10 @@
-"""Surfaces for agent frameworks: the MCP server, AgentScope memory, a LangGraph store.
+"""Surfaces for agent frameworks: the MCP server, AgentScope memory, a LangGraph store, Claude's memory tool,
+Google ADK's memory service.
 
 Each needs its optional extra (``memsite[mcp]``, ``memsite[agentscope]``,
-``memsite[langgraph]``) and is imported only when used, so the base install
-never loads them.
+``memsite[langgraph]``, ``memsite[anthropic]``, ``memsite[adk]``; the OpenAI
+Agents SDK attaches the MCP server: ``memsite[openai-agents]``) and is
+imported only when used, so the base install never loads them.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ except ImportError:
 from ..api import MemoryStore
 from ..errors import MemsiteError, NotFound
 from ..fileformat import memory_fields
-from ..model import Memory, format_time
+from ..model import Memory, format_time, short_id
 from ..protocol import reworded
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -107,8 +107,8 @@ class _MemsiteServer(_Server):  # type: ignore[misc, valid-type]
 
 
 def summary(memory: Memory) -> dict[str, Any]:
-    return {"id": memory.id, "category": memory.category, "abstract": memory.abstract, "agent": memory.agent,
-            "created": format_time(memory.created), "updated": format_time(memory.updated)}
+    return {"id": memory.id, "short_id": short_id(memory.id), "category": memory.category, "abstract": memory.abstract,
+            "agent": memory.agent, "created": format_time(memory.created), "updated": format_time(memory.updated)}
 
 
 def build_server(store: MemoryStore) -> Any:
@@ -144,8 +144,8 @@ def build_server(store: MemoryStore) -> Any:
         """
         memory = store.remember(content, category=category, tags=tags, abstract=abstract, pinned=pinned,
                                 source=f"mcp:{store.agent}", supersedes=supersedes)
-        return {"id": memory.id, "action": memory.action, "commit": memory.commit, "category": memory.category,
-                "supersedes": memory.supersedes}
+        return {"id": memory.id, "short_id": short_id(memory.id), "action": memory.action, "commit": memory.commit,
+                "category": memory.category, "supersedes": memory.supersedes}
 
     @tool
     def recall(
@@ -193,7 +193,8 @@ def build_server(store: MemoryStore) -> Any:
         changes = {name: value for name, value in (("content", content), ("abstract", abstract), ("category", category),
                                                    ("tags", tags), ("pinned", pinned)) if value is not None}
         memory = store.update(id, **changes)
-        return {"id": memory.id, "commit": memory.commit, "category": memory.category, "abstract": memory.abstract}
+        return {"id": memory.id, "short_id": short_id(memory.id), "commit": memory.commit, "category": memory.category,
+                "abstract": memory.abstract}
 
     @tool
     def forget(id: MemoryId, reason: Annotated[str, Field(description="Why it is forgotten (kept in the commit).")]

@@ -1,21 +1,42 @@
-"""``memsite build`` / ``serve`` / ``project``: MkDocs run with the repository's own settings."""
+"""``memsite build`` / ``serve`` / ``project``: the site built with the repository's own settings.
+
+``memsite build`` builds with one of three engines, the same ``mkdocs.yml``
+for each: MkDocs (the default) and ProperDocs run memsite's plugin; Zensical
+runs no plugin, so memsite writes its pages out first (``generate``) and
+finishes the site after it. Every engine writes into a fresh folder that
+replaces the site only once whole (``output``).
+"""
 
 from __future__ import annotations
 
 import errno
+import importlib.metadata
+import json
 import logging
+import os
+import shutil
 import socket
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from .. import history
-from ..config import PLUGIN, load_config, plugin_options, read_mkdocs_yml
+from ..config import ENGINES, PLUGIN, Config, load_config, plugin_options, read_mkdocs_yml
 from ..errors import DiskFull, MemsiteError
 from ..store.activity import pending_counts
+from . import output
 from .guard import refuse_unsafe_config
-from .plugin import build_time
+from .generate import build_time
 from .pages import projection
 from .snapshot import load
+
+
+SERVING = ".memsite/serving.json"  # where a running 'memsite serve' says what it serves (for 'show --url')
 
 
 def _settings(root: Path) -> Path:
@@ -53,36 +74,189 @@ def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
         raise MemsiteError(f"{path}: {exc}") from None
 
 
-def build(root: Path, site_dir: Path | None = None, *, strict: bool = False) -> Path:
+ZENSICAL_MIN = (0, 0, 73)  # the Zensical memsite was tried with: Material's theme, custom_dir, page templates
+ZENSICAL_BELOW = (0, 1, 0)  # 0.1 renders with zensical-ui, which memsite has not been tried with
+
+
+def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, engine: str | None = None,
+          announce: Callable[[str], None] | None = None) -> Path:
     """Build the site of the repository at ``root``; returns the folder it was written to.
 
+    The site is written into a fresh folder beside it and swapped in once
+    whole: a build that fails, or is interrupted or killed, leaves the
+    previous site as it was (the next build says so through ``announce``).
+
+    Args:
+        root: the memory repository (holding mkdocs.yml).
+        site_dir: where the site goes (default: mkdocs.yml's site_dir, site/).
+        strict: fail on warnings too.
+        engine: mkdocs, properdocs or zensical (default: the ``engine`` setting, mkdocs).
+        announce: told each note about the build (an interrupted build before it, a site of another version).
+
+    Returns:
+        The site folder.
+
     Raises:
-        MemsiteError: the settings are invalid, or a file breaks its format
+        MemsiteError: the settings are invalid, the engine is not installed, a
+            file breaks its format, or the site folder cannot be replaced
             (the message names the file, the field and the fix).
     """
-    from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.exceptions import Abort, PluginError
 
     config = _mkdocs_config(root, site_dir=str(site_dir) if site_dir else None, strict=strict)
+    settings = load_config(root)
+    engine = engine or settings.engine
+    check_engine(engine)
+    _writable(Path(config.site_dir))
+    job = output.Build(Path(config.site_dir), engine)
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.WARNING)
     shown = logging.StreamHandler()  # every warning on stderr, --strict or not (which adds a counting handler)
     shown.setFormatter(logging.Formatter("warning: %(message)s"))
     logger.addHandler(shown)
     try:
-        mkdocs_build(config)
+        try:
+            folder = job.begin()
+            for note in job.notes:
+                (announce or logger.warning)(note)
+            if engine == "mkdocs":
+                from mkdocs.commands.build import build as mkdocs_build
+
+                config.site_dir = str(folder)
+                mkdocs_build(config)
+            elif engine == "properdocs":
+                _properdocs(root, folder, strict)
+            else:
+                _zensical(root, config, settings, folder, strict)
+        except BaseException as exc:
+            job.abort(interrupted=isinstance(exc, KeyboardInterrupt))
+            raise
+        job.finish()
     except PluginError as exc:
         raise MemsiteError(str(exc)) from None
     except Abort as exc:
         raise MemsiteError(f"the site build stopped: {exc}") from None
     except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise MemsiteError(_cannot_write(config.site_dir, exc.filename or config.site_dir)) from None
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        raise DiskFull(f"disk full at {config.site_dir}: the site was not built; free some space, or build it "
-                       "on another disk with --site-dir") from None
+        raise DiskFull(f"disk full at {job.folder}: the site was not built ({job.site_dir} is as it was); free "
+                       "some space, or build it on another disk with --site-dir") from None
     finally:
         logger.removeHandler(shown)
-    return Path(config.site_dir)
+    return job.site_dir
+
+
+def check_engine(engine: str) -> None:
+    """Raise unless ``engine`` is installed in a version memsite builds with.
+
+    Raises:
+        MemsiteError: one line naming the engine and what to install.
+    """
+    if engine not in ENGINES:
+        raise MemsiteError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    try:
+        found = importlib.metadata.version(engine)  # each engine's distribution is named as the engine
+    except importlib.metadata.PackageNotFoundError:
+        raise MemsiteError(f"the {engine} engine is not installed: pip install 'memsite[{engine}]' "
+                           f"(or choose another with --engine)") from None
+    if engine == "zensical":
+        numbers = tuple(int(part) if part.isdigit() else 0 for part in found.split(".")[:3])
+        if not ZENSICAL_MIN <= numbers < ZENSICAL_BELOW:
+            raise MemsiteError(f"zensical {found} is installed; memsite builds with zensical "
+                               f"{'.'.join(map(str, ZENSICAL_MIN))} up to 0.1 (Material's theme, theme.custom_dir "
+                               "and page templates): pip install 'memsite[zensical]'")
+
+
+def _run(command: list[str], cwd: Path, engine: str) -> None:
+    """Run an engine's command line; its warnings go to stderr, its failure becomes one message."""
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    for line in result.stderr.splitlines():
+        if "WARNING" in line or "Warning" in line:
+            print(line, file=sys.stderr)
+    if result.returncode != 0:
+        lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+        raise MemsiteError(f"{engine} could not build the site: " + " / ".join(lines[-5:]))
+
+
+def _folders(nav: Any, pages: dict[str, str]) -> Any:
+    """A nav with each generated page named where Zensical finds it (``generate.as_folder``)."""
+    from .generate import as_folder
+
+    if isinstance(nav, list):
+        return [_folders(entry, pages) for entry in nav]
+    if isinstance(nav, dict):
+        return {key: _folders(value, pages) for key, value in nav.items()}
+    return as_folder(nav) if isinstance(nav, str) and nav in pages else nav
+
+
+def _properdocs(root: Path, folder: Path, strict: bool) -> None:
+    """ProperDocs (a maintained MkDocs 1.6) runs memsite's plugin as MkDocs does."""
+    _run([sys.executable, "-m", "properdocs", "build", "-q", "-f", str(root / "mkdocs.yml"), "-d", str(folder),
+          *(["--strict"] if strict else [])], root, "properdocs")
+
+
+def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: bool) -> None:
+    """Zensical runs no plugin: memsite writes the pages it renders, then finishes the site it wrote."""
+    from .generate import CSS_URI, THEME, finish, fill_pages, generate, write_docs
+    from .plugin import default_nav
+
+    docs_dir = Path(config.docs_dir)
+    generated = generate(root, docs_dir, settings, config.site_name, config.repo_url)
+    for problem in generated.snap.problems:
+        logging.getLogger("mkdocs").warning(f"skipped {problem}")
+    if strict and generated.snap.problems:
+        raise MemsiteError(f"{len(generated.snap.problems)} file(s) left out of the site (--strict)")
+    # Zensical writes only inside the folder of its mkdocs.yml: one inside the build's own (removed with it if
+    # the build is killed), its output then moved up into the build's folder.
+    work = folder / ".zensical"
+    work.mkdir()
+    try:
+        write_docs(generated, docs_dir, root, work / "docs")
+        # memsite's templates, and its search box in place of Zensical's (which reads one index of the whole site)
+        shutil.copytree(THEME, work / "overrides", ignore=shutil.ignore_patterns("zensical"))
+        shutil.copytree(THEME / "zensical", work / "overrides", dirs_exist_ok=True)
+        data = read_mkdocs_yml(root / "mkdocs.yml")
+        nav = data.get("nav") or default_nav(settings) + ([{"Problems": "problems.md"}] if "problems.md" in
+                                                          generated.pages else [])
+        theme = data.get("theme") or {"name": "material"}
+        theme = {"name": theme} if isinstance(theme, str) else dict(theme)
+        custom = theme.get("custom_dir")
+        if custom:  # the repository's own overrides first, memsite's template beside them
+            shutil.copytree(root / custom, work / "overrides", dirs_exist_ok=True)
+        theme.update(custom_dir="overrides", font=False, variant="classic")  # Material's own look
+        data.update(docs_dir="docs", site_dir="site", theme=theme,
+                    extra_css=[*(data.get("extra_css") or []), CSS_URI],
+                    plugins=["search"], nav=_folders(nav, generated.pages))
+        for key in ("hooks", "INHERIT"):
+            data.pop(key, None)
+        (work / "mkdocs.yml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        zensical = shutil.which("zensical", path=str(Path(sys.executable).parent)) or shutil.which("zensical")
+        if zensical is None:
+            raise MemsiteError("the zensical engine is not installed: pip install 'memsite[zensical]'")
+        _run([zensical, "build", "-f", str(work / "mkdocs.yml"), *(["--strict"] if strict else [])], work, "zensical")
+        (work / "site" / "search.json").unlink(missing_ok=True)  # Zensical's own index: memsite's box asks Pagefind
+        for entry in (work / "site").iterdir():
+            entry.rename(folder / entry.name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the pages' Markdown: a few MB, memory pages are not in it
+    fill_pages(folder, generated)
+    finish(folder, generated, sitemap=bool(config.site_url), log=lambda line: None)
+
+
+def _writable(site_dir: Path) -> None:
+    """Refuse, before anything is built, a site folder (or the folder it would be made in) this user cannot write."""
+    folder = site_dir
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise MemsiteError(_cannot_write(site_dir, folder))
+
+
+def _cannot_write(site_dir: object, where: object) -> str:
+    return (f"{site_dir}: cannot write the site there ({where} is read-only for this user); build it elsewhere "
+            "with --site-dir DIR")
 
 
 def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_browser: bool = False,
@@ -96,12 +270,53 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8000, *, open_in_brow
 
     path = _checked(root)
     check_port(host, port)
-    if announce:
-        announce(f"Serving {root} at {url(host, port)} (Ctrl-C stops)")
+    stop = threading.Event()
+    message = f"Serving {root} at {url(host, port)} (Ctrl-C stops)"
+    record = root / SERVING
+
+    def ready() -> None:  # once the port answers: MkDocs builds the site before it listens
+        try:  # what 'memsite show --url' links to while no site_url is set
+            record.parent.mkdir(exist_ok=True)
+            record.write_text(json.dumps({"pid": os.getpid(), "url": url(host, port)}))
+        except OSError:
+            pass  # a read-only checkout: served all the same
+        if announce:
+            announce(message)
+
+    threading.Thread(target=_when_listening, args=(host, port, ready, stop), name="memsite-serve-ready",
+                     daemon=True).start()
     try:
         mkdocs_serve(config_file=str(path), dev_addr=f"{host}:{port}", open_in_browser=open_in_browser)
     except OSError as exc:  # taken between the check and the bind
         raise MemsiteError(_address_error(host, port, exc)) from None
+    finally:
+        stop.set()
+        if serving(root) == url(host, port):
+            record.unlink(missing_ok=True)
+
+
+def serving(root: Path) -> str | None:
+    """The address a running ``memsite serve`` of ``root`` serves the site at, if one is running."""
+    try:
+        found = json.loads((root / SERVING).read_text())
+        os.kill(int(found["pid"]), 0)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # none, or one that was killed
+    return str(found["url"])
+
+
+def _when_listening(host: str, port: int, ready: Callable[[], None], stop: threading.Event) -> None:
+    """Call ``ready()`` as soon as HOST:PORT accepts a connection (an address that serves every interface is
+    asked on the loopback one), unless the server stopped first."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    while not stop.is_set():
+        try:
+            socket.create_connection((target, port), timeout=0.5).close()
+        except OSError:
+            stop.wait(0.05)
+            continue
+        ready()
+        return
 
 
 def url(host: str, port: int) -> str:

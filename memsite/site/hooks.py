@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from .plugin import MemsitePlugin
 
-__all__ = ["on_config", "on_pre_build", "on_files", "on_page_content", "on_post_page", "on_post_build"]
+__all__ = ["on_startup", "on_config", "on_pre_build", "on_files", "on_page_content", "on_post_page", "on_post_build",
+           "on_build_error", "on_shutdown"]
 
 _plugin = MemsitePlugin(from_hooks=True)
+on_startup = _plugin.on_startup
 on_config = _plugin.on_config
 on_pre_build = _plugin.on_pre_build
 on_files = _plugin.on_files
 on_page_content = _plugin.on_page_content
 on_post_page = _plugin.on_post_page
 on_post_build = _plugin.on_post_build
+on_build_error = _plugin.on_build_error
+on_shutdown = _plugin.on_shutdown

@@ -49,7 +49,8 @@ class Site(LogPages):
 
     def __init__(self, snap: Snapshot, site_name: str = "Agent memory", commits: list[Commit] | None = None,
                  repo_url: str | None = None, *, gone: dict[str, Memory] | None = None,
-                 world_at: dict[str, dict[str, str]] | None = None) -> None:
+                 world_at: dict[str, dict[str, str]] | None = None,
+                 world_conflicts: list[tuple[str, datetime, str]] | None = None) -> None:
         self.snap = snap
         self.commits = commits or []
         self.history = history.by_memory(self.commits, snap.paths)
@@ -65,7 +66,7 @@ class Site(LogPages):
         self.by_id = {s.memory.id: s for s in snap.memories}
         self.agents = set(snap.agents())
         self._up: dict[str, str] = {}  # page -> its relative link to /m/
-        self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at)
+        self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at, world_conflicts or [])
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
 
     def raw(self, html: str) -> str:
@@ -307,13 +308,17 @@ class Site(LogPages):
                 '<ul class="memsite-review">' + "".join(items) + "</ul>")
 
     def world_changes(self, here: str, d: Digest) -> str:
+        both = "".join(f"<li>{text(line.replace(': kept ', ' was set two ways: kept ', 1))} (merge "
+                       f"{text(sha[:12])}, {when:%Y-%m-%d %H:%M})</li>" for sha, when, line in d.conflicts)
+        both = f"<p><strong>Set two ways</strong>, for review (the value written last was kept):</p><ul>{both}</ul>" \
+            if both else ""
         if not d.world:
-            return "<p>No change to the world state.</p>"
+            return "<p>No change to the world state.</p>" + both
         rows = "".join(f'<tr><td class="memsite-key">{_key(k)}</td><td class="memsite-num">{text(action)}</td>'
                        f"<td>{text(_short(safe.plain(v), 200))}</td></tr>" for k, action, v in d.world[:50])
         more = f"<p>and {len(d.world) - 50} more keys.</p>" if len(d.world) > 50 else ""
         return (f'<div class="memsite-world"><table><thead><tr><th>Key</th><th>Change</th><th>Value</th></tr>'
-                f"</thead><tbody>{rows}</tbody></table></div>{more}")
+                f"</thead><tbody>{rows}</tbody></table></div>{more}{both}")
 
     def removed(self, here: str, d: Digest) -> str:
         if not d.removed:

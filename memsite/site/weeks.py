@@ -37,6 +37,7 @@ class Digest:
     sessions: list[SessionRecord] = field(default_factory=list)  # closed in the window, newest first
     skills: list[SkillCandidate] = field(default_factory=list)  # drafts whose pattern was written in the window
     world: list[tuple[str, str, str]] = field(default_factory=list)  # (key, added|changed|removed, value)
+    conflicts: list[tuple[str, datetime, str]] = field(default_factory=list)  # (merge, when, a key set two ways)
     removed: list[tuple[Commit, str, str, str]] = field(default_factory=list)  # (commit, id, action, reason)
     agents: dict[str, Counter] = field(default_factory=dict)  # agent -> created, merged, ..., recalls, sessions
     changed: list[tuple[Memory, Memory | None]] = field(default_factory=list)  # (superseded, successor), newest first
@@ -58,8 +59,9 @@ class Timeline:
     """Memories, sessions and commits bucketed by day, so a digest of a few days costs those days only."""
 
     def __init__(self, snap: Snapshot, commits: list[Commit], skills: list[SkillCandidate],
-                 world_at: dict[str, dict[str, str]]) -> None:
+                 world_at: dict[str, dict[str, str]], conflicts: list[tuple[str, datetime, str]] = ()) -> None:
         self.snap, self.commits, self.skills, self.world_at = snap, commits, skills, world_at
+        self.conflicts = list(conflicts)
         self.created: dict[date, list[Scored]] = {}
         self.written: dict[date, set[str]] = {}
         self.replaced: dict[date, list[Memory]] = {}  # memories superseded, by the day they stopped holding
@@ -107,6 +109,7 @@ class Timeline:
             agent["sessions"] += sum(1 for status, path in c.files
                                      if status == "A" and path.startswith(sessions_dir))
         d.removed.reverse()  # newest first
+        d.conflicts = [found for found in self.conflicts if start <= found[1] < end]
         before = [c for c in self.world_commits if c.when < start]
         last = [c for c in self.world_commits if start <= c.when < end]
         if last:

@@ -62,6 +62,7 @@ CREATE INDEX IF NOT EXISTS memories_category ON memories (category, created, id)
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
 CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
 CREATE INDEX IF NOT EXISTS memories_id_nocase ON memories (id COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS memories_short_id ON memories (lower(substr(id, -6)));
 CREATE TABLE IF NOT EXISTS sketches (k INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY (k, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sketches_id ON sketches (id);
 {sketch_filter.SCHEMA}
@@ -141,6 +142,7 @@ class Catalog:
         self._path = path
         self._write_db: sqlite3.Connection | None = None  # see _writer()
         self._unchecked = 0  # rows committed through it since its log was last copied into the catalog
+        self._counted: tuple[str | None, dict[str, int]] = (None, {})  # (commit, term -> memories holding it)
         self.db = connect(path)
         _math_functions(self.db)
         if self._meta_or_none("schema") != SCHEMA_VERSION:  # new, or made by another version: it is derived
@@ -219,6 +221,14 @@ class Catalog:
         count = len(rows) if len(rows) < limit else self.db.execute(f"SELECT count(*) FROM memories {where}",
                                                                     bounds).fetchone()[0]
         return rows, count
+
+    def ending_with(self, tail: str, limit: int) -> tuple[list[tuple[str, str]], int]:
+        """(id, abstract) of the first ``limit`` memories whose id ends with ``tail`` (6 characters or more) in any
+        case, and how many there are: the index of ids' short forms, then the rest of ``tail`` checked."""
+        rows = self.db.execute("SELECT id, abstract FROM memories WHERE lower(substr(id, -6)) = ? "
+                               "AND lower(substr(id, -?)) = ? ORDER BY id",
+                               (tail[-6:].lower(), len(tail), tail.lower())).fetchall()
+        return rows[:limit], len(rows)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         where, args = _filters(category, agent, ())
@@ -351,15 +361,22 @@ class Catalog:
     def term_counts(self, terms: Iterable[str], rows: Iterable[int]) -> tuple[dict[str, int], dict[int, list[str]]]:
         """(how many memories hold each term, the terms each of ``rows`` holds), as the full-text index matches them.
 
-        Terms are words of a query (stemmed by the index, so ``refunds`` holds ``refund``).
+        Terms are words of a query (stemmed by the index, so ``refunds`` holds ``refund``). The
+        counts are kept for the catalog's commit: an agent's questions share many words.
         """
         wanted = list(rows)
+        commit = self.commit
+        if self._counted[0] != commit:
+            self._counted = (commit, {})
+        known = self._counted[1]
         counts: dict[str, int] = {}
         holding: dict[int, list[str]] = {}
         for term in terms:
             quoted = match_any([term])
-            counts[term] = self._search(quoted, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                                        (quoted,))[0][0]
+            if term not in known:
+                known[term] = self._search(quoted, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                                           (quoted,))[0][0]
+            counts[term] = known[term]
             for start in range(0, len(wanted) if counts[term] else 0, 500):
                 chunk = wanted[start : start + 500]
                 for n, in self._search(quoted, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
@@ -469,6 +486,19 @@ class Catalog:
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
+
+    def with_field(self, name: str, *others: str) -> list[tuple[Any, ...]]:
+        """(id, bytes of text, value of ``name``, values of ``others``) of the memories whose frontmatter has
+        the field ``name`` (one memsite does not write), oldest first; a missing field's value is None.
+
+        What an integration that keeps fields of its own reads of every memory
+        it wrote, without building each Memory (a tenth of the cost at 10,000).
+        """
+        paths = [f'$."{field}"' for field in (name, *others)]
+        values = ", ".join("json_extract(extra, ?)" for _ in paths)
+        return self.db.execute(f"SELECT id, length(CAST(content AS BLOB)), {values} FROM memories "
+                               "WHERE extra != '{}' AND json_type(extra, ?) IS NOT NULL ORDER BY created, id",
+                               (*paths, paths[0])).fetchall()
 
     # --- writes ------------------------------------------------------------
 

@@ -1,10 +1,12 @@
-"""Ids as people type them: the whole id, or the first characters of it, like git's short commit ids.
+"""Ids as people type them: the whole id, its short form (its last characters, as the file name ends), or its
+first characters, like git's short commit ids.
 
-A prefix names a memory when it is at least :data:`MIN_PREFIX` characters
-long and only one id starts with it; case does not matter (ULIDs are written
-in capitals, people type them in either). The catalog finds the ids that
-start with a prefix in an index of them, so the lookup stays about as fast
-at 100,000 memories as at ten.
+A short form or a prefix names a memory when it is at least
+:data:`MIN_PREFIX` characters long and only one id ends or starts with it;
+case does not matter (ULIDs are written in capitals, people type them in
+either). A ULID's first ten characters are the time, so the short form is the
+end of its random part (:func:`memsite.model.short_id`). The catalog finds
+both in indexes, so the lookup stays about as fast at 100,000 memories as at ten.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from datetime import datetime
 
 from ..errors import InvalidInput, NotFound
-from ..model import Memory, one_line, truncate
+from ..model import Memory, one_line, short_id, truncate
 from .catalog import Catalog
 
 # What the history says of a removed memory: (commit, author, when, its id, forgotten or trimmed, the reason).
@@ -38,13 +40,17 @@ def lookup(catalog: Catalog, text: object, *, live: bool = True) -> Memory | Non
     memory = catalog.get(text, live=live)
     if memory is not None:
         return memory
-    found, count = catalog.starting_with(text, SHOWN)
+    starts, started = catalog.starting_with(text, SHOWN)
+    ends, ended = catalog.ending_with(text, SHOWN)
+    found = dict([*ends, *starts])
+    count = len(found) if started + ended <= SHOWN else started + ended
     if count > 1:
-        listed = "; ".join(f"{mid} ({truncate(one_line(abstract), 50)})" for mid, abstract in found)
-        more = f"; and {count - len(found)} more" if count > len(found) else ""
-        raise InvalidInput(f"id prefix {text!r} is ambiguous: {count} memories have ids starting with it: "
+        listed = "; ".join(f"{short_id(mid)} {mid} ({truncate(one_line(abstract), 50)})"
+                           for mid, abstract in list(found.items())[:SHOWN])
+        more = f"; and {count - min(len(found), SHOWN)} more" if count > min(len(found), SHOWN) else ""
+        raise InvalidInput(f"id {text!r} is ambiguous: {count} memories have ids starting or ending with it: "
                            f"{listed}{more}; give more of the id")
-    return catalog.get(found[0][0], live=live) if found else None
+    return catalog.get(next(iter(found)), live=live) if found else None
 
 
 def not_found(text: object, removal: Removal | None = None) -> NotFound:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -45,7 +46,7 @@ from .ids import Removal
 from .sqlite import intact, is_damage
 from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
 from .transaction import Transaction, refuse_unreadable
-from .vectors import Embedder, Vectors
+from .vectors import Embedder, Vectors, decode, encode, model_name, published_folder
 
 T = TypeVar("T")
 log = logging.getLogger("memsite")
@@ -89,6 +90,7 @@ class Store:
         self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
         self._born: datetime | None = None  # see born()
         self._embedder = embedder
+        self._published: tuple[bytes, dict[bytes, bytes]] | None = None  # (folder's tree id, its vectors)
         self._clock = clock or utcnow
         self._progress = progress
         self._git_settings = git_settings
@@ -215,8 +217,64 @@ class Store:
     def _open_vectors(self) -> None:
         if self._embedder is not None:
             embedder = self._embedder
-            self.vectors = self._opened("vectors.sqlite3", lambda path: Vectors(path, embedder, self._progress),
-                                         REBUILT)
+            self.vectors = self._opened(
+                "vectors.sqlite3", lambda path: Vectors(path, embedder, self._progress, self.published_vectors),
+                REBUILT)
+
+    def published_vectors(self, commit: str | None) -> dict[bytes, bytes]:
+        """The embedder's vectors published in the repository at ``commit`` (text key -> vector bytes)."""
+        if self._embedder is None:
+            return {}
+        model = model_name(self._embedder)
+        entry = self.repo.objects.lookup(self.repo.root_tree(commit), published_folder(model))
+        if entry is None or not entry.is_tree:
+            return {}
+        if self._published is None or self._published[0] != entry.sha:
+            found: dict[bytes, bytes] = {}
+            for data in self.repo.files_under(commit, published_folder(model)).values():
+                found.update(decode(data, model))
+            self._published = (entry.sha, found)
+        return self._published[1]
+
+    def publish_vectors(self) -> tuple[int, str | None]:
+        """Publish the vectors of the memories the repository has none for yet, in one commit.
+
+        They go to this clone's own file under ``vectors/<model>/`` (named for the agent and the
+        clone), appended to: no other clone writes it, so merges never conflict on it.
+
+        Returns:
+            How many vectors were published, and the commit (None when there were none).
+        """
+        vectors = self.vectors
+        if vectors is None:
+            return 0, None
+        with self.repo.thread_lock:
+            self.fresh()
+            new = vectors.unpublished(self.catalog, self.published_vectors(self.catalog.commit))
+        if not new:
+            return 0, None
+        path = f"{published_folder(vectors.model)}/{self.agent}-{self._publisher()}.vec"
+        with self.transaction(f"Vectors of {len(new)} memories ({vectors.model})") as tx:
+            mine = tx.read_bytes(path)
+            fresh = mine is None or not decode(mine, vectors.model)  # (a damaged file of ours starts again)
+            tx.write_bytes(path, encode(vectors.model, vectors.dimension, new, header=fresh) if fresh
+                           else mine + encode(vectors.model, vectors.dimension, new, header=False))
+        return len(new), tx.commit
+
+    def _publisher(self) -> str:
+        """This clone's name among those publishing vectors: kept in .memsite/ (a new one if it is lost)."""
+        kept = self.state.path / "publisher"
+        try:
+            name = kept.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            name = ""
+        if not re.fullmatch(r"[0-9a-f]{8}", name):
+            name = os.urandom(4).hex()
+            try:
+                kept.write_text(name + "\n", encoding="ascii")
+            except OSError:  # (not kept: the next publication starts a file of its own, which is no harm)
+                pass
+        return name
 
     def _close_state(self) -> None:
         for name in ("catalog", "activity", "vectors", "past"):
@@ -678,8 +736,11 @@ class Store:
         return text
 
 
+AGENT_SETTING = "memsite.agent"  # git config: the agent a clone writes as ('memsite clone --agent' sets it)
+
+
 def _default_agent(repo: Repository) -> str:
-    name = os.environ.get("MEMSITE_AGENT")
+    name = os.environ.get("MEMSITE_AGENT") or repo.config.get(AGENT_SETTING, "")
     if name:
         return name
     user = repo.config.get("user.name", "")

@@ -50,7 +50,7 @@ def statements(insert: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, list
 
 # SQLITE_CORRUPT and SQLITE_NOTADB: the file is damaged (a lock, a full disk or a read-only file is not).
 _DAMAGE_CODES = {11, 26}
-_IOERR, _CANTOPEN = 10, 14
+_READONLY, _IOERR, _CANTOPEN = 8, 10, 14
 COMPANIONS = ("-wal", "-shm", "-journal")
 # Every text memsite stores is UTF-8: text that is not was damaged on disk, where SQLite's checks do not look.
 _UNDECODABLE = "Could not decode to UTF-8"
@@ -75,7 +75,8 @@ def is_damage(exc: BaseException) -> bool:
 
 def read_only(path: Path) -> sqlite3.Connection:
     """A connection that reads ``path`` and writes nothing, not even the -shm a WAL reader needs when none is
-    there (and the disk is full): then the file is read as it is, without what its -wal adds."""
+    there (and the disk is full, or the folder is read-only): then the file is read as it is, without what its
+    -wal adds."""
     uri = "file:" + urllib.parse.quote(str(path.absolute()))
     db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
     try:
@@ -83,7 +84,7 @@ def read_only(path: Path) -> sqlite3.Connection:
         return db
     except sqlite3.OperationalError as exc:
         db.close()
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (_CANTOPEN, _IOERR):
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (_CANTOPEN, _IOERR, _READONLY):  # (a read-only folder)
             raise
     except BaseException:
         db.close()

@@ -18,7 +18,7 @@ from ..config import SEGMENT_FOLDER, Category, segment_name
 from ..errors import FormatError, InvalidInput, MemsiteError, NotFound
 from ..fileformat import decode, format_memory
 from ..git import Author, FilesAhead, Repository, blob_id
-from ..model import Memory, format_time, one_line, parse_time, slugify, truncate
+from ..model import FIELD_ORDER, Memory, format_time, one_line, parse_time, slugify, truncate
 from ..ranking import TrimCandidate, plan_trim
 from ..text import fingerprint, shared_needed, similarity, sketch
 from . import chain, ids
@@ -148,10 +148,16 @@ class Transaction:
 
     def remember(self, content: str, category: str = "general", abstract: str | None = None,
                  overview: str | None = None, tags: Iterable[str] = (), source: str | None = None,
-                 pinned: bool = False, dedupe: bool | None = None, supersedes: str | None = None) -> Memory:
-        """As :meth:`MemoryStore.remember`, committed with the transaction."""
+                 pinned: bool = False, dedupe: bool | None = None, supersedes: str | None = None, *,
+                 extra: Mapping[str, Any] | None = None) -> Memory:
+        """As :meth:`MemoryStore.remember`, committed with the transaction.
+
+        ``extra``: frontmatter fields of the integration that writes (written after memsite's own, sorted).
+        """
         self._check_open()
         memory = self.store.new_memory(content, category, abstract, overview, tags, source, pinned)
+        if extra:
+            memory = memory.replace(extra=_extra(extra))
         return self.add(memory, self.store.config.dedupe if dedupe is None else dedupe, supersedes=supersedes)
 
     def supersede(self, old_id: str, new_id: str, *, reason: str | None = None) -> tuple[Memory, Memory]:
@@ -196,12 +202,17 @@ class Transaction:
             raise self.store.not_found(id)
         return memory
 
-    def update(self, id: str, /, **changes: Any) -> Memory:
-        """As :meth:`MemoryStore.update`, committed with the transaction."""
+    def update(self, id: str, /, *, extra: Mapping[str, Any] | None = None, **changes: Any) -> Memory:
+        """As :meth:`MemoryStore.update`, committed with the transaction.
+
+        ``extra``: the frontmatter fields beyond memsite's own, all of them (None keeps them as they are).
+        """
         self._check_open()
         current = self.get(id)
         changed = current.replace(**self.store.checked_fields(changes, current))
-        if changed == current:
+        if extra is not None:
+            changed = changed.replace(extra=_extra(extra))
+        if changed == current and changed.extra == current.extra:  # (Memory's == leaves extra out)
             return current
         changed = changed.replace(updated=self.store.now())
         path = self._path_of(current)
@@ -275,11 +286,17 @@ class Transaction:
 
     def read_text(self, path: str) -> str | None:
         """The text of ``path`` as this transaction would leave it (None if absent)."""
-        if path in self._files:
-            data = self._files[path]
-        else:
-            data = self.store.repo.read_file(self.parent, path)
+        data = self.read_bytes(path)
         return None if data is None else decode(data, path)
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The bytes of ``path`` as this transaction would leave it (None if absent)."""
+        return self._files[path] if path in self._files else self.store.repo.read_file(self.parent, path)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Stage ``data`` for ``path``, a file memsite derives (published vectors): no text checks."""
+        self._check_open()
+        self._files[path] = data
 
     def write_text(self, path: str, text: str, *, owned: bytes | None = None) -> None:
         """Stage ``text`` for ``path``. Session records are append-only: an existing one is refused.
@@ -678,6 +695,14 @@ def refuse_unreadable(catalog: Catalog, mid: str, memory: Memory | None) -> None
                           "give one of them a new id (or git rm the copy), then retry")
     path, _, message = problems[0]
     raise FormatError(f"memory {mid}: its file {path} cannot be read: {message.removeprefix(path + ': ')}")
+
+
+def _extra(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Frontmatter fields of an integration, checked: none of memsite's own names."""
+    taken = sorted(set(fields) & set(FIELD_ORDER))
+    if taken:
+        raise InvalidInput(f"extra: {', '.join(taken)} are memsite's own fields; name the integration's fields otherwise")
+    return dict(fields)
 
 
 def _unflagged(memory: Memory, of: str | None) -> Memory:

@@ -14,6 +14,7 @@ from memsite.git.commands import CatFile, Git, GitFailed, merge_file
 from .conftest import commit_files, run, text
 
 
+@pytest.mark.slow
 def test_one_batch_reads_thousands_of_objects_by_any_name_git_takes(repo: Path) -> None:
     files = {f"notes/{i:04d}.md": b"note %d\n" % i * (i % 7 + 1) for i in range(1500)}
     commit_files(repo, files)
@@ -78,6 +79,7 @@ def test_a_failing_command_says_what_git_said_and_output_keeps_bytes_that_are_no
     assert Git(repo).run("var", "GIT_AUTHOR_IDENT", env={"GIT_AUTHOR_NAME": "Planner"}).stdout.startswith("Planner <")
 
 
+@pytest.mark.slow
 def test_streams_and_logs_give_gits_records_and_leaving_early_ends_git(repo: Path) -> None:
     commit_files(repo, {f"f/{i:04d}.md": b"%d\n" % i for i in range(3000)}, "many")
     commit_files(repo, {"f/0001.md": b"changed\n"}, "one")

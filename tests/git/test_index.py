@@ -138,6 +138,7 @@ _NAME = (st.text(st.characters(min_codepoint=1, max_codepoint=0x24FF, blacklist_
             and "git" not in name.lower())
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=st.dictionaries(st.lists(_NAME, min_size=1, max_size=3).map("/".join), st.binary(max_size=64),
                              min_size=1, max_size=8),

@@ -90,6 +90,7 @@ def consistent(files: dict[str, object]) -> dict[str, object]:
     return {path: data for path, data in files.items() if path not in folders(files)}
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=st.dictionaries(PATH, FILE, min_size=1, max_size=12),
        edits=st.dictionaries(PATH, st.none() | FILE, min_size=1, max_size=8),

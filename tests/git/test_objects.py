@@ -104,6 +104,7 @@ def test_tree_edits_give_the_tree_git_makes_of_the_result(bare: Path, entries: d
     assert names == run(bare, "ls-tree", "-z", "--name-only", mktree_id(bare, expected)).split(b"\x00")[:-1]
 
 
+@pytest.mark.slow
 @FAST
 @given(entries=st.dictionaries(NAME, st.tuples(MODE, ID), min_size=40, max_size=120),
        edits=st.lists(st.tuples(NAME, st.none() | st.tuples(MODE, ID)), min_size=1, max_size=4))

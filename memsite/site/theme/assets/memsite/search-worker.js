@@ -45,10 +45,29 @@ async function setup() {
   self.postMessage({ type: READY })
 }
 
+/* The pages holding every word; when none does, the pages holding some of them,
+   those holding more words first, then by Pagefind's score (Pagefind itself only
+   answers pages holding all the words). */
+async function find(words) {
+  const found = await pagefind.search(words)
+  const each = words.split(/\s+/)
+  if (found.results.length || each.length < 2)
+    return found.results
+  const merged = new Map()
+  for (const part of await Promise.all(each.map(word => pagefind.search(word))))
+    for (const result of part.results) {
+      const seen = merged.get(result.id) || { result, words: 0, score: 0 }
+      seen.words += 1
+      seen.score += result.score
+      merged.set(result.id, seen)
+    }
+  return [...merged.values()].sort((a, b) => b.words - a.words || b.score - a.score).map(m => m.result)
+}
+
 async function query(value, number) {
   const words = value.trim()
-  const found = words ? await pagefind.search(words) : { results: [] }
-  const data = await Promise.all(found.results.slice(0, SHOWN).map(result => result.data()))
+  const results = words ? await find(words) : []
+  const data = await Promise.all(results.slice(0, SHOWN).map(result => result.data()))
   if (number !== latest)
     return
   const terms = Object.fromEntries(words.toLowerCase().split(/\s+/).filter(Boolean).map(w => [w, true]))
@@ -60,7 +79,7 @@ async function query(value, number) {
     score: SHOWN - n,
     terms
   }])
-  self.postMessage({ type: RESULT, data: { items, count: found.results.length } })
+  self.postMessage({ type: RESULT, data: { items, count: results.length } })
 }
 
 self.addEventListener("message", event => {

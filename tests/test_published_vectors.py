@@ -1,0 +1,117 @@
+"""Vectors travel with the repository: a fresh clone reads the published ones instead of embedding every memory."""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memsite import MemoryStore
+from memsite.cli import main
+from memsite.store.vectors import decode, encode, published_folder
+
+from .conftest import Clock, git
+
+TEXTS = ["The ledger keeps its data in Postgres 15", "Marta leads the team that owns payments-api",
+         "Deploy the refunds worker with Argo CD on Tuesdays", "Webhook retries duplicated refunds last spring",
+         "The user prefers tabs over spaces in Python files"]
+
+
+class Counting:
+    """A deterministic stand-in embedder (hashed words) that records the texts it embeds."""
+
+    def __init__(self, model: str = "counting/1") -> None:
+        self.model = model
+        self.texts: list[str] = []
+
+    def __call__(self, text: str) -> list[float]:
+        self.texts.append(text)
+        vector = [0.0] * 32
+        for word in text.lower().split():
+            digest = hashlib.sha1(word.strip("?.,").encode()).digest()
+            vector[digest[0] % 32] += 1.0 if digest[1] % 2 else -1.0
+        return vector if any(vector) else [1.0] + [0.0] * 31
+
+    def memories_embedded(self) -> list[str]:
+        return [t for t in self.texts if any(t.startswith(m) for m in TEXTS)]
+
+
+@pytest.fixture
+def published(store: MemoryStore, clock: Clock) -> Path:
+    for text in TEXTS:
+        store.remember(text, dedupe=False)
+    store.close()
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder=Counting()) as hybrid:
+        assert hybrid.publish_vectors()[0] == len(TEXTS)
+        assert hybrid.publish_vectors() == (0, None)  # published once
+    return store.root
+
+
+def test_a_fresh_clone_reads_the_published_vectors_and_recalls_as_the_original_does(
+        published: Path, tmp_path: Path, clock: Clock) -> None:
+    git(tmp_path, "clone", "-q", str(published), "clone")
+    with MemoryStore(published, agent="planner", clock=clock, embedder=Counting()) as original:
+        expected = [(h.memory.id, round(h.score, 2)) for h in original.recall("who owns payments-api?")]
+    embedder = Counting()
+    with MemoryStore(tmp_path / "clone", agent="reader", clock=clock, embedder=embedder) as clone:
+        found = [(h.memory.id, round(h.score, 2)) for h in clone.recall("who owns payments-api?")]
+    assert found == expected and found
+    assert embedder.memories_embedded() == []  # not one memory embedded again
+    # The published file names its model and holds each memory once, a quarter of float32's size.
+    (vec,) = (tmp_path / "clone" / published_folder("counting/1")).iterdir()
+    assert vec.name.startswith("planner-") and len(decode(vec.read_bytes(), "counting/1")) == len(TEXTS)
+    assert not list((tmp_path / "clone" / "site").glob("**/*.vec"))  # outside the site
+
+
+def test_vectors_of_another_model_or_a_damaged_file_are_passed_over_and_embedded_again(
+        published: Path, tmp_path: Path, clock: Clock) -> None:
+    git(tmp_path, "clone", "-q", str(published), "clone")
+    other = Counting("another/2")
+    with MemoryStore(tmp_path / "clone", agent="reader", clock=clock, embedder=other) as clone:
+        assert clone.recall("who owns payments-api?")[0].memory.abstract.startswith("Marta")
+    assert sorted(other.memories_embedded()) == sorted(TEXTS)  # another model's vectors are never used
+    (vec,) = (tmp_path / "clone" / published_folder("counting/1")).iterdir()
+    data = vec.read_bytes()
+    vec.write_bytes(data[: len(data) - 10])  # the last record cut short
+    git(tmp_path / "clone", "commit", "-qam", "A truncated vectors file")
+    embedder = Counting()
+    with MemoryStore(tmp_path / "clone", agent="reader", clock=clock, embedder=embedder) as clone:
+        assert clone.recall("who owns payments-api?")[0].memory.abstract.startswith("Marta")
+    assert len(embedder.memories_embedded()) == 1  # only the memory whose record was cut
+
+
+def test_two_clones_publishing_merge_without_conflict(published: Path, tmp_path: Path, clock: Clock) -> None:
+    for name in ("a", "b"):
+        git(tmp_path, "clone", "-q", str(published), name)
+        with MemoryStore(tmp_path / name, agent=name, clock=clock, embedder=Counting()) as clone:
+            clone.remember(f"Clone {name} learned that the fx-rates feed updates hourly", dedupe=False)
+            assert clone.publish_vectors()[0] == 1
+    git(tmp_path / "a", "pull", "-q", "--no-rebase", "--no-edit", str(tmp_path / "b"), "main")
+    files = sorted(p.name for p in (tmp_path / "a" / published_folder("counting/1")).iterdir())
+    assert [f.split("-")[0] for f in files] == ["a", "b", "planner"]  # one file per publishing clone
+
+
+def test_the_format_keeps_cosines_and_refuses_what_is_not_its_own() -> None:
+    vector = [math.sin(i) for i in range(1, 385)]
+    norm = math.sqrt(sum(v * v for v in vector))
+    key = b"k" * 20
+    data = encode("m/1", 384, [(key, array.array("f", [v / norm for v in vector]).tobytes())])
+    back = array.array("f", decode(data, "m/1")[key])
+    assert sum(a * b / norm for a, b in zip(back, vector)) > 0.9999
+    assert decode(data, "m/2") == {} and decode(b"not vectors", "m/1") == {} and decode(data[:-1], "m/1") == {}
+
+
+def test_index_embed_publish_from_the_command_line(published: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   clock: Clock) -> None:
+    monkeypatch.setenv("MEMSITE_EMBEDDING", "minilm")
+    with MemoryStore(published, agent="planner") as store:
+        store.remember("The reconciliation job runs at 02:00 UTC", dedupe=False)
+    result = CliRunner().invoke(main, ["-C", str(published), "index", "embed", "--publish"])
+    assert result.exit_code == 0, result.output
+    assert "Published 6 vectors (commit " in result.output
+    result = CliRunner().invoke(main, ["-C", str(published), "index", "embed", "--publish"])
+    assert "Every memory's vector is published already." in result.output
