@@ -18,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import checks, retrieval
+from . import checks, contradictions, retrieval
+from .asof import moment
 from .config import Config
 from .core import (
     DEFAULT_DIR,
@@ -32,7 +33,7 @@ from .core import (
     topic_text,
 )
 from .embedders import by_name, chosen_name, download_allowed, normal
-from .errors import ConfigError, InvalidInput
+from .errors import ConfigError, InvalidInput, NotFound
 from .extract import Extractor, message_texts
 from .failures import translated
 from .git import Repository
@@ -40,7 +41,7 @@ from .history import removal
 from .ingest import incomplete, ingest, resume
 from .merge import clone_settings
 from .migrate import Migration, migrate
-from .model import Memory, utcnow
+from .model import Memory, format_time, utcnow
 from .protocol import Task, start
 from .purge import PurgeResult, purge
 from .recall import TOOLS, Hit, call_tool, format_hits
@@ -51,6 +52,8 @@ from .skills import SkillCandidate, candidates
 from .store import Store, Transaction
 from .store.activity import ActivityJournal
 from .store.catalog import Catalog
+from .store.chain import chain
+from .store.ids import lookup
 from .store.state import StateDir
 from .store.vectors import Embedder, Vectors
 from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
@@ -99,6 +102,11 @@ class MemoryStore:
             configuration, whose default ``auto`` is minilm when its runtime
             is installed, else wordllama when it is, else words only. memsite downloads no model
             unless ``$MEMSITE_EMBEDDING_DOWNLOAD`` or ``embedding.download`` allows it.
+        llm: the language model (``llm(prompt) -> str``) that judges whether a
+            new memory adds to, merges into, supersedes or repeats a memory of
+            its category it looks like (see :meth:`remember`). None (the
+            default) takes ``MEMSITE_LLM_*`` (:meth:`memsite.llm.OpenAICompatible.from_env`);
+            False asks none: such a memory is written and flagged for review.
 
     Raises:
         RepositoryError: ``path`` is not a git working tree. (A write refused
@@ -120,8 +128,10 @@ class MemoryStore:
         branch: str | None = None,
         sync_every: int | None = None,
         remote: str = "origin",
+        llm: Callable[[str], str] | bool | None = None,
     ) -> None:
         self.syncer: Syncer | None = None
+        self._llm = llm  # judges possible contradictions (see remember); None: MEMSITE_LLM_*, when first needed
         self.cloned: tuple[str, bool] | None = None
         """After :meth:`clone`: (the branch checked out, whether the remote was empty and got a new memory)."""
         self.published: str | None = None
@@ -386,9 +396,12 @@ class MemoryStore:
         self._store.fresh()
 
     @translated
-    def get(self, id: str) -> Memory:
+    def get(self, id: str, *, as_of: datetime | str | None = None) -> Memory:
         """The memory with ``id``, or with the one id that starts or ends with ``id`` (6 characters or more, any
         case): its short form (:func:`memsite.short_id`, the end of its random part) is enough.
+
+        ``as_of``: the memory as it was after the last commit before then
+        (record time; see :meth:`recall`); its ``valid_until`` says whether it held then.
 
         Raises:
             NotFound: no memory has that id, saying when, by whom and in
@@ -396,8 +409,18 @@ class MemoryStore:
             InvalidInput: ``id`` is shorter than 6 characters, or more than
                 one id starts or ends with it (naming them, with their abstracts).
             FormatError: the file of that id cannot be read (naming it).
+            InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
         """
-        return self._store.get(id)
+        at = self._moment(as_of)
+        if at is None:
+            return self._store.get(id)
+        commit = self._store.commit_at(at)
+        memory = None if commit is None else self._store.at_commit(commit, lambda past: lookup(past, id))
+        if memory is None:
+            now = self._store.get(id)  # NotFound when it never was (or is no longer)
+            raise NotFound(f"memory {now.id} was not written yet at {format_time(at)}: it was created "
+                           f"{format_time(now.created)}")
+        return memory
 
     @translated
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
@@ -418,6 +441,7 @@ class MemoryStore:
         source: str | None = None,
         pinned: bool = False,
         dedupe: bool | None = None,
+        supersedes: str | None = None,
     ) -> Memory:
         """Write a new memory in its own commit (or recognise one already there).
 
@@ -431,6 +455,22 @@ class MemoryStore:
             pinned: exempt from decay and trimming.
             dedupe: skip an exact duplicate of the category and merge a near
                 one into it (default: the ``dedupe`` setting).
+            supersedes: the id (or a unique prefix) of the memory this one
+                replaces: the same commit marks that one with ``valid_until``
+                (now) and ``superseded_by``; it stays in its file, and recall
+                leaves it out from then on. It may be of another category. No
+                dedup then.
+
+        Without ``supersedes``, a memory of the category that speaks of the
+        same thing without saying the same (many content words in common, too
+        few word pairs for a near-duplicate) is a possible contradiction. With
+        a language model (``llm``, ``MEMSITE_LLM_*``) it is asked whether the
+        new text adds, merges, supersedes or repeats, and that is done (the
+        commit says which and why; a repeat is ``skipped``). Without one, or
+        when its answer cannot be used, the memory is written as a new one,
+        flagged (``contradicts`` in its frontmatter) for review: ``memsite
+        check`` lists the flags, :meth:`supersede` confirms one, :meth:`dismiss`
+        drops it.
 
         Returns:
             The stored Memory, with ``.id``, ``.path``, ``.commit`` and
@@ -439,9 +479,72 @@ class MemoryStore:
 
         Raises:
             InvalidInput: empty, oversized or non-UTF-8 text, bad tags, unknown
-                category; SecretFound for credentials. Nothing is written.
+                category; ``supersedes`` naming a memory superseded already
+                (the message names the newest of its chain) or making a
+                cycle; SecretFound for credentials. Nothing is written.
+            NotFound: ``supersedes`` names no memory.
         """
-        return self._store.remember(content, category, abstract, overview, tags, source, pinned, dedupe)
+        memory = self._store.new_memory(content, category, abstract, overview, tags, source, pinned)  # checked
+        if supersedes is None:
+            fts_query = contradictions.query(memory.content)
+            near = [] if fts_query is None else contradictions.candidates(
+                memory.content, self._store.alike(fts_query, memory.category, contradictions.SHOWN),
+                self.config.dedupe_threshold)
+            if near:
+                return contradictions.write(self._store, memory, near, dedupe, self._judge())
+        return self._store.add(memory, dedupe, supersedes)
+
+    def _judge(self) -> Callable[[str], str] | None:
+        """The language model that judges possible contradictions (see :func:`contradictions.judge`), asked for once."""
+        if self._llm is None or self._llm is True:
+            self._llm = contradictions.judge() or False
+        return self._llm or None  # type: ignore[return-value]
+
+    @translated
+    def dismiss(self, id: str, of: str | None = None) -> Memory:
+        """Say the memory ``id``, flagged as possibly contradicting ``of`` (every memory it was flagged
+        against when None), contradicts nothing: both hold. One commit.
+
+        Raises:
+            NotFound: no memory has that id.
+            InvalidInput: it carries no such flag.
+        """
+        return self._store.dismiss(id, of)
+
+    @translated
+    def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:
+        """Mark the memory ``old`` replaced by the memory ``new`` (both written already), in one commit.
+
+        For a possible contradiction ``remember`` flagged, once a person or an
+        agent confirms it. ``old`` gets ``valid_until`` (now) and
+        ``superseded_by``; ``new`` gets ``supersedes``. Both keep their files.
+
+        Args:
+            old: the id (or a unique prefix) of the memory that stopped holding.
+            new: the id (or a unique prefix) of the one that replaces it.
+            reason: why, for the commit message.
+
+        Returns:
+            (old, new) as written, with their ``.commit``.
+
+        Raises:
+            NotFound: either id names no memory.
+            InvalidInput: the same memory twice, ``old`` superseded already
+                (naming the newest of its chain), ``new`` superseding another
+                already, or a cycle. Nothing is written.
+        """
+        return self._store.supersede(old, new, reason)
+
+    @translated
+    def chain(self, id: str) -> list[Memory]:
+        """The memories that replaced one another, oldest first, that the memory ``id`` belongs to.
+
+        ``[memory]`` for a memory that never replaced another nor was replaced.
+
+        Raises:
+            NotFound: no memory has that id.
+        """
+        return chain(self._store.get(id), self._store.get)
 
     @translated
     def update(self, id: str, /, **changes: Any) -> Memory:
@@ -596,7 +699,8 @@ class MemoryStore:
     @translated
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
-               until: datetime | str | None = None, ranking: str = "relevance") -> list[Hit]:
+               until: datetime | str | None = None, ranking: str = "relevance", include_superseded: bool = False,
+               as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
         """The memories that best match ``query``: relevance decides what is found, time orders what is close.
 
         See :mod:`memsite.retrieval` for the whole ranking.
@@ -616,6 +720,15 @@ class MemoryStore:
                 more relevant memory is never placed below a fresher one) or ``"freshness"``
                 (the seed's relevance x 2^(-age/half-life) x boost: the newest first among what
                 was found).
+            include_superseded: also memories that stopped holding (replaced by
+                another: their ``superseded_by`` and ``valid_until`` say so).
+            as_of: memory as it stood then (a datetime, or text as ``until``
+                takes it; a date alone: its end): in valid time, the memories
+                written by then that still held then, ranked as they would
+                have been then. Counts no recall.
+            record_time: with ``as_of``, what the memory held after the last
+                commit before it instead (what the team believed then; by
+                words, without an embedder's meaning).
 
         Returns:
             Hits, best first, each with its memory's dates (``hit.memory.created``, ``.updated``);
@@ -623,11 +736,13 @@ class MemoryStore:
             batches; see flush_activity).
 
         Raises:
-            InvalidInput: an argument is malformed, ``since`` is after ``until`` or in the future.
+            InvalidInput: an argument is malformed, ``since`` is after ``until`` or in the future;
+                ``as_of`` in the future or before the first commit.
         """
-        hits = retrieval.recall(self._store, retrieval.request(self._store, query, limit, category, tags, agent,
-                                                               min_score, since, until, ranking))
-        waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits else None
+        asked = retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until, ranking,
+                                  include_superseded=include_superseded, as_of=as_of, record_time=record_time)
+        hits = retrieval.recall(self._store, asked)
+        waiting = self._store.note_recalls([h.memory.id for h in hits]) if hits and asked.as_of is None else None
         if waiting is not None:  # (None: the disk is full, and the recall was not counted)
             hits = [h.recalled(self.now()) for h in hits]
             if waiting >= self.config.flush_every and self.cannot_write() is None:
@@ -741,7 +856,8 @@ class MemoryStore:
     @translated
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                 agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
-                until: datetime | str | None = None, ranking: str = "relevance") -> list[Hit]:
+                until: datetime | str | None = None, ranking: str = "relevance",
+                include_superseded: bool = False) -> list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
 
         Takes the arguments of :meth:`recall`.
@@ -753,48 +869,70 @@ class MemoryStore:
             two lists, its relevance and the floor, and says whether it was kept;
             ``prior`` what its age and recalls take off.
         """
-        asked = retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until, ranking)
+        asked = retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until, ranking,
+                                  include_superseded=include_superseded)
         hits = retrieval.recall(self._store, asked)
         if self._store.vectors is None:
             return hits
         return [*hits, *retrieval.recall(self._store, asked, below=True)]
 
     @translated
-    def rank(self, limit: int | None = None, category: str | None = None) -> list[Hit]:
-        """Every memory (or one category's) ranked by decay x boost: the site's ranking. Not a recall."""
-        return retrieval.rank(self._store, limit, category)
+    def rank(self, limit: int | None = None, category: str | None = None, *,
+             include_superseded: bool = False) -> list[Hit]:
+        """Every memory (or one category's) still holding ranked by decay x boost: the site's ranking. Not a recall.
+
+        ``include_superseded``: those replaced by another too.
+        """
+        return retrieval.rank(self._store, limit, category, include_superseded)
+
+    def _moment(self, as_of: object) -> datetime | None:
+        """The moment ``as_of`` names, checked (see :func:`memsite.asof.moment`); None for now."""
+        return None if as_of is None else moment(as_of, self.now(), self._store.born())
 
     # --- core memory ----------------------------------------------------------
 
     @translated
-    def load_core(self, lines: int | None = None) -> str:
+    def load_core(self, lines: int | None = None, *, as_of: datetime | str | None = None) -> str:
         """Prompt-ready core memory: world state, pinned memories, this agent's recent memories.
+
+        Memories that stopped holding (superseded) are left out.
 
         Args:
             lines: the most lines to return (default: ``auto_load_lines`` from
                 settings or ``MEMSITE_AUTO_LOAD_LINES``, 200).
+            as_of: the core memory as it stood then (see :meth:`recall`): the
+                memories written by then that held then, and the world state
+                of the last commit before it.
 
         Returns:
             At most ``lines`` lines; '' for an empty repository. The recent
             memories section is left out when this agent has none.
+
+        Raises:
+            InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
         """
         limit = self.auto_load_lines if lines is None else lines
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidInput(f"lines: expected a whole number >= 0, got {limit!r}")
-        memories = self.list()
+        at = self._moment(as_of)
+        when = at or self.now()
+        memories = [m for m in self.list() if m.valid_at(when) and (at is None or m.created <= at)]
         pinned = [m for m in memories if m.pinned]
-        text = core_text(self.world.read(), pinned, recent_memories(self.list(agent=self.agent), 10), self.agent)
+        world = self.world.read(None if at is None else self._store.commit_at(at))
+        text = core_text(world, pinned, recent_memories([m for m in memories if m.agent == self.agent], 10), self.agent)
         return first_lines(text, limit)
 
     @translated
     def load_topic(self, category: str) -> str:
-        """The full text of one category (name or alias), oldest first; '' if it has none."""
-        return topic_text(self.list(category=category))
+        """The full text of one category (name or alias), oldest first, without what stopped holding; '' if none."""
+        now = self.now()
+        return topic_text([m for m in self.list(category=category) if m.valid_at(now)])
 
     @translated
     def recent(self, n: int = 10) -> list[str]:
-        """The texts of this agent's ``n`` most recent memories, oldest first (never empty ones)."""
-        return recent_texts(self.list(agent=self.agent), n)
+        """The texts of this agent's ``n`` most recent memories still holding, oldest first (never empty ones)."""
+        now = self.now()
+        return recent_texts([m for m in self.list(agent=self.agent) if m.valid_at(now)], n)
 
     @translated
     def task(self, type: str | None = None, keywords: Iterable[str] = (), *,

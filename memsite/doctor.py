@@ -38,7 +38,7 @@ _MEMSITE_TMP = re.compile(r"^\..+\.(\d+)\.memsite-tmp$")
 _OBJECT_TMP = re.compile(r"^tmp_obj_(\d+)_\d+$")  # git's own are tmp_obj_XXXXXX: letters and digits, no '_'
 _PACK_TMP = re.compile(r"^\.memsite-tmp-(\d+)-\d+\.(?:pack|idx|keep)$")
 _MEMSITE_KEEP = re.compile(rb"^memsite (\d+): ")  # what a writer's .keep says (ObjectStore.batch)
-DERIVED = ("catalog.sqlite3", "vectors.sqlite3")
+DERIVED = ("catalog.sqlite3", "vectors.sqlite3", "past.sqlite3")  # past: the memories at a past commit (as-of reads)
 
 
 @dataclass(frozen=True)

@@ -446,6 +446,16 @@ def memory_from_fields(
     pinned = meta.get("pinned", False)
     if not isinstance(pinned, bool):
         raise problem("pinned", "true or false", "write true or false")
+    links = {}
+    for name in ("supersedes", "superseded_by"):
+        value = meta.get(name)
+        if value is not None and (not isinstance(value, str) or not ID_RE.match(value) or value == mid):
+            raise problem(name, "the id of another memory", "write the id memsite wrote, or remove the field")
+        links[name] = value
+    valid_until = time_field("valid_until", required=False)
+    if links["superseded_by"] is not None and valid_until is None:
+        raise problem("valid_until", "the time it stopped holding, as superseded_by is set",
+                      "write the time it was replaced, like 2026-11-20T14:03:00Z")
     known = set(FIELD_ORDER)
     return Memory(
         id=mid,
@@ -460,7 +470,9 @@ def memory_from_fields(
         active_count=count,
         last_recalled=time_field("last_recalled", required=False),
         pinned=pinned,
+        valid_until=valid_until,
         content=body,
+        **links,
         extra={k: v for k, v in meta.items() if k not in known},
     )
 
@@ -483,6 +495,8 @@ def memory_fields(memory: Memory) -> dict[str, Any]:
     }
     if data["last_recalled"] is None:
         del data["last_recalled"]
+    for name, value in _chain(memory):
+        data[name] = value
     for key in sorted(memory.extra):
         data[key] = memory.extra[key]
     return data
@@ -515,10 +529,25 @@ def _fast_memory(memory: Memory) -> str | None:
     if None in values or pinned is None or (memory.last_recalled and last is None):
         return None
     recalled = f"last_recalled: {last}\n" if memory.last_recalled else ""
-    return f"{_MEMORY_LINES % values}{recalled}pinned: {pinned}\n"
+    chain = ""
+    for name, value in _chain(memory):
+        written = _fast_scalar(value)
+        if written is None:
+            return None
+        chain += f"{name}: {written}\n"
+    return f"{_MEMORY_LINES % values}{recalled}pinned: {pinned}\n{chain}"
 
 
-_MEMORY_LINES = "".join(f"{key}: %s\n" for key in FIELD_ORDER[:10])  # FIELD_ORDER ends: last_recalled, pinned
+def _chain(memory: Memory) -> list[tuple[str, str]]:
+    """The supersession fields that are set, in canonical order (a memory never replaced has none)."""
+    if memory.supersedes is None and memory.superseded_by is None and memory.valid_until is None:
+        return []
+    values = (("supersedes", memory.supersedes), ("superseded_by", memory.superseded_by),
+              ("valid_until", format_time(memory.valid_until) if memory.valid_until else None))
+    return [(name, value) for name, value in values if value is not None]
+
+
+_MEMORY_LINES = "".join(f"{key}: %s\n" for key in FIELD_ORDER[:10])  # then last_recalled, pinned, the chain
 
 
 @functools.lru_cache(maxsize=1024)

@@ -87,8 +87,9 @@ def merge_memory(base: str, ours: str, theirs: str, *, label: str = "memory") ->
 
     ``active_count`` adds up (base + both sides' recalls), ``updated`` and
     ``last_recalled`` take the later time, ``tags`` the union, and the text a
-    line-based 3-way merge. Any other field changed on one side takes that
-    side; changed on both, the side updated later. Returns (text, whether the
+    line-based 3-way merge. Any other field (a supersession's ``superseded_by``
+    and ``valid_until`` too) changed on one side takes that side; changed on
+    both, the side updated later. Returns (text, whether the
     text merge left conflict markers).
 
     Raises:
@@ -125,6 +126,7 @@ def merge_memory(base: str, ours: str, theirs: str, *, label: str = "memory") ->
         updated=max(o.updated, t.updated), last_recalled=max(recalled) if recalled else None,
         active_count=base_count + (o.active_count - base_count) + (t.active_count - base_count),
         tags=tuple(dict.fromkeys(o.tags + t.tags)), extra=extra, content=content,
+        supersedes=pick("supersedes"), superseded_by=pick("superseded_by"), valid_until=pick("valid_until"),
     )
     return format_memory(merged), clash
 

@@ -32,7 +32,13 @@ FIELD_ORDER = (
     "active_count",
     "last_recalled",
     "pinned",
+    "supersedes",
+    "superseded_by",
+    "valid_until",
 )
+# The last three are written only when set: a memory that replaced another
+# names it (``supersedes``); the one replaced names its successor and the
+# time it stopped holding (``superseded_by``, ``valid_until``).
 
 ABSTRACT_MAX = 200
 _ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -43,7 +49,9 @@ class Memory:
     """One memory: its frontmatter fields, its body, and where it lives.
 
     ``content`` is the full text (L2), ``overview`` a short paragraph (L1),
-    ``abstract`` the one-line summary (L0). ``path`` is the file in the
+    ``abstract`` the one-line summary (L0). ``valid_until`` is when it
+    stopped holding (None: it still does); ``superseded_by`` the memory
+    that replaced it then, ``supersedes`` the one it replaced. ``path`` is the file in the
     working tree; ``commit`` the commit that last wrote it (None inside a
     transaction that has not committed yet).
     """
@@ -61,6 +69,9 @@ class Memory:
     active_count: int = 0
     last_recalled: datetime | None = None
     pinned: bool = False
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    valid_until: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     path: Path | None = field(default=None, compare=False)
     commit: str | None = field(default=None, compare=False)
@@ -79,6 +90,10 @@ class Memory:
         copy.__dict__.update(self.__dict__)
         copy.__dict__.update(changes)
         return copy
+
+    def valid_at(self, when: datetime) -> bool:
+        """Whether it still held at ``when``: no ``valid_until``, or one after ``when``."""
+        return self.valid_until is None or self.valid_until > when
 
     @property
     def lines(self) -> int:

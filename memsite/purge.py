@@ -49,7 +49,7 @@ from .store import Store
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
-MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ")  # a subject '<verb> <category>: <abstract>'
+MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Supersede ")  # a subject '<verb> <category>: <abstract>'
 PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
 PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
                   "(never what).\n\n")

@@ -62,7 +62,9 @@ def format_hits(hits: Sequence[Hit]) -> str:
         m = hit.memory
         detail = m.overview or (m.content if m.content != m.abstract else "")
         gist = f": {truncate(one_line(detail), 300)}" if detail else ""
-        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {short_id(m.id)})")
+        replaced = f"; superseded by {short_id(m.superseded_by)}" if m.superseded_by else ""
+        lines.append(f"- [{m.category}] {m.abstract}{gist} (written {m.created:%Y-%m-%d}, id {short_id(m.id)}"
+                     f"{replaced})")
     return "\n".join(lines)
 
 
@@ -83,6 +85,11 @@ TOOLS: list[dict[str, Any]] = [
                 "content": {
                     "type": "array", "items": {"type": "string"}, "minItems": 1,
                     "description": "The memories to save, each a self-contained statement.",
+                },
+                "supersedes": {
+                    "type": "string",
+                    "description": "With one item in 'content': the id of a memory it replaces because that "
+                                   "one is no longer true (kept, marked superseded; recall leaves it out).",
                 },
             },
             "required": ["thinking", "content"],
@@ -133,7 +140,7 @@ def call_tool(store: Store, recall: Callable[[str], list[Hit]], name: str, argum
             thinking = args.get("thinking")
             if not isinstance(thinking, str):
                 raise ValueError("'thinking' must be a string")
-            return _record(store, thinking, _strings(args, "content"))
+            return record_items(store, thinking, _strings(args, "content"), supersedes=superseded(args))
         hits = recall(" ".join(_strings(args, "keywords")))
         return f"Memories matching {', '.join(args['keywords'])}:\n{format_hits(hits)}" if hits else \
             f"No memory matches {', '.join(args['keywords'])}."
@@ -141,11 +148,27 @@ def call_tool(store: Store, recall: Callable[[str], list[Hit]], name: str, argum
         return f"Error: {exc}"
 
 
-def _record(store: Store, thinking: str, items: list[str]) -> str:
+def superseded(args: Mapping[str, Any]) -> str | None:
+    """The ``supersedes`` argument of ``record_to_memory``, checked: an id, given with one item."""
+    value = args.get("supersedes")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("'supersedes' must be the id of a memory")
+    if len(args.get("content") or []) != 1:
+        raise ValueError("'supersedes' goes with one item in 'content': the memory that replaces it")
+    return value.strip()
+
+
+def record_items(store: Store, thinking: str, items: list[str], category: str = "general",
+                 supersedes: str | None = None) -> str:
+    """``record_to_memory``: each item a memory of ``category``, one commit; the answer the model reads."""
     subject = truncate("Record to memory: " + (one_line(thinking) or "from the agent"), 72)
     with store.transaction(subject) as tx:
-        results = [tx.remember(item, source=f"tool:{store.agent}") for item in items]
+        results = [tx.remember(item, category=category, source=f"tool:{store.agent}", supersedes=supersedes)
+                   for item in items]
     stats = tx.stats
     ids = ", ".join(short_id(m.id) for m in results)
+    replaced = f". It supersedes {results[0].supersedes}, no longer recalled." if supersedes else ""
     return (f"Recorded {len(items)} item(s): {stats['created']} new, {stats['merged']} merged into existing "
-            f"memories, {stats['skipped']} already known. Ids: {ids}")
+            f"memories, {stats['skipped']} already known. Ids: {ids}{replaced}")

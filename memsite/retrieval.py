@@ -22,6 +22,11 @@ declares them:
    :data:`PRIOR` less. So time reorders memories of about the same relevance, but a memory
    more than :data:`PRIOR` more relevant than another is never placed below it for its age.
 
+What no longer holds (superseded, ``valid_until`` passed) is left out of both phases unless
+``include_superseded``; ``as_of`` asks as of a past moment (:mod:`memsite.asof`): in valid time
+the memories written by then that held then, ordered as then; in record time (``record_time``)
+the same over the memories of the last commit before it, by words.
+
 ``ranking="freshness"`` orders the same kept candidates by the seed's formula instead,
 ``relevance x decay x boost`` (decay ``2^(-age / half-life)``), for agents that want the newest
 first; it is what memsite ranks by where there is no query (:func:`rank`: the site's rankings,
@@ -35,11 +40,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from . import checks
+from .asof import moment
 from .errors import InvalidInput
 from .model import format_time
 from .recall import Hit
 from .relevance import WORDS_FLOOR, Signals, Why, floor, signals
 from .store import Store
+from .store.catalog import Catalog
 from .text import only_stopwords, search_terms
 
 RANKINGS = ("relevance", "freshness")
@@ -71,11 +78,15 @@ class Request:
     since: datetime | None = None
     until: datetime | None = None
     ranking: str = "relevance"
+    include_superseded: bool = False
+    as_of: datetime | None = None
+    record_time: bool = False
 
 
 def request(store: Store, query: object, limit: object, category: str | None, tags: Iterable[str],
             agent: str | None, min_score: object, since: object = None, until: object = None,
-            ranking: object = "relevance") -> Request:
+            ranking: object = "relevance", *, include_superseded: bool = False, as_of: object = None,
+            record_time: bool = False) -> Request:
     """The :class:`Request` these arguments make; InvalidInput names the first that is wrong."""
     if not isinstance(query, str):
         raise InvalidInput(f"query: expected text, got {type(query).__name__}")
@@ -92,9 +103,13 @@ def request(store: Store, query: object, limit: object, category: str | None, ta
         raise InvalidInput(f"since: {format_time(start)} is in the future; no memory was written after now")
     if start is not None and end is not None and start > end:
         raise InvalidInput(f"since ({format_time(start)}) is after until ({format_time(end)}): nothing lies between")
+    at = None if as_of is None else moment(as_of, now, store.born())
+    if record_time and at is None:
+        raise InvalidInput("record_time: give as_of too (the moment whose commit to read)")
     name = store.config.route(category).name if category is not None else None
     return Request(query[:QUERY_CHARS], None if limit is None else min(limit, 2**62), name, agent,
-                   checks.tags(tags), float(min_score), start, end, str(ranking))
+                   checks.tags(tags), float(min_score), start, end, str(ranking), bool(include_superseded), at,
+                   bool(record_time))
 
 
 def recall(store: Store, asked: Request, *, below: bool = False) -> list[Hit]:
@@ -102,26 +117,38 @@ def recall(store: Store, asked: Request, *, below: bool = False) -> list[Hit]:
     if not search_terms(asked.query) and (store.vectors is None or not asked.query.strip()
                                           or only_stopwords(asked.query)):
         return []  # nothing but common words: any memory would match as well as any other
-    return store.healing(lambda: _recall(store, asked, below), reading=True)
+    if asked.as_of is not None and asked.record_time:  # over the memories of the last commit before then
+        commit = store.commit_at(asked.as_of)
+        return [] if commit is None or below else store.at_commit(commit, lambda past: _recall(store, asked, below,
+                                                                                               past))
+    return store.healing(lambda: _recall(store, asked, below, store.catalog), reading=True)
 
 
-def _recall(store: Store, asked: Request, below: bool) -> list[Hit]:
+def _recall(store: Store, asked: Request, below: bool, catalog: Catalog) -> list[Hit]:
     with store.repo.thread_lock:
         store.fresh()
-        found = find(store, asked)
+        found = find(store, asked, catalog)
         chosen = {n: why for n, why in found.items() if why.kept != below}
-        return order(store, chosen, asked)
+        return order(store, chosen, asked, catalog)
 
 
-def find(store: Store, asked: Request) -> dict[int, Why]:
-    """Row number -> :class:`Why` of each candidate: its signals, places, fused relevance, and whether it is kept."""
-    catalog, vectors = store.catalog, store.vectors
+def find(store: Store, asked: Request, catalog: Catalog | None = None) -> dict[int, Why]:
+    """Row number -> :class:`Why` of each candidate: its signals, places, fused relevance, and whether it is kept.
+
+    ``catalog``: the memories of a past commit (record time: by words alone, the vectors follow the tip).
+    """
+    catalog = catalog or store.catalog
+    vectors = store.vectors if catalog is store.catalog else None
     category, agent, tags = catalog.selective(asked.category, asked.agent, asked.tags)
     allowed = catalog.matching(category, agent, tags, asked.since, asked.until)
     keep = None if asked.limit is None else max(50, 10 * asked.limit)
     weight = store.config.embedding_weight
     line = None if vectors is None else floor(catalog, vectors, store.config.embedding_floor)
     found = signals(catalog, vectors, asked.query, keep, allowed, standing=line is not None)
+    # What no longer held (or was not written yet) at the moment asked about: dropped from the candidates,
+    # which are few, rather than every other memory listed as allowed.
+    gone = catalog.outside(found, None if asked.include_superseded else asked.as_of or store.now(), asked.as_of)
+    found = {n: s for n, s in found.items() if n not in gone}
     by_words = _places(found, lambda s: s.bm25 if s.bm25 > 0 else None)
     if vectors is None:
         return {n: Why(None, s.words, s.matched, s.bm25, None, True, None, None, by_words[n])
@@ -151,12 +178,14 @@ def _places(found: dict[int, Signals], value: object) -> dict[int, int]:
     return places
 
 
-def order(store: Store, found: dict[int, Why], asked: Request) -> list[Hit]:
-    """The found memories as hits, by ``relevance x prior`` (or the seed's decay), the best ``limit``."""
+def order(store: Store, found: dict[int, Why], asked: Request, catalog: Catalog | None = None) -> list[Hit]:
+    """The found memories as hits, by ``relevance x prior`` (or the seed's decay), the best ``limit``;
+    as of ``asked.as_of``, their ages then."""
     config = store.config
-    rows = store.catalog.ranked(None, now=format_time(store.now()), half_life_days=config.half_life_days,
-                                active_weight=config.active_weight, relevance={n: w.relevance for n, w in found.items()})
-    ids = store.catalog.rows([memory.id for memory, *_ in rows])
+    catalog = catalog or store.catalog
+    rows = catalog.ranked(None, now=format_time(asked.as_of or store.now()), half_life_days=config.half_life_days,
+                          active_weight=config.active_weight, relevance={n: w.relevance for n, w in found.items()})
+    ids = catalog.rows([memory.id for memory, *_ in rows])
     hits = []
     for memory, relevance, decay, boost, seed in rows:
         if asked.ranking == "freshness":
@@ -170,17 +199,19 @@ def order(store: Store, found: dict[int, Why], asked: Request) -> list[Hit]:
     return hits if asked.limit is None else hits[: asked.limit]
 
 
-def rank(store: Store, limit: int | None, category: str | None) -> list[Hit]:
-    """Every memory (or one category's) by the seed's decay x boost, relevance 1: the site's ranking."""
+def rank(store: Store, limit: int | None, category: str | None, include_superseded: bool = False) -> list[Hit]:
+    """Every memory (or one category's) still holding (``include_superseded``: those replaced too) by the
+    seed's decay x boost, relevance 1: the site's ranking."""
     asked = request(store, "", limit, category, (), None, 0.0)
     config = store.config
 
     def ranked() -> list[Hit]:
         with store.repo.thread_lock:
             store.fresh()
-            rows = store.catalog.ranked(None, now=format_time(store.now()), half_life_days=config.half_life_days,
+            now = store.now()
+            rows = store.catalog.ranked(None, now=format_time(now), half_life_days=config.half_life_days,
                                         active_weight=config.active_weight, limit=asked.limit,
-                                        category=asked.category)
+                                        category=asked.category, valid_at=None if include_superseded else now)
         return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score in rows]
 
     return store.healing(ranked, reading=True)

@@ -21,16 +21,19 @@ from .config import Config, Place, load_config, memory_url, place_of, site_url
 from .errors import FormatError
 from .fileformat import decode, memory_fields, parse_memory
 from .git import Git, Repository
+from .contradictions import flagged
 from .model import Memory, short_id
+from .text import similarity
 
 SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
+REWORDED = 0.5  # word pairs in common below which an updated text says something else (both shown whole)
 
 
 @dataclass
 class Change:
     """One memory's change in the range."""
 
-    action: str  # created | updated | merged | recalled | moved | forgotten | trimmed | deleted | transient
+    action: str  # created | superseded | updated | merged | recalled | moved | forgotten | trimmed | deleted | transient
     id: str
     category: str
     abstract: str
@@ -41,6 +44,10 @@ class Change:
     diff: str = ""  # unified diff of the text
     moved_from: str = ""  # the file it was in at the base, when it moved (memsite migrate, a category change)
     commits: tuple[str, ...] = ()  # transient: the commit that created it and the one that forgot or trimmed it
+    texts: tuple[str, str] = ("", "")  # superseded, or updated to say something else: (old text, new text)
+    superseded_by: str = ""  # superseded: the memory that replaced it
+    new_abstract: str = ""  # superseded: that memory's abstract
+    flags: tuple[str, ...] = ()  # created: ids it may contradict, for a person to confirm or dismiss
 
 
 @dataclass
@@ -106,9 +113,10 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
                 report.sessions_touched.append((path, "deleted" if new is None else "modified"))
     for mid in sorted(set(before) | set(after)):
         report.changes.append(_change(config, mid, before.get(mid), after.get(mid), trailers.get(mid, [])))
+    report.changes = _supersessions(report.changes, before, after)
     report.changes += _transient(root, config, log, set(before) | set(after))
-    order = {"created": 0, "merged": 1, "updated": 2, "forgotten": 3, "trimmed": 4, "transient": 5, "deleted": 6,
-             "recalled": 7, "moved": 8}
+    order = {"superseded": 0, "created": 1, "merged": 2, "updated": 3, "forgotten": 4, "trimmed": 5, "transient": 6,
+             "deleted": 7, "recalled": 8, "moved": 9}
     report.changes.sort(key=lambda c: (order[c.action], c.category, c.abstract))
     return report
 
@@ -134,7 +142,8 @@ def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple
     archive = f"{config.content_dir}/archive/"
     if old is None or old[0].startswith(archive) and new is not None and not new[0].startswith(archive):
         path, memory = new  # type: ignore[misc]
-        return Change("created", mid, memory.category, memory.abstract, memory.agent, path)
+        return Change("created", mid, memory.category, memory.abstract, memory.agent, path,
+                      flags=tuple(flagged(memory)))
     if new is None or (new[0].startswith(archive) and not old[0].startswith(archive)):
         path, memory = old
         action = ("trimmed" if "trimmed" in actions or new is not None else
@@ -153,10 +162,42 @@ def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple
         action = "moved" if moved_from and not fields else "recalled"
     if set(actions) == {"recalled"}:
         action = "recalled"
-    diff = "" if was.content == now.content else "\n".join(difflib.unified_diff(
-        was.content.splitlines(), now.content.splitlines(), "before", "after", n=1, lineterm=""))
+    diff, texts = "", ("", "")
+    if was.content != now.content and similarity(was.content, now.content) < REWORDED:
+        texts = (was.content, now.content)  # it says something else now: the two texts side by side
+    elif was.content != now.content:
+        diff = "\n".join(difflib.unified_diff(was.content.splitlines(), now.content.splitlines(), "before", "after",
+                                              n=1, lineterm=""))
     return Change(action, mid, now.category, now.abstract, records[-1][2] if records else now.agent, path,
-                  reason="; ".join(reasons), fields=fields, diff=diff, moved_from=moved_from)
+                  reason="; ".join(reasons), fields=fields, diff=diff, moved_from=moved_from, texts=texts)
+
+
+def _supersessions(changes: list[Change], before: dict[str, tuple[str, Memory]],
+                   after: dict[str, tuple[str, Memory]]) -> list[Change]:
+    """Each memory superseded in the range as one change naming its successor, with both texts; the
+    successor's own change (created, or updated to name it) is folded into it."""
+    folded: set[str] = set()
+    by_id = {c.id: c for c in changes}
+    for change in changes:
+        now = after.get(change.id)
+        was = before.get(change.id)
+        if now is None or now[1].superseded_by is None or (was is not None and was[1].superseded_by is not None):
+            continue
+        old, successor = now[1], after.get(now[1].superseded_by)
+        new_text = successor[1].content if successor else ""
+        change.action, change.superseded_by = "superseded", old.superseded_by
+        change.reason = change.reason.removeprefix(f"by {old.superseded_by}").removeprefix(": ")
+        change.new_abstract = successor[1].abstract if successor else ""
+        change.texts = ((was[1] if was else old).content, new_text)
+        change.fields = {name: pair for name, pair in change.fields.items() if name != "active_count"}
+        change.diff = ""
+        if successor is not None:
+            follower = by_id.get(successor[1].id)
+            if follower is not None and follower.action in ("created", "updated") and follower.id not in folded:
+                folded.add(follower.id)
+                change.category = f"{old.category} → {successor[1].category}" if old.category != \
+                    successor[1].category else old.category
+    return [c for c in changes if c.id not in folded]
 
 
 def _world_changes(old: bytes | None, new: bytes | None) -> list[tuple[str, str, str]]:
@@ -231,6 +272,21 @@ def _inert(text: object) -> str:
     return _SPECIAL.sub(r"\\\1", " ".join(str(text if text is not None else "").split()))
 
 
+TEXT_SHOWN = 600  # characters of each text shown side by side
+
+
+def _side_by_side(texts: tuple[str, str], names: tuple[str, str], md: Any, terminal: bool) -> list[str]:
+    """The old and the new text of a fact that changed: a two-column table, or two lines in a terminal."""
+    old, new = (md(text[:TEXT_SHOWN] + ("…" if len(text) > TEXT_SHOWN else "")) for text in texts)
+    if terminal:
+        return [f"  {names[0]}: {old}", f"  {names[1]}: {new}"]
+    return ["", f"  | {names[0]} | {names[1]} |", "  |---|---|", f"  | {_cell(old)} | {_cell(new)} |", ""]
+
+
+def _cell(text: str) -> str:
+    return text or "_(gone)_"  # (agent text is escaped already: a '|' cannot end the cell)
+
+
 def _value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(map(str, value)) + "]"
@@ -252,8 +308,8 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
 
     agents = Counter(c.agent for c in report.changes if c.action not in ("recalled", "moved"))
     categories = Counter(c.category for c in report.changes if c.action not in ("recalled", "moved"))
-    totals = [f"{report.count(a)} {a}" for a in ("created", "updated", "merged", "forgotten", "trimmed", "deleted",
-                                                  "moved") if report.count(a)]
+    totals = [f"{report.count(a)} {a}" for a in ("superseded", "created", "updated", "merged", "forgotten", "trimmed",
+                                                  "deleted", "moved") if report.count(a)]
     if report.count("transient"):
         totals.append(f"{report.count('transient')} created then forgotten")
     lines = [f"# Memory changes {_md(report.base)}..{_md(report.head)}", "",
@@ -266,13 +322,22 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
         lines += ["> **Needs attention:** " + "; ".join(
             [f"{_md(c.path)} deleted without a forget or trim record" for c in report.changes
              if c.action == "deleted"] + [f"session {_md(p)} {how}" for p, how in report.sessions_touched]), ""]
+    review = [c for c in report.changes if c.flags]
+    if review:
+        lines += ["## To review: possible contradictions", "",
+                  "Written without a language model to judge them: each may replace a memory that no longer "
+                  "holds. Confirm with `memsite supersede OLD NEW`, or `memsite dismiss NEW OLD` when both hold.", ""]
+        lines += [f"- {named(c)} **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_ may replace "
+                  + ", ".join(f"`{short_id(old)}`" for old in c.flags) for c in review[:limit]]
+        lines.append("")
     created = [c for c in report.changes if c.action == "created"]
     if created:
         lines += ["## Highlights", ""]
         lines += [f"- **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_"
                   + (f" ({named(c)})" if report.site_url and not terminal else "") for c in created[:10]]
         lines.append("")
-    sections = (("created", "Created"), ("merged", "Merged"), ("updated", "Updated"), ("forgotten", "Forgotten"),
+    sections = (("superseded", "Facts that changed"), ("created", "Created"), ("merged", "Merged"),
+                ("updated", "Updated"), ("forgotten", "Forgotten"),
                 ("trimmed", "Trimmed"), ("transient", "Created then forgotten"), ("deleted", "Deleted without a record"),
                 ("moved", "Moved to another file, unchanged"))
     for action, title in sections:
@@ -281,6 +346,12 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
             continue
         lines += [f"## {title} ({len(members)})", ""]
         for c in members[:limit]:
+            if c.action == "superseded":
+                lines.append(f"- superseded {named(c)} by `{short_id(c.superseded_by)}` **{_md(c.category)}**: "
+                             f"{_md(c.abstract)} → {_md(c.new_abstract)} _({_md(c.agent)})_"
+                             + (f" — {_md(c.reason)}" if c.reason else ""))
+                lines += _side_by_side(c.texts, ("was", "now"), _md, terminal)
+                continue
             lines.append(f"- {named(c)} **{_md(c.category)}**: {_md(c.abstract)} _({_md(c.agent)})_"
                          + (f" — {_md(c.reason)}" if c.reason else "")
                          + (f" (created in {c.commits[0][:10]}, removed in {c.commits[1][:10]})" if c.commits else ""))
@@ -290,6 +361,8 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
                 lines.append(f"  - file: {_md(c.moved_from)} → {_md(c.path)}")
             if c.diff:
                 lines += ["", "  ```diff", *[f"  {line.rstrip()}" for line in c.diff.splitlines()], "  ```", ""]
+            if any(c.texts):
+                lines += _side_by_side(c.texts, ("before", "after"), _md, terminal)
         if len(members) > limit:
             lines.append(f"- … and {len(members) - limit} more (see `memsite diff --json`)")
         lines.append("")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import checks, history, notes, sessions, world
 from .config import Config, Place, load_config, place_of
+from .contradictions import flagged
 from .errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
 from .model import Memory
 from .store.problems import duplicate_message, read_memory
@@ -43,9 +44,10 @@ def check_working_tree(root: Path, base: str | None = None) -> Checked:
     problems = build_problems(root, config.content_dir) + _world(root, config) + _records(root, config)
     if base is not None:
         problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
-    memory_problems, misplaced, count = _memories(root, config)
+    memory_problems, misplaced, count, flags = _memories(root, config)
     return Checked(problems + memory_problems,
-                   _misplaced_warnings(misplaced + _archive(root, config)) + _world_conflicts(root, base), count)
+                   _misplaced_warnings(misplaced + _archive(root, config)) + flags + _world_conflicts(root, base),
+                   count)
 
 
 def _world_conflicts(root: Path, base: str | None) -> list[str]:
@@ -64,8 +66,8 @@ def _world_conflicts(root: Path, base: str | None) -> list[str]:
     return warnings
 
 
-def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
-    """(problems, files in the wrong place, memory files read)."""
+def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int, list[str]]:
+    """(problems, files in the wrong place, memory files read, possible contradictions to review)."""
     folder = root / config.memories_dir
     problems: list[str] = []
     misplaced: list[str] = []
@@ -93,7 +95,25 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int]:
             misplaced.append(not_home)
     problems += _duplicate_ids(memories)
     problems += _capacities(config, [m for _, m in memories])
-    return problems, misplaced, len(memories)
+    return problems, misplaced, len(memories), _contradictions(memories)
+
+
+def _contradictions(memories: list[tuple[str, Memory]]) -> list[str]:
+    """One line per flag a memory carries that it may contradict another (see :mod:`memsite.contradictions`)."""
+    by_id = {memory.id: memory for _, memory in memories}
+    lines = []
+    for rel, memory in memories:
+        for old in flagged(memory):
+            other = by_id.get(old)
+            said = f" ({_short(other.abstract)})" if other is not None else " (no longer in memory)"
+            lines.append(f"{rel}: possible contradiction: {memory.id} ({_short(memory.abstract)}) may replace "
+                         f"{old}{said}; confirm with 'memsite supersede {old} {memory.id}' or dismiss with "
+                         f"'memsite dismiss {memory.id} {old}'")
+    return lines
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _archive(root: Path, config: Config) -> list[str]:

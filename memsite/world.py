@@ -289,11 +289,11 @@ class World:
         return self._store.root
 
     @translated
-    def read(self) -> dict[str, str]:
-        """Every key and its Markdown body, at the branch tip."""
+    def read(self, commit: str | None = None) -> dict[str, str]:
+        """Every key and its Markdown body, at the branch tip (or at ``commit``)."""
         store = self._store
         with store.repo.thread_lock:
-            data = store.repo.read_file(store.tip(), store.config.world_path)
+            data = store.repo.read_file(commit or store.tip(), store.config.world_path)
         if data is None:
             return {}
         return parse(data.decode("utf-8"), store.config.world_path)[1]

@@ -129,6 +129,16 @@ def test_agent_control_gives_the_model_tools_that_need_no_permission_step(store:
     assert "vega" not in second.prompts[0] and "vega" in second.prompts[1]  # nothing recalled unasked
 
 
+def test_record_to_memory_supersedes_a_memory_the_model_names(store: MemoryStore, clock: Clock) -> None:
+    old = store.remember("The staging cluster is called rigel.", category="general")
+    model = ScriptedModel(use("record_to_memory", thinking="the cluster was renamed", content=[FACT],
+                              supersedes=old.id), say("Noted."))
+    assert session(store.root, clock, "agent_control", model, "Staging moved to vega.") == "Noted."
+    assert f"It supersedes {old.id}" in model.prompts[1]
+    assert store.get(old.id).superseded_by is not None
+    assert [h.memory.content for h in store.recall("staging cluster")] == [FACT]
+
+
 def test_both_modes_at_once_with_an_extractor(store: MemoryStore, clock: Clock) -> None:
     def llm(prompt: str) -> str:  # the extractor's LLM: turns the exchange into one clean memory
         assert "vega" in prompt

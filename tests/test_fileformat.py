@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 import yaml
@@ -168,7 +169,16 @@ def memories(draw: st.DrawFn) -> Memory:
         last_recalled=draw(st.none() | times),
         pinned=draw(st.booleans()),
         content=content,
+        **draw(chains()),
     )
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> dict[str, Any]:
+    """The supersession fields: none, a memory that replaced another, one replaced, or one in the middle."""
+    older, newer = draw(st.booleans()), draw(st.booleans())
+    return {"supersedes": new_id() if older else None, "superseded_by": new_id() if newer else None,
+            "valid_until": draw(times) if newer else draw(st.none() | times)}
 
 
 @settings(max_examples=300)

@@ -281,3 +281,17 @@ def test_the_guide_graph_keeps_a_preference_and_finds_it_in_a_later_conversation
     exec(compile(example, str(guide), "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out == "I prefer answers in French\n"
     assert log(tmp_path / "agent-memory")[0] == "assistant LangGraph put users/alice/preference"
+
+
+def test_with_supersede_a_changed_value_keeps_the_old_one_as_a_superseded_memory(store: MemoryStore) -> None:
+    graph_store = MemsiteStore(store, supersede=True)
+    graph_store.put(("users", "ada"), "home", {"city": "Berlin"})
+    graph_store.put(("users", "ada"), "home", {"city": "Paris"})
+    before = head(store.root)
+    graph_store.put(("users", "ada"), "home", {"city": "Paris"})  # the same value: no commit
+    assert head(store.root) == before
+    assert graph_store.get(("users", "ada"), "home").value == {"city": "Paris"}
+    assert [item.value for item in graph_store.search(("users",), query="city")] == [{"city": "Paris"}]
+    old, new = store.list()
+    assert old.superseded_by == new.id and new.supersedes == old.id and '"Berlin"' in old.content
+    assert MemsiteStore(store, supersede=True).get(("users", "ada"), "home").value == {"city": "Paris"}

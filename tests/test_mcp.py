@@ -290,3 +290,22 @@ def test_the_cli_names_the_mcp_version_it_found_when_it_cannot_use_it(store: Mem
     assert message.startswith(f"Error: the MCP server needs mcp 1.20 or later; mcp {metadata.version('mcp')} "
                               "is installed and cannot be used (")
     assert message.endswith("pip install 'memsite[mcp]'") and "\n" not in message
+
+
+def test_remember_can_supersede_a_memory_that_is_no_longer_true(store: MemoryStore) -> None:
+    old = store.remember("The user lives in Berlin.", category="profile")
+
+    async def run() -> tuple[Any, Any, str]:
+        async with server(store.root) as session:
+            made = await call(session, "remember", content="The user lives in Paris.", category="profile",
+                              supersedes=old.id)
+            found = await call(session, "recall", query="where does the user live")
+            refused = await error(session, "remember", content="The user lives in Rome.", category="profile",
+                                  supersedes=old.id)
+            return made, found, refused
+
+    made, found, refused = asyncio.run(run())
+    assert made["action"] == "created" and made["supersedes"] == old.id
+    assert [hit["id"] for hit in found["results"]] == [made["id"]]
+    assert refused.startswith(f"supersedes: {old.id} was already superseded by {made['id']}")
+    assert store.get(old.id).superseded_by == made["id"]

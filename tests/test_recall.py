@@ -538,9 +538,22 @@ def test_tools_record_and_retrieve(store: MemoryStore) -> None:
         "No memory matches nothing-like-this."
 
 
+def test_record_to_memory_can_supersede_a_memory(store: MemoryStore) -> None:
+    old = store.remember("The user lives in Berlin.", category="general")
+    out = store.call_tool("record_to_memory", {"thinking": "the user moved", "content": ["The user lives in Paris."],
+                                               "supersedes": old.id})
+    assert out.endswith(f". It supersedes {old.id}, no longer recalled.")
+    found = store.call_tool("retrieve_from_memory", {"keywords": ["lives"]})
+    assert "Paris" in found and "Berlin" not in found
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "message"),
     [
+        ("record_to_memory", {"thinking": "t", "content": ["a", "b"], "supersedes": "01M80RXENRH45Q"},
+         "'supersedes' goes with one item in 'content'"),
+        ("record_to_memory", {"thinking": "t", "content": ["a"], "supersedes": "NOSUCHMEMORY01"},
+         "supersedes: no memory with id 'NOSUCHMEMORY01'"),
         ("record_to_memory", {"content": ["x"]}, "'thinking' must be a string"),
         ("record_to_memory", {"thinking": "t", "content": "not a list"}, "'content' must be a non-empty list"),
         ("record_to_memory", {"thinking": "t", "content": []}, "'content' must be a non-empty list"),

@@ -162,3 +162,40 @@ def test_report_counts_each_day_from_the_commits_and_is_reproducible(store: Memo
     at_tag = json.loads(run(store, "report", "--since", "2026-11-01", "--rev", "day-one", "--json").output)
     assert [r["day"] for r in at_tag] == ["2026-11-01"]
     coder.close()
+
+
+def test_a_supersession_is_one_change_with_both_texts_and_a_rewrite_is_shown_side_by_side(store: MemoryStore,
+                                                                                         clock: Clock) -> None:
+    tomas = store.remember("The user's manager is Tomas Novak, head of payments.", category="profile")
+    deploy = store.remember("Deploys go through make release.", category="patterns")
+    git(store.root, "tag", "base")
+    clock.advance(days=1)
+    ana = store.remember("The user's manager is now Ana Silva; Tomas Novak moved to the risk team.",
+                         category="profile", supersedes=tomas.id)
+    store.update(deploy.id, content="Deploys are blocked on Fridays by the change freeze.")
+    berlin = store.remember("The user lives in Berlin.", category="profile")
+    paris = store.remember("The user lives in Paris.", category="profile")  # flagged: no language model here
+
+    out = run(store, "diff", "base", "--format", "markdown").output
+    assert "**1 superseded, 2 created, 1 updated**" in out
+    assert out.index("## To review: possible contradictions") < out.index("## Facts that changed (1)")
+    assert (f"- `{short_id(paris.id)}` **profile**: The user lives in Paris. _(planner)_ may replace "
+            f"`{short_id(berlin.id)}`") in out
+    assert (f"- superseded `{short_id(tomas.id)}` by `{short_id(ana.id)}` **profile**: The user's manager is Tomas "
+            "Novak, head of "
+            "payments. → The user's manager is now Ana Silva; Tomas Novak moved to the risk team. _(planner)_") in out
+    assert ("  | was | now |\n  |---|---|\n  | The user's manager is Tomas Novak, head of payments. | "
+            "The user's manager is now Ana Silva; Tomas Novak moved to the risk team. |") in out
+    assert short_id(ana.id) not in out.split("## Created")[1]  # the successor is part of the change, not beside it
+    assert ("  | before | after |\n  |---|---|\n  | Deploys go through make release. | Deploys are blocked on "
+            "Fridays by the change freeze. |") in out
+    assert "```diff" not in out
+
+    terminal = run(store, "diff", "base", "--format", "text").output
+    assert "  was: The user's manager is Tomas Novak, head of payments." in terminal
+    assert "  now: The user's manager is now Ana Silva; Tomas Novak moved to the risk team." in terminal
+    data = json.loads(run(store, "diff", "base", "HEAD", "--json").output)
+    change = next(c for c in data["changes"] if c["id"] == tomas.id)
+    assert change["action"] == "superseded" and change["superseded_by"] == ana.id
+    assert change["texts"][1].startswith("The user's manager is now Ana Silva")
+    assert ana.id not in {c["id"] for c in data["changes"]}

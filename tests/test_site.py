@@ -307,3 +307,36 @@ def test_a_huge_or_hostile_memory_gets_an_escaped_page_under_one_megabyte(tmp_pa
         assert "<script>window" not in html and "<img src=x" not in html
     assert max(p.stat().st_size for p in (repo / "site").rglob("*.html")) < 1_000_000  # lists too
     assert (repo / "site" / "pagefind" / "pagefind-entry.json").is_file()  # search indexed them all the same
+
+
+def test_a_superseded_memory_keeps_its_page_links_forward_and_leaves_the_rankings(tmp_path: Path) -> None:
+    repo = tmp_path / "memory"
+    with MemoryStore.init(repo, agent="planner") as store:
+        tomas = store.remember("The user's manager is Tomas Novak, head of payments.", category="profile")
+        ana = store.remember("The user's manager is now Ana Silva; Tomas Novak moved to the risk team.",
+                             category="profile", supersedes=tomas.id)
+    with MemoryStore(repo, agent="reviewer") as store:
+        li = store.remember("The user's manager is Li Wei since the August reorganisation.", category="profile",
+                            supersedes=ana.id)
+        berlin = store.remember("The user lives in Berlin.", category="profile")
+        paris = store.remember("The user lives in Paris.", category="profile")  # flagged for review
+    memsite("-C", str(repo), "build", home=tmp_path)
+    site = repo / "site"
+    old = page(site, f"/m/{tomas.id}/")
+    notice = old[old.index('class="memsite-superseded"'):old.index("<h1")]
+    assert f'replaced by <a href="../{ana.id}/">' in notice and f'The newest is <a href="../{li.id}/">' in notice
+    chain = old[old.index("How this fact changed"):]
+    assert chain.index("<strong>The user&#x27;s manager is Tomas") < chain.index(ana.id) < chain.index(li.id)
+    assert "→ replaced on" in chain and "by reviewer" in chain
+    assert 'data-pagefind-meta="category:profile · superseded"' in old  # search results say so
+    assert "memsite-superseded" not in page(site, f"/m/{li.id}/").split("<h1")[0]
+    for url in ("/rankings/", "/memories/profile/"):
+        ranked = page(site, url)
+        assert li.id in ranked and tomas.id not in ranked and ana.id not in ranked
+    home = page(site, "/")
+    assert "<strong>3</strong> memories" in home  # Li Wei, Berlin, Paris: what holds now
+    week = home[home.index(">This week<"):home.index(">At a glance<")]
+    changed = week[week.index("Facts that changed"):week.index("To review")]
+    assert f'href="m/{tomas.id}/"' in changed and f'href="m/{ana.id}/"' in changed and f'href="m/{li.id}/"' in changed
+    review = week[week.index("To review"):]
+    assert f"memsite supersede {berlin.id} {paris.id}" in review and f"memsite dismiss {paris.id} {berlin.id}" in review

@@ -11,7 +11,8 @@ import click
 
 from ..api import MemoryStore
 from ..config import memory_url, site_url
-from ..model import format_time, short_id
+from ..errors import MemsiteError
+from ..model import Memory, format_time, short_id
 from ..purge import MATCHING_WITHOUT_YES
 from ..terminal import safe
 from .common import (
@@ -111,12 +112,14 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
 @click.option("-t", "--tag", "tags", multiple=True, help="A tag; repeat for several.")
 @click.option("--source", help="The session or origin this came from.")
 @click.option("--pinned", is_flag=True, help="Exempt from decay and trimming.")
+@click.option("--supersedes", metavar="ID",
+              help="The memory this one replaces: marked superseded (valid_until, superseded_by) in the same commit.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the memory as JSON, with 'action' (created, merged, skipped) and 'duplicate_of'.")
 @pass_context
 @errors_as_messages
 def remember(ctx: Context, content: str | None, category: str, abstract: str | None, overview: str | None,
-             tags: tuple[str, ...], source: str | None, pinned: bool, as_json: bool) -> None:
+             tags: tuple[str, ...], source: str | None, pinned: bool, supersedes: str | None, as_json: bool) -> None:
     """Remember CONTENT (or standard input when CONTENT is '-' or absent).
 
     Each memory is one commit authored by the agent. Prints what happened:
@@ -124,10 +127,14 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
     skipped as an exact duplicate (nothing written). Credentials, empty or
     oversized text and unknown categories are refused and nothing is written.
 
+    With --supersedes ID the new memory replaces that one: the same commit
+    marks it superseded; its file stays, and recall leaves it out from then on.
+
     \b
     Examples:
         memsite remember "Deploys go through make release" -c patterns -t release
         git log -1 --format=%B | memsite remember - --category events
+        memsite remember "The user lives in Paris." -c profile --supersedes 01M80RXENR
     """
     if content is None and sys.stdin.isatty():
         raise click.UsageError("give CONTENT, or '-' to read it from standard input")
@@ -135,7 +142,8 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
         if content is None or content == "-":
             content = read_stdin(store.config.max_memory_bytes, "max_memory_bytes", "split it into smaller memories")
         memory = store.remember(content, category=category, abstract=abstract, overview=overview,
-                                tags=tags, source=source, pinned=pinned)
+                                tags=tags, source=source, pinned=pinned, supersedes=supersedes)
+        old = store.get(memory.supersedes) if supersedes and memory.supersedes else None
     action = memory.action or "created"
     if as_json:
         data = as_dict(memory)
@@ -147,7 +155,57 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
     elif action == "merged":
         echo(f"Merged into {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
     else:
-        echo(f"Created {memory.id} in {memory.category} (commit {memory.commit[:12] if memory.commit else '-'})")
+        replaced = f", superseding {old.id}" + (f" (in {old.category})" if old.category != memory.category else "") \
+            if old else ""
+        echo(f"Created {memory.id} in {memory.category}{replaced} "
+             f"(commit {memory.commit[:12] if memory.commit else '-'})")
+
+
+@main.command()
+@click.argument("old")
+@click.argument("new")
+@click.option("-r", "--reason", help="Why OLD no longer holds (kept in the commit).")
+@pass_context
+@errors_as_messages
+def supersede(ctx: Context, old: str, new: str, reason: str | None) -> None:
+    """Mark the memory OLD replaced by the memory NEW, in one commit.
+
+    For a possible contradiction that 'memsite check' flags, once you have
+    confirmed it. OLD gets valid_until (now) and superseded_by; NEW gets
+    supersedes. Both files stay; recall, the core memory and the site's
+    rankings leave OLD out from then on ('memsite recall --all' shows it).
+    Either may be given by its first characters (6 or more).
+
+    \b
+    Example:
+        memsite supersede 01M80RXENR 01M93KQ2ZT --reason "moved to Paris in June"
+    """
+    with ctx.store() as store:
+        was, now = store.supersede(old, new, reason=reason)
+    moved = f" (from {was.category} to {now.category})" if was.category != now.category else ""
+    echo(f"Superseded {was.id} by {now.id}{moved} (commit {now.commit[:12] if now.commit else '-'})")
+
+
+@main.command()
+@click.argument("id")
+@click.argument("old", required=False)
+@pass_context
+@errors_as_messages
+def dismiss(ctx: Context, id: str, old: str | None) -> None:
+    """Say the memory ID contradicts OLD after all not: both hold (one commit).
+
+    'memsite check' lists memories flagged as possible contradictions of
+    others when they were written without a language model to judge them.
+    Without OLD, every flag of ID is dropped. To confirm one instead:
+    'memsite supersede OLD ID'.
+
+    \b
+    Example:
+        memsite dismiss 01M93KQ2ZT 01M80RXENR
+    """
+    with ctx.store() as store:
+        memory = store.dismiss(id, old)
+    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {memory.commit[:12] if memory.commit else '-'})")
 
 
 @main.command()
@@ -155,23 +213,37 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
 @click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
 @click.option("--url", "as_url", is_flag=True,
               help="Print only the address of its page on the site (site_url; else the running 'memsite serve').")
+@click.option("--as-of", "as_of", metavar="WHEN",
+              help="The memory as it was after the last commit before WHEN (2026-03-01: the end of that day, "
+                   "or an ISO time).")
 @pass_context
 @errors_as_messages
-def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
+def show(ctx: Context, id: str, as_json: bool, as_url: bool, as_of: str | None) -> None:
     """Show the memory with ID: its fields and full text.
 
     ID may be its short form (the 6 characters lists show, as its file name
     ends), or its first or last characters (6 or more) when only one id
-    starts or ends with them.
+    starts or ends with them. A memory that replaced another or was replaced
+    ends with its chain, oldest to newest: when each was written, by whom,
+    and when it was replaced. With --as-of, the memory as the team knew it then.
 
     \b
     Example:
         memsite show wgvafw
         memsite show 01M80RXENRH45QMT9FRQWGVAFW --url
+        memsite show 01M80RXENR --as-of 2026-03-01
     """
     with ctx.store() as store:
-        memory = store.get(id)
+        memory = store.get(id, as_of=as_of)
         root = store.root
+        chain = store.chain(memory.id) if memory.supersedes or memory.superseded_by else [memory]
+        if as_of is not None and len(chain) > 1:  # its links as they were then
+            chain = [memory]
+            while chain[0].supersedes:
+                try:
+                    chain.insert(0, store.get(chain[0].supersedes, as_of=as_of))
+                except MemsiteError:
+                    break
     if as_url:
         from ..site.build import serving
 
@@ -194,11 +266,18 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool) -> None:
         ("pinned", "yes" if memory.pinned else "no"),
         ("path", str(memory.path.relative_to(root)) if memory.path else ""), ("commit", memory.commit or ""),
     ]
+    if memory.valid_until is not None:
+        rows.insert(7, ("until", format_time(memory.valid_until)))  # valid until: it stopped holding then
     for name, value in rows:
         if value:
             echo(f"{name + ':':10} {value}")
     echo()
     echo(memory.content)
+    if len(chain) > 1:
+        echo()
+        echo("Chain, oldest to newest:")
+        for line in chain_lines(chain, memory.id):
+            echo(safe(line, multiline=False))
 
 
 @main.command("list")
@@ -348,8 +427,9 @@ def check(ctx: Context, base: str | None) -> None:
 
     Warnings do not fail the check: memory files in an earlier layout (flat,
     or month folders without numbered folders) or the wrong month folder
-    ('memsite migrate' moves them), and hooks or plugins that mkdocs.yml
-    adds to the build.
+    ('memsite migrate' moves them), hooks or plugins that mkdocs.yml
+    adds to the build, and memories flagged as possibly contradicting
+    another (confirm with 'memsite supersede OLD NEW', or 'memsite dismiss').
 
     \b
     Example:
@@ -491,17 +571,29 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @click.option("--explain", is_flag=True,
               help="Show why each hit was kept (meaning, words, the floor), what time took off, and what the floor "
                    "left out; counts nothing.")
+@click.option("--all", "include_superseded", is_flag=True,
+              help="Also memories replaced by another (marked 'superseded').")
+@click.option("--as-of", "as_of", metavar="WHEN",
+              help="Memory as it stood then (2026-03-01: the end of that day, or an ISO time); counts nothing.")
+@click.option("--record-time", is_flag=True,
+              help="With --as-of: what the memory held after the last commit before WHEN (what was believed then).")
 @pass_context
 @errors_as_messages
 def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tuple[str, ...],
            by_agent: str | None, min_score: float, as_json: bool, since: str | None, until: str | None,
-           ranking: str, explain: bool) -> None:
+           ranking: str, explain: bool, include_superseded: bool, as_of: str | None, record_time: bool) -> None:
     """Recall the memories that best match QUERY: relevance finds them, time orders what is close.
 
     Each memory recalled counts as used: its recall count goes up (journaled,
     committed in batches). With an embedder, only memories close enough in
     meaning to reach the floor, or holding most of QUERY's words, are recalled.
-    Each hit shows the day it was written.
+    Each hit shows the day it was written. Memories replaced by another are
+    left out (--all brings them back, marked).
+
+    With --as-of, memory as it stood then, in valid time: the memories written
+    by then that still held then, as the repository knows now. With
+    --record-time too, in record time: the memories of the last commit before
+    then, what the team believed at that moment.
 
     \b
     Examples:
@@ -509,16 +601,21 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
         memsite recall tabs --category preferences --json
         memsite recall "who owns the ledger" --since "2 weeks ago" --until 2026-03-01
         memsite recall "banana smoothie recipe" --explain
+        memsite recall "who is the user's manager" --as-of 2026-03-01
     """
     from ..text import only_stopwords
 
+    if record_time and as_of is None:
+        raise click.UsageError("--record-time needs --as-of")
     asked = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score, since=since,
-                 until=until, ranking=ranking)
+                 until=until, ranking=ranking, include_superseded=include_superseded)
     with ctx.store() as store:
         if explain:
+            if as_of is not None:
+                raise click.UsageError("--explain explains recall now; leave out --as-of")
             _print_explained(store.explain(query, **asked), as_json)
             return
-        hits = store.recall(query, **asked)
+        hits = store.recall(query, **asked, as_of=as_of, record_time=record_time)
     if not hits and only_stopwords(query) and not as_json:
         echo(f"No memories match: {safe(query, multiline=False)!r} has only common words (the, and, of ...), which "
              "every memory shares; add a word that says what you look for.", err=True)
@@ -530,17 +627,20 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
 @click.option("-n", "--limit", type=COUNT, help="Only the best this many.")
 @click.option("-c", "--category", help="Only this category (or alias).")
 @click.option("--json", "as_json", is_flag=True, help="Print the ranking with score parts as JSON.")
+@click.option("--all", "include_superseded", is_flag=True, help="Also memories replaced by another.")
 @pass_context
 @errors_as_messages
-def rank(ctx: Context, limit: int | None, category: str | None, as_json: bool) -> None:
+def rank(ctx: Context, limit: int | None, category: str | None, as_json: bool, include_superseded: bool) -> None:
     """Rank memories by decay x boost, the order the site shows (nothing is recalled).
+
+    Memories replaced by another are left out unless --all is given.
 
     \b
     Example:
         memsite rank --limit 20
     """
     with ctx.store() as store:
-        hits = store.rank(limit=limit, category=category)
+        hits = store.rank(limit=limit, category=category, include_superseded=include_superseded)
     _print_hits(hits, as_json)
 
 
@@ -550,8 +650,10 @@ def _hit_dict(h: Any) -> dict[str, Any]:
 
 
 def _hit_line(h: Any) -> str:
+    replaced = (f"  [superseded by {short_id(h.memory.superseded_by)} on {h.memory.valid_until:%Y-%m-%d}]"
+                if h.memory.superseded_by and h.memory.valid_until else "")
     return (f"{h.score:6.3f}  {short_id(h.memory.id)} {h.memory.category:<12} {h.memory.created:%Y-%m-%d}  "
-            f"{safe(h.memory.abstract, multiline=False)}")
+            f"{safe(h.memory.abstract, multiline=False)}{replaced}")
 
 
 def _time_part(h: Any) -> str:
@@ -672,15 +774,31 @@ def index_embed(ctx: Context, publish: bool) -> None:
 
 @main.command()
 @click.option("--lines", type=LINES, help="At most this many lines (default: auto_load_lines).")
+@click.option("--as-of", "as_of", metavar="WHEN", help="The core memory as it stood then (2026-03-01, or an ISO time).")
 @pass_context
 @errors_as_messages
-def core(ctx: Context, lines: int | None) -> None:
+def core(ctx: Context, lines: int | None, as_of: str | None) -> None:
     """Print the core memory an agent loads at start: world state, pinned
-    memories and this agent's recent memories.
+    memories and this agent's recent memories (none that was replaced).
 
     \b
     Example:
         memsite --agent planner core --lines 50
+        memsite core --as-of 2026-03-01
     """
     with ctx.store() as store:
-        echo(store.load_core(lines=lines))
+        echo(store.load_core(lines=lines, as_of=as_of))
+
+
+def chain_lines(chain: list[Memory], here: str) -> list[str]:
+    """A chain of memories as lines, oldest first: "abstract, date by agent → replaced by ... on date by agent"."""
+    lines = []
+    for memory, after in zip(chain, [*chain[1:], None]):
+        mark = "*" if memory.id == here else " "
+        line = f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), {memory.created:%Y-%m-%d} by {memory.agent}"
+        if memory.valid_until is not None:
+            by = f" by {short_id(after.id)}" if after is not None else ""
+            who = f" by {after.agent}" if after is not None else ""
+            line += f" → replaced{by} on {memory.valid_until:%Y-%m-%d}{who}"
+        lines.append(line)
+    return lines

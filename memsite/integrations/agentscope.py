@@ -39,8 +39,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemsiteError
-from ..model import one_line, truncate
-from ..recall import TOOLS, format_hits
+from ..recall import TOOLS, format_hits, record_items, superseded
 from . import unusable
 
 try:  # AgentScope 2.x
@@ -91,15 +90,18 @@ def _store_messages(store: MemoryStore, messages: list[dict[str, str]], category
     return tx.stats
 
 
-def _record_items(store: MemoryStore, category: str, thinking: str, content: Iterable[str]) -> str:
-    """``record_to_memory``: each item a memory of ``category``, one commit; the answer the model reads."""
+def _record_items(store: MemoryStore, category: str, thinking: str, content: Iterable[str],
+                  supersedes: str | None = None) -> str:
+    """``record_to_memory``: each item a memory of ``category``, one commit; the answer the model reads.
+
+    ``supersedes``: with one item, the id of the memory it replaces.
+    """
     items = [content] if isinstance(content, str) else list(content)
-    subject = truncate("Record to memory: " + (one_line(thinking) or "from the agent"), 72)
-    with store.transaction(subject) as tx:
-        ids = [tx.remember(item, category=category, source=f"tool:{store.agent}").id for item in items]
-    stats = tx.stats
-    return (f"Recorded {len(items)} item(s): {stats['created']} new, {stats['merged']} merged into existing "
-            f"memories, {stats['skipped']} already known. Ids: {', '.join(ids)}")
+    try:
+        replaced = superseded({"supersedes": supersedes, "content": items})
+    except ValueError as exc:
+        return f"Error: {exc}"
+    return record_items(store, thinking, items, category, supersedes=replaced)
 
 
 def _retrieve_items(store: MemoryStore, keywords: Iterable[str], limit: int) -> str:
@@ -236,8 +238,8 @@ if MAJOR == 2:
         is_concurrency_safe = False
         is_read_only = False
 
-        def run(self, thinking: str, content: list[str]) -> str:  # type: ignore[override]
-            return _record_items(self.middleware.store, self.middleware.category, thinking, content)
+        def run(self, thinking: str, content: list[str], supersedes: str | None = None) -> str:  # type: ignore[override]
+            return _record_items(self.middleware.store, self.middleware.category, thinking, content, supersedes)
 
     class _RetrieveFromMemory(_MemoryTool):
         name = "retrieve_from_memory"
@@ -310,7 +312,8 @@ else:
             hits = await asyncio.to_thread(self.store.recall, query, limit or self.limit)
             return format_hits(hits)
 
-        async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
+        async def record_to_memory(self, thinking: str, content: list[str], supersedes: str | None = None,
+                                   **kwargs: Any) -> ToolResponse:
             """Use this function to record important information that you may
             need later. The target content should be specific and concise, e.g.
             who, when, where, do what, why, how, etc.
@@ -320,9 +323,13 @@ else:
                     Your thinking and reasoning about what to record.
                 content (`list[str]`):
                     The content to remember, which is a list of strings.
+                supersedes (`str`, optional):
+                    With one item in content: the id of a memory it replaces
+                    because that one is no longer true.
             """
             try:
-                return _response(await asyncio.to_thread(_record_items, self.store, self.category, thinking, content))
+                return _response(await asyncio.to_thread(_record_items, self.store, self.category, thinking, content,
+                                                         supersedes))
             except MemsiteError as exc:
                 return _response(f"Error: {exc}")
 

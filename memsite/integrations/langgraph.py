@@ -95,15 +95,20 @@ class MemsiteStore(BaseStore):
         store: the memory repository, opened as the agent that writes.
         category: the category items are written to (``general``); give it no
             capacity marks, or trimming would remove items.
+        supersede: a put that changes an item's value writes a new memory
+            that supersedes the old one (the old value stays in the
+            repository, marked superseded, shown in its chain and on the
+            site) instead of changing the memory in place.
 
     Raises:
         InvalidInput: an unknown ``category``.
     """
 
-    __slots__ = ("store", "category", "_items", "_tip")
+    __slots__ = ("store", "category", "supersede", "_items", "_tip")
 
-    def __init__(self, store: MemoryStore, *, category: str = "general") -> None:
+    def __init__(self, store: MemoryStore, *, category: str = "general", supersede: bool = False) -> None:
         self.store = store
+        self.supersede = supersede
         self.category = store.config.route(category).name
         self._items: dict[Namespace, dict[str, _Entry]] = {}
         self._tip: str | None = ""  # the commit _items reflects ("" : none yet)
@@ -183,6 +188,8 @@ class MemsiteStore(BaseStore):
             return
         items: dict[Namespace, dict[str, _Entry]] = {}
         for memory in self.store.list(category=self.category):
+            if memory.superseded_by is not None:  # an earlier value of an item (see ``supersede``)
+                continue
             where = _where(memory)
             if where is not None:
                 items.setdefault(where[0], {})[where[1]] = _entry(memory)
@@ -202,9 +209,12 @@ class MemsiteStore(BaseStore):
                     continue
                 body, abstract, tags = content
                 overview = f"LangGraph item {_label(namespace, key)}"
-                if entry is None:
+                if entry is None or self.supersede:
+                    if entry is not None and json.loads(entry.value) == json.loads(body[len(FENCE):-4])["value"]:
+                        continue  # the same value: nothing changes
                     memory = tx.remember(body, category=self.category, abstract=abstract, overview=overview,
-                                         tags=tags, source=TAG, dedupe=False)
+                                         tags=tags, source=TAG, dedupe=False,
+                                         supersedes=None if entry is None else entry.id)
                 else:
                     memory = tx.update(entry.id, content=body, abstract=abstract, overview=overview, tags=tags)
                 done[namespace, key] = _entry(memory)

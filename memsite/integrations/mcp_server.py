@@ -131,17 +131,21 @@ def build_server(store: MemoryStore) -> Any:
         tags: Annotated[list[str], Field(description="Words to file it under.")] = [],
         abstract: Annotated[str | None, Field(description="A one-line summary; default: the first line.")] = None,
         pinned: Annotated[bool, Field(description="Keep it forever: exempt from decay and trimming.")] = False,
+        supersedes: Annotated[str | None, Field(description="The id of a memory this one replaces because it is "
+                                                            "no longer true (it is kept, marked superseded).")] = None,
     ) -> dict[str, Any]:
         """Store a memory in its own git commit.
 
         Returns its id, the action (created; merged into a near-duplicate, which keeps
         its id; or skipped as an exact duplicate) and the commit. Credentials, empty
-        text and unknown categories are refused and nothing is written.
+        text and unknown categories are refused and nothing is written. When a fact
+        changed (a new manager, a new address), give the old memory's id as
+        `supersedes`: recall then returns only the new one.
         """
         memory = store.remember(content, category=category, tags=tags, abstract=abstract, pinned=pinned,
-                                source=f"mcp:{store.agent}")
+                                source=f"mcp:{store.agent}", supersedes=supersedes)
         return {"id": memory.id, "short_id": short_id(memory.id), "action": memory.action, "commit": memory.commit,
-                "category": memory.category}
+                "category": memory.category, "supersedes": memory.supersedes}
 
     @tool
     def recall(

@@ -18,10 +18,11 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import MemsiteError
+from ..errors import MemsiteError, NotFound
 
 from ..history import Commit
 from ..model import Memory, short_id
+from ..store.chain import chain
 from . import safe
 from .safe import text
 from .snapshot import Scored
@@ -132,7 +133,8 @@ class Article:
     """One memory in full, as the HTML of its page's content."""
 
     def __init__(self, folders: dict[str, str], session_names: set[str], history: dict[str, list[tuple[Commit, str]]],
-                 file_of: dict[str, str], repo_url: str) -> None:
+                 file_of: dict[str, str], repo_url: str, memories: dict[str, Scored] | None = None) -> None:
+        self.memories = memories or {}  # id -> every memory of the site: a chain is followed through them
         self.folders = folders
         self.session_names = session_names
         self.history = history
@@ -196,16 +198,64 @@ class Article:
                    f"the whole text is{where} in the repository.</p>")
         if overview and " ".join(content[:2 * len(overview) + 100].split()).startswith(overview.rstrip(".…")):
             overview = ""  # the text opens with it: saying it twice helps nobody
+        chain = self.chain(m)
+        replaced = self.replaced(m, chain)
+        label = f"{m.category} · superseded" if replaced else m.category  # the search result says so
         return (f'{crumbs}\n<article class="memsite-memory" data-pagefind-body '
-                f'data-pagefind-meta="category:{text(m.category)}">\n'
-                f'<h1 id="{text(m.id)}" data-pagefind-meta="title">{text(title(m))}</h1>\n'
+                f'data-pagefind-meta="category:{text(label)}">\n'
+                + replaced
+                + f'<h1 id="{text(m.id)}" data-pagefind-meta="title">{text(title(m))}</h1>\n'
                 f'<p class="memsite-id">id <code>{text(short_id(m.id))}</code> (<code>{text(m.id)}</code>)</p>\n'
                 + (f'<p class="memsite-overview">{text(overview)}</p>\n' if overview else "")
                 + f'<dl class="memsite-facts" data-pagefind-ignore>{dl}</dl>\n'
                 f'<div class="memsite-body" data-pagefind-weight="2">{safe.body(content)}</div>\n{cut}'
+                + self.chain_list(m, chain)
                 + (f'<details class="memsite-history" id="history" data-pagefind-ignore>'
                    f"<summary>History ({safe.plural(len(changes), 'change')})</summary><ul>{items}</ul></details>\n"
                    if items else "") + "</article>")
+
+
+    def chain(self, memory: Memory) -> list[Memory]:
+        """The memories that replaced one another around ``memory``, oldest first (those on the site)."""
+        if memory.supersedes is None and memory.superseded_by is None:
+            return [memory]
+        return chain(memory, self._get)
+
+    def _get(self, mid: str) -> Memory:
+        scored = self.memories.get(mid)
+        if scored is None:
+            raise NotFound(mid)
+        return scored.memory
+
+    def replaced(self, m: Memory, chain: list[Memory]) -> str:
+        """The notice at the top of a memory that no longer holds, linking forward to what replaced it."""
+        if m.valid_until is None:
+            return ""
+        at = [c.id for c in chain].index(m.id)
+        after = chain[at + 1] if at + 1 < len(chain) else None
+        newest = chain[-1]
+        if after is None:
+            return (f'<p class="memsite-superseded" data-pagefind-ignore><strong>No longer holds</strong> since '
+                    f"{m.valid_until:%Y-%m-%d}.</p>\n")
+        latest = "" if newest.id == after.id else f' The newest is <a href="../{text(newest.id)}/">{text(title(newest))}</a>.'
+        return (f'<p class="memsite-superseded" data-pagefind-ignore><strong>Superseded</strong> on '
+                f"{m.valid_until:%Y-%m-%d} by {text(after.agent)}: replaced by "
+                f'<a href="../{text(after.id)}/">{text(title(after))}</a>.{latest}</p>\n')
+
+    def chain_list(self, m: Memory, chain: list[Memory]) -> str:
+        """The whole chain, oldest to newest: each memory, when and by whom written, when it was replaced."""
+        if len(chain) < 2:
+            return ""
+        items = []
+        for memory, after in zip(chain, [*chain[1:], None]):
+            name = (f"<strong>{text(title(memory))}</strong>" if memory.id == m.id
+                    else f'<a href="../{text(memory.id)}/">{text(title(memory))}</a>')
+            line = f"{name}, {memory.created:%Y-%m-%d} by {text(memory.agent)}"
+            if memory.valid_until is not None:
+                line += f" → replaced on {memory.valid_until:%Y-%m-%d}" + (f" by {text(after.agent)}" if after else "")
+            items.append(f"<li>{line}</li>")
+        return (f'<section class="memsite-chain" data-pagefind-ignore><h2>How this fact changed</h2>'
+                f'<ol>{"".join(items)}</ol></section>\n')
 
 
 def overview_of(memory: Memory) -> str:

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..config import Category
+from ..contradictions import flagged
 from ..model import Memory
 from ..protocol import learning_memory
 from ..ranking import TrimCandidate, plan_trim
@@ -58,7 +59,7 @@ class Site(LogPages):
         self.file_of = {mid: path for path, mid in snap.paths.items()}
         self.folders = {c.name: c.folder for c in snap.config.categories}
         self.session_names = {s.name for s in snap.sessions}
-        self.skills: list[SkillCandidate] = promote(s.memory for s in snap.memories)
+        self.skills: list[SkillCandidate] = promote(s.memory for s in snap.current)
         self.days = summary_days(snap, self.commits)
         self.gone = gone or {}  # memories forgotten or trimmed, as they were: named by their abstract
         self.world_at = world_at or {}
@@ -97,12 +98,16 @@ class Site(LogPages):
                     f'<span class="memsite-meta">({text(gone.category)}, no longer in memory)</span>')
         return f'a memory <code title="{text(mid)}">{text(mid[:10])}…</code> no longer in memory'
 
-    def meta(self, scored: Scored) -> str:
+    def meta(self, scored: Scored, here: str = "index.md") -> str:
         m = scored.memory
         parts = [f"score {scored.score:.3f}", text(m.agent), f"created {m.created:%Y-%m-%d}",
                  f"updated {m.updated:%Y-%m-%d}", f"recalled {safe.plural(m.active_count, 'time')}"]
         if m.pinned:
             parts.append("pinned")
+        if m.valid_until is not None and m.valid_until <= self.snap.now:
+            successor = self.by_id.get(m.superseded_by or "")
+            parts.append(f'<span class="memsite-superseded">superseded on {m.valid_until:%Y-%m-%d}</span>'
+                         + (f" by {self.memory_link(here, successor.memory)}" if successor else ""))
         if m.tags:
             parts.append("tags: " + ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags))
         return '<p class="memsite-meta">' + " · ".join(parts) + "</p>"
@@ -113,7 +118,7 @@ class Site(LogPages):
         overview = _short(overview_of(m), 600)
         return (f'<div class="memsite-entry">\n<h3 id="{text(m.id)}">'
                 f"{self.memory_link(here, m)}</h3>\n" + (f"<p>{text(overview)}</p>\n" if overview else "")
-                + f"{self.meta(scored)}\n</div>")
+                + f"{self.meta(scored, here)}\n</div>")
 
     def commit_link(self, here: str, commit: Commit) -> str:
         """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
@@ -166,7 +171,7 @@ class Site(LogPages):
 
     def articles(self, part: int = 0, parts: int = 1) -> Iterator[tuple[str, str, str]]:
         """(id, page title, article HTML) of every memory (or of share ``part`` of ``parts``): ``/m/<id>/``."""
-        article = Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url)
+        article = Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url, self.by_id)
         for scored in self.snap.memories[part::parts]:
             m = scored.memory
             yield m.id, f"{title(m)} · {m.category}", article.render(scored)
@@ -176,12 +181,12 @@ class Site(LogPages):
         open tasks), then the dashboard: counts, charts, latest changes, what fades, top ranked."""
         here, snap = "index.md", self.snap
         grouped = self.snap.by_category()
-        created = Counter(s.memory.created.date() for s in snap.memories)
+        created = Counter(s.memory.created.date() for s in snap.current)
         running, points = 0, []
         for day in sorted(created):
             running += created[day]
             points.append((day, running))
-        cards = [(len(snap.memories), "memory", "memories", "memories/index.md"),
+        cards = [(len(snap.current), "memory", "memories", "memories/index.md"),
                  (len(grouped), "category", "categories", "memories/index.md"),
                  (len(snap.agents()), "agent", "agents", "agents/index.md"),
                  (len(snap.sessions), "session", "sessions", "sessions/index.md"),
@@ -206,7 +211,7 @@ class Site(LogPages):
             "## Memories over time", "",
             self.raw(charts.timeline(points, "Memories over time (total)")), "",
             "## Top-ranked memories", "",
-            self.rows(here, snap.memories[:10]) if snap.memories else "No memories yet.", "",
+            self.rows(here, snap.current[:10]) if snap.current else "No memories yet.", "",
             "## Recent sessions", "",
         ]
         lines += [f"- {self.session_link(here, s)} — {self.agent_link(here, s.agent)}, {text(s.outcome)}"
@@ -232,6 +237,10 @@ class Site(LogPages):
                       f"{len(d.removed)} forgotten or trimmed", safe.plural(d.commits, "commit")]
             lines += [f"{d.start:%Y-%m-%d} to {(d.end - timedelta(seconds=1)):%Y-%m-%d}: " + ", ".join(counts) + ".", ""]
             lines += ["### What was learned", "", self.raw(self.learned(here, d)), ""]
+            if d.changed:
+                lines += ["### Facts that changed", "", self.raw(self.facts_changed(here, d)), ""]
+            if d.review:
+                lines += ["### To review", "", self.raw(self.to_review(here, d)), ""]
             lines += ["### World state", "", self.raw(self.world_changes(here, d)), ""]
             lines += ["### Forgotten or trimmed", "", self.raw(self.removed(here, d)), ""]
             lines += ["### Who did what", "", self.raw(self.who(here, d)), ""]
@@ -273,6 +282,30 @@ class Site(LogPages):
             out.append("<p><strong>Skill drafts</strong> to review: " + ", ".join(
                 link(here, "skills.md", c.name, _anchor(c.name)) for c in d.skills) + ".</p>")
         return "".join(out)
+
+    def facts_changed(self, here: str, d: Digest) -> str:
+        """Each memory superseded in the digest's days: what it said, what replaced it, when and by whom."""
+        items = []
+        for old, new in d.changed[:SHOWN_REMOVED]:
+            replaced = (f"replaced by {self.memory_link(here, new)} on {old.valid_until:%Y-%m-%d} by "
+                        f"{self.agent_link(here, new.agent)}" if new is not None
+                        else f"replaced on {old.valid_until:%Y-%m-%d}")
+            items.append(f"<li>{self.memory_link(here, old)} ({text(old.category)}, written {old.created:%Y-%m-%d} by "
+                         f"{self.agent_link(here, old.agent)}) → {replaced}</li>")
+        more = f"<li>and {len(d.changed) - SHOWN_REMOVED} more</li>" if len(d.changed) > SHOWN_REMOVED else ""
+        return '<ul class="memsite-changed">' + "".join(items) + more + "</ul>"
+
+    def to_review(self, here: str, d: Digest) -> str:
+        """New memories flagged as possibly contradicting another, with the commands that settle each."""
+        items = []
+        for scored in d.review[:SHOWN_REMOVED]:
+            new = scored.memory
+            for old_id in flagged(new):
+                items.append(f"<li>{self.memory_link(here, new)} may replace {self.named(here, old_id)}: confirm with "
+                             f"<code>memsite supersede {text(old_id)} {text(new.id)}</code>, or "
+                             f"<code>memsite dismiss {text(new.id)} {text(old_id)}</code> if both hold</li>")
+        return ("<p>Possible contradictions, written without a language model to judge them:</p>"
+                '<ul class="memsite-review">' + "".join(items) + "</ul>")
 
     def world_changes(self, here: str, d: Digest) -> str:
         both = "".join(f"<li>{text(line.replace(': kept ', ' was set two ways: kept ', 1))} (merge "
@@ -454,7 +487,7 @@ class Site(LogPages):
     def rankings(self) -> str:
         here, snap, config = "rankings.md", self.snap, self.snap.config
         capped = {c.name for c in config.categories if c.capacity.bounded}
-        fading = sorted((s for s in snap.memories if not s.memory.pinned and s.memory.category not in capped
+        fading = sorted((s for s in snap.current if not s.memory.pinned and s.memory.category not in capped
                          and s.memory.category not in EVERGREEN), key=lambda s: (s.score, s.memory.id))
         evergreen = [c for c in config.categories if c.name in EVERGREEN]
         lines = [
@@ -465,7 +498,7 @@ class Site(LogPages):
             f"boost = 1 + {config.active_weight:g} × ln(1 + recalls)</code></pre>", "",
             f"Decay has a half-life of {config.half_life_days:g} days: a memory loses half its score every "
             f"{config.half_life_days:g} days; pinned memories do not decay.", "",
-            "## Overall", "", self.rows(here, snap.memories[:50], why=True) if snap.memories else "No memories yet.",
+            "## Overall", "", self.rows(here, snap.current[:50], why=True) if snap.current else "No memories yet.",
             "",
             "## Will be trimmed", "",
             "Categories with a capacity keep their best-ranked memories: the write that takes one past its "

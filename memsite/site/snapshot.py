@@ -48,11 +48,20 @@ class Snapshot:
     paths: dict[str, str] = field(default_factory=dict)  # memory file (from the repository root) -> id
     problems: list[str] = field(default_factory=list)  # one line per file left out: what is wrong, the fix
     tasks: dict[str, notes.TaskState] = field(default_factory=dict)  # agent -> its task in progress
+    _current: list[Scored] | None = field(default=None, repr=False)
+
+    @property
+    def current(self) -> list[Scored]:
+        """The memories still holding at ``now``, best score first: what rankings and counts show (a memory
+        superseded by another keeps its page, which links forward)."""
+        if self._current is None:
+            self._current = [s for s in self.memories if s.memory.valid_at(self.now)]
+        return self._current
 
     def by_category(self) -> dict[str, list[Scored]]:
-        """Every configured category (empty ones too), its memories best first."""
+        """Every configured category (empty ones too), its memories still holding, best first."""
         grouped: dict[str, list[Scored]] = {c.name: [] for c in self.config.categories}
-        for scored in self.memories:
+        for scored in self.current:
             grouped.setdefault(scored.memory.category, []).append(scored)
         return grouped
 

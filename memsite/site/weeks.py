@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import history, world
 from ..errors import FormatError
+from ..contradictions import flagged
 from ..history import Commit
 from ..model import Memory
 from ..sessions import SessionRecord
@@ -39,6 +40,8 @@ class Digest:
     conflicts: list[tuple[str, datetime, str]] = field(default_factory=list)  # (merge, when, a key set two ways)
     removed: list[tuple[Commit, str, str, str]] = field(default_factory=list)  # (commit, id, action, reason)
     agents: dict[str, Counter] = field(default_factory=dict)  # agent -> created, merged, ..., recalls, sessions
+    changed: list[tuple[Memory, Memory | None]] = field(default_factory=list)  # (superseded, successor), newest first
+    review: list[Scored] = field(default_factory=list)  # new in the window and flagged as possible contradictions
     commits: int = 0
 
     @property
@@ -61,7 +64,11 @@ class Timeline:
         self.conflicts = list(conflicts)
         self.created: dict[date, list[Scored]] = {}
         self.written: dict[date, set[str]] = {}
+        self.replaced: dict[date, list[Memory]] = {}  # memories superseded, by the day they stopped holding
+        self.by_id = {s.memory.id: s.memory for s in snap.memories}
         for s in snap.memories:
+            if s.memory.valid_until is not None and s.memory.superseded_by is not None:
+                self.replaced.setdefault(s.memory.valid_until.date(), []).append(s.memory)
             self.created.setdefault(s.memory.created.date(), []).append(s)
             for when in (s.memory.created, s.memory.updated):
                 self.written.setdefault(when.date(), set()).add(s.memory.id)
@@ -72,7 +79,7 @@ class Timeline:
         for c in commits:
             self.by_day.setdefault(c.when.date(), []).append(c)
         self.world_commits = [c for c in commits if c.sha in world_at]
-        self.days = sorted(set(self.created) | set(self.closed) | set(self.by_day))
+        self.days = sorted(set(self.created) | set(self.closed) | set(self.by_day) | set(self.replaced))
 
     def digest(self, start: datetime, end: datetime) -> Digest:
         """The digest of ``[start, end)``."""
@@ -84,6 +91,10 @@ class Timeline:
                        key=lambda s: (s.memory.created, s.memory.id), reverse=True)
         d.sessions = sorted((r for day in days for r in self.closed.get(day, ()) if start <= r.finished < end),
                             key=lambda r: (r.finished, r.name), reverse=True)
+        changed = sorted((m for day in days for m in self.replaced.get(day, ())
+                          if start <= m.valid_until < end), key=lambda m: (m.valid_until, m.id), reverse=True)  # type: ignore[operator]
+        d.changed = [(m, self.by_id.get(m.superseded_by or "")) for m in changed]
+        d.review = [s for s in d.new if flagged(s.memory)]
         written = set().union(*(self.written.get(day, set()) for day in days))
         d.skills = [c for c in self.skills if c.source_pattern_id in written]
         sessions_dir = self.snap.config.sessions_dir + "/"

@@ -40,7 +40,7 @@ CHECKPOINT_ROWS = 50
 _COLUMNS = (
     "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
     "updated", "source", "tags", "active_count", "last_recalled", "pinned", "extra", "content", "lines",
-    "fingerprint",
+    "fingerprint", "valid_until",
 )
 # The full-text index is an external-content FTS5 table over the memories;
 # 'n' is an explicit rowid so it never renumbers. Rows are indexed by one
@@ -54,8 +54,10 @@ CREATE TABLE IF NOT EXISTS memories (
     category TEXT NOT NULL, abstract TEXT NOT NULL, overview TEXT NOT NULL, agent TEXT NOT NULL,
     created TEXT NOT NULL, updated TEXT NOT NULL, source TEXT, tags TEXT NOT NULL,
     active_count INTEGER NOT NULL, last_recalled TEXT, pinned INTEGER NOT NULL,
-    extra TEXT NOT NULL, content TEXT NOT NULL, lines INTEGER NOT NULL, fingerprint TEXT NOT NULL
+    extra TEXT NOT NULL, content TEXT NOT NULL, lines INTEGER NOT NULL, fingerprint TEXT NOT NULL,
+    valid_until TEXT
 );
+CREATE INDEX IF NOT EXISTS memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_category ON memories (category, created, id);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent, created, id);
 CREATE INDEX IF NOT EXISTS memories_fingerprint ON memories (category, fingerprint, created);
@@ -115,8 +117,9 @@ _SELECT_COMMITTED = f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories m"
 # Dedup's query (see Catalog.dedup_candidates): the exact duplicate, then
 # the ids holding each sketch value, told apart by the first column. One
 # lookup per value: 'k IN (...)' builds a table of the values on every call.
+# A memory that stopped holding (superseded) is no twin: the fact written again is current again.
 _EXACT = (f"SELECT 1, m.{', m.'.join(_COLUMNS[:18])} FROM memories m "
-          "WHERE m.category = ? AND m.fingerprint = ? ORDER BY m.created LIMIT 1")
+          "WHERE m.category = ? AND m.fingerprint = ? AND m.valid_until IS NULL ORDER BY m.created LIMIT 1")
 _DEDUP_SQL: dict[tuple[bool, int], str] = {}
 
 
@@ -187,13 +190,17 @@ class Catalog:
         (mid, path, _blob, commit, category, abstract, overview, agent, created, updated,
          source, tags, active_count, last_recalled, pinned, extra, content, _lines) = row[:18]
         try:
+            fields = json.loads(extra)
+            chain = {name: fields.pop(name) for name in CHAIN if name in fields} if fields else {}
+            if "valid_until" in chain:
+                chain["valid_until"] = parse_time(chain["valid_until"])
             return Memory(
                 id=mid, category=category, abstract=abstract, overview=overview, agent=agent,
                 created=parse_time(created), updated=parse_time(updated), source=source,
                 tags=tuple(json.loads(tags)), active_count=active_count,
                 last_recalled=parse_time(last_recalled) if last_recalled else None,
-                pinned=bool(pinned), extra=json.loads(extra), content=content,
-                path=self.root / path, commit=commit,
+                pinned=bool(pinned), extra=fields, content=content,
+                path=self.root / path, commit=commit, **chain,
             )
         except (ValueError, TypeError) as exc:  # every row was made from a Memory: this one was damaged on disk
             raise Damaged(f"{self._path}: the row of {mid!r} no longer reads back ({exc})") from exc
@@ -228,10 +235,13 @@ class Catalog:
         sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY m.created, m.id"
         return [self._memory(row) for row in self.db.execute(sql, args)]
 
-    def trim_candidates(self, category: str) -> list[TrimCandidate]:
+    def trim_candidates(self, category: str, valid_at: str) -> list[TrimCandidate]:
+        """What counts towards ``category``'s capacity: its memories still holding at ``valid_at``
+        (one superseded is history, neither counted nor trimmed), but copies of another's id."""
         rows = self.db.execute(
             f"SELECT m.id, m.created, m.active_count + coalesce(p.n, 0), m.pinned, m.lines FROM {_FROM} "
-            "WHERE m.category = ? AND m.id NOT IN (SELECT id FROM problems WHERE duplicate)", (category,)
+            "WHERE m.category = ? AND (m.valid_until IS NULL OR m.valid_until > ?) "
+            "AND m.id NOT IN (SELECT id FROM problems WHERE duplicate)", (category, valid_at)
         )
         return [TrimCandidate(r[0], parse_time(r[1]), r[2], bool(r[3]), r[4]) for r in rows]
 
@@ -270,7 +280,7 @@ class Catalog:
             return exact, []
         near = near[:limit]  # the first by id, as the query orders them
         return exact, self.db.execute(f"SELECT id, content FROM memories WHERE id IN ({', '.join('?' * len(near))}) "
-                                      "ORDER BY id", near).fetchall()
+                                      "AND valid_until IS NULL ORDER BY id", near).fetchall()
 
     def seen_sketches(self) -> bytes:
         """The sketch values the catalog holds, as :mod:`~memsite.store.sketch_filter` bits for dedup_candidates."""
@@ -289,6 +299,7 @@ class Catalog:
         tags: Iterable[str] = (),
         min_score: float = 0.0,
         relevance: Mapping[int, float] | None = None,
+        valid_at: datetime | None = None,
     ) -> list[tuple[Memory, float, float, float, float]]:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
@@ -296,8 +307,9 @@ class Catalog:
         ``limit`` are exact. With a query, relevance is bm25 divided by the best
         bm25 of the query (the best match has 1.0); without one it is 1.0.
         ``relevance`` (row number -> relevance) ranks those rows instead.
+        ``valid_at`` leaves out what stopped holding by then (superseded).
         """
-        where, args = _filters(category, agent, tags)
+        where, args = _filters(category, agent, tags, valid_at=valid_at)
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
                                   "min_score": min_score, "limit": -1 if limit is None else limit}
         for i, value in enumerate(args):
@@ -418,6 +430,29 @@ class Catalog:
         if not where:
             return None
         return {n for n, in self.db.execute(f"SELECT m.n FROM memories m WHERE {' AND '.join(where)}", args)}
+
+    def outside(self, rows: Iterable[int], valid_at: datetime | None, until: datetime | None) -> set[int]:
+        """Those of ``rows`` that no longer held at ``valid_at`` (superseded) or were written after ``until``."""
+        if valid_at is None and until is None:
+            return set()
+        wanted = list(rows)
+        if valid_at is not None and until is None and not self.db.execute(
+                "SELECT 1 FROM memories WHERE valid_until <= ? LIMIT 1", (format_time(valid_at),)).fetchone():
+            return set()  # (most stores: nothing was ever superseded)
+        conditions, args = [], []
+        if valid_at is not None:
+            conditions.append("valid_until <= ?")
+            args.append(format_time(valid_at))
+        if until is not None:
+            conditions.append("created > ?")
+            args.append(format_time(until))
+        found: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            found.update(n for n, in self.db.execute(
+                f"SELECT n FROM memories WHERE n IN ({', '.join('?' * len(chunk))}) AND ({' OR '.join(conditions)})",
+                [*chunk, *args]))
+        return found
 
     def selective(self, category: str | None, agent: str | None,
                   tags: Iterable[str]) -> tuple[str | None, str | None, list[str]]:
@@ -820,9 +855,23 @@ def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any,
         format_time(memory.created), format_time(memory.updated), memory.source,
         json.dumps(list(memory.tags)) if memory.tags else "[]",
         memory.active_count, format_time(memory.last_recalled) if memory.last_recalled else None,
-        int(memory.pinned), json.dumps(memory.extra, sort_keys=True) if memory.extra else "{}",
-        memory.content, memory.lines, fingerprint(memory.content),
+        int(memory.pinned), _extra(memory), memory.content, memory.lines, fingerprint(memory.content),
+        format_time(memory.valid_until) if memory.valid_until else None,
     )
+
+
+# The supersession fields ride in the row's 'extra' JSON (only valid_until, which reads filter on, has a column
+# of its own): no memory has extra fields of these names, the file format reads them as fields.
+CHAIN = ("supersedes", "superseded_by", "valid_until")
+
+
+def _extra(memory: Memory) -> str:
+    fields = dict(memory.extra)
+    if memory.supersedes is not None or memory.superseded_by is not None or memory.valid_until is not None:
+        fields.update({"supersedes": memory.supersedes, "superseded_by": memory.superseded_by,
+                       "valid_until": format_time(memory.valid_until) if memory.valid_until else None})
+        fields = {name: value for name, value in fields.items() if value is not None or name not in CHAIN}
+    return json.dumps(fields, sort_keys=True) if fields else "{}"
 
 
 def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
@@ -833,7 +882,9 @@ def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
 
 
 def _filters(category: str | None, agent: str | None, tags: Iterable[str], since: datetime | None = None,
-             until: datetime | None = None) -> tuple[list[str], list[Any]]:
+             until: datetime | None = None, valid_at: datetime | None = None) -> tuple[list[str], list[Any]]:
+    """SQL conditions (and their values) on ``memories m``: written from ``since`` to ``until``, still holding
+    at ``valid_at`` (no valid_until, or a later one), of ``category``, by ``agent``, holding every tag."""
     where, args = [], []
     if since is not None:  # (times are written alike, so their text sorts as they do)
         where.append("m.created >= ?")
@@ -841,6 +892,9 @@ def _filters(category: str | None, agent: str | None, tags: Iterable[str], since
     if until is not None:
         where.append("m.created <= ?")
         args.append(format_time(until))
+    if valid_at is not None:
+        where.append("(m.valid_until IS NULL OR m.valid_until > ?)")
+        args.append(format_time(valid_at))
     if category is not None:
         where.append("m.category = ?")
         args.append(category)

@@ -88,6 +88,8 @@ class Store:
     ) -> None:
         self.repo = Repository(path)
         self.vectors: Vectors | None = None
+        self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
+        self._born: datetime | None = None  # see born()
         self._embedder = embedder
         self._published: tuple[bytes, dict[bytes, bytes]] | None = None  # (folder's tree id, its vectors)
         self._clock = clock or utcnow
@@ -276,10 +278,11 @@ class Store:
         return name
 
     def _close_state(self) -> None:
-        for name in ("catalog", "activity", "vectors"):
+        for name in ("catalog", "activity", "vectors", "past"):
             opened = getattr(self, name, None)
             if opened is not None:
                 opened.close()
+        self.past = None
 
     def _opened(self, name: str, open_file: Callable[[Path | str], T], cost: str) -> T:
         try:
@@ -382,7 +385,7 @@ class Store:
             self._close_state()
             try:
                 for name, cost in (("activity.sqlite3", ACTIVITY_LOST), ("catalog.sqlite3", REBUILT),
-                                   ("vectors.sqlite3", REBUILT)):
+                                   ("vectors.sqlite3", REBUILT), ("past.sqlite3", REBUILT)):
                     if not intact(self.state.path / name):
                         self._set_aside(name, cause, cost)
                         healed.append(name)
@@ -426,7 +429,8 @@ class Store:
         return self.healing(rebuild)
 
     def rebuild_caches(self) -> int:
-        """Delete the catalog and the vectors, text and all, and build the catalog again from the files.
+        """Delete the catalogs (of the tip and of a past commit) and the vectors, text and all, and build the
+        catalog again from the files.
 
         After a purge: a row deleted from SQLite stays in its free pages. The
         activity journal stays (recall counts not committed yet; it holds ids only).
@@ -434,7 +438,7 @@ class Store:
         with self.repo.thread_lock:
             self._close_state()
             folder = Path(self.state.path)
-            for name in ("catalog.sqlite3", "vectors.sqlite3"):
+            for name in ("catalog.sqlite3", "vectors.sqlite3", "past.sqlite3"):
                 for suffix in ("", "-wal", "-shm", "-journal"):
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(folder / f"{name}{suffix}")
@@ -443,6 +447,45 @@ class Store:
                         os.remove(aside)
             self._open_state()
         return self.rebuild_index()
+
+    def born(self) -> datetime | None:
+        """When the first commit of the store's branch was made (None before there is one); asked of git once."""
+        if self._born is None:
+            tip = self.tip()
+            stamps = [int(line) for line in self.repo.git.run("log", "--max-parents=0", "--format=%ct", tip).stdout.split()
+                      if line.isdigit()] if tip else []
+            self._born = datetime.fromtimestamp(min(stamps), timezone.utc) if stamps else None
+        return self._born
+
+    def commit_at(self, when: datetime) -> str | None:
+        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none."""
+        tip = self.tip()
+        found = self.repo.git.run("rev-list", "-1", "--first-parent", f"--before={int(when.timestamp())}",
+                                  tip).stdout.strip() if tip else ""
+        return found or None
+
+    def at_commit(self, commit: str, work: Callable[[Catalog], T]) -> T:
+        """``work(catalog)`` on a catalog of the memories at ``commit`` (a past one: as-of reads in record time).
+
+        A second catalog, ``past.sqlite3``, made once as a copy of the catalog
+        and then moved from commit to commit by diffing their trees, as the
+        catalog follows the tip: a read as of a nearby moment costs the files
+        that differ. It is derived, like the catalog, and rebuilt when lost.
+        """
+        self.fresh()
+
+        def read() -> T:
+            with self.repo.thread_lock, self.state.locked():
+                if self.past is None:
+                    self.past = self._opened("past.sqlite3", lambda path: Catalog(path, self.root, self.activity.path),
+                                             REBUILT)
+                    if self.past.commit is None:  # new: start from the tip's rows, not from every file
+                        self.catalog.settle_pending()
+                        self.catalog.db.backup(self.past.db, name="main")
+                self.past.sync(self.repo, self.config, commit, self._progress)
+                return work(self.past)
+
+        return self.healing(read, reading=True)
 
     def get(self, id: str) -> Memory:
         """The memory with ``id``, or with the one id that starts with ``id`` (6 characters or more, any case).
@@ -470,6 +513,19 @@ class Store:
             tip = self.tip()
             removed = self._removal(self.root, tip, id) if tip else None
         return ids.not_found(id, removed)
+
+    def alike(self, fts_query: str, category: str, limit: int) -> list[Memory]:
+        """The ``limit`` memories of ``category`` still holding that best match ``fts_query`` by words."""
+        def read() -> list[Memory]:
+            with self.repo.thread_lock:
+                self.fresh()
+                now = self.now()
+                rows = self.catalog.ranked(fts_query, now=format_time(now), half_life_days=self.config.half_life_days,
+                                           active_weight=self.config.active_weight, limit=limit, category=category,
+                                           valid_at=now)
+            return [row[0] for row in rows]
+
+        return self.healing(read, reading=True)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
@@ -547,14 +603,46 @@ class Store:
         source: str | None = None,
         pinned: bool = False,
         dedupe: bool | None = None,
+        supersedes: str | None = None,
+        reason: str | None = None,
+        contradicts: Iterable[str] = (),
+        merge_into: str | None = None,
     ) -> Memory:
         """Write a new memory in its own commit (or recognise one already there).
 
         See :meth:`memsite.MemoryStore.remember` for the arguments and what it returns and raises.
+        ``reason`` says in the commit why it supersedes, merges or is added;
+        ``contradicts`` flags ids it may contradict (see :mod:`memsite.contradictions`);
+        ``merge_into`` merges it into that memory instead of adding it.
         """
         memory = self.new_memory(content, category, abstract, overview, tags, source, pinned)
-        tx, added = self.write(lambda tx: tx.add(memory, self.config.dedupe if dedupe is None else dedupe))
+        return self.add(memory, dedupe, supersedes, reason, contradicts, merge_into)
+
+    def add(self, memory: Memory, dedupe: bool | None = None, supersedes: str | None = None,
+            reason: str | None = None, contradicts: Iterable[str] = (), merge_into: str | None = None) -> Memory:
+        """:meth:`remember` of a memory :meth:`new_memory` made."""
+        flags = list(contradicts)
+        if flags:
+            memory = memory.replace(extra={"contradicts": flags})
+        dedupe = self.config.dedupe if dedupe is None else dedupe
+        if merge_into is not None:
+            tx, added = self.write(lambda tx: tx.merge_into(merge_into, memory, reason))
+        else:
+            tx, added = self.write(lambda tx: tx.add(memory, dedupe, supersedes=supersedes, reason=reason))
         return tx.result(added)
+
+    def dismiss(self, id: str, of: str | None = None) -> Memory:
+        """Drop the flag that the memory ``id`` may contradict ``of`` (every flag when None), in one commit."""
+        tx, done = self.write(lambda tx: tx.dismiss(id, of))
+        return tx.result(done)
+
+    def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:
+        """Mark the memory ``old`` replaced by the memory ``new``, in one commit; (old, new) as written.
+
+        See :meth:`memsite.MemoryStore.supersede`.
+        """
+        tx, (was, now) = self.write(lambda tx: tx.supersede(old, new, reason=reason))
+        return tx.result(was), tx.result(now)
 
     def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).

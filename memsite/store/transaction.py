@@ -21,7 +21,7 @@ from ..git import Author, FilesAhead, Repository, blob_id
 from ..model import FIELD_ORDER, Memory, format_time, one_line, parse_time, slugify, truncate
 from ..ranking import TrimCandidate, plan_trim
 from ..text import fingerprint, shared_needed, similarity, sketch
-from . import ids
+from . import chain, ids
 
 if TYPE_CHECKING:
     import threading
@@ -43,7 +43,7 @@ SEEN_AFTER = 32
 
 @dataclass(frozen=True)
 class _Op:
-    action: str  # created | merged | updated | forgotten | trimmed | recalled | migrated
+    action: str  # created | merged | updated | superseded | forgotten | trimmed | recalled | migrated
     memory: Memory
     reason: str | None = None
 
@@ -148,7 +148,7 @@ class Transaction:
 
     def remember(self, content: str, category: str = "general", abstract: str | None = None,
                  overview: str | None = None, tags: Iterable[str] = (), source: str | None = None,
-                 pinned: bool = False, dedupe: bool | None = None, *,
+                 pinned: bool = False, dedupe: bool | None = None, supersedes: str | None = None, *,
                  extra: Mapping[str, Any] | None = None) -> Memory:
         """As :meth:`MemoryStore.remember`, committed with the transaction.
 
@@ -158,7 +158,35 @@ class Transaction:
         memory = self.store.new_memory(content, category, abstract, overview, tags, source, pinned)
         if extra:
             memory = memory.replace(extra=_extra(extra))
-        return self.add(memory, self.store.config.dedupe if dedupe is None else dedupe)
+        return self.add(memory, self.store.config.dedupe if dedupe is None else dedupe, supersedes=supersedes)
+
+    def supersede(self, old_id: str, new_id: str, *, reason: str | None = None) -> tuple[Memory, Memory]:
+        """Mark the memory ``old_id`` replaced by ``new_id`` (both committed, or staged here); (old, new) as staged.
+
+        The old memory gets ``valid_until`` (now) and ``superseded_by``, the
+        new one ``supersedes``; both stay in their files. ``reason`` goes
+        into the commit message.
+
+        Raises:
+            NotFound: either id names no memory.
+            InvalidInput: see :func:`memsite.store.chain.check`; nothing is staged.
+        """
+        self._check_open()
+        old = chain.existing(self.get, old_id, "supersede")
+        new = chain.existing(self.get, new_id, "supersede")
+        chain.check(old, new, self.get, where="supersede")
+        return self._supersede(old, new, reason)
+
+    def _supersede(self, old: Memory, new: Memory, reason: str | None) -> tuple[Memory, Memory]:
+        now = self.store.now()
+        old = self._stage(old.replace(valid_until=now, superseded_by=new.id, updated=now), self._path_of(old))
+        staged = _unflagged(new.replace(supersedes=old.id), old.id)  # a flag it confirms is settled
+        if _last_action(self.ops, new.id) not in ("created", "merged", "updated"):  # an existing memory: changed now
+            staged = staged.replace(updated=now)
+            self.ops.append(_Op("updated", staged, f"supersedes {old.id}"))
+        new = self._stage(staged, self._path_of(new))
+        self.ops.append(_Op("superseded", old, f"by {new.id}" + (f": {one_line(reason)}" if reason else "")))
+        return old, new
 
     def get(self, id: str) -> Memory:
         """The memory as this transaction would leave it."""
@@ -194,6 +222,30 @@ class Transaction:
             path = self._allocate(changed)
         changed = self._stage(changed, path)
         self.ops.append(_Op("updated", changed))
+        return changed
+
+    def merge_into(self, target: str, memory: Memory, reason: str | None = None) -> Memory:
+        """Merge the new ``memory`` into the memory ``target`` as dedup merges a near-duplicate (the fuller text,
+        the union of tags); ``reason`` goes into the commit. Returns the merged memory."""
+        self._check_open()
+        existing = self.get(target)
+        merged = self._stage(self._merged(existing, memory), self._path_of(existing))
+        self._index(merged)
+        self.ops.append(_Op("merged", merged, reason))
+        return merged.replace(action="merged")
+
+    def dismiss(self, id: str, of: str | None = None) -> Memory:
+        """Drop the flag that the memory ``id`` may contradict ``of`` (every flag when None): both hold."""
+        self._check_open()
+        current = self.get(id)
+        flags = current.extra.get("contradicts")
+        if not isinstance(flags, list) or (of is not None and of not in flags):
+            which = f" of {of}" if of is not None else ""
+            raise InvalidInput(f"dismiss: memory {current.id} is not flagged as a possible contradiction{which}; "
+                               "'memsite check' lists the flags")
+        changed = _unflagged(current, of).replace(updated=self.store.now())
+        changed = self._stage(changed, self._path_of(current))
+        self.ops.append(_Op("updated", changed, f"dismissed: no contradiction of {of or ', '.join(flags)}"))
         return changed
 
     def forget(self, id: str, reason: str = "") -> Memory:
@@ -297,9 +349,28 @@ class Transaction:
 
     # --- internals ---------------------------------------------------------
 
-    def add(self, memory: Memory, dedupe: bool) -> Memory:
-        """Stage the new ``memory`` (see :meth:`Store.new_memory`), or recognise one already there (``dedupe``)."""
+    def add(self, memory: Memory, dedupe: bool, *, supersedes: str | None = None,
+            reason: str | None = None) -> Memory:
+        """Stage the new ``memory`` (see :meth:`Store.new_memory`), or recognise one already there (``dedupe``).
+
+        ``supersedes``: the id of the memory it replaces, marked so in the same
+        commit (no dedup then: the new text is meant to stand beside the old
+        one); ``reason`` says why in the commit message.
+
+        Raises:
+            NotFound, InvalidInput: ``supersedes`` names no memory, or one that
+                cannot be superseded (see :func:`memsite.store.chain.check`);
+                nothing is staged.
+        """
         self._check_open()
+        if supersedes is not None:
+            old = chain.existing(self.get, supersedes, "supersedes")
+            chain.check(old, memory, self.get)
+            created = self.add(memory, False)
+            _, created = self._supersede(old, created, reason)
+            return created.replace(action="created")
+        if reason is not None:
+            self.trailers.append(("Judged", reason))
         mark = fingerprint(memory.content)
         twin, exact = self._twin(memory, mark) if dedupe else (None, False)
         if twin is not None and self.store.catalog.problems_of(twin.id):
@@ -337,7 +408,7 @@ class Transaction:
             exact, near = catalog.dedup_candidates(category, mark, marks, shared, seen=self._seen_sketches())
         if exact is not None and exact.id in self._pending:
             exact = self._pending[exact.id]  # as this transaction has it (None: forgotten here)
-        if exact is not None and fingerprint(exact.content) == mark:
+        if exact is not None and fingerprint(exact.content) == mark and exact.valid_until is None:
             return exact, True
         if near is None:
             near = catalog.dedup_candidates(category, None, marks, shared, seen=self._seen_sketches())[1]
@@ -345,7 +416,8 @@ class Transaction:
         for h in marks:
             for i in self._by_sketch.get((category, h), ()):
                 counts[i] = counts.get(i, 0) + 1
-        texts = {i: m.content for i, n in counts.items() if n >= shared and (m := self._pending.get(i)) is not None}
+        texts = {i: m.content for i, n in counts.items()
+                 if n >= shared and (m := self._pending.get(i)) is not None and m.valid_until is None}
         for mid, content in near:
             if mid not in self._pending:  # what this transaction did to it wins
                 texts[mid] = content
@@ -507,10 +579,10 @@ class Transaction:
             category = store.config.category(name)
             if not category.capacity.bounded:
                 continue
-            members = {c.id: c for c in store.catalog.trim_candidates(name)}
+            members = {c.id: c for c in store.catalog.trim_candidates(name, format_time(now))}
             for mid, memory in self._pending.items():
                 members.pop(mid, None)
-                if memory is not None and memory.category == name:
+                if memory is not None and memory.category == name and memory.valid_at(now):
                     members[mid] = TrimCandidate(memory.id, memory.created, memory.active_count, memory.pinned, memory.lines)
             ids = plan_trim(list(members.values()), category.capacity, now,
                             store.config.half_life_days, store.config.active_weight)
@@ -569,12 +641,17 @@ class Transaction:
     def _message(self) -> str:
         main = [op for op in self.ops if op.action != "trimmed"]
         trims = [op for op in self.ops if op.action == "trimmed"]
+        superseded = [op for op in main if op.action == "superseded"]
         if self.message:
             subject = self.message
+        elif len(superseded) == 1 and len(main) <= 2:
+            op = superseded[0]
+            new = self._pending.get(op.memory.superseded_by or "")
+            subject = f"Supersede {op.memory.category}: {new.abstract if new else op.memory.abstract}"
         elif len(main) == 1:
             op = main[0]
             verb = {"created": "Remember", "updated": "Update", "forgotten": "Forget", "merged": "Merge into",
-                    "recalled": "Recall"}[op.action]
+                    "recalled": "Recall", "superseded": "Supersede"}[op.action]
             subject = f"{verb} {op.memory.category}: {op.memory.abstract}"
         elif main:
             subject = f"Write {len(main)} memories"
@@ -586,6 +663,8 @@ class Transaction:
         for op in main:
             if op.action == "forgotten" and op.reason:
                 lines.append(f"Forgot {op.memory.id}: {op.reason}")
+            elif op.action == "superseded":
+                lines.append(f"Superseded {op.memory.id} ({truncate(op.memory.abstract, 60)}) {op.reason}.")
         if trims:
             lines.append(f"Trimmed {len(trims)} memories over capacity: {trims[0].reason}.")
         if lines[-1] != "":
@@ -624,6 +703,16 @@ def _extra(fields: Mapping[str, Any]) -> dict[str, Any]:
     if taken:
         raise InvalidInput(f"extra: {', '.join(taken)} are memsite's own fields; name the integration's fields otherwise")
     return dict(fields)
+
+
+def _unflagged(memory: Memory, of: str | None) -> Memory:
+    """``memory`` without the flag that it may contradict ``of`` (every flag when None)."""
+    flags = memory.extra.get("contradicts")
+    if not isinstance(flags, list):
+        return memory
+    kept = [mid for mid in flags if of is not None and mid != of]
+    extra = {k: v for k, v in memory.extra.items() if k != "contradicts"}
+    return memory.replace(extra={**extra, "contradicts": kept} if kept else extra)
 
 
 def _last_action(ops: list[_Op], mid: str) -> str | None:
