@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from memsite import InvalidInput, MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
-from tests.conftest import assert_clean, git
+from tests.conftest import Clock, assert_clean, git
 from tests.purge_process import KILL_POINTS
 from tests.sites import ROOT, memsite
 
@@ -304,3 +304,19 @@ def test_a_clone_whose_own_commit_changed_what_the_purged_branch_changed_merges_
     assert store.world.read() == other.world.read() and holds_text(store.root) == []
     assert_clean(other.root)
     other.close()
+
+
+def test_the_catalog_of_past_commits_forgets_the_purged_text_too(store: MemoryStore, clock: Clock) -> None:
+    store.remember("The build server is orion", category="entities")
+    clock.advance(hours=1)
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT).id
+    clock.advance(hours=1)
+    then = store.now()
+    clock.advance(hours=1)
+    store.forget(secret, reason="asked to be removed")
+    assert "Jane Roe" in store.get(secret, as_of=then).content  # an as-of read: a catalog of that commit
+    assert any("past.sqlite3" in hit for hit in holds_text(store.root))
+    store.purge(secret, reason="erasure", remote=None)
+    assert holds_text(store.root) == []
+    with pytest.raises(NotFound):
+        store.get(secret, as_of=then)
