@@ -338,7 +338,7 @@ def test_bad_input_is_one_clear_error_for_claude_and_writes_nothing(store: Memor
     assert refused(tool, command="insert", path="/memories/notes.md", insert_line=-5, insert_text="x") == (
         "Invalid `insert_line` parameter: -5. It should be within the range [0, 3].")
     assert "[0, 3]" in refused(tool, command="insert", path="/memories/notes.md", insert_line=10**9, insert_text="x")
-    assert "not valid UTF-8" in refused(tool, command="create", path="/memories/u.md", file_text="caf\udce9")
+    assert "not UTF-8 text" in refused(tool, command="create", path="/memories/u.md", file_text="caf\udce9")
     assert "not valid UTF-8" in refused(tool, command="create", path="/memories/u.md", file_text=b"caf\xe9")
     assert "NUL byte" in refused(tool, command="create", path="/memories/u.md", file_text="a\x00b")
     assert refused(tool, command="create", path="/memories/key.md", file_text="id\naws AKIAQWERTYUIOPASDF23\n") == (

@@ -246,8 +246,9 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
 
 
 def _writable(site_dir: Path) -> None:
-    """Refuse, before anything is built, a site folder (or the folder it would be made in) this user cannot write."""
-    folder = site_dir
+    """Refuse, before anything is built, a site this user cannot write: a build is made beside the site
+    folder and swapped in (see output.py), so the folder holding it must be writable."""
+    folder = site_dir.parent
     while not folder.exists() and folder.parent != folder:
         folder = folder.parent
     if not os.access(folder, os.W_OK | os.X_OK):
