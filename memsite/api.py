@@ -12,6 +12,7 @@ and git failures below it into memsite's errors there, and nowhere else.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -870,8 +871,8 @@ class MemoryStore:
             two lists, its relevance and the floor, and says whether it was kept;
             ``prior`` what its age and recalls take off.
         """
-        asked = retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until, ranking,
-                                  include_superseded=include_superseded)
+        asked = replace(retrieval.request(self._store, query, limit, category, tags, agent, min_score, since, until,
+                                          ranking, include_superseded=include_superseded), explained=True)
         hits = retrieval.recall(self._store, asked)
         if self._store.vectors is None:
             return hits

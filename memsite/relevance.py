@@ -164,12 +164,13 @@ class Signals:
 
 
 def signals(catalog: Catalog, vectors: Vectors | None, query: str, keep: int | None, allowed: set[int] | None = None,
-            *, standing: bool = True) -> dict[int, Signals]:
+            *, standing: bool = True, shares: bool = True) -> dict[int, Signals]:
     """Row number -> :class:`Signals` of the memories closest to ``query`` by meaning or by words.
 
     The ``keep`` best by bm25 and (with ``vectors``) the ``keep`` closest by meaning, all when
     None, among ``allowed`` when given. ``standing``: measure each cosine against the query's
-    cosines with the :data:`BACKGROUND` questions.
+    cosines with the :data:`BACKGROUND` questions. ``shares``: measure the share of the query's
+    words each holds (a full-text look-up per word; recall by words alone does not need it).
     """
     terms = search_terms(query)
     words = catalog.lexical(match_any(terms)) if terms else {}
@@ -181,7 +182,7 @@ def signals(catalog: Catalog, vectors: Vectors | None, query: str, keep: int | N
         closeness: dict[int, float | None] = dict.fromkeys(best)
     else:
         closeness = dict(vectors.closest(catalog, query, keep, allowed, best))
-    counts, holding = catalog.term_counts(terms, [n for n in closeness if n in words])
+    counts, holding = catalog.term_counts(terms, [n for n in closeness if n in words]) if shares else ({}, {})
     total = catalog.count() if vectors is None else vectors.size(catalog)
     mean, spread = baseline(vectors.similarities(query, BACKGROUND)) \
         if standing and vectors is not None and closeness else (0.0, 0.0)

@@ -82,6 +82,8 @@ class Request:
     include_superseded: bool = False
     as_of: datetime | None = None
     record_time: bool = False
+    explained: bool = False
+    """For ``explain``: by words only too, measure each hit's share of the query's words."""
 
 
 def request(store: Store, query: object, limit: object, category: str | None, tags: Iterable[str],
@@ -145,7 +147,8 @@ def find(store: Store, asked: Request, catalog: Catalog | None = None) -> dict[i
     keep = None if asked.limit is None else max(50, 10 * asked.limit)
     weight = store.config.embedding_weight
     line = None if vectors is None else floor(catalog, vectors, store.config.embedding_floor)
-    found = signals(catalog, vectors, asked.query, keep, allowed, standing=line is not None)
+    found = signals(catalog, vectors, asked.query, keep, allowed, standing=line is not None,
+                    shares=vectors is not None or asked.explained)
     # What no longer held (or was not written yet) at the moment asked about: dropped from the candidates,
     # which are few, rather than every other memory listed as allowed.
     gone = catalog.outside(found, None if asked.include_superseded else asked.as_of or store.now(), asked.as_of)
