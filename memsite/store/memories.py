@@ -91,7 +91,7 @@ class Store:
         self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
         self._born: datetime | None = None  # see born()
         self._embedder = embedder
-        self._published: tuple[bytes, dict[bytes, bytes]] | None = None  # (folder's tree id, its vectors)
+        self._published: tuple[bytes, frozenset[bytes]] | None = None  # (folder's tree id, the text keys in it)
         self._clock = clock or utcnow
         self._progress = progress
         self._git_settings = git_settings
@@ -222,20 +222,24 @@ class Store:
                 "vectors.sqlite3", lambda path: Vectors(path, embedder, self._progress, self.published_vectors),
                 REBUILT)
 
-    def published_vectors(self, commit: str | None) -> dict[bytes, bytes]:
-        """The embedder's vectors published in the repository at ``commit`` (text key -> vector bytes)."""
+    def published_vectors(self, commit: str | None, wanted: Iterable[bytes] | None = None) -> dict[bytes, bytes]:
+        """The embedder's vectors published in the repository at ``commit``: text key -> vector bytes,
+        only those of ``wanted`` keys when given (the files are read again only if they hold one)."""
         if self._embedder is None:
             return {}
-        model = model_name(self._embedder)
-        entry = self.repo.objects.lookup(self.repo.root_tree(commit), published_folder(model))
+        folder = published_folder(model_name(self._embedder))
+        entry = self.repo.objects.lookup(self.repo.root_tree(commit), folder)
         if entry is None or not entry.is_tree:
             return {}
-        if self._published is None or self._published[0] != entry.sha:
-            found: dict[bytes, bytes] = {}
-            for data in self.repo.files_under(commit, published_folder(model)).values():
-                found.update(decode(data, model))
-            self._published = (entry.sha, found)
-        return self._published[1]
+        wanted = None if wanted is None else set(wanted)
+        if self._published is not None and self._published[0] == entry.sha and wanted is not None \
+                and not wanted & self._published[1]:
+            return {}
+        found: dict[bytes, bytes] = {}
+        for data in self.repo.files_under(commit, folder).values():
+            found.update(decode(data, model_name(self._embedder)))
+        self._published = (entry.sha, frozenset(found))  # (the keys only: 100,000 vectors would be 150 MB)
+        return found if wanted is None else {key: found[key] for key in wanted if key in found}
 
     def publish_vectors(self) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from .catalog import Catalog
 
 Embedder = Callable[[str], Sequence[float]]
-Published = Callable[[str | None], Mapping[bytes, bytes]]
-"""The vectors published in the repository at a commit: text key -> normalised float32 bytes."""
+Published = Callable[[str | None, Iterable[bytes]], Mapping[bytes, bytes]]
+"""The vectors published in the repository at a commit, of the text keys asked for: key -> normalised float32 bytes."""
 BATCH = 100  # vectors stored per transaction while many are embedded (Ctrl-C keeps what is done)
 PUBLISHED = "vectors"
 """The repository folder vectors are published in (outside the site's docs folder)."""
@@ -358,7 +358,7 @@ class Vectors:
                 (self.model, *chunk)).fetchall())
         unfound = [key for key in missing if key not in fetched]
         if unfound and self._published is not None:  # published with the repository (a fresh clone)
-            shared = self._published(catalog.commit)
+            shared = self._published(catalog.commit, unfound)
             taken = [(key, shared[key]) for key in unfound if key in shared]
             if taken:
                 with transaction(self.db):
