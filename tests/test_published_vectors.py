@@ -115,3 +115,20 @@ def test_index_embed_publish_from_the_command_line(published: Path, monkeypatch:
     assert "Published 6 vectors (commit " in result.output
     result = CliRunner().invoke(main, ["-C", str(published), "index", "embed", "--publish"])
     assert "Every memory's vector is published already." in result.output
+
+
+def test_a_file_naming_the_model_with_vectors_of_another_size_is_passed_over(
+        published: Path, tmp_path: Path, clock: Clock) -> None:
+    git(tmp_path, "clone", "-q", str(published), "clone")
+    folder = tmp_path / "clone" / published_folder("counting/1")
+    keys = [hashlib.sha1(text.encode()).digest() for text in TEXTS]  # (the texts embedded are the memories')
+    (folder / "zz-forged.vec").write_bytes(encode("counting/1", 8, [(k, array.array("f", [1.0] * 8).tobytes())
+                                                                     for k in keys]))
+    (vec,) = [p for p in folder.iterdir() if p.name.startswith("planner-")]
+    vec.unlink()
+    git(tmp_path / "clone", "add", "-A")
+    git(tmp_path / "clone", "commit", "-qm", "Vectors of another size under the model's name")
+    embedder = Counting()
+    with MemoryStore(tmp_path / "clone", agent="reader", clock=clock, embedder=embedder) as clone:
+        assert clone.recall("who owns payments-api?")[0].memory.abstract.startswith("Marta")
+    assert sorted(embedder.memories_embedded()) == sorted(TEXTS)  # embedded again, not read at 8 dimensions

@@ -359,7 +359,9 @@ class Vectors:
         unfound = [key for key in missing if key not in fetched]
         if unfound and self._published is not None:  # published with the repository (a fresh clone)
             shared = self._published(catalog.commit, unfound)
-            taken = [(key, shared[key]) for key in unfound if key in shared]
+            size = previous.dimension * 4 if previous is not None and previous.rows else \
+                len(self.query_vector("memsite")) * 4  # (a file naming this model with other sizes is not its)
+            taken = [(key, shared[key]) for key in unfound if key in shared and len(shared[key]) == size]
             if taken:
                 with transaction(self.db):
                     self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
