@@ -22,24 +22,23 @@ def chain(memory: Memory, get: Callable[[str], Memory]) -> list[Memory]:
 
     A link to a memory that is gone (forgotten, trimmed) ends the chain there.
     """
-    older: list[Memory] = []
     seen = {memory.id}
-    current = memory
-    while current.supersedes is not None and current.supersedes not in seen and len(seen) < MAX_CHAIN:
-        current = _found(get, current.supersedes)  # type: ignore[assignment]
-        if current is None:
-            break
-        seen.add(current.id)
-        older.append(current)
-    newer: list[Memory] = []
-    current = memory
-    while current.superseded_by is not None and current.superseded_by not in seen and len(seen) < MAX_CHAIN:
-        current = _found(get, current.superseded_by)  # type: ignore[assignment]
-        if current is None:
-            break
-        seen.add(current.id)
-        newer.append(current)
-    return [*older[::-1], memory, *newer]
+    older = _walk(memory, "supersedes", get, seen)
+    return [*older[::-1], memory, *_walk(memory, "superseded_by", get, seen)]
+
+
+def _walk(memory: Memory, link: str, get: Callable[[str], Memory], seen: set[str]) -> list[Memory]:
+    """The memories ``link`` (``supersedes`` or ``superseded_by``) leads to from ``memory``, nearest first,
+    up to one already ``seen`` (a cycle), one that is gone, or :data:`MAX_CHAIN` in all."""
+    found: list[Memory] = []
+    current: Memory | None = memory
+    while current is not None and (following := getattr(current, link)) is not None \
+            and following not in seen and len(seen) < MAX_CHAIN:
+        current = _found(get, following)
+        if current is not None:
+            seen.add(current.id)
+            found.append(current)
+    return found
 
 
 def newest(memory: Memory, get: Callable[[str], Memory]) -> Memory:
