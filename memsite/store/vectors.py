@@ -359,9 +359,11 @@ class Vectors:
         unfound = [key for key in missing if key not in fetched]
         if unfound and self._published is not None:  # published with the repository (a fresh clone)
             shared = self._published(catalog.commit, unfound)
-            size = previous.dimension * 4 if previous is not None and previous.rows else \
-                len(self.query_vector("memsite")) * 4  # (a file naming this model with other sizes is not its)
-            taken = [(key, shared[key]) for key in unfound if key in shared and len(shared[key]) == size]
+            taken = [(key, shared[key]) for key in unfound if key in shared]
+            if taken:  # a file naming this model with vectors of another size is not its
+                size = previous.dimension * 4 if previous is not None and previous.rows else \
+                    len(next(iter(fetched.values()), b"")) or len(self.query_vector("memsite")) * 4
+                taken = [(key, v) for key, v in taken if len(v) == size]
             if taken:
                 with transaction(self.db):
                     self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
