@@ -5,7 +5,9 @@
 
 Real processes and real git, as tests/test_faults.py (the faults and checks
 are shared: tests/faults.py). SIGKILL at random moments of ``remember`` loops,
-transactions, task closes, ``memsite build`` and ``memsite migrate``; each
+transactions and task closes, and at each named point of ``memsite build``
+and ``memsite migrate`` in turn (each kill counted as mid-work when it found the
+process still working); each
 ``.memsite/`` file (and its -wal, -shm) truncated, filled with garbage, and
 filled with garbage after its intact 100-byte header; reads through the CLI
 on a full disk (a 3 MB tmpfs, when it can be mounted), then a write; every
@@ -60,11 +62,11 @@ def main() -> None:
         log(f"killing builds x{args.kills} ...")
         build_repo = faults.new_repository(work / "b")
         faults.kill_writers(build_repo, 1, rng)
-        rows.append(("SIGKILL in memsite build", faults.kill_builds(build_repo, args.kills, rng), "memories"))
+        rows.append(("SIGKILL in memsite build", faults.kill_builds(build_repo, args.kills), "memories"))
         log(f"killing migrations x{args.kills} ...")
         ids = faults.flat_repository(work / "flat", 300)
         rows.append(("SIGKILL in memsite migrate (300 files)",
-                     faults.kill_migrations(work / "flat", work, ids, args.kills, rng), "memories"))
+                     faults.kill_migrations(work / "flat", work, ids, args.kills), "memories"))
         log("damaging derived files ...")
         template = work / "derived"
         memory_ids = faults.damaged_template(template)
@@ -97,12 +99,13 @@ def main() -> None:
     for _, tally, _ in rows:
         total.add(tally)
     print()
-    print(f"{'fault':<52} {'injected':>8} {'survived':>8} {'acked':>7} {'lost':>5} {'tracebacks':>10} {'wedged':>6}")
+    print(f"{'fault':<52} {'injected':>8} {'mid-work':>8} {'survived':>8} "
+          f"{'acked':>7} {'lost':>5} {'tracebacks':>10} {'wedged':>6}")
     for label, tally, unit in rows:
-        print(f"{label:<52} {tally.injected:>8} {tally.survived:>8} {tally.acknowledged:>7} {tally.lost:>5} "
-              f"{tally.tracebacks:>10} {tally.wedged:>6}  ({unit})")
-    print(f"{'total':<52} {total.injected:>8} {total.survived:>8} {total.acknowledged:>7} {total.lost:>5} "
-          f"{total.tracebacks:>10} {total.wedged:>6}")
+        print(f"{label:<52} {tally.injected:>8} {tally.mid_work:>8} {tally.survived:>8} {tally.acknowledged:>7} "
+              f"{tally.lost:>5} {tally.tracebacks:>10} {tally.wedged:>6}  ({unit})")
+    print(f"{'total':<52} {total.injected:>8} {total.mid_work:>8} {total.survived:>8} {total.acknowledged:>7} "
+          f"{total.lost:>5} {total.tracebacks:>10} {total.wedged:>6}")
     print()
     print(f"bad inputs tried: {hostile.injected}; refused with a MemsiteError, nothing committed: {hostile.survived}; "
           f"tracebacks: {hostile.tracebacks}")

@@ -4,7 +4,9 @@ tests/test_faults.py (which asserts it) and bench/faults.py (which counts it).
     python -m tests.faults task REPO AGENT COUNT    closes COUNT tasks, printing ``ACK <session> <commit>``
 
 Each kill round starts a real process (a writer, a task loop, ``memsite build``,
-``memsite migrate``), SIGKILLs it at a random moment, recovers as an operator
+``memsite migrate``), SIGKILLs it (writers and task loops at a random moment,
+builds and migrations at each named point of their work: tests/site_build_process.py,
+tests/migrate_process.py), counts whether the kill landed mid-work, recovers as an operator
 would (the next write through the CLI; an open task of the victim abandoned)
 and then checks: every acknowledged memory and session reads back, ``git
 status`` is clean, ``git fsck --strict`` is clean, no lock file blocks git, no
@@ -43,6 +45,7 @@ class Tally:
     """What a series of faults did."""
 
     injected: int = 0
+    mid_work: int = 0  # kills that found the process still working (not already finished)
     survived: int = 0
     acknowledged: int = 0
     lost: int = 0
@@ -51,7 +54,7 @@ class Tally:
     failures: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
-        for name in ("injected", "survived", "acknowledged", "lost", "tracebacks", "wedged"):
+        for name in ("injected", "mid_work", "survived", "acknowledged", "lost", "tracebacks", "wedged"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failures += other.failures
 
@@ -126,8 +129,9 @@ def _task_owners(repo: Path) -> list[str]:
     return [f"{p.parent.name} task" for p in notes.glob("*/task_process.md")] if notes.is_dir() else []
 
 
-def _tally(tally: Tally, failures: list[str], acked: int, lost: int = 0) -> None:
+def _tally(tally: Tally, failures: list[str], acked: int, lost: int = 0, killed: bool = False) -> None:
     tally.injected += 1
+    tally.mid_work += killed
     tally.acknowledged += acked
     if failures:
         tally.failures += failures
@@ -151,7 +155,8 @@ def kill_writers(repo: Path, rounds: int, rng: random.Random, *, batch: int = 1)
         out, err = proc.communicate(timeout=60)
         new = acks_of(out)
         acks.update(new)
-        _tally(tally, recover_and_verify(repo, set(acks), set(), err), len(new))
+        _tally(tally, recover_and_verify(repo, set(acks), set(), err), len(new),
+               killed=proc.returncode == -signal.SIGKILL)
     return tally
 
 
@@ -165,21 +170,27 @@ def kill_tasks(repo: Path, rounds: int, rng: random.Random) -> Tally:
         out, err = proc.communicate(timeout=60)
         new = acks_of(out)
         sessions.update(new)
-        _tally(tally, recover_and_verify(repo, set(), sessions, err), len(new))
+        _tally(tally, recover_and_verify(repo, set(), sessions, err), len(new),
+               killed=proc.returncode == -signal.SIGKILL)
     return tally
 
 
-def kill_builds(repo: Path, rounds: int, rng: random.Random) -> Tally:
-    """SIGKILL ``memsite build`` at random moments; the next build must work."""
+def kill_builds(repo: Path, rounds: int) -> Tally:
+    """SIGKILL ``memsite build`` at its named points in turn (tests/site_build_process.py), a site built before
+    (to be replaced); the next build must work."""
+    from tests.site_build_process import KILL_POINTS
+
     tally = Tally()
     with MemoryStore(repo, agent="seed") as store:
         memories = {m.id for m in store.list()}
+    subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build"], capture_output=True, env=env(),
+                   cwd=ROOT, check=True)
     for n in range(rounds):
-        proc = start("-m", "memsite", "-C", str(repo), "build")
-        time.sleep(rng.uniform(0.3, 2.5))
-        proc.send_signal(signal.SIGKILL)
-        _, err = proc.communicate(timeout=60)
-        _tally(tally, recover_and_verify(repo, memories, set(), err), len(memories) if n == 0 else 0)
+        point = list(KILL_POINTS)[n % len(KILL_POINTS)]
+        stopped = subprocess.run([sys.executable, "-m", "tests.site_build_process", str(repo), point, "kill"],
+                                 capture_output=True, text=True, env=env(), cwd=ROOT, timeout=300)
+        _tally(tally, recover_and_verify(repo, memories, set(), stopped.stderr), len(memories) if n == 0 else 0,
+               killed=stopped.returncode == -signal.SIGKILL)
     built = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build"], capture_output=True,
                            text=True, env=env(), cwd=ROOT)
     if built.returncode != 0:
@@ -206,17 +217,20 @@ def flat_repository(path: Path, count: int) -> set[str]:
     return ids
 
 
-def kill_migrations(template: Path, work: Path, ids: set[str], rounds: int, rng: random.Random) -> Tally:
-    """SIGKILL ``memsite migrate`` at random moments, each on a fresh copy of a flat-layout repository."""
+def kill_migrations(template: Path, work: Path, ids: set[str], rounds: int) -> Tally:
+    """SIGKILL ``memsite migrate`` at its named points in turn (tests/migrate_process.py), each on a fresh copy of
+    a flat-layout repository."""
+    from tests.migrate_process import KILL_POINTS
+
     tally = Tally()
     for n in range(rounds):
+        point = list(KILL_POINTS)[n % len(KILL_POINTS)]
         repo = work / f"migrate{n}"
         shutil.copytree(template, repo, symlinks=True)
-        proc = start("-m", "memsite", "-C", str(repo), "--agent", "migrator", "migrate")
-        time.sleep(rng.uniform(0.3, 1.6))
-        proc.send_signal(signal.SIGKILL)
-        _, err = proc.communicate(timeout=60)
-        _tally(tally, recover_and_verify(repo, ids, set(), err), len(ids) if n == 0 else 0)
+        stopped = subprocess.run([sys.executable, "-m", "tests.migrate_process", str(repo), point],
+                                 capture_output=True, text=True, env=env(), cwd=ROOT, timeout=300)
+        _tally(tally, recover_and_verify(repo, ids, set(), stopped.stderr), len(ids) if n == 0 else 0,
+               killed=stopped.returncode == -signal.SIGKILL)
         shutil.rmtree(repo)
     return tally
 

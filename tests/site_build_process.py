@@ -8,16 +8,15 @@ SIGINT (as Ctrl-C does). The points, in the order a build passes them:
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import mkdocs.commands.build as mkdocs_build
 
 from memsite.cli import main
 from memsite.site import generate, memory_pages, output, plugin, search
+from tests import kill_points
 
 KILL_POINTS: dict[str, tuple[Any, str, int]] = {
     # point: (owner, attribute, the call after which the signal is sent)
@@ -35,19 +34,7 @@ KILL_POINTS: dict[str, tuple[Any, str, int]] = {
 
 
 def arm(point: str, signum: int) -> None:
-    owner, name, after = KILL_POINTS[point]
-    original: Callable[..., Any] = getattr(owner, name)
-    calls = [0]
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        calls[0] += 1
-        if calls[0] == after:
-            sys.stdout.flush()
-            os.kill(os.getpid(), signum)
-        return result
-
-    setattr(owner, name, wrapped)
+    kill_points.arm(*KILL_POINTS[point], signum)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The fault suite: real processes killed at random moments, damaged derived files, hostile values.
+"""The fault suite: real processes killed (at random moments, or at each named point of a build and a migration),
+damaged derived files, hostile values.
 
 After each fault every acknowledged memory (and session record) reads back,
 ``git status`` and ``git fsck --strict`` are clean, no lock blocks git, and
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from memsite import MemoryStore
 from memsite.cli import main as cli
 
-from . import faults
+from . import faults, migrate_process, site_build_process
 
 pytestmark = pytest.mark.slow  # killed writers, full disks and damaged files, each in many processes
 
@@ -35,35 +36,44 @@ def assert_survived(tally: faults.Tally, kills: int = KILLS) -> None:
     assert tally.injected == kills and tally.survived == kills
 
 
+def assert_killed_mid_work(tally: faults.Tally, kills: int = KILLS) -> None:
+    """Every kill found its process still working: none landed after it had finished."""
+    assert_survived(tally, kills)
+    assert tally.mid_work == kills
+
+
 def test_remember_killed_at_random_moments(tmp_path: Path) -> None:
     tally = faults.kill_writers(faults.new_repository(tmp_path / "m"), KILLS, random.Random(1))
-    assert_survived(tally)
+    assert_killed_mid_work(tally)
     assert tally.acknowledged > KILLS
 
 
 def test_transactions_killed_at_random_moments(tmp_path: Path) -> None:
     tally = faults.kill_writers(faults.new_repository(tmp_path / "m"), KILLS, random.Random(2), batch=5)
-    assert_survived(tally)
+    assert_killed_mid_work(tally)
     assert tally.acknowledged > KILLS
 
 
 def test_task_closes_killed_at_random_moments(tmp_path: Path) -> None:
     tally = faults.kill_tasks(faults.new_repository(tmp_path / "m"), KILLS, random.Random(3))
-    assert_survived(tally)
+    assert_killed_mid_work(tally)
     assert tally.acknowledged > 0
 
 
-def test_builds_killed_at_random_moments(tmp_path: Path) -> None:
+def test_builds_killed_at_each_point(tmp_path: Path) -> None:
     repo = faults.new_repository(tmp_path / "m")
-    faults.kill_writers(repo, 1, random.Random(4))  # something to build
-    assert_survived(faults.kill_builds(repo, KILLS, random.Random(5)))
+    with MemoryStore(repo, agent="seed") as store:  # something to build: several memory pages
+        for i in range(5):
+            store.remember(f"Service {i} listens on port {8000 + i}", category="events")
+    points = len(site_build_process.KILL_POINTS)
+    assert_killed_mid_work(faults.kill_builds(repo, points), points)
     assert (repo / "site" / "index.html").is_file()
 
 
-def test_migrations_killed_at_random_moments(tmp_path: Path) -> None:
+def test_migrations_killed_at_each_point(tmp_path: Path) -> None:
     ids = faults.flat_repository(tmp_path / "template", 150)
-    tally = faults.kill_migrations(tmp_path / "template", tmp_path, ids, KILLS, random.Random(6))
-    assert_survived(tally)
+    points = len(migrate_process.KILL_POINTS)
+    assert_killed_mid_work(faults.kill_migrations(tmp_path / "template", tmp_path, ids, points), points)
 
 
 @pytest.fixture(scope="module")
