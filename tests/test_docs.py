@@ -11,9 +11,11 @@ import subprocess
 import sys
 import tokenize
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memsite import MemoryStore
 from memsite.cli import main
 from memsite.config import DEFAULT_CATEGORIES
 from tests.test_llm import Endpoint, chat
@@ -77,23 +79,50 @@ def test_the_readme_links_lead_to_docs_pages() -> None:
     assert [link for link in links if not (ROOT / link).is_file()] == []
 
 
-def test_the_agents_guide_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_agents_guide_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
     api, extraction, *integrations = blocks("python", AGENTS)
     for block in integrations:  # they need an LLM or an agent framework: compiled, not run
         compile(block, "docs/guides/agents.md", "exec")
-    exec(compile(api, "docs/guides/agents.md", "exec"), {})
+    ran: dict[str, Any] = {}
+    exec(compile(api, "docs/guides/agents.md", "exec"), ran)
     log = git_log(tmp_path / "agent-memory", "--format=%an %s")
     assert "planner Import notes from session 12" in log
     assert "planner Forget preferences:" in log
+    # what its comments promise it prints
+    out = capsys.readouterr().out.splitlines()
+    m = ran["m"]
+    assert out[0] == f"created {m.id} {m.path} {m.commit}"
+    assert m.path.relative_to(tmp_path / "agent-memory").as_posix().startswith("content/memories/preferences/")
+    assert out[1] == "['User prefers tabs over spaces in Python files.']"
+    assert out[2] == ran["tx"].commit
+    assert out[3] == "{'db.version': '15', 'deploy.target': 'staging'}"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d_debug_undefined_var_add", out[4])
+    core = out[out.index("# World state"):]
+    assert "- ci.status: green" in core and "- The CI runner has 4 cores." in core
+    retrieved = out.index("Relevant memories (best first):")  # "release day": the release memory, and no other
+    assert out[retrieved + 1].startswith("- [events] Release 1.4 shipped without a rollback.")
+    assert out[retrieved + 2] == "Memories matching tabs:"
+    assert out[retrieved + 3].startswith("- [preferences] User prefers tabs over spaces in Python files.")
+    assert out[-1] == "Migration(memories=0, archived=0, commit=None)"
+    with MemoryStore(tmp_path / "agent-memory", agent="reader") as store:  # forgotten: no longer listed
+        assert sorted(x.abstract for x in store.list()) == ["Release 1.4 shipped without a rollback.",
+                                                            "The CI runner has 4 cores.",
+                                                            "undefined variable -> define it before first use"]
 
     server = Endpoint(chat(json.dumps([{"content": "Staging is the vega cluster.", "category": "entities"}])))
     server.start()
+    ran = {}
     exec(compile(extraction.replace("http://127.0.0.1:8080/v1", server.base_url), "docs/guides/agents.md", "exec"),
-         {})
+         ran)
     server.stop()
     assert "Ingest-Batch: run-42 0-1" in git_log(tmp_path / "agent-memory", "-1", "--format=%B")
     assert len(server.requests) == 1
+    assert ran["stats"]["created"] == 1
+    with MemoryStore(tmp_path / "agent-memory", agent="reader") as store:
+        assert sorted(x.abstract for x in store.list(category="entities")) == ["Staging is the vega cluster.",
+                                                                               "The CI runner has 4 cores."]
 
 
 def test_every_python_example_of_the_docs_compiles() -> None:

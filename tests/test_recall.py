@@ -23,6 +23,7 @@ from memsite.errors import InvalidInput
 from memsite.cli import main
 from memsite.model import new_id
 from memsite.store import sketch_filter
+from memsite.text import STOPWORDS, search_terms
 from memsite.store.sqlite import transaction
 from memsite.store.transaction import AHEAD_BATCH
 
@@ -168,9 +169,31 @@ def test_filters_and_min_score(store: MemoryStore, clock: Clock) -> None:
 @fixture_ok
 @given(st.text(max_size=60))
 def test_any_text_is_a_valid_query(store: MemoryStore, query: str) -> None:
-    if not store.list():
-        store.remember('Quotes " and * and ( NEAR ) OR AND: all are just words')
-    store.recall(query)  # never a syntax error
+    memory = store.list()[0] if store.list() else store.remember('Quotes " and * and ( NEAR ) OR AND: all are just words')
+    hits = store.recall(query)  # never a syntax error
+    assert [h.memory.id for h in hits] in ([], [memory.id])
+    terms = set(search_terms(query))
+    if terms & {"quotes", "near", "words"}:  # a word it holds, whatever surrounds it
+        assert hits and 0 < hits[0].score <= 1
+    elif not terms:  # no word, or stopwords only ("and", "or", "are", "just"): nothing is relevant
+        assert hits == []
+
+
+# FTS5 syntax and punctuation around a word (operators made of letters stand apart from it, as people write them)
+OPERATORS = ['"', "*", "(", ")", ":", "^", "-", "+", "{", "}", "'", ",", ".", " NEAR(", " OR ", " AND ", " NOT ",
+             " NEAR/2 ", "\\", "?", "!", "@", "#"]
+
+
+@fixture_ok
+@given(word=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789éüñ", min_size=3, max_size=12)
+       .filter(lambda w: w not in STOPWORDS and w != "near"),
+       before=st.lists(st.sampled_from(OPERATORS), max_size=4), after=st.lists(st.sampled_from(OPERATORS), max_size=4),
+       upper=st.booleans())
+def test_a_stored_word_wrapped_in_punctuation_and_query_operators_is_recalled(
+        store: MemoryStore, word: str, before: list[str], after: list[str], upper: bool) -> None:
+    memory = store.remember(f"The ticket mentions {word} twice: {word}.", category="events", dedupe=False)
+    query = "".join(before) + (word.upper() if upper else word) + "".join(after)
+    assert memory.id in [h.memory.id for h in store.recall(query, limit=100)], query
 
 
 def test_stopwords_do_not_drown_the_words_that_matter(store: MemoryStore) -> None:

@@ -58,7 +58,7 @@ def test_memories_written_in_two_clones_end_up_on_the_remote_once(store: MemoryS
     first = sync(store)
     assert first.pushed >= 1
     second = sync(other)
-    assert (second.fetched, second.pushed) >= (1, 1)
+    assert second.fetched >= 1 and second.pushed >= 1  # the other's memory fetched, its own pushed
     sync(store)
     files = on_remote(remote)
     assert len(files) == 2 and any(mine.id[-6:].lower() in f for f in files)
