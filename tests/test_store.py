@@ -20,8 +20,11 @@ from memsite import InvalidInput, Memory, MemoryStore, MemsiteError, NotFound, R
 from memsite.fileformat import parse_memory
 from memsite.git import index as gitindex
 from memsite.store import catalog as catalog_module
+from memsite.store.transaction import AHEAD_BATCH
 
 from .conftest import Clock, assert_clean, git, head
+
+LARGE = 2 * AHEAD_BATCH + AHEAD_BATCH // 2  # a large transaction: files written ahead in batches, and some not
 
 
 def trailers(repo: Path, commit: str = "HEAD") -> list[tuple[str, str]]:
@@ -566,17 +569,20 @@ def test_a_large_transaction_writes_its_files_ahead_and_the_working_tree_ends_as
     monkeypatch.setattr(worktree.FilesAhead, "place", counting)
     with store.transaction("bulk import") as tx:
         first = tx.remember("the first imported memory, about the build server", category="events")
-        made = [tx.remember(f"imported memory number {i} about topic {i * 7}", category="events") for i in range(250)]
+        made = [tx.remember(f"imported memory number {i} about topic {i * 7}", category="events")
+                for i in range(LARGE)]
         changed = tx.update(first.id, content="the first imported memory, about the build server, now retired")
         tx.forget(made[5].id, reason="a mistake")
-    assert placed.count(True) >= 150  # written ahead and renamed into place
-    assert placed.count(False) >= 1  # the changed memory: its final bytes, not those written ahead
+    staged = len(made) + 1
+    sent = staged // AHEAD_BATCH * AHEAD_BATCH  # whole batches are written ahead; the rest by the commit
+    assert placed.count(True) == sent - 2  # renamed into place: all sent but the changed one and the forgotten one
+    assert placed.count(False) == 1 + staged - sent  # the changed memory (its final bytes, not those written ahead)
     assert store.get(first.id).content == changed.content
     rel = Path(changed.path).relative_to(store.root)  # type: ignore[arg-type]
     committed = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=store.root, capture_output=True, check=True).stdout
     assert Path(changed.path).read_bytes() == committed  # type: ignore[arg-type]
     assert not Path(made[5].path).exists()  # type: ignore[arg-type]
-    assert len(store.list(category="events")) == 250
+    assert len(store.list(category="events")) == LARGE
     assert_clean(store.root)
     assert not list((store.root / ".memsite" / "ahead").iterdir())
 
@@ -595,8 +601,10 @@ def test_files_the_helper_could_not_write_ahead_are_written_by_the_commit(
         ahead.mkdir(parents=True, exist_ok=True)  # (after the write's sweep of the folder)
         for n in (0, 7):  # names the helper will be given, taken: it cannot write those two
             (ahead / f".{n}.{os.getpid()}.memsite-tmp").write_text("in the way")
-        made = [tx.remember(f"imported memory number {i} about topic {i * 7}", category="events") for i in range(150)]
-    assert placed.count(True) == 98 and placed.count(False) == 52  # two refused, and the 50 never sent ahead
+        made = [tx.remember(f"imported memory number {i} about topic {i * 7}", category="events")
+                for i in range(AHEAD_BATCH + AHEAD_BATCH // 2)]
+    sent = AHEAD_BATCH  # a whole batch is sent ahead; the half batch after it is written by the commit
+    assert placed.count(True) == sent - 2 and placed.count(False) == len(made) - sent + 2  # two refused
     assert [path.read_text() for path in sorted(ahead.iterdir())] == ["in the way"] * 2  # not memsite's to remove
     for memory in made:
         rel = Path(memory.path).relative_to(store.root)  # type: ignore[arg-type]
@@ -611,16 +619,16 @@ def test_without_a_helper_process_a_large_transaction_writes_its_files_itself(
 
     monkeypatch.setattr(worktree.sys, "executable", str(store.root / "no-such-python"))
     with store.transaction("bulk import") as tx:
-        made = [tx.remember(f"imported memory number {i}", category="events") for i in range(150)]
+        made = [tx.remember(f"imported memory number {i}", category="events") for i in range(LARGE)]
     assert all(Path(m.path).exists() for m in made)  # type: ignore[arg-type]
-    assert len(store.list()) == 150
+    assert len(store.list()) == LARGE
     assert_clean(store.root)
 
 
 def test_a_large_transaction_that_raises_leaves_no_file_behind(store: MemoryStore) -> None:
     head_before = head(store.root)
     with pytest.raises(RuntimeError), store.transaction("bulk import") as tx:
-        for i in range(250):
+        for i in range(LARGE):
             tx.remember(f"imported memory number {i}", category="events")
         raise RuntimeError("the import failed half way")
     assert head(store.root) == head_before
@@ -647,7 +655,7 @@ def test_ctrl_c_while_a_failed_large_transaction_drops_its_files_leaves_the_stor
 
     monkeypatch.setattr(os, "unlink", slow_disk)
     with pytest.raises(KeyboardInterrupt), store.transaction("bulk import") as tx:
-        for i in range(250):
+        for i in range(LARGE):
             tx.remember(f"imported memory number {i}", category="events")
         threading.Timer(0.1, _thread.interrupt_main).start()  # a second Ctrl-C, while the files are dropped
         raise RuntimeError("the import failed half way")
