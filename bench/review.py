@@ -13,6 +13,7 @@ base HEAD` as the baseline. Medians of --runs runs.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -80,7 +81,7 @@ def main() -> None:
             log(f"{label}, run {n + 1}/{runs} ...")
             times.append(timed(command, repo, ok))
         rows.append((label, statistics.median(times), target))
-    print(f"\nReview commands, median of {runs} run(s) (2 cores):\n")
+    print(f"\nReview commands, median of {runs} run(s) ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}):\n")
     print(f"| {'command':<48} | {'seconds':>8} | {'target':>8} | met |")
     print(f"|{'-' * 50}|{'-' * 9}:|{'-' * 9}:|-----|")
     for label, seconds, target in rows:

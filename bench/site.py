@@ -263,7 +263,7 @@ def main() -> None:
     rows = []
     for count in sizes:
         rows += run(count, workdir, runs if count <= 10_000 else 1, baseline=count == 1_000)
-    print(f"\nSite build (median of {runs} run(s), 2 cores) and reading it in Chromium (medians), "
+    print(f"\nSite build (median of {runs} run(s), {os.cpu_count()} cores) and reading it in Chromium (medians), "
           f"load {os.getloadavg()[0]:.1f}:\n")
     print("| build | memories | build s | peak MB | HTML pages | largest page KB | site MB | search index MB "
           "| first result ms | KB fetched per query | found | memory page opens ms | other hosts |")
@@ -305,7 +305,7 @@ def engines(workdir: Path, runs: int) -> None:
                 times.append(seconds)
             pages, largest, total = html_sizes(site)
             rows.append((name, engine, times, pages, largest, total))
-    print(f"\nSite build per engine (median and p95 of {runs} run(s), 2 cores shared, load "
+    print(f"\nSite build per engine (median and p95 of {runs} run(s), {os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f}):\n")
     print("| site | engine | build s p50 | build s p95 | HTML pages | largest page KB | site MB |")
     print("|---|---|--:|--:|--:|--:|--:|")
@@ -392,7 +392,7 @@ def kills(workdir: Path, count: int) -> None:
     server.server_close()
     whole = sum(r[3] != "MIXED" for r in results)
     print(f"\nBuilds of {count:,} memories stopped at {len(KILL_POINTS)} points, SIGKILL and SIGINT (Ctrl-C), "
-          f"while a reader fetched 4 pages of the served site in a loop (2 cores shared, load "
+          f"while a reader fetched 4 pages of the served site in a loop ({os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f}):\n")
     print("| point | signal | exit | site after | fetches | failed fetches | seconds |")
     print("|---|---|--:|---|--:|--:|--:|")

@@ -273,7 +273,7 @@ def main() -> None:
 
     print(f"Facts that change at {count:,} memories, {chains * 4:,} of them superseding another (chains of "
           f"5, {chains:,} chains), beside the same memories without supersessions; {len(asked)} queries, words "
-          f"only; 2 cores shared with other work, load {os.getloadavg()[0]:.1f}.\n")
+          f"only; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}.\n")
     print("| measure | p50 ms | p95 ms |")
     print("|---|--:|--:|")
     for name, p50, p95 in rows:
