@@ -24,6 +24,8 @@ from memsite.cli import main
 from .conftest import Clock
 from .test_embedder import CONCEPTS
 
+pytestmark = pytest.mark.slow  # models loaded by their libraries
+
 DIMENSIONS = 3
 # The toy's words whole, and single characters for any other word (so that every text has a vector)
 _CHARACTERS = string.ascii_lowercase + string.digits
