@@ -35,11 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from longterm_data import AGES, NOW, Generated, generate, written  # noqa: E402
 import report  # noqa: E402
+from longterm_data import AGES, NOW, Generated, generate, written  # noqa: E402
 
 from memsite import MemoryStore  # noqa: E402
-from memsite.text import match_any, search_terms  # noqa: E402
+from memsite.foundation.text import match_any, search_terms  # noqa: E402
 
 BUCKETS = ("≤ 1 week", "≤ 1 month", "≤ 6 months", "older")
 

@@ -1,8 +1,13 @@
 """memsite: agent memory in a git repository, read as a website, reviewed as pull requests."""
 
 from .api import MemoryStore, from_env
-from .config import Config
-from .errors import (
+from .features.extract import Candidate, Extractor
+from .features.protocol import Task
+from .features.purge import PurgePlan, PurgeResult
+from .features.skills import SkillCandidate, render_skill
+from .foundation.config import Config
+from .foundation.decay import decay_score
+from .foundation.errors import (
     CacheError,
     ConfigError,
     ConflictError,
@@ -16,13 +21,8 @@ from .errors import (
     RepositoryError,
     SecretFound,
 )
-from .extract import Candidate, Extractor
-from .model import Memory, short_id
-from .protocol import Task
-from .purge import PurgePlan, PurgeResult
-from .ranking import decay_score
-from .skills import SkillCandidate, render_skill
-from .store import Transaction
+from .foundation.record import Memory, short_id
+from .storage import Transaction
 
 __version__ = "0.1.0"
 

@@ -1,28 +1,27 @@
 """MemoryStore: the Python API agents write and recall memories through.
 
-The facade over the layers. It holds a :class:`memsite.store.Store`, which
+The facade over the layers. It holds a :class:`memsite.storage.Storage`, which
 reads and writes memories under memsite's policy, and hands out its parts
 (``repo``, ``config``, ``catalog``, ``world``...); the features (recall,
 world state, the task protocol, core memory, ingest, skills, sync) build on
 that store, and this class puts them behind one object. Each public method
-is an entry point: :func:`memsite.failures.translated` turns the OS, SQLite
+is an entry point: :func:`memsite.features.failures.translated` turns the OS, SQLite
 and git failures below it into memsite's errors there, and nowhere else.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 import shutil
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import checks, contradictions, retrieval
-from .asof import moment
-from .config import Config
-from .core import (
+from .features import contradictions, retrieval
+from .features.asof import moment
+from .features.core_memory import (
     DEFAULT_DIR,
     FALSE,
     TRUE,
@@ -33,32 +32,33 @@ from .core import (
     recent_texts,
     topic_text,
 )
-from .embedders import by_name, chosen_name, download_allowed, normal
-from .errors import ConfigError, InvalidInput, NotFound
-from .extract import Extractor, message_texts
-from .failures import translated
+from .features.embedders import by_name, chosen_name, download_allowed, normal
+from .features.extract import Extractor, message_texts
+from .features.failures import translated
+from .features.ingest import incomplete, ingest, resume
+from .features.migrate import Migration, migrate
+from .features.opening import open_storage
+from .features.protocol import Task, start
+from .features.purge import PurgeResult, purge
+from .features.recall import TOOLS, Hit, call_tool, format_hits
+from .features.relevance import floor
+from .features.scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
+from .features.skills import SkillCandidate, candidates
+from .features.sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
+from .features.world import World
+from .foundation import inputs
+from .foundation.config import Config
+from .foundation.errors import ConfigError, InvalidInput, NotFound
+from .foundation.record import Memory, format_time, utcnow
 from .git import Repository
-from .history import removal
-from .ingest import incomplete, ingest, resume
-from .merge import clone_settings
-from .migrate import Migration, migrate
-from .model import Memory, format_time, utcnow
-from .protocol import Task, start
-from .purge import PurgeResult, purge
-from .recall import TOOLS, Hit, call_tool, format_hits
-from .relevance import floor
-from .scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
-from .store.memories import AGENT_SETTING
-from .skills import SkillCandidate, candidates
-from .store import Store, Transaction
-from .store.activity import ActivityJournal
-from .store.catalog import Catalog
-from .store.chain import chain
-from .store.ids import lookup
-from .store.state import StateDir
-from .store.vectors import Embedder, Vectors
-from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
-from .world import World
+from .storage import Transaction
+from .storage.activity import ActivityJournal
+from .storage.catalog import Catalog
+from .storage.chain import chain
+from .storage.ids import lookup
+from .storage.memories import AGENT_SETTING
+from .storage.state import StateDir
+from .storage.vectors import Embedder, Vectors
 
 T = TypeVar("T")
 
@@ -106,7 +106,7 @@ class MemoryStore:
         llm: the language model (``llm(prompt) -> str``) that judges whether a
             new memory adds to, merges into, supersedes or repeats a memory of
             its category it looks like (see :meth:`remember`). None (the
-            default) takes ``MEMSITE_LLM_*`` (:meth:`memsite.llm.OpenAICompatible.from_env`);
+            default) takes ``MEMSITE_LLM_*`` (:meth:`memsite.features.llm.OpenAICompatible.from_env`);
             False asks none: such a memory is written and flagged for review.
 
     Raises:
@@ -137,14 +137,13 @@ class MemoryStore:
         """After :meth:`clone`: (the branch checked out, whether the remote was empty and got a new memory)."""
         self.published: str | None = None
         """After ``init(..., remote=URL)``: what is left to do on the hosting service, if anything."""
-        self._store = Store(path, agent, clock=clock, progress=progress,
-                            embedder=embedder if callable(embedder) else None, branch=branch,
-                            git_settings=clone_settings, removal=removal)
+        self._store = open_storage(path, agent, clock=clock, progress=progress,
+                                   embedder=embedder if callable(embedder) else None, branch=branch)
         self.auto_load_lines: int = self._store.config.auto_load_lines
         """The most lines :meth:`load_core` returns by default."""
         try:
             if agent_branch:
-                self._store.ref = checks.branch(review_branch(self._store))
+                self._store.ref = inputs.branch(review_branch(self._store))
             if not callable(embedder):
                 self._use_named_embedder(embedder)
             if sync_every is not None:
@@ -383,7 +382,7 @@ class MemoryStore:
 
     @translated
     def writable_ref(self) -> str:
-        """The branch to write to, after checking that a write can be made (see :meth:`Store.writable_ref`).
+        """The branch to write to, after checking that a write can be made (see :meth:`Storage.writable_ref`).
 
         Raises:
             RepositoryError: detached HEAD, a rebase (merge, ...) in progress,
@@ -584,7 +583,7 @@ class MemoryStore:
         file, its words in commit messages), keeping every other file, author and date;
         a tombstone commit says that something was purged, by whom, when and why, not what.
         The rewritten branches are pushed to ``remote`` with a lease; other clones follow
-        on their next :meth:`sync`. See :mod:`memsite.purge`.
+        on their next :meth:`sync`. See :mod:`memsite.features.purge`.
 
         Args:
             ids: memory ids (or unique prefixes), current or forgotten.
@@ -594,7 +593,7 @@ class MemoryStore:
             dry_run: list what would change (``result.plan``) and change nothing.
 
         Returns:
-            A :class:`~memsite.purge.PurgeResult`.
+            A :class:`~memsite.features.purge.PurgeResult`.
 
         Raises:
             InvalidInput: no reason, or neither an id nor a pattern.
@@ -688,12 +687,12 @@ class MemoryStore:
 
     @translated
     def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
-        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.sync.sync`)."""
+        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.features.sync.sync`)."""
         return sync(self._store, remote, branch)
 
     @translated
     def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
-        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.sync.integrate`)."""
+        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.features.sync.integrate`)."""
         return integrate(self._store, remote, branch)
 
     # --- recall -------------------------------------------------------------
@@ -705,7 +704,7 @@ class MemoryStore:
                as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
         """The memories that best match ``query``: relevance decides what is found, time orders what is close.
 
-        See :mod:`memsite.retrieval` for the whole ranking.
+        See :mod:`memsite.features.retrieval` for the whole ranking.
 
         Args:
             query: any text; its words are searched (no query syntax to get wrong), and with an
@@ -851,7 +850,7 @@ class MemoryStore:
     def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
         """Move memory files of an earlier layout (or a wrong month folder) to their month's numbered folders.
 
-        One commit; see :func:`memsite.migrate.migrate`. ``.commit`` is None when nothing had to move.
+        One commit; see :func:`memsite.features.migrate.migrate`. ``.commit`` is None when nothing had to move.
         """
         return migrate(self._store, progress)
 
@@ -888,7 +887,7 @@ class MemoryStore:
         return retrieval.rank(self._store, limit, category, include_superseded)
 
     def _moment(self, as_of: object) -> datetime | None:
-        """The moment ``as_of`` names, checked (see :func:`memsite.asof.moment`); None for now."""
+        """The moment ``as_of`` names, checked (see :func:`memsite.features.asof.moment`); None for now."""
         return None if as_of is None else moment(as_of, self.now(), self._store.born())
 
     # --- core memory ----------------------------------------------------------

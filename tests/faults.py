@@ -30,9 +30,8 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore, MemsiteError, ProtocolError
 from memsite.cli import main as cli
-from memsite.model import short_id
-from memsite.fileformat import format_memory
-from memsite.model import Memory, new_id
+from memsite.foundation.fileformat import format_memory
+from memsite.foundation.record import Memory, new_id, short_id
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "HOST-SECRET-7f3a9c"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore, RepositoryError
-from memsite.model import short_id
+from memsite.foundation.record import short_id
 
 from .conftest import assert_clean, git
 

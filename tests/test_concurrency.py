@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
-from memsite.errors import RepositoryError
-from memsite.fileformat import parse_memory
+from memsite.foundation.errors import RepositoryError
+from memsite.foundation.fileformat import parse_memory
 
 from .conftest import Clock, acknowledged, assert_clean, git, listed_packs, start_writer
 from .writer_process import KILL_POINTS

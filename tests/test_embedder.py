@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memsite import ConfigError, InvalidInput, MemoryStore
-from memsite.relevance import BACKGROUND
+from memsite.features.relevance import BACKGROUND
 
 from .conftest import Clock, git
 

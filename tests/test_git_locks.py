@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
-from memsite.errors import RepositoryError
+from memsite.foundation.errors import RepositoryError
 
 from .conftest import Clock, assert_clean, git, lock_records
 

@@ -20,9 +20,10 @@ from urllib.parse import unquote
 
 import pytest
 
-from memsite import MemoryStore, history
-from memsite.config import DEFAULT_CATEGORIES
-from memsite.errors import RepositoryError
+from memsite import MemoryStore
+from memsite.features import history
+from memsite.foundation.config import DEFAULT_CATEGORIES
+from memsite.foundation.errors import RepositoryError
 from memsite.git import index as gitindex
 from memsite.git.settings import GitSettings, parse_fsync
 from memsite.git.worktree import IndexUpdate
@@ -591,8 +592,8 @@ def test_two_stores_written_in_turn_keep_their_shared_index_caches(
 
 @pytest.mark.parametrize("value", [0, -1, "ten", True])
 def test_a_bad_lock_timeout_is_reported_by_name(value: object) -> None:
-    from memsite.config import parse_config
-    from memsite.errors import ConfigError
+    from memsite.foundation.config import parse_config
+    from memsite.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"Config value 'plugins\.memsite\.lock_timeout': expected a number > 0"):
         parse_config({"lock_timeout": value})

@@ -18,13 +18,14 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsite import MemoryStore, decay_score, retrieval
-from memsite.errors import InvalidInput
+from memsite import MemoryStore, decay_score
 from memsite.cli import main
-from memsite.model import new_id
-from memsite.store import sketch_filter
-from memsite.store.sqlite import transaction
-from memsite.store.transaction import AHEAD_BATCH
+from memsite.features import retrieval
+from memsite.foundation.errors import InvalidInput
+from memsite.foundation.record import new_id
+from memsite.storage import sketch_filter
+from memsite.storage.sqlite import transaction
+from memsite.storage.transaction import AHEAD_BATCH
 
 from .conftest import START, Clock, assert_clean, checkout, git, head
 
@@ -303,7 +304,7 @@ def test_a_flush_killed_after_its_commit_never_counts_twice(store: MemoryStore) 
     script = f"""
 import os, signal
 from memsite import MemoryStore
-from memsite.store import activity
+from memsite.storage import activity
 def die(self, batch, committed):
     os.kill(os.getpid(), signal.SIGKILL)
 activity.ActivityJournal.end_batch = die

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsite import InvalidInput, Memory, MemoryStore, MemsiteError, NotFound, RepositoryError
-from memsite.fileformat import parse_memory
+from memsite.foundation.fileformat import parse_memory
 from memsite.git import index as gitindex
-from memsite.store import catalog as catalog_module
+from memsite.storage import catalog as catalog_module
 
 from .conftest import Clock, assert_clean, git, head
 

@@ -37,11 +37,11 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import checks
-from ..errors import InvalidInput, NotFound
-from ..extract import Extractor
-from ..llm import OpenAICompatible
-from ..model import format_time, normalize_content, one_line
+from ..features.extract import Extractor
+from ..features.llm import OpenAICompatible
+from ..foundation import inputs
+from ..foundation.errors import InvalidInput, NotFound
+from ..foundation.record import format_time, normalize_content, one_line
 from . import unusable
 
 try:
@@ -54,8 +54,8 @@ except ImportError as exc:
 
 if TYPE_CHECKING:
     from ..api import MemoryStore
-    from ..model import Memory
-    from ..store import Transaction
+    from ..foundation.record import Memory
+    from ..storage import Transaction
 
 TAG = "adk"
 SEARCH_LIMIT = 10  # as ADK's InMemoryMemoryService
@@ -230,7 +230,7 @@ def _tag(prefix: str, name: object) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidInput(f"{prefix.removeprefix('adk-')}: expected a non-empty name, got {name!r}")
     try:
-        return checks.tags([f"{prefix}-{name}"])[0]
+        return inputs.tags([f"{prefix}-{name}"])[0]
     except InvalidInput:
         return f"{prefix}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
@@ -240,7 +240,7 @@ def _valid_tags(tags: Iterable[str]) -> list[str]:
     kept = []
     for tag in tags:
         try:
-            kept += checks.tags([tag])
+            kept += inputs.tags([tag])
         except InvalidInput:
             pass
     return kept

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from .. import notes, sessions, world
-from ..config import Config, place_of
-from ..errors import FormatError
-from ..fileformat import decode
-from ..model import Memory, parse_time
-from ..ranking import activity_boost, decay_factor
-from ..sessions import SessionRecord
-from ..store.problems import duplicate_message, read_memory
+from ..features import notes, sessions, world
+from ..features.sessions import SessionRecord
+from ..foundation.config import Config, place_of
+from ..foundation.decay import activity_boost, decay_factor
+from ..foundation.errors import FormatError
+from ..foundation.fileformat import decode
+from ..foundation.record import Memory, parse_time
+from ..storage.reading import duplicate_message, read_memory
 
 T = TypeVar("T")
 
