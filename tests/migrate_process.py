@@ -14,12 +14,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import memsite.migrate as migrate
+import memsite.features.migrate as migrate
 from memsite import MemoryStore
 from memsite.cli import main
 from memsite.git import checkout, worktree
 from memsite.git.refs import Refs
-from memsite.store.transaction import Transaction
+from memsite.storage.transaction import Transaction
 from tests import kill_points
 
 KILL_POINTS: dict[str, tuple[Any, str, int]] = {

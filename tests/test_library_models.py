@@ -100,7 +100,7 @@ def test_a_fastembed_model_in_its_cache(tmp_path: Path, clock: Clock, monkeypatc
     fastembed = pytest.importorskip("fastembed")
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    from memsite.embedders import MiniLMEmbedder
+    from memsite.features.embedders import MiniLMEmbedder
 
     name = "memsite-tests/minilm-int8"
     if name not in {m["model"] for m in fastembed.TextEmbedding.list_supported_models()}:
