@@ -16,6 +16,7 @@ traceback was printed.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import random
 import shutil
@@ -174,20 +175,23 @@ def kill_tasks(repo: Path, rounds: int, rng: random.Random) -> Tally:
     return tally
 
 
+def _stopped_at(module: str, n: int, repo: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m module REPO POINT ARGS``, the n-th of its KILL_POINTS (in turn), until it stops."""
+    points = list(importlib.import_module(module).KILL_POINTS)
+    return subprocess.run([sys.executable, "-m", module, repo, points[n % len(points)], *args], capture_output=True,
+                          text=True, env=env(), cwd=ROOT, timeout=300)
+
+
 def kill_builds(repo: Path, rounds: int) -> Tally:
     """SIGKILL ``memsite build`` at its named points in turn (tests/site_build_process.py), a site built before
     (to be replaced); the next build must work."""
-    from tests.site_build_process import KILL_POINTS
-
     tally = Tally()
     with MemoryStore(repo, agent="seed") as store:
         memories = {m.id for m in store.list()}
     subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build"], capture_output=True, env=env(),
                    cwd=ROOT, check=True)
     for n in range(rounds):
-        point = list(KILL_POINTS)[n % len(KILL_POINTS)]
-        stopped = subprocess.run([sys.executable, "-m", "tests.site_build_process", str(repo), point, "kill"],
-                                 capture_output=True, text=True, env=env(), cwd=ROOT, timeout=300)
+        stopped = _stopped_at("tests.site_build_process", n, str(repo), "kill")
         _tally(tally, recover_and_verify(repo, memories, set(), stopped.stderr), len(memories) if n == 0 else 0,
                killed=stopped.returncode == -signal.SIGKILL)
     built = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build"], capture_output=True,
@@ -219,15 +223,11 @@ def flat_repository(path: Path, count: int) -> set[str]:
 def kill_migrations(template: Path, work: Path, ids: set[str], rounds: int) -> Tally:
     """SIGKILL ``memsite migrate`` at its named points in turn (tests/migrate_process.py), each on a fresh copy of
     a flat-layout repository."""
-    from tests.migrate_process import KILL_POINTS
-
     tally = Tally()
     for n in range(rounds):
-        point = list(KILL_POINTS)[n % len(KILL_POINTS)]
         repo = work / f"migrate{n}"
         shutil.copytree(template, repo, symlinks=True)
-        stopped = subprocess.run([sys.executable, "-m", "tests.migrate_process", str(repo), point],
-                                 capture_output=True, text=True, env=env(), cwd=ROOT, timeout=300)
+        stopped = _stopped_at("tests.migrate_process", n, str(repo))
         _tally(tally, recover_and_verify(repo, ids, set(), stopped.stderr), len(ids) if n == 0 else 0,
                killed=stopped.returncode == -signal.SIGKILL)
         shutil.rmtree(repo)
