@@ -379,9 +379,11 @@ def test_sync_every_from_the_command_line_stops_cleanly_on_ctrl_c(store: MemoryS
     proc = subprocess.Popen([sys.executable, "-m", "memsite", "-C", str(store.root), "sync", "--every", "1",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
-    first = proc.stdout.readline()
+    first = ""
     while "}" not in first:
-        first += proc.stdout.readline()
+        line = proc.stdout.readline()
+        assert line, f"memsite sync --every ended before its first sync was printed: {proc.communicate()[1]}"
+        first += line
     store.remember("Written between two syncs", category="events")
     deadline = time.monotonic() + 30
     while tip(remote, "main") != head(store.root) and time.monotonic() < deadline:
