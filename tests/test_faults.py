@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from memsite import MemoryStore
 from memsite.cli import main as cli
 
-from . import faults, migrate_process, site_build_process
+from . import faults, migrate_process
 
 pytestmark = pytest.mark.slow  # killed writers, full disks and damaged files, each in many processes
 
@@ -60,14 +60,7 @@ def test_task_closes_killed_at_random_moments(tmp_path: Path) -> None:
     assert tally.acknowledged > 0
 
 
-def test_builds_killed_at_each_point(tmp_path: Path) -> None:
-    repo = faults.new_repository(tmp_path / "m")
-    with MemoryStore(repo, agent="seed") as store:  # something to build: several memory pages
-        for i in range(5):
-            store.remember(f"Service {i} listens on port {8000 + i}", category="events")
-    points = len(site_build_process.KILL_POINTS)
-    assert_killed_mid_work(faults.kill_builds(repo, points), points)
-    assert (repo / "site" / "index.html").is_file()
+# (memsite build killed at each of its points: tests/test_site_atomic.py, with these checks too)
 
 
 def test_migrations_killed_at_each_point(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from memsite import MemoryStore
 from memsite.cli import main
 from memsite.site.output import RECORD, STAMP
+from tests import faults
 from tests.site_build_process import KILL_POINTS
 from tests.sites import ROOT, env
 
@@ -57,15 +58,18 @@ def copy(repo: Path, to: Path) -> Path:
 
 
 @pytest.mark.parametrize("how", ["kill", "int"])
-@pytest.mark.parametrize("point", list(KILL_POINTS))
+@pytest.mark.parametrize("point", [  # (one point mid-way in the quick suite; every point in the full one)
+    pytest.param(point, marks=() if point == "memory-page-written" else pytest.mark.slow) for point in KILL_POINTS])
 def test_a_build_stopped_at_any_point_leaves_a_whole_site(built: tuple[Path, dict[str, str], dict[str, str]],
                                                           tmp_path: Path, point: str, how: str) -> None:
-    """kill -9 or Ctrl-C anywhere in the build: site/ is the old site or the new one, never a mix or nothing."""
+    """kill -9 or Ctrl-C anywhere in the build: site/ is the old site or the new one, never a mix or nothing; and
+    what the fault suite checks after any kill holds (tests/faults.py)."""
     source, old, new = built
     repo = copy(source, tmp_path)
     stopped = subprocess.run([sys.executable, "-m", "tests.site_build_process", str(repo), point, how], cwd=ROOT,
                              env={**env(tmp_path), "SOURCE_DATE_EPOCH": EPOCH}, capture_output=True, text=True,
                              timeout=300)
+    # stopped at the point, so mid-build: not before it started, not after it ended
     assert stopped.returncode == (-signal.SIGKILL if how == "kill" else 130), stopped.stderr
     if how == "int":
         assert "Interrupted: the site was not replaced" in stopped.stderr or point == "swapped"
@@ -80,6 +84,9 @@ def test_a_build_stopped_at_any_point_leaves_a_whole_site(built: tuple[Path, dic
         assert f"was {ended}; {repo / 'site'} still holds the build before it" in rebuilt.stderr
     assert tree(repo / "site") == new
     assert [p.name for p in repo.iterdir() if p.name.startswith(".site.building")] == []
+    with MemoryStore(repo, agent="reader") as store:
+        memories = {m.id for m in store.list()}
+    assert len(memories) == 3 and faults.recover_and_verify(repo, memories, set(), stopped.stderr) == []
 
 
 def test_doctor_names_an_interrupted_build_and_fix_removes_what_it_left(

@@ -40,6 +40,7 @@ def pages(site: Path) -> set[str]:
     return {p.relative_to(site).as_posix() for p in site.rglob("index.html")}
 
 
+@pytest.mark.slow  # three builds
 def test_every_engine_gives_every_page_the_same_address(sites: dict[str, Path]) -> None:
     mkdocs = pages(sites["mkdocs"])
     assert {"index.html", "rankings/index.html", "memories/cases/index.html", "world/index.html",
