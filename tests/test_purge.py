@@ -224,6 +224,7 @@ def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: M
     assert holds_text(store.root) == []
 
 
+@pytest.mark.slow  # a site build
 def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: MemoryStore, tmp_path: Path) -> None:
     secret, _ = write_history(store)
     store.purge(secret, reason="erasure request 118", remote=None)
@@ -238,7 +239,8 @@ def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: M
     assert "erasure request 118" in (site / "purged" / "index.html").read_text()
 
 
-@pytest.mark.parametrize("point", sorted(KILL_POINTS))
+@pytest.mark.parametrize("point", [  # (one point mid-purge in the quick suite; every point in the full one)
+    pytest.param(point, marks=() if point == "published" else pytest.mark.slow) for point in sorted(KILL_POINTS)])
 def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_finishes_it(
         store: MemoryStore, remote: Path, point: str) -> None:
     secret, _ = write_history(store)
