@@ -16,6 +16,8 @@ import pytest
 from memsite import MemoryStore
 from memsite.api import storage_of
 
+from .sites import memsite
+
 START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=timezone.utc)
 
 
@@ -169,3 +171,13 @@ def ctrl_c() -> Iterator[None]:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's demo (``memsite demo``, a subprocess as a user runs it), made and built once for every test
+    that only reads it: the site tests and the browser tests."""
+    folder = tmp_path_factory.mktemp("demo") / "memory"
+    result = memsite("demo", str(folder), home=tmp_path_factory.mktemp("home"))
+    assert f"Site built into: {folder / 'site'}" in result.stdout and "serve --port 8000" in result.stdout
+    return folder

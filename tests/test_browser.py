@@ -76,21 +76,14 @@ def search(page: Page, url: str, words: str) -> None:
 ENGINES = ("mkdocs", "properdocs", "zensical")
 
 
-@pytest.fixture(scope="module")
-def demo_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("demo") / "memory"
-    memsite("demo", str(folder), home=tmp_path_factory.mktemp("home"))
-    return folder
-
-
 @pytest.fixture(scope="module", params=ENGINES)
-def demo_site(request: pytest.FixtureRequest, demo_repository: Path,
+def demo_site(request: pytest.FixtureRequest, demo: Path,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """The demo's site as each engine builds it (a copy of the repository each: the same files in)."""
-    folder = demo_repository
+    folder = demo
     if request.param != "mkdocs":
         folder = tmp_path_factory.mktemp(request.param) / "memory"
-        shutil.copytree(demo_repository, folder, symlinks=True)
+        shutil.copytree(demo, folder, symlinks=True)
         memsite("-C", str(folder), "build", "--engine", request.param, home=folder.parent)
     server, url = serve(folder / "site")
     yield url, folder

@@ -20,16 +20,6 @@ from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
 pytestmark = pytest.mark.slow  # real MkDocs builds
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The README's demo, built once for the module (a subprocess, as a user runs it)."""
-    home = tmp_path_factory.mktemp("home")
-    folder = tmp_path_factory.mktemp("demo") / "memory"
-    result = memsite("demo", str(folder), home=home)
-    assert f"Site built into: {folder / 'site'}" in result.stdout and "serve --port 8000" in result.stdout
-    return folder
-
-
 def page(site: Path, url: str) -> str:
     path = site / url.strip("/") / "index.html"
     assert path.is_file(), f"no page at /{url.strip('/')}/"
