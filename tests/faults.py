@@ -256,6 +256,7 @@ def damaged_template(path: Path) -> set[str]:
     script = (
         "import os, sys\n"
         "from memsite import MemoryStore\n"
+        "from memsite.api import storage_of\n"
         "from tests.faults import WordVectors\n"
         "store = MemoryStore(sys.argv[1], agent='seed', embedder=WordVectors())\n"
         "with store.transaction('seed') as tx:\n"
