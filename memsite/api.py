@@ -776,7 +776,7 @@ class MemoryStore:
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
         """Run a tool from :meth:`tools`; returns text for the LLM (an error too, never an exception)."""
-        return call_tool(self, self.recall, name, arguments)
+        return call_tool(self._store, self.recall, name, arguments)
 
     def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
         """Move memory files of an earlier layout (or a wrong month folder) to their month's numbered folders.

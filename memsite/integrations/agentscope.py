@@ -38,6 +38,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from ..api import storage_of
 from ..features.recall import TOOLS, format_hits, record_items, superseded
 from ..foundation.errors import MemsiteError
 from . import unusable
@@ -101,7 +102,7 @@ def _record_items(store: MemoryStore, category: str, thinking: str, content: Ite
         replaced = superseded({"supersedes": supersedes, "content": items})
     except ValueError as exc:
         return f"Error: {exc}"
-    return record_items(store, thinking, items, category, supersedes=replaced)
+    return record_items(storage_of(store), thinking, items, category, supersedes=replaced)
 
 
 def _retrieve_items(store: MemoryStore, keywords: Iterable[str], limit: int) -> str:
