@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import report  # noqa: E402  (bench/ is on the path: this script's folder)
+import report
 
-from tests import faults  # noqa: E402  (shared with the test suite)
+from tests import faults
 
 
 def log(message: str) -> None:

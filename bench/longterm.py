@@ -35,11 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import report  # noqa: E402
-from longterm_data import AGES, NOW, Generated, generate, written  # noqa: E402
+import report
+from longterm_data import AGES, NOW, Generated, generate, written
 
-from memsite import MemoryStore  # noqa: E402
-from memsite.foundation.text import match_any, search_terms  # noqa: E402
+from memsite import MemoryStore
+from memsite.foundation.text import match_any, search_terms
 
 BUCKETS = ("≤ 1 week", "≤ 1 month", "≤ 6 months", "older")
 
@@ -78,7 +78,7 @@ def split(text: str) -> str:
 
 
 def bucket(days: float) -> str:
-    for (low, high), name in zip(AGES, BUCKETS):
+    for (_, high), name in zip(AGES, BUCKETS):
         if days < high:
             return name
     return BUCKETS[-1]
@@ -92,7 +92,7 @@ def answers(data: Generated, ids: dict[str, str]) -> list[tuple[str, str, set[st
     age = {f.key: (NOW - written(f)).total_seconds() / 86400 for f in data.memories}
     seen = set()
     out = []
-    for kind, question, key in data.questions:
+    for kind, question, _ in data.questions:
         if question not in seen:
             seen.add(question)
             keys = by_text[question]
@@ -104,7 +104,7 @@ def bm25_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
     terms = search_terms(question)
     found = store.catalog.lexical(match_any(terms)) if terms else {}
     best = sorted(found, key=found.__getitem__, reverse=True)[:limit]
-    return list(store.catalog.ids(best)[n] for n in best)
+    return [store.catalog.ids(best)[n] for n in best]
 
 
 def cosine_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
@@ -112,7 +112,7 @@ def cosine_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
     assert vectors is not None
     close = vectors.closest(store.catalog, question, limit)
     best = sorted(close, key=close.__getitem__, reverse=True)[:limit]
-    return list(store.catalog.ids(best)[n] for n in best)
+    return [store.catalog.ids(best)[n] for n in best]
 
 
 def recall_ranking(ranking: str) -> Callable[[MemoryStore, str, int], list[str]]:

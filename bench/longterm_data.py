@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-NOW = datetime(2026, 11, 28, 17, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 28, 17, 0, tzinfo=UTC)
 DAYS = 395  # thirteen months back from NOW
 AGES = ((0, 7), (7, 30), (30, 182), (182, DAYS))  # days before NOW: the age buckets results are given by
 
@@ -142,7 +142,7 @@ def facts(rng: random.Random) -> list[Fact]:
         add(f"{p}:contact", f"{p} would rather be reached by {rng.choice(['a direct message', 'phone', 'email', 'a ticket'])} "
             "than in a public channel.", "preferences",
             ("paraphrase", f"What's the best way to get hold of {first}?"), ("keyword", f"{p} reached by"))
-    for i, c in enumerate(CUSTOMERS):
+    for c in CUSTOMERS:
         contact = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
         add(f"{c}:plan", f"{c} is on the {rng.choice(PLANS)} plan, renewing in {rng.choice(MONTHS)}.", "entities",
             ("paraphrase", f"What subscription tier has {c} bought?"), ("keyword", f"{c} plan renewal"))

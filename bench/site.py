@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def log(message: str) -> None:
 
 def seed(path: Path, corpus: Corpus, count: int) -> None:
     """``count`` memories created in one month (the current one, up to now), a few recalled, in batches."""
-    end = datetime.now(timezone.utc).replace(microsecond=0)
+    end = datetime.now(UTC).replace(microsecond=0)
     start = end.replace(day=1, hour=0, minute=0, second=0)
     clock = _Clock(start)
     step = (end - start) / count
@@ -365,7 +365,7 @@ def kills(workdir: Path, count: int) -> None:
                             with urllib.request.urlopen(base + address, timeout=10) as response:
                                 response.read()
                             fetched[0] += 1
-                        except Exception as exc:  # noqa: BLE001 (any failure a reader would see)
+                        except Exception as exc:  # any failure a reader would see
                             failed.append(f"{address}: {exc}")
 
             with MemoryStore(repo, agent="bench") as store:  # something new for the stopped build to add

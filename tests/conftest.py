@@ -8,14 +8,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from memsite import MemoryStore
 
-START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)
@@ -113,7 +113,7 @@ def assert_clean(repo: Path) -> None:
     # No git lock file or owner record left behind once writers are done.
     git_dir = repo / ".git"
     assert not (git_dir / "index.lock").exists()
-    assert not [p for p in (git_dir / "refs").rglob("*.lock")]
+    assert not list((git_dir / "refs").rglob("*.lock"))
     assert lock_records(repo) == []
 
 

@@ -23,15 +23,15 @@ import pytest
 
 pytest.importorskip("anthropic")
 
-from anthropic import Anthropic  # noqa: E402
-from anthropic.tools import BetaLocalFilesystemMemoryTool, ToolError  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
+from anthropic import Anthropic
+from anthropic.tools import BetaLocalFilesystemMemoryTool, ToolError
+from click.testing import CliRunner
 
-from memsite import MemoryStore, NotFound  # noqa: E402
-from memsite.cli import main  # noqa: E402
-from memsite.integrations.anthropic import MemsiteAsyncMemoryTool, MemsiteMemoryTool  # noqa: E402
+from memsite import MemoryStore, NotFound
+from memsite.cli import main
+from memsite.integrations.anthropic import MemsiteAsyncMemoryTool, MemsiteMemoryTool
 
-from .conftest import ROOT, git, head  # noqa: E402
+from .conftest import ROOT, git, head
 
 Command = dict[str, Any]
 
@@ -387,7 +387,7 @@ class ScriptedAPI(ThreadingHTTPServer):
         api = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["content-length"]))
                 api.requests.append(json.loads(body))
                 reply = json.dumps(api.replies.pop(0)).encode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -266,7 +266,7 @@ def test_an_id_forgotten_already_says_when_by_whom_and_in_which_commit(repo: Pat
     run(repo, "remember", "Unrelated afterwards", agent="other")
     assert run(repo, "forget", "01M8CFNYKZ0000000000000001", "-r", "moved to the wiki", agent="cleaner").exit_code == 0
     sha, stamp = git(repo, "log", "-1", "--format=%H %at").split()
-    when = datetime.fromtimestamp(int(stamp), timezone.utc)
+    when = datetime.fromtimestamp(int(stamp), UTC)
     run(repo, "remember", "Written after the forget")
     before = git(repo, "rev-parse", "HEAD")
     for command in (["forget", "01M8CFNYKZ0000000000000001"], ["show", "01m8cfnykz0000000000000001"]):

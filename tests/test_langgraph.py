@@ -29,10 +29,10 @@ from memsite.foundation.errors import InvalidInput
 from .conftest import git, head
 
 pytest.importorskip("langgraph")
-from langgraph.store.base import InvalidNamespaceError, PutOp  # noqa: E402
-from langgraph.store.memory import InMemoryStore  # noqa: E402
+from langgraph.store.base import InvalidNamespaceError, PutOp
+from langgraph.store.memory import InMemoryStore
 
-from memsite.integrations.langgraph import MemsiteStore  # noqa: E402
+from memsite.integrations.langgraph import MemsiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 

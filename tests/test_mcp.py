@@ -23,8 +23,8 @@ from memsite.cli import main
 from .conftest import git, head
 
 pytest.importorskip("mcp")
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 pytestmark = pytest.mark.slow  # MCP servers as processes
 
@@ -255,7 +255,7 @@ def test_a_client_that_disconnects_mid_call_leaves_the_repository_whole(store: M
             raise
         killed_by_the_client = True  # ... and then kills the server at once: what is left must be whole all the same
     for _ in range(100):  # the SDK stops waiting for the server after a while; the server goes on exiting
-        if killed_by_the_client or exit_code.exists() and exit_code.read_text().strip():
+        if killed_by_the_client or (exit_code.exists() and exit_code.read_text().strip()):
             break
         time.sleep(0.1)
     if not killed_by_the_client:

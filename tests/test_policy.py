@@ -257,7 +257,7 @@ def test_secrets_are_refused_naming_rule_and_line_never_the_secret(store: Memory
     message = str(info.value)
     assert f"rule {rule}" in message
     assert re.search(r"content line \d+:", message)
-    secret_like = [token for token in re.findall(r"[A-Za-z0-9_+/=.$#-]{12,}", text)]
+    secret_like = list(re.findall(r"[A-Za-z0-9_+/=.$#-]{12,}", text))
     assert not any(token in message for token in secret_like)
     assert_nothing_written(store, before)
 

@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -696,9 +697,9 @@ def test_a_journal_record_torn_before_it_was_cut_to_length_is_ignored(store: Mem
 
 
 def test_memory_objects_compare_by_content_not_location() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    when = datetime(2026, 1, 1, tzinfo=UTC)
     a = Memory(id="01JD3X4K9Q2W8E5R7T6Y1V3A0P", category="general", abstract="a", content="a", agent="x",
                created=when, updated=when)
     assert a == a.replace(path=Path("/elsewhere"), commit="abc")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from memsite.foundation.record import short_id
 
 from .conftest import Clock, assert_clean, git
 
-MARCH = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
+MARCH = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 TOMAS = "The user's manager is Tomas Novak, head of payments."
 ANA = "The user's manager is now Ana Silva; Tomas Novak moved to the risk team."
 QUESTION = "who is the user's manager?"

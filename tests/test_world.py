@@ -229,7 +229,7 @@ def test_unset_names_only_the_keys_it_removed_and_show_says_when_the_world_is_em
 
     from memsite.cli import main
 
-    def run(*args: str):  # noqa: ANN202
+    def run(*args: str):
         return CliRunner().invoke(main, ["-C", str(store.root), "--agent", "planner", "world", *args])
 
     empty = run("show")

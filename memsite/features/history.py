@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from ..foundation.errors import RepositoryError
@@ -90,7 +90,7 @@ def world_conflicts(root: Path, revision: str = "HEAD") -> list[tuple[str, datet
         stamp, _, listed = rest.partition(_SEP)
         if not stamp.isdigit():
             continue  # (what follows the last record)
-        when = datetime.fromtimestamp(int(stamp), tz=timezone.utc)
+        when = datetime.fromtimestamp(int(stamp), tz=UTC)
         found += [(sha, when, line.strip()) for line in listed.split("\x1d") if line.strip()]
     return found
 
@@ -122,7 +122,7 @@ def _commit(record: str) -> Commit | None:
     skipped = sum(int(n) for n in re.findall(r"^Skipped: (\d+)$", message, re.MULTILINE))
     fields = [f for f in rest.strip("\0\n").split("\0") if f]
     files = tuple((fields[i].strip(), fields[i + 1]) for i in range(0, len(fields) - 1, 2))
-    return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=timezone.utc),
+    return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=UTC),
                   message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files, tuple(recalls),
                   tuple(categories), purged)
 

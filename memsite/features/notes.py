@@ -58,7 +58,7 @@ class Knowledge:
 
         wanted = {w for w in _WORD.findall(" ".join(keywords).lower()) if w not in STOPWORDS and not w.isdigit()}
         scored = []
-        for position, (text, source) in enumerate(self.patterns):
+        for position, (text, _source) in enumerate(self.patterns):
             words = set(_WORD.findall(text.lower()))  # not the source's name: its type and date say nothing
             score = len(wanted & words)
             if score:

@@ -215,8 +215,8 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         return None
     expected = _ref_values(root)
     mine = store.repo.refs.read(ref)
-    own = [sha for sha in _git(root, "rev-list", "--reverse", "--topo-order", "--no-merges", mine or theirs,
-                               f"^{seen}", f"^{theirs}").stdout.split()] if mine else []
+    own = _git(root, "rev-list", "--reverse", "--topo-order", "--no-merges", mine or theirs,
+               f"^{seen}", f"^{theirs}").stdout.split() if mine else []
     local = [r for r in _refs(root) if not r.startswith("refs/remotes/")]
     try:
         found: PurgePlan | None = plan(store, ids, refs=[*local, seen])

@@ -140,7 +140,7 @@ def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple
     actions = [action for action, _, _ in records]
     reasons = [reason for _, reason, _ in records if reason]
     archive = f"{config.content_dir}/archive/"
-    if old is None or old[0].startswith(archive) and new is not None and not new[0].startswith(archive):
+    if old is None or (old[0].startswith(archive) and new is not None and not new[0].startswith(archive)):
         path, memory = new  # type: ignore[misc]
         return Change("created", mid, memory.category, memory.abstract, memory.agent, path,
                       flags=tuple(flagged(memory)))

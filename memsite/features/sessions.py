@@ -117,7 +117,7 @@ def parse(text: str, where: str) -> SessionRecord:
         value = meta.get(name)
         if value is None and not required:
             return None
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
             raise FormatError(f"{where}: field '{name}': expected {kind.__name__}, got {value!r}; "
                               "session records are written by memsite and never edited")
         return value

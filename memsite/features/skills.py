@@ -115,7 +115,7 @@ def _by_llm(pattern: Memory, llm: Callable[[str], str]) -> SkillCandidate | None
                                content=pattern.content)
     try:
         answer = find_object(llm(prompt))
-    except Exception as exc:  # an LLM failing is logged, never fatal: no candidate this time
+    except Exception as exc:  # noqa: BLE001 (an LLM failing is logged, never fatal: no candidate this time)
         log.warning("skill analysis of pattern %s failed: %s", pattern.id, exc)
         return None
     if not isinstance(answer, dict):

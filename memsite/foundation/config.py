@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -261,7 +261,7 @@ class Config:
         :func:`segment_name`), chosen when it is written.
         """
         top = self.archive_dir if archived else self.memories_dir
-        return f"{top}/{category.folder}/{created.astimezone(timezone.utc):%Y-%m}"
+        return f"{top}/{category.folder}/{created.astimezone(UTC):%Y-%m}"
 
     @property
     def world_path(self) -> str:

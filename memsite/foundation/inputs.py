@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from typing import BinaryIO
 
 from . import secrets
@@ -181,7 +181,7 @@ def moment(value: object, what: str, now: datetime, *, end_of_day: bool = False)
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, date):
         return _day(value, end_of_day)
     if not isinstance(value, str):
@@ -204,4 +204,4 @@ def moment(value: object, what: str, now: datetime, *, end_of_day: bool = False)
 
 
 def _day(day: date, end: bool) -> datetime:
-    return datetime.combine(day, time.max if end else time.min, tzinfo=timezone.utc)
+    return datetime.combine(day, time.max if end else time.min, tzinfo=UTC)

@@ -397,7 +397,7 @@ class Checkout:
                 self.match_head(list(files), lock)
                 lock.commit(self.settings.flush("index"))
                 self.journal.end()
-            except Exception:
+            except Exception:  # noqa: BLE001 (the next write repairs it: said below)
                 log.warning("could not repair %s now; the next write will", ", ".join(files))
             if not moved or sha is None:
                 raise

@@ -163,7 +163,7 @@ class Repository:
             try:
                 maintenance.wait_for_deltas(DELTAS_TIMEOUT_SECONDS)  # (other writers go on meanwhile)
                 maintenance.merge_own_packs(wait=DELTAS_TIMEOUT_SECONDS)
-            except Exception as exc:  # its packs stay; a later 'git gc' tidies them
+            except Exception as exc:  # noqa: BLE001 (its packs stay; a later 'git gc' tidies them)
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
         self.locks.close()  # (the files of locks taken outside the write lock too)
         self.objects.close()
@@ -432,7 +432,7 @@ class Repository:
                 made = built[0] if built else None
                 try:
                     landed = made is not None and self.refs.read(ref) == made
-                except Exception:
+                except Exception:  # noqa: BLE001 (the write's own error is raised below)
                     landed = False  # the catalog then catches up from git
                 _settle(settle, made if landed else None)
             raise
@@ -499,7 +499,7 @@ class Repository:
         maintenance still works."""
         try:
             self.objects.maintenance.maintain()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (maintenance is optional: the commit has landed)
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
             self.git.run("gc", "--auto", "--quiet", capture=False, idle=True)  # (it detaches: no pipe to wait on)
@@ -531,7 +531,7 @@ def _settle(settle: Callable[[str | None], None], sha: str | None) -> None:
     """Tell the caller's record of a commit whether it landed; its failure never hides the commit."""
     try:
         settle(sha)
-    except Exception as exc:  # the commit stands; the reader catches up from git
+    except Exception as exc:  # noqa: BLE001 (the commit stands; the reader catches up from git)
         if sha is not None:
             log.warning("commit %s landed; recording it in the catalog failed (%s)", sha[:12], exc)
 

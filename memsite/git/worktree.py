@@ -78,7 +78,7 @@ class Background(Generic[T]):
     def _run(self) -> None:
         try:
             self.value = self._work()
-        except BaseException as exc:  # handed to the caller by result()
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller by result())
             self._error = exc
 
     def __enter__(self) -> Background[T]:

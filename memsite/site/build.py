@@ -204,7 +204,7 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
     docs_dir = Path(config.docs_dir)
     generated = generate(root, docs_dir, settings, config.site_name, config.repo_url)
     for problem in generated.snap.problems:
-        logging.getLogger("mkdocs").warning(f"skipped {problem}")
+        logging.getLogger("mkdocs").warning("skipped %s", problem)
     if strict and generated.snap.problems:
         raise MemsiteError(f"{len(generated.snap.problems)} file(s) left out of the site (--strict)")
     # Zensical writes only inside the folder of its mkdocs.yml: one inside the build's own (removed with it if

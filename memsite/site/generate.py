@@ -21,12 +21,12 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..features import history, site_guard
 from ..foundation.config import Config
-from ..foundation.record import utcnow
+from ..foundation.record import Memory, utcnow
 from ..storage.activity import pending_counts
 from ..storage.reading import read_memory
 from . import memory_pages, search, weeks
@@ -125,7 +125,7 @@ def build_time() -> datetime:
     """Now, or ``SOURCE_DATE_EPOCH`` for a reproducible build."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch and epoch.isdigit():
-        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+        return datetime.fromtimestamp(int(epoch), tz=UTC)
     return utcnow()
 
 
@@ -138,7 +138,7 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     snap = load(docs_dir, settings, build_time(), pending_counts(root))
     commits = history.read(root, "HEAD", settings.content_dir)
 
-    def read(path: str, data: bytes):  # noqa: ANN202 (a memory file as it was, or None)
+    def read(path: str, data: bytes) -> Memory | None:  # a memory file as it was, or None
         return read_memory(settings, path, path.removeprefix(settings.memories_dir + "/"), data)
 
     site = Site(snap, site_name, commits, repo_url, gone=weeks.gone_memories(root, commits, settings.memories_dir, read),

@@ -6,7 +6,7 @@ finished HTML) they use.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from ..features import history
 from ..features.sessions import SessionRecord
@@ -48,7 +48,7 @@ class LogPages:
         for heading, value in (("Problem", s.problem), ("Solution", s.solution), ("Pattern", s.pattern),
                                ("Error", s.error)):
             if value:
-                searched.append(f"<h2>{heading}</h2>\n" f'<div class="memsite-body">{safe.body(value)}</div>')
+                searched.append(f'<h2>{heading}</h2>\n<div class="memsite-body">{safe.body(value)}</div>')
         lines += [self.raw('<div data-pagefind-body data-pagefind-weight="0.5" data-pagefind-meta="category:session">' + "\n".join(searched)
                            + "</div>"), ""]
         if s.plan:
@@ -136,7 +136,7 @@ class LogPages:
         for day in sorted(set(reports) | set(summaries), reverse=True):
             here = f"days/{day.isoformat()}.md"
             summary, report = summaries.get(day), reports.get(day)
-            start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+            start = datetime(day.year, day.month, day.day, tzinfo=UTC)
             d = self.digest(start, start + timedelta(days=1))
             week = weeks.iso_week(day)
             lines = [safe.front(f"{day:%A} {day.isoformat()}"), f"# {day:%A} {day.isoformat()}", "",

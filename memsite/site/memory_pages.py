@@ -43,8 +43,8 @@ def memory_src(memory_id: str) -> str:
 
 def shell_page() -> str:
     """The Markdown of the shell MkDocs renders once (frontmatter: its template, kept out of Material's search)."""
-    return ("---\n" f"title: {TITLE_TOKEN}\n" "template: memsite-memory.html\n"
-            "search:\n  exclude: true\n---\n\n" f"{CONTENT_TOKEN}\n")
+    return (f"---\ntitle: {TITLE_TOKEN}\ntemplate: memsite-memory.html\n"
+            f"search:\n  exclude: true\n---\n\n{CONTENT_TOKEN}\n")
 
 
 def title(memory: Memory) -> str:

@@ -138,7 +138,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         except MemsiteError as exc:
             raise PluginError(str(exc)) from None
         for problem in generated.snap.problems:
-            log.warning(f"skipped {problem}")  # --strict fails on it
+            log.warning("skipped %s", problem)  # --strict fails on it
         if SRC in generated.pages and self.default_nav:
             config.nav.append({"Problems": SRC})
         self.generated = generated
@@ -152,8 +152,8 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
                 links.add(os.path.relpath(file.abs_src_path, root))  # a link to a file outside: never copied
                 files.remove(file)
         for rel in sorted(links):
-            log.warning(f"{rel}: skipped: a symlink to {os.readlink(root / rel) if os.path.islink(root / rel) else '?'}"
-                        ", outside the repository (it would publish that file)")
+            target = os.readlink(root / rel) if os.path.islink(root / rel) else "?"
+            log.warning("%s: skipped: a symlink to %s, outside the repository (it would publish that file)", rel, target)
         for uri, text in generated.pages.items():
             files.append(File.generated(config, uri, content=text, inclusion=InclusionLevel.NOT_IN_NAV))
         return files

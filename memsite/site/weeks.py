@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from ..features import history, world
@@ -164,7 +164,7 @@ def week_span(name: str) -> tuple[datetime, datetime]:
     """The first moment of the ISO week ``name`` and of the week after it (UTC)."""
     year, week = name.split("-W")
     monday = date.fromisocalendar(int(year), int(week), 1)
-    start = datetime(monday.year, monday.month, monday.day, tzinfo=timezone.utc)
+    start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
     return start, start + timedelta(days=7)
 
 

@@ -595,7 +595,7 @@ class Catalog:
             old, rebuild = None, True
         touched: list[str] = []
         wanted: list[tuple[str, str, bytes]] = []
-        for rel, before, after in repo.objects.diff(old, new):
+        for rel, _before, after in repo.objects.diff(old, new):
             path = f"{memories_dir}/{rel}"
             touched.append(path)
             if after is not None and not after.is_tree:

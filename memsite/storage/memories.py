@@ -19,7 +19,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -299,7 +299,7 @@ class Storage:
             return open_file(self.state.file(name))
 
     def _set_aside(self, name: str, exc: object, cost: str) -> None:
-        aside = self.state.set_aside(name, datetime.now(timezone.utc))
+        aside = self.state.set_aside(name, datetime.now(UTC))
         if name == "activity.sqlite3" and not self.state.in_memory:  # (in memory, a new journal would not last)
             try:
                 carried = carry_over(aside, self.state.path / name)
@@ -408,7 +408,7 @@ class Storage:
 
     def now(self) -> datetime:
         """The current time as this store sees it (UTC, whole seconds)."""
-        return self._clock().astimezone(timezone.utc).replace(microsecond=0)
+        return self._clock().astimezone(UTC).replace(microsecond=0)
 
     # --- reads -------------------------------------------------------------
 
@@ -458,7 +458,7 @@ class Storage:
             tip = self.tip()
             stamps = [int(line) for line in self.repo.git.run("log", "--max-parents=0", "--format=%ct", tip).stdout.split()
                       if line.isdigit()] if tip else []
-            self._born = datetime.fromtimestamp(min(stamps), timezone.utc) if stamps else None
+            self._born = datetime.fromtimestamp(min(stamps), UTC) if stamps else None
         return self._born
 
     def commit_at(self, when: datetime) -> str | None:
@@ -578,7 +578,8 @@ class Storage:
                     if batch is None:
                         continue
                     try:
-                        tx, _ = self.write(lambda tx: tx.record_activity(batch.batch, batch.counts, batch.agent))
+                        tx, _ = self.write(
+                            lambda tx: tx.record_activity(batch.batch, batch.counts, batch.agent))  # noqa: B023 (run at once)
                     except BaseException:
                         self.activity.end_batch(batch, committed=False)
                         raise
