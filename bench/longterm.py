@@ -54,7 +54,8 @@ def build(path: Path, data: Generated) -> dict[str, str]:
     now = [NOW]
     with MemoryStore.init(path, agent="bench", clock=lambda: now[0]) as store:
         settings = store.root / "mkdocs.yml"  # room for a year: capacity is not what is measured
-        text = settings.read_text().replace("max_lines: 500", "max_lines: 100000").replace("min_lines: 400", "min_lines: 90000")
+        text = (settings.read_text().replace("max_lines: 500", "max_lines: 100000")
+                .replace("min_lines: 400", "min_lines: 90000"))
         settings.write_text(text)
     with MemoryStore(path, agent="bench", clock=lambda: now[0], embedder="none") as store:
         day = None
@@ -117,7 +118,8 @@ def cosine_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
 
 def recall_ranking(ranking: str) -> Callable[[MemoryStore, str, int], list[str]]:
     def ranked(store: MemoryStore, question: str, limit: int) -> list[str]:
-        return [h.memory.id for h in store.explain(question, limit=limit, ranking=ranking) if h.why is None or h.why.kept]
+        return [h.memory.id for h in store.explain(question, limit=limit, ranking=ranking)
+                if h.why is None or h.why.kept]
     return ranked
 
 

@@ -123,7 +123,8 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
         start = time.perf_counter()
         store.fresh()
         after_git.append((time.perf_counter() - start) * 1000)
-    results["after_memsite_ms"], results["after_git_ms"] = statistics.median(after_memsite), statistics.median(after_git)
+    results["after_memsite_ms"] = statistics.median(after_memsite)
+    results["after_git_ms"] = statistics.median(after_git)
     results["after_memsite_max"], results["after_git_max"] = max(after_memsite), max(after_git)
 
     log(f"hybrid recall at {size:,} (a {HashingEmbedder.dimensions}-dimension stand-in embedder) ...")

@@ -197,7 +197,8 @@ def browse(site: Path, queries: list[str], pages: list[str]) -> dict[str, float]
                 context = browser.new_context()  # a cold cache: everything the query needs is fetched
                 page = context.new_page()
                 sizes: dict[str, int] = {}
-                page.on("requestfinished", lambda r, sizes=sizes: sizes.__setitem__(r.url, r.sizes()["responseBodySize"]))
+                page.on("requestfinished",
+                        lambda r, sizes=sizes: sizes.__setitem__(r.url, r.sizes()["responseBodySize"]))
                 page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
                 page.goto(url)
                 page.wait_for_load_state("networkidle")  # Material's search worker set up (and Pagefind's)
@@ -254,7 +255,8 @@ def main() -> None:
             engines(workdir, 1 if args.quick else args.runs)
         if args.kills:
             kills(workdir, 200 if args.quick else 1_000)
-        report.publish("site-engines" if args.engines else "site-kills", skip=args.quick or (args.engines and args.kills))
+        report.publish("site-engines" if args.engines else "site-kills",
+                       skip=args.quick or (args.engines and args.kills))
         return
     runs = 1 if args.quick else args.runs
     sizes = [1_000] if args.quick else [1_000, 10_000] + ([100_000] if args.large else [])

@@ -82,7 +82,8 @@ def plan(count: int, chains: int, seed: int) -> list[tuple[str, str, int | None]
     return items
 
 
-def seed(path: Path, items: list[tuple[str, str, int | None]], supersede: bool, per_commit: int) -> tuple[MemoryStore, Clock]:
+def seed(path: Path, items: list[tuple[str, str, int | None]], supersede: bool,
+         per_commit: int) -> tuple[MemoryStore, Clock]:
     MemoryStore.init(path, agent="bench", clock=Clock(START - timedelta(days=1))).close()
     clock = Clock(START)
     store = MemoryStore(path, agent="bench", embedder="none", clock=clock, llm=False)

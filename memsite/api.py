@@ -687,12 +687,16 @@ class MemoryStore:
 
     @translated
     def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
-        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.features.sync.sync`)."""
+        """Share this clone's memory through ``remote``: merge, publish, integrate.
+
+        See :func:`memsite.features.sync.sync`."""
         return sync(self._store, remote, branch)
 
     @translated
     def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
-        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.features.sync.integrate`)."""
+        """Merge every published agent branch into ``branch`` on ``remote``.
+
+        See :func:`memsite.features.sync.integrate`."""
         return integrate(self._store, remote, branch)
 
     # --- recall -------------------------------------------------------------

@@ -103,7 +103,8 @@ def assert_clean(repo: Path) -> None:
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(repo, "diff-index", "--cached", "HEAD") == ""
     staged = sorted(line.split()[1] + " " + line.split("\t")[1] for line in git(repo, "ls-files", "-s").splitlines())
-    committed = sorted(line.split()[2] + " " + line.split("\t")[1] for line in git(repo, "ls-tree", "-r", "HEAD").splitlines())
+    committed = sorted(line.split()[2] + " " + line.split("\t")[1]
+                       for line in git(repo, "ls-tree", "-r", "HEAD").splitlines())
     assert staged == committed
     while (repo / ".git" / "gc.pid").exists():  # a gc started by a killed writer
         time.sleep(0.05)

@@ -1,4 +1,5 @@
-"""Claude's memory tool on memsite: conformance with the SDK's own tool, the SDK's tool runner, bad input, writers at once.
+"""Claude's memory tool on memsite: conformance with the SDK's own tool, the SDK's tool runner, bad input,
+writers at once.
 
 The conformance scripts run each list of commands against the SDK's
 ``BetaLocalFilesystemMemoryTool`` on a plain folder and against
@@ -123,7 +124,8 @@ SCRIPTS: dict[str, list[Command]] = {
     "text in many scripts": [create(NOTES, "café ☕ 😀 日本語\n"), view(NOTES), view("/memories")],
     "a file without a final newline": [create(NOTES, "no newline"), view(NOTES), view("/memories")],
     "hidden files are not listed": [create("/memories/.hidden.md", "h\n"), create("/memories/.d/x.md", "x\n"),
-                                    create("/memories/seen.md", "s\n"), view("/memories"), view("/memories/.hidden.md")],
+                                    create("/memories/seen.md", "s\n"), view("/memories"),
+                                    view("/memories/.hidden.md")],
     "double slashes and dots": [create("/memories//p/./a.md", "a\n"), view("/memories/p/a.md")],
     # --- scripts whose results differ (DIFFERENT says why) ---
     "'..' that stays inside": [create("/memories/p/../a.md", "a\n")],
@@ -286,7 +288,8 @@ def test_a_person_who_edits_the_file_in_review_is_what_claude_reads_next(store: 
     tool = MemsiteMemoryTool(store)
     tell(tool, command="create", path="/memories/notes.md", file_text="Deploys  \r\non Fridays\n")
     tell(tool, command="create", path="/memories/plain.md", file_text="Deploys on Fridays\n")
-    assert tell(tool, command="view", path="/memories/notes.md").endswith("1\tDeploys  \r\n     2\ton Fridays\n     3\t")
+    assert tell(tool, command="view", path="/memories/notes.md").endswith(
+        "1\tDeploys  \r\n     2\ton Fridays\n     3\t")
     for path in sorted((store.root / "content" / "memories").rglob("*.md")):  # a reviewer fixes both bodies by hand
         head, body = path.read_text().split("\n---\n", 1)
         path.write_text(f"{head}\n---\n{body.replace('on Fridays', 'on Thursdays')}")
@@ -482,7 +485,8 @@ def test_the_async_tool_runs_the_same_commands(store: MemoryStore) -> None:
         return told
 
     told = asyncio.run(conversation())
-    assert told[3] == "Here's the content of /memories/archive/notes.md with line numbers:\n     1\t# Notes\n     2\tSecond"
+    assert told[3] == ("Here's the content of /memories/archive/notes.md with line numbers:\n"
+                       "     1\t# Notes\n     2\tSecond")
     assert told[4].endswith("0B\t/memories")
     assert len(git(store.root, "log", "--format=%s").splitlines()) == 5  # init + create, insert, rename, delete
     check(store.root)

@@ -172,7 +172,8 @@ def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
         assert [m.agent for m in store.list()] == ["proc", "proc"]
     failed = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "show", "nope00"],
                             capture_output=True, text=True)
-    assert failed.returncode == 1 and failed.stderr.strip() == "Error: no memory with id 'nope00'; 'memsite list' shows the ids"
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == "Error: no memory with id 'nope00'; 'memsite list' shows the ids"
 
 
 # --- ids as people type them ------------------------------------------------------
@@ -289,7 +290,8 @@ def test_the_group_options_also_follow_the_command(repo: Path, tmp_path: Path, m
     made = CliRunner().invoke(main, ["remember", "Deploys go through make release", "-C", str(repo), "--agent", "late"])
     assert made.exit_code == 0, made.output
     assert git(repo, "log", "-1", "--format=%an").strip() == "late"
-    assert CliRunner().invoke(main, ["world", "set", "ci.status", "green", "--agent", "w", "-C", str(repo)]).exit_code == 0
+    set_by_w = CliRunner().invoke(main, ["world", "set", "ci.status", "green", "--agent", "w", "-C", str(repo)])
+    assert set_by_w.exit_code == 0
     assert git(repo, "log", "-1", "--format=%an").strip() == "w"
     assert CliRunner().invoke(main, ["world", "-C", str(repo), "show"]).output == "ci.status: green\n"
     after = CliRunner().invoke(main, ["--agent", "early", "-C", str(repo), "remember", "Builds run on orion",
@@ -376,7 +378,8 @@ def test_standard_input_over_the_cap_is_refused_unread(repo: Path, command: list
     assert result.returncode == 1
     assert result.stderr.decode() == (f"Error: standard input: more than 2000 bytes, over the 2000-byte cap "
                                       f"(plugins.memsite.{key}); "
-                                      f"{'split it into smaller memories' if 'remember' in command else 'keep large text in a memory and refer to it'}\n")
+                                      + ("split it into smaller memories" if "remember" in command
+                                         else "keep large text in a memory and refer to it") + "\n")
     assert sent < 64 << 20  # it stopped reading long before the end
     assert git(repo, "rev-parse", "HEAD") == before
     fits = CliRunner().invoke(main, ["-C", str(repo), *command], input="y" * 1500)
@@ -391,7 +394,8 @@ def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, m
     assert piped.output == "Error: standard input: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
     (repo.parent / "chat.json").write_text(conversation)
     filed = run(repo, "ingest", str(repo.parent / "chat.json"))
-    assert filed.output == f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
+    assert filed.output == (f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; "
+                            "ingest it in parts\n")
 
 
 def test_list_filtered_to_nothing_does_not_say_the_memory_is_empty(repo: Path) -> None:

@@ -263,7 +263,8 @@ def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: Me
     made = [store.remember(f"memory number {i} about pack number {i * 7}", category="events") for i in range(80)]
     listed = listed_packs()
     assert len(listed) < 24 and theirs <= pack_names(root)
-    assert len(pack_names(root)) == len(listed) + len(theirs)  # every pack memsite wrote is listed; merged ones are gone
+    # Every pack memsite wrote is listed; merged ones are gone.
+    assert len(pack_names(root)) == len(listed) + len(theirs)
     sizes = sorted(int(line.split()[1]) for line in listed)
     assert max(sizes) > 7  # merged: more than one write's objects in a pack
     assert int(dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())["packs"]) < 50
@@ -503,7 +504,8 @@ def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stay
 
     monkeypatch.setattr(maintenance, "whole_entries", copy_while_another_process_writes)
     listed_before = pack_names(root)
-    monkeypatch.setattr(store.repo.objects.maintenance, "merge_at", 1)  # this write's merge is due: it runs once its lock is free
+    # This write's merge is due: it runs once its lock is free.
+    monkeypatch.setattr(store.repo.objects.maintenance, "merge_at", 1)
     store.remember("the write after which the merge runs", category="events")
     assert len(during) == 2
     listed = listed_packs(root)
@@ -521,8 +523,10 @@ def test_a_failed_merge_of_packs_never_fails_a_write(store: MemoryStore, monkeyp
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(PackMaintenance, "merge_own_packs", full_disk)
-    topics = "cache deploy canary rollback schema index queue retry quota shard token backup alert audit billing".split()
-    made = [store.remember(f"the {a} notes mention the {b} owner", category="events") for a in topics[:6] for b in topics[6:11]]
+    topics = ("cache deploy canary rollback schema index queue retry quota shard token backup alert audit billing"
+              .split())
+    made = [store.remember(f"the {a} notes mention the {b} owner", category="events")
+            for a in topics[:6] for b in topics[6:11]]
     assert all(m.commit for m in made) and len(store.list()) == 30
     assert "merging memsite's packs failed" in caplog.text
     assert_clean(store.root)

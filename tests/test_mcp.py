@@ -229,7 +229,8 @@ def test_a_call_the_tools_cannot_take_is_a_one_line_tool_error_and_the_server_go
 
 
 def test_a_client_that_disconnects_mid_call_leaves_the_repository_whole(store: MemoryStore, tmp_path: Path) -> None:
-    """The client leaves while a write is under way: the server exits by itself, the write landed whole or not at all."""
+    """The client leaves while a write is under way: the server exits by itself, the write landed whole or
+    not at all."""
     repo = store.root
     exit_code = tmp_path / "server-exit-code"
     command = (f"{sys.executable} -m memsite mcp --repo {repo} --agent claude; echo $? > {exit_code}")

@@ -332,7 +332,8 @@ def test_recall_counts_from_two_branches_add_up_when_merged(store: MemoryStore, 
         store.recall("kafka retention")
     store.update(made.id, tags=["kafka", "ops"], content="Kafka topic retention is 7 days\n\nSet in topics.yaml.")
     store.flush_activity()  # main: 4
-    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True, text=True)
+    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     merged = store.get(made.id)
     assert merged.active_count == 1 + 2 + 3

@@ -205,7 +205,8 @@ def dismiss(ctx: Context, id: str, old: str | None) -> None:
     """
     with ctx.store() as store:
         memory = store.dismiss(id, old)
-    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {memory.commit[:12] if memory.commit else '-'})")
+    commit = memory.commit[:12] if memory.commit else "-"
+    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {commit})")
 
 
 @main.command()
@@ -562,7 +563,8 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @click.option("-c", "--category", help="Only this category (or alias).")
 @click.option("-t", "--tag", "tags", multiple=True, help="Only memories with this tag; repeat for several.")
 @click.option("--by", "by_agent", help="Only memories written by this agent.")
-@click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Drop hits scoring below this.")
+@click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Drop hits scoring below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
 @click.option("--since", help="Only memories written since then: 2026-03-01, '2 weeks ago', 'yesterday'.")
 @click.option("--until", help="Only memories written until then (a date alone: to its end).")
@@ -795,7 +797,8 @@ def chain_lines(chain: list[Memory], here: str) -> list[str]:
     lines = []
     for memory, after in zip(chain, [*chain[1:], None]):
         mark = "*" if memory.id == here else " "
-        line = f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), {memory.created:%Y-%m-%d} by {memory.agent}"
+        line = (f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), "
+                f"{memory.created:%Y-%m-%d} by {memory.agent}")
         if memory.valid_until is not None:
             by = f" by {short_id(after.id)}" if after is not None else ""
             who = f" by {after.agent}" if after is not None else ""

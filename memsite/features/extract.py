@@ -157,7 +157,8 @@ Conversation:{note}
 def _transcript(messages: Any) -> list[tuple[str, str]]:
     """``(role, text)`` of every non-system message with text, checked."""
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise InvalidInput(f"messages: expected a list of {{'role', 'content'}} mappings, got {type(messages).__name__}")
+        raise InvalidInput("messages: expected a list of {'role', 'content'} mappings, "
+                           f"got {type(messages).__name__}")
     said: list[tuple[str, str]] = []
     for number, message in enumerate(messages, 1):
         if not isinstance(message, Mapping):
@@ -168,7 +169,8 @@ def _transcript(messages: Any) -> list[tuple[str, str]]:
             raise InvalidInput(f"message {number}: 'role' must be text such as 'user' or 'assistant', got {role!r}")
         if isinstance(content, list):  # parts: keep the text ones, skip images and the like
             content = "\n".join(p["text"] for p in content
-                                if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str))
+                                if isinstance(p, Mapping) and p.get("type") == "text"
+                                and isinstance(p.get("text"), str))
         elif content is not None and not isinstance(content, str):
             raise InvalidInput(f"message {number}: 'content' must be text or a list of parts, "
                                f"got {type(content).__name__}")

@@ -67,7 +67,8 @@ def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, st
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", mid):
         return None
     records = Git(root).log(tip, "-E", "-i", "--all-match", f"--grep=^Memory-Id: ({mid}|[A-Za-z0-9_-]*{mid}$)",
-                            "--grep=^Action: (forgotten|trimmed)$", f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}",
+                            "--grep=^Action: (forgotten|trimmed)$",
+                            f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}",
                             sep=_END.encode())  # (a record is whole at its end mark)
     for record in records:  # (leaving the loop ends git)
         commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))

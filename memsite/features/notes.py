@@ -163,7 +163,8 @@ def parse_process(text: str, where: str) -> TaskState | None:
         return TaskState(
             agent=str(meta["agent"]), type=str(meta["type"]), keywords=[str(k) for k in meta.get("keywords") or []],
             started=parse_time(meta["started"]), rounds=int(meta.get("rounds") or 0),
-            todo=[TodoItem(str(t["item"]), bool(t.get("done")), str(t.get("note") or "")) for t in meta.get("todo") or []],
+            todo=[TodoItem(str(t["item"]), bool(t.get("done")), str(t.get("note") or ""))
+                  for t in meta.get("todo") or []],
             problem=str(meta.get("problem") or ""), solution=str(meta.get("solution") or ""),
             learnings=[str(x) for x in meta.get("learnings") or []],
             world={str(k): str(v) for k, v in (meta.get("world") or {}).items()},

@@ -49,7 +49,8 @@ from ..storage import Storage
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
-MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Supersede ")  # a subject '<verb> <category>: <abstract>'
+# A subject '<verb> <category>: <abstract>'.
+MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Supersede ")
 PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
 PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
                   "(never what).\n\n")
@@ -81,7 +82,8 @@ class PurgeResult:
     pushed: tuple[str, ...] = ()  # the remote's branches that took the rewritten history
 
 
-def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *, refs: Iterable[str] = ()) -> PurgePlan:
+def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *,
+         refs: Iterable[str] = ()) -> PurgePlan:
     """Find every version of the memories ``ids`` (or of those whose text, now or ever, holds ``matching``).
 
     Raises:
@@ -187,7 +189,8 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
     assert tip is not None
     when = int(store.now().timestamp())
     tombstone = store.repo.write_commit(_listed(store, tip, reason, when), [tip],
-                                        _tombstone(store.agent, reason, found.ids, when), Author.writer(store.agent), when)
+                                        _tombstone(store.agent, reason, found.ids, when),
+                                        Author.writer(store.agent), when)
     rewritten[ref] = tombstone
     pushed = _publish(root, origin, rewritten) if origin is not None else {}
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
@@ -378,7 +381,8 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
                                   "pushes denied); nothing changed here or there: allow force pushes for the purge, "
                                   "then run it again")
         raise RepositoryError(f"cannot push the purged history to {origin.name}: "
-                              f"{(result.stderr.strip().splitlines() or ['git push failed'])[-1]}; nothing changed here")
+                              f"{(result.stderr.strip().splitlines() or ['git push failed'])[-1]}; "
+                              "nothing changed here")
     return {name: spec.partition(":")[0] for name, spec in zip(names, specs)}
 
 

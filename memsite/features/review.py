@@ -33,7 +33,8 @@ REWORDED = 0.5  # word pairs in common below which an updated text says somethin
 class Change:
     """One memory's change in the range."""
 
-    action: str  # created | superseded | updated | merged | recalled | moved | forgotten | trimmed | deleted | transient
+    # created | superseded | updated | merged | recalled | moved | forgotten | trimmed | deleted | transient
+    action: str
     id: str
     category: str
     abstract: str
@@ -338,7 +339,8 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
         lines.append("")
     sections = (("superseded", "Facts that changed"), ("created", "Created"), ("merged", "Merged"),
                 ("updated", "Updated"), ("forgotten", "Forgotten"),
-                ("trimmed", "Trimmed"), ("transient", "Created then forgotten"), ("deleted", "Deleted without a record"),
+                ("trimmed", "Trimmed"), ("transient", "Created then forgotten"),
+                ("deleted", "Deleted without a record"),
                 ("moved", "Moved to another file, unchanged"))
     for action, title in sections:
         members = [c for c in report.changes if c.action == action]

@@ -83,7 +83,8 @@ def render(record: SessionRecord) -> str:
         meta["error"] = record.error
     outcome = record.outcome + (f" ({record.error})" if record.error else "")
     learnings = "\n".join(f"- {' '.join(item.split())}" for item in record.learnings) or "- (none recorded)"
-    plan = "\n".join(f"- [{'x' if done else ' '}] {' '.join(item.split())}" + (f" — {' '.join(note.split())}" if note else "")
+    plan = "\n".join(f"- [{'x' if done else ' '}] {' '.join(item.split())}"
+                     + (f" — {' '.join(note.split())}" if note else "")
                      for item, done, note in record.plan)
     return (
         f"---\n{dump_yaml(meta)}---\n\n"

@@ -208,7 +208,8 @@ class Config:
     Chosen with ``bench/longterm.py --set validation``; its held-out questions never took part."""
     embedding_model: str = setting("auto", "embedding.model", _model, null=True)
     """The embedder recall uses: ``minilm``, ``wordllama``, ``none`` (words only), ``auto`` (minilm when
-    onnxruntime is installed, else wordllama when it is, else none), or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""
+    onnxruntime is installed, else wordllama when it is, else none), or ``model2vec:``, ``fastembed:`` or
+    ``sentence-transformers:`` followed by a folder or a model name."""
     embedding_floor: float = setting(0.95, "embedding.floor", _number(0, 1))
     """The share of off-topic background questions that must recall nothing: sets the meaning floor
     (see memsite/features/relevance.py); 0 turns the floor off (every query gets its closest memories)."""

@@ -422,7 +422,8 @@ def memory_from_fields(
         try:
             return parse_time(value)
         except ValueError:
-            raise problem(name, "an ISO-8601 UTC time like 2026-11-20T14:03:00Z", "write the time in that form") from None
+            raise problem(name, "an ISO-8601 UTC time like 2026-11-20T14:03:00Z",
+                          "write the time in that form") from None
 
     mid = text_field("id")
     if not ID_RE.match(mid or ""):

@@ -130,7 +130,8 @@ def tags(values: Iterable[object] | str | None) -> tuple[str, ...]:
     for tag in values:
         if not isinstance(tag, str) or not _TAG_RE.match(tag) or ".." in tag:
             raise InvalidInput(
-                f"tag {tag!r}: use a word of up to 50 letters, digits, '_', '.', '+', '#' or '-' (no '/', spaces or '..')"
+                f"tag {tag!r}: use a word of up to 50 letters, digits, '_', '.', '+', '#' or '-' "
+                "(no '/', spaces or '..')"
             )
         if tag not in result:
             result.append(tag)

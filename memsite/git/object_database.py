@@ -156,7 +156,8 @@ class ObjectDatabase:
             pass  # not loose here (or not ours to touch): write it loose
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
-        compressed = zlib.compress(b"%s %d\x00%s" % (kind, len(data), data), 0 if is_large_tree(kind, data) else self._level)
+        level = 0 if is_large_tree(kind, data) else self._level
+        compressed = zlib.compress(b"%s %d\x00%s" % (kind, len(data), data), level)
         files.store(path, f"{folder}/tmp_obj_{os.getpid()}_{next(_tmp_counter)}", compressed, mode=0o444,
                     flush=self._flush_loose)
         return True
@@ -395,7 +396,8 @@ class ObjectDatabase:
             else:
                 yield path, entry
 
-    def diff(self, old: bytes | None, new: bytes | None, prefix: str = "") -> Iterator[tuple[str, Entry | None, Entry | None]]:
+    def diff(self, old: bytes | None, new: bytes | None,
+             prefix: str = "") -> Iterator[tuple[str, Entry | None, Entry | None]]:
         """Files that differ between two trees as (path, old entry, new entry).
 
         Folders with the same id are skipped without reading them, so a diff

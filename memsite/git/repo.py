@@ -112,7 +112,8 @@ class Repository:
                                  settings=self.settings)
         # Checked before every write, as plain strings (cheap next to a write).
         self._operations = [(str(self.git_dir / name), what, fix) for name, what, fix in OPERATIONS]
-        self._write_folders = [str(folder) for folder in (self.common_dir / "objects", self.common_dir / "refs" / "heads",
+        self._write_folders = [str(folder) for folder in (self.common_dir / "objects",
+                                                          self.common_dir / "refs" / "heads",
                                                           self.git_dir, self.state_dir, self.root)]
 
     @property
@@ -466,7 +467,8 @@ class Repository:
 
         def build() -> str:
             if not made:
-                made.append(theirs if tree is None else self.commits.write(tree, [parent, theirs], message, author, when))
+                made.append(theirs if tree is None
+                            else self.commits.write(tree, [parent, theirs], message, author, when))
             return made[0]
 
         def move(sha: str) -> None:

@@ -174,7 +174,8 @@ class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _LEAD_IN = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind)(?:\s+that)?[:,]?\s+", re.IGNORECASE)
 _ABOUT_ME = re.compile(r"^(?:i|i'm|i am|i've|i have|i'd|i was|i will|i'll|my|we|we're|we are|our)\b", re.IGNORECASE)
-_ASKING = re.compile(r"^(?:i\s+(?:wonder|think|guess|see|mean|need help|want to know|would like to know|'d like to know)"
+_ASKING = re.compile(r"^(?:i\s+(?:wonder|think|guess|see|mean|need help|want to know"
+                     r"|would like to know|'d like to know)"
                      r"|i\s+(?:want|need)\s+you\b)", re.IGNORECASE)
 _PREFERENCE = re.compile(r"\b(?:prefer|like|love|enjoy|hate|dislike|favou?rite|rather|don't like|do not like)\b",
                          re.IGNORECASE)

@@ -319,7 +319,8 @@ class MemoryFiles:
             entries.append((node[0], f"{name}/"))
             for child in sorted(node[1]):
                 value = node[1][child]
-                entries.append((value[0], f"{name}/{child}/") if isinstance(value, list) else (value, f"{name}/{child}"))
+                entries.append((value[0], f"{name}/{child}/") if isinstance(value, list)
+                               else (value, f"{name}/{child}"))
         head = (f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:\n"
                 f"{_size(total)}\t{path}")
         first, last = _entry_range(view_range, len(entries))

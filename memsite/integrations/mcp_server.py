@@ -112,7 +112,9 @@ def summary(memory: Memory) -> dict[str, Any]:
 
 
 def build_server(store: MemoryStore) -> Any:
-    """An MCP server (the SDK's ``MCPServer``, or ``FastMCP`` on mcp 1.x) whose tools use ``store`` as ``store.agent``."""
+    """An MCP server whose tools use ``store`` as ``store.agent``.
+
+    The SDK's ``MCPServer``, or ``FastMCP`` on mcp 1.x."""
     server = _MemsiteServer("memsite", instructions=INSTRUCTIONS, log_level="WARNING")
     server.tool_names = []
     one_at_a_time = threading.Lock()
@@ -154,7 +156,8 @@ def build_server(store: MemoryStore) -> Any:
         limit: Annotated[int, Field(description="At most this many results.", ge=1, le=50)] = 5,
         since: Annotated[str | None, Field(description="Only memories written since then: 2026-03-01, "
                                                        "'2 weeks ago', 'yesterday'.")] = None,
-        until: Annotated[str | None, Field(description="Only memories written until then (a date: to its end).")] = None,
+        until: Annotated[str | None,
+                         Field(description="Only memories written until then (a date: to its end).")] = None,
     ) -> dict[str, Any]:
         """Find the memories that best answer a query, best first (relevance first; recency orders close ones).
 

@@ -49,7 +49,8 @@ class LogPages:
                                ("Error", s.error)):
             if value:
                 searched.append(f'<h2>{heading}</h2>\n<div class="memsite-body">{safe.body(value)}</div>')
-        lines += [self.raw('<div data-pagefind-body data-pagefind-weight="0.5" data-pagefind-meta="category:session">' + "\n".join(searched)
+        lines += [self.raw('<div data-pagefind-body data-pagefind-weight="0.5" data-pagefind-meta="category:session">'
+                           + "\n".join(searched)
                            + "</div>"), ""]
         if s.plan:
             lines += ["## Plan", "", "<ul>" + "".join(
@@ -142,8 +143,9 @@ class LogPages:
             lines = [safe.front(f"{day:%A} {day.isoformat()}"), f"# {day:%A} {day.isoformat()}", "",
                      f"Part of {link(here, f'weeks/{week}.md', f'week {week}')}.", ""]
             if summary:
+                by_category = ", ".join(f"{n} {safe.inline(c)}" for c, n in summary.by_category.items() if n)
                 lines += [f"At the end of the day: {plural(summary.total, 'memory').replace('memorys', 'memories')} "
-                          f"in all ({', '.join(f'{n} {safe.inline(c)}' for c, n in summary.by_category.items() if n)}); "
+                          f"in all ({by_category}); "
                           f"{len(summary.new)} new (the day before: {summary.new_before}).", ""]
             if report:
                 c = report.counts

@@ -236,7 +236,8 @@ class Article:
         if after is None:
             return (f'<p class="memsite-superseded" data-pagefind-ignore><strong>No longer holds</strong> since '
                     f"{m.valid_until:%Y-%m-%d}.</p>\n")
-        latest = "" if newest.id == after.id else f' The newest is <a href="../{text(newest.id)}/">{text(title(newest))}</a>.'
+        latest = ("" if newest.id == after.id
+                  else f' The newest is <a href="../{text(newest.id)}/">{text(title(newest))}</a>.')
         return (f'<p class="memsite-superseded" data-pagefind-ignore><strong>Superseded</strong> on '
                 f"{m.valid_until:%Y-%m-%d} by {text(after.agent)}: replaced by "
                 f'<a href="../{text(after.id)}/">{text(title(after))}</a>.{latest}</p>\n')

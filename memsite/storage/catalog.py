@@ -410,7 +410,8 @@ class Catalog:
             chunk = rows[start : start + 500]
             found += self.db.execute(
                 "SELECT n, id, blob, CASE WHEN instr(content, abstract) THEN content "
-                f"ELSE abstract || char(10, 10) || content END FROM memories WHERE n IN ({', '.join('?' * len(chunk))})",
+                "ELSE abstract || char(10, 10) || content END FROM memories "
+                f"WHERE n IN ({', '.join('?' * len(chunk))})",
                 chunk).fetchall()
         return found
 
@@ -667,7 +668,8 @@ class Catalog:
         for memory, path, blob in read:
             claims.setdefault(memory.id, []).append((memory, path, blob))
         if gone is not None:
-            freed = {mid for path in gone for mid, in self.db.execute("SELECT id FROM memories WHERE path = ?", (path,))}
+            freed = {mid for path in gone
+                     for mid, in self.db.execute("SELECT id FROM memories WHERE path = ?", (path,))}
             for mid in list(claims):
                 for path, blob in self.db.execute("SELECT path, blob FROM memories WHERE id = ?", (mid,)):
                     if path not in gone:

@@ -456,8 +456,8 @@ class Storage:
         """When the first commit of the store's branch was made (None before there is one); asked of git once."""
         if self._born is None:
             tip = self.tip()
-            stamps = [int(line) for line in self.repo.git.run("log", "--max-parents=0", "--format=%ct", tip).stdout.split()
-                      if line.isdigit()] if tip else []
+            roots = self.repo.git.run("log", "--max-parents=0", "--format=%ct", tip).stdout if tip else ""
+            stamps = [int(line) for line in roots.split() if line.isdigit()]
             self._born = datetime.fromtimestamp(min(stamps), UTC) if stamps else None
         return self._born
 
