@@ -11,6 +11,7 @@ and git failures below it into memsite's errors there, and nowhere else.
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -537,7 +538,7 @@ class MemoryStore:
         return self._store.supersede(old, new, reason)
 
     @translated
-    def chain(self, id: str) -> list[Memory]:
+    def chain(self, id: str) -> builtins.list[Memory]:
         """The memories that replaced one another, oldest first, that the memory ``id`` belongs to.
 
         ``[memory]`` for a memory that never replaced another nor was replaced.
@@ -604,7 +605,7 @@ class MemoryStore:
         return purge(self._store, ids, reason, matching=matching, remote=remote, dry_run=dry_run)
 
     @translated
-    def trim(self, category: str) -> list[str]:
+    def trim(self, category: str) -> builtins.list[str]:
         """Apply the category's capacity marks now; returns the ids trimmed."""
         return self._store.trim(category)
 
@@ -679,7 +680,7 @@ class MemoryStore:
         return self._store.publish_vectors()
 
     @translated
-    def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
+    def heal(self, cause: object = "PRAGMA integrity_check failed") -> builtins.list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names."""
         return self._store.heal(cause)
 
@@ -705,7 +706,7 @@ class MemoryStore:
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                until: datetime | str | None = None, ranking: str = "relevance", include_superseded: bool = False,
-               as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
+               as_of: datetime | str | None = None, record_time: bool = False) -> builtins.list[Hit]:
         """The memories that best match ``query``: relevance decides what is found, time orders what is close.
 
         See :mod:`memsite.features.retrieval` for the whole ranking.
@@ -798,7 +799,7 @@ class MemoryStore:
         return ingest(self._store, messages, extractor, session_key, batch_size=batch_size, progress=progress)
 
     @translated
-    def incomplete_ingests(self) -> list[str]:
+    def incomplete_ingests(self) -> builtins.list[str]:
         """Session keys of ingests that were interrupted and left a checkpoint."""
         return incomplete(self._store)
 
@@ -816,7 +817,8 @@ class MemoryStore:
         return resume(self._store, session_key, extractor, progress=progress)
 
     @translated
-    def skill_candidates(self, threshold: int = 5, llm: Callable[[str], str] | None = None) -> list[SkillCandidate]:
+    def skill_candidates(self, threshold: int = 5,
+                         llm: Callable[[str], str] | None = None) -> builtins.list[SkillCandidate]:
         """Patterns recalled at least ``threshold`` times that could become agent skills, best first.
 
         With ``llm`` the pattern is analysed by it (confidence below 0.7: no
@@ -838,7 +840,7 @@ class MemoryStore:
         return f"Relevant memories (best first):\n{format_hits(hits)}" if hits else ""
 
     @translated
-    def tools(self) -> list[dict[str, Any]]:
+    def tools(self) -> builtins.list[dict[str, Any]]:
         """The memory tools an LLM may call: name, description, JSON-Schema parameters each.
 
         For OpenAI-style APIs wrap each as ``{"type": "function", "function": tool}``.
@@ -862,7 +864,7 @@ class MemoryStore:
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                 agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                 until: datetime | str | None = None, ranking: str = "relevance",
-                include_superseded: bool = False) -> list[Hit]:
+                include_superseded: bool = False) -> builtins.list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
 
         Takes the arguments of :meth:`recall`.
@@ -883,7 +885,7 @@ class MemoryStore:
 
     @translated
     def rank(self, limit: int | None = None, category: str | None = None, *,
-             include_superseded: bool = False) -> list[Hit]:
+             include_superseded: bool = False) -> builtins.list[Hit]:
         """Every memory (or one category's) still holding ranked by decay x boost: the site's ranking. Not a recall.
 
         ``include_superseded``: those replaced by another too.
@@ -934,7 +936,7 @@ class MemoryStore:
         return topic_text([m for m in self.list(category=category) if m.valid_at(now)])
 
     @translated
-    def recent(self, n: int = 10) -> list[str]:
+    def recent(self, n: int = 10) -> builtins.list[str]:
         """The texts of this agent's ``n`` most recent memories still holding, oldest first (never empty ones)."""
         now = self.now()
         return recent_texts([m for m in self.list(agent=self.agent) if m.valid_at(now)], n)

@@ -12,6 +12,7 @@ on it, and :class:`memsite.MemoryStore` puts them together.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import logging
 import os
@@ -545,7 +546,7 @@ class Storage:
 
         return self.healing(read, reading=True)
 
-    def note_recalls(self, ids: list[str]) -> int | None:
+    def note_recalls(self, ids: builtins.list[str]) -> int | None:
         """Journal one recall of each of ``ids`` by this agent; how many recalls now wait for a flush.
 
         None when the disk is full: the recall is not counted (reading then
@@ -666,7 +667,7 @@ class Storage:
         assert tx.commit is not None
         return tx.commit
 
-    def trim(self, category: str) -> list[str]:
+    def trim(self, category: str) -> builtins.list[str]:
         """Apply the category's capacity marks now; returns the ids trimmed."""
         name = self.config.route(category).name
         tx, _ = self.write(lambda tx: tx.trim_category(name))
