@@ -39,6 +39,7 @@ import report
 from longterm_data import AGES, NOW, Generated, generate, written
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.foundation.text import match_any, search_terms
 
 BUCKETS = ("≤ 1 week", "≤ 1 month", "≤ 6 months", "older")
@@ -103,17 +104,17 @@ def answers(data: Generated, ids: dict[str, str]) -> list[tuple[str, str, set[st
 
 def bm25_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
     terms = search_terms(question)
-    found = store.catalog.lexical(match_any(terms)) if terms else {}
+    found = storage_of(store).catalog.lexical(match_any(terms)) if terms else {}
     best = sorted(found, key=found.__getitem__, reverse=True)[:limit]
-    return [store.catalog.ids(best)[n] for n in best]
+    return [storage_of(store).catalog.ids(best)[n] for n in best]
 
 
 def cosine_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
-    vectors = store.vectors
+    vectors = storage_of(store).vectors
     assert vectors is not None
-    close = vectors.closest(store.catalog, question, limit)
+    close = vectors.closest(storage_of(store).catalog, question, limit)
     best = sorted(close, key=close.__getitem__, reverse=True)[:limit]
-    return [store.catalog.ids(best)[n] for n in best]
+    return [storage_of(store).catalog.ids(best)[n] for n in best]
 
 
 def recall_ranking(ranking: str) -> Callable[[MemoryStore, str, int], list[str]]:

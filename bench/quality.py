@@ -52,6 +52,7 @@ import report
 from corpus import Corpus
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.features import relevance
 from memsite.features.relevance import BACKGROUND
 from memsite.foundation.config import Config
@@ -137,11 +138,11 @@ def latency(store: MemoryStore, queries: list[Query], rounds: int = 3) -> tuple[
     times = []
     for _ in range(rounds):
         for query in queries:
-            waiting = store.activity.waiting()
+            waiting = storage_of(store).activity.waiting()
             start = time.perf_counter()
             store.recall(query.text)
             elapsed = (time.perf_counter() - start) * 1000
-            if store.activity.waiting() >= waiting:
+            if storage_of(store).activity.waiting() >= waiting:
                 times.append(elapsed)
     times.sort()
     return statistics.median(times), times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]

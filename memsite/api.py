@@ -1,17 +1,15 @@
 """MemoryStore: the Python API agents write and recall memories through.
 
 The facade over the layers. It holds a :class:`memsite.storage.Storage`, which
-reads and writes memories under memsite's policy, and hands out its parts
-(``repo``, ``config``, ``catalog``, ``world``...); the features (recall,
+reads and writes memories under memsite's policy; the features (recall,
 world state, the task protocol, core memory, ingest, skills, sync) build on
-that store, and this class puts them behind one object. Each public method
-is an entry point: :func:`memsite.features.failures.translated` turns the OS, SQLite
-and git failures below it into memsite's errors there, and nowhere else.
+that storage, and this class puts them behind one object. Each public method
+is an entry point: :func:`memsite.storage.failures.boundary` turns the OS,
+SQLite and git failures below it into memsite's errors there, and nowhere else.
 """
 
 from __future__ import annotations
 
-import builtins
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -35,7 +33,6 @@ from .features.core_memory import (
 )
 from .features.embedders import by_name, chosen_name, download_allowed, normal
 from .features.extract import Extractor, message_texts
-from .features.failures import translated
 from .features.ingest import incomplete, ingest, resume
 from .features.migrate import Migration, migrate
 from .features.opening import open_storage
@@ -51,15 +48,11 @@ from .foundation import inputs
 from .foundation.config import Config
 from .foundation.errors import ConfigError, InvalidInput, NotFound
 from .foundation.record import Memory, format_time, utcnow
-from .git import Repository
-from .storage import Transaction
-from .storage.activity import ActivityJournal
-from .storage.catalog import Catalog
+from .storage import Storage, Transaction
 from .storage.chain import chain
 from .storage.ids import lookup
 from .storage.memories import AGENT_SETTING
-from .storage.state import StateDir
-from .storage.vectors import Embedder, Vectors
+from .storage.vectors import Embedder
 
 T = TypeVar("T")
 
@@ -117,7 +110,6 @@ class MemoryStore:
         ConfigError: ``mkdocs.yml`` has no valid memsite settings (``plugins.memsite``, or ``extra.memsite`` before).
     """
 
-    @translated
     def __init__(
         self,
         path: str | os.PathLike[str] = ".",
@@ -168,7 +160,6 @@ class MemoryStore:
             self._store.use_embedder(resolved)  # opened, and healed, as a callable given to the store is
 
     @classmethod
-    @translated
     def init(
         cls,
         path: str | os.PathLike[str],
@@ -214,7 +205,6 @@ class MemoryStore:
         return store
 
     @classmethod
-    @translated
     def clone(
         cls,
         url: str,
@@ -269,9 +259,8 @@ class MemoryStore:
 
     def _keep_agent(self) -> None:
         """Make this store's agent the one every later command in this clone writes as (``memsite.agent``)."""
-        self.repo.git.run("config", AGENT_SETTING, self.agent, check=True)
+        self._store.repo.git.run("config", AGENT_SETTING, self.agent, check=True)
 
-    @translated
     def close(self) -> None:
         """Sync what the background syncer has not yet (``sync_every``), then release everything."""
         if self.syncer is not None:
@@ -294,11 +283,6 @@ class MemoryStore:
     def root(self) -> Path:
         """The repository's working tree."""
         return self._store.root
-
-    @property
-    def repo(self) -> Repository:
-        """The git repository (memsite's own plumbing over it)."""
-        return self._store.repo
 
     @property
     def config(self) -> Config:
@@ -329,26 +313,6 @@ class MemoryStore:
         return self._store.branch
 
     @property
-    def catalog(self) -> Catalog:
-        """The index of the memories at the branch tip (derived from git, rebuilt when lost)."""
-        return self._store.catalog
-
-    @property
-    def activity(self) -> ActivityJournal:
-        """The journal of recalls not yet committed to the memory files."""
-        return self._store.activity
-
-    @property
-    def vectors(self) -> Vectors | None:
-        """The memories' vectors for hybrid recall; None when recall is by words only."""
-        return self._store.vectors
-
-    @property
-    def state(self) -> StateDir:
-        """The folder the derived files (catalog, journal, vectors) live in."""
-        return self._store.state
-
-    @property
     def commit_listeners(self) -> list[Callable[[str], None]]:
         """Called with each commit this store makes, once the lock is released (a background syncer listens)."""
         return self._store.commit_listeners
@@ -365,23 +329,19 @@ class MemoryStore:
 
     # --- the store's reads and writes ------------------------------------------
 
-    @translated
     def tip(self) -> str | None:
         """The commit reads see: the store's branch (HEAD's commit while that branch does not exist yet,
         or when the store was opened on a detached HEAD)."""
         return self._store.tip()
 
-    @translated
     def now(self) -> datetime:
         """The current time as this store sees it (UTC, whole seconds)."""
         return self._store.now()
 
-    @translated
     def cannot_write(self) -> str | None:
         """Why a write would be refused now (one line naming the cause), or None."""
         return self._store.cannot_write()
 
-    @translated
     def writable_ref(self) -> str:
         """The branch to write to, after checking that a write can be made (see :meth:`Storage.writable_ref`).
 
@@ -391,12 +351,10 @@ class MemoryStore:
         """
         return self._store.writable_ref()
 
-    @translated
     def fresh(self) -> None:
         """Bring the catalog up to the branch tip now (reads do it when they need it)."""
         self._store.fresh()
 
-    @translated
     def get(self, id: str, *, as_of: datetime | str | None = None) -> Memory:
         """The memory with ``id``, or with the one id that starts or ends with ``id`` (6 characters or more, any
         case): its short form (:func:`memsite.short_id`, the end of its random part) is enough.
@@ -423,7 +381,6 @@ class MemoryStore:
                            f"{format_time(now.created)}")
         return memory
 
-    @translated
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
 
@@ -431,7 +388,6 @@ class MemoryStore:
         """
         return self._store.list(category, agent)
 
-    @translated
     def remember(
         self,
         content: str,
@@ -502,7 +458,6 @@ class MemoryStore:
             self._llm = contradictions.judge() or False
         return self._llm or None  # type: ignore[return-value]
 
-    @translated
     def dismiss(self, id: str, of: str | None = None) -> Memory:
         """Say the memory ``id``, flagged as possibly contradicting ``of`` (every memory it was flagged
         against when None), contradicts nothing: both hold. One commit.
@@ -513,7 +468,6 @@ class MemoryStore:
         """
         return self._store.dismiss(id, of)
 
-    @translated
     def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:
         """Mark the memory ``old`` replaced by the memory ``new`` (both written already), in one commit.
 
@@ -537,8 +491,7 @@ class MemoryStore:
         """
         return self._store.supersede(old, new, reason)
 
-    @translated
-    def chain(self, id: str) -> builtins.list[Memory]:
+    def chain(self, id: str) -> list[Memory]:
         """The memories that replaced one another, oldest first, that the memory ``id`` belongs to.
 
         ``[memory]`` for a memory that never replaced another nor was replaced.
@@ -548,7 +501,6 @@ class MemoryStore:
         """
         return chain(self._store.get(id), self._store.get)
 
-    @translated
     def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
 
@@ -566,7 +518,6 @@ class MemoryStore:
         """
         return self._store.update(id, **changes)
 
-    @translated
     def forget(self, id: str, reason: str = "") -> str:
         """Delete a memory in one commit (it stays in history); returns the commit id.
 
@@ -574,7 +525,6 @@ class MemoryStore:
         """
         return self._store.forget(id, reason)
 
-    @translated
     def purge(self, *ids: str, reason: str, matching: str | None = None, remote: str | None = "origin",
               dry_run: bool = False) -> PurgeResult:
         """Erase memories from history: no commit of this clone or of ``remote`` holds their text afterwards.
@@ -604,12 +554,10 @@ class MemoryStore:
         """
         return purge(self._store, ids, reason, matching=matching, remote=remote, dry_run=dry_run)
 
-    @translated
-    def trim(self, category: str) -> builtins.list[str]:
+    def trim(self, category: str) -> list[str]:
         """Apply the category's capacity marks now; returns the ids trimmed."""
         return self._store.trim(category)
 
-    @translated
     def transaction(self, message: str | None = None) -> Transaction:
         """Group writes into one commit: ``with store.transaction("msg") as tx:``.
 
@@ -618,7 +566,6 @@ class MemoryStore:
         """
         return self._store.transaction(message)
 
-    @translated
     def write(self, body: Callable[[Transaction], T], message: str | None = None) -> tuple[Transaction, T]:
         """Run ``body`` in a transaction of its own, again if the branch moved under it; (the transaction, its result).
 
@@ -627,7 +574,6 @@ class MemoryStore:
         """
         return self._store.write(body, message)
 
-    @translated
     def flush_activity(self) -> str | None:
         """Commit the recall counts the journal holds; the last commit id, or None.
 
@@ -637,7 +583,6 @@ class MemoryStore:
         """
         return self._store.flush_activity()
 
-    @translated
     def rebuild_index(self) -> int:
         """Rebuild the catalog and full-text index from the files at the branch tip; returns the count.
 
@@ -645,7 +590,6 @@ class MemoryStore:
         """
         return self._store.rebuild_index()
 
-    @translated
     def embed(self) -> int:
         """Embed the memories recall has no vectors for yet, and measure the relevance floor; returns how many have.
 
@@ -658,14 +602,13 @@ class MemoryStore:
             return 0
 
         def work() -> int:
-            with self.repo.thread_lock:
+            with self._store.repo.thread_lock:
                 self._store.fresh()
-                floor(self.catalog, vectors, self.config.embedding_floor)
-                return vectors.size(self.catalog)
+                floor(self._store.catalog, vectors, self.config.embedding_floor)
+                return vectors.size(self._store.catalog)
 
         return self._store.healing(work, reading=True)
 
-    @translated
     def publish_vectors(self) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.
 
@@ -679,21 +622,18 @@ class MemoryStore:
         """
         return self._store.publish_vectors()
 
-    @translated
-    def heal(self, cause: object = "PRAGMA integrity_check failed") -> builtins.list[str]:
+    def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names."""
         return self._store.heal(cause)
 
     # --- sharing ------------------------------------------------------------
 
-    @translated
     def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
         """Share this clone's memory through ``remote``: merge, publish, integrate.
 
         See :func:`memsite.features.sync.sync`."""
         return sync(self._store, remote, branch)
 
-    @translated
     def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
         """Merge every published agent branch into ``branch`` on ``remote``.
 
@@ -702,11 +642,10 @@ class MemoryStore:
 
     # --- recall -------------------------------------------------------------
 
-    @translated
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                until: datetime | str | None = None, ranking: str = "relevance", include_superseded: bool = False,
-               as_of: datetime | str | None = None, record_time: bool = False) -> builtins.list[Hit]:
+               as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
         """The memories that best match ``query``: relevance decides what is found, time orders what is close.
 
         See :mod:`memsite.features.retrieval` for the whole ranking.
@@ -757,7 +696,6 @@ class MemoryStore:
 
     # --- the long-term memory interface for agents --------------------------
 
-    @translated
     def record(self, messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         """Remember the user and assistant messages of a conversation, one memory each, one commit.
 
@@ -772,7 +710,6 @@ class MemoryStore:
                 tx.remember(text, source="conversation")
         return tx.stats
 
-    @translated
     def ingest(self, messages: Iterable[Mapping[str, Any]], extractor: Extractor, session_key: str | None = None,
                *, batch_size: int = 200, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Extract memories from a conversation and store them, resumably.
@@ -798,12 +735,10 @@ class MemoryStore:
         """
         return ingest(self._store, messages, extractor, session_key, batch_size=batch_size, progress=progress)
 
-    @translated
-    def incomplete_ingests(self) -> builtins.list[str]:
+    def incomplete_ingests(self) -> list[str]:
         """Session keys of ingests that were interrupted and left a checkpoint."""
         return incomplete(self._store)
 
-    @translated
     def resume(self, session_key: str, extractor: Extractor | None = None, *,
                progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Finish an interrupted :meth:`ingest`; returns its totals.
@@ -816,9 +751,7 @@ class MemoryStore:
         """
         return resume(self._store, session_key, extractor, progress=progress)
 
-    @translated
-    def skill_candidates(self, threshold: int = 5,
-                         llm: Callable[[str], str] | None = None) -> builtins.list[SkillCandidate]:
+    def skill_candidates(self, threshold: int = 5, llm: Callable[[str], str] | None = None) -> list[SkillCandidate]:
         """Patterns recalled at least ``threshold`` times that could become agent skills, best first.
 
         With ``llm`` the pattern is analysed by it (confidence below 0.7: no
@@ -827,7 +760,6 @@ class MemoryStore:
         """
         return candidates(self._store, threshold, llm)
 
-    @translated
     def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
         """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""
         if isinstance(query_or_messages, str):
@@ -839,20 +771,17 @@ class MemoryStore:
         hits = self.recall(query, limit=limit)
         return f"Relevant memories (best first):\n{format_hits(hits)}" if hits else ""
 
-    @translated
-    def tools(self) -> builtins.list[dict[str, Any]]:
+    def tools(self) -> list[dict[str, Any]]:
         """The memory tools an LLM may call: name, description, JSON-Schema parameters each.
 
         For OpenAI-style APIs wrap each as ``{"type": "function", "function": tool}``.
         """
         return [dict(tool) for tool in TOOLS]
 
-    @translated
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
         """Run a tool from :meth:`tools`; returns text for the LLM (an error too, never an exception)."""
         return call_tool(self, self.recall, name, arguments)
 
-    @translated
     def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
         """Move memory files of an earlier layout (or a wrong month folder) to their month's numbered folders.
 
@@ -860,11 +789,10 @@ class MemoryStore:
         """
         return migrate(self._store, progress)
 
-    @translated
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                 agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                 until: datetime | str | None = None, ranking: str = "relevance",
-                include_superseded: bool = False) -> builtins.list[Hit]:
+                include_superseded: bool = False) -> list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
 
         Takes the arguments of :meth:`recall`.
@@ -883,9 +811,8 @@ class MemoryStore:
             return hits
         return [*hits, *retrieval.recall(self._store, asked, below=True)]
 
-    @translated
     def rank(self, limit: int | None = None, category: str | None = None, *,
-             include_superseded: bool = False) -> builtins.list[Hit]:
+             include_superseded: bool = False) -> list[Hit]:
         """Every memory (or one category's) still holding ranked by decay x boost: the site's ranking. Not a recall.
 
         ``include_superseded``: those replaced by another too.
@@ -898,7 +825,6 @@ class MemoryStore:
 
     # --- core memory ----------------------------------------------------------
 
-    @translated
     def load_core(self, lines: int | None = None, *, as_of: datetime | str | None = None) -> str:
         """Prompt-ready core memory: world state, pinned memories, this agent's recent memories.
 
@@ -929,19 +855,16 @@ class MemoryStore:
         text = core_text(world, pinned, recent_memories([m for m in memories if m.agent == self.agent], 10), self.agent)
         return first_lines(text, limit)
 
-    @translated
     def load_topic(self, category: str) -> str:
         """The full text of one category (name or alias), oldest first, without what stopped holding; '' if none."""
         now = self.now()
         return topic_text([m for m in self.list(category=category) if m.valid_at(now)])
 
-    @translated
-    def recent(self, n: int = 10) -> builtins.list[str]:
+    def recent(self, n: int = 10) -> list[str]:
         """The texts of this agent's ``n`` most recent memories still holding, oldest first (never empty ones)."""
         now = self.now()
         return recent_texts([m for m in self.list(agent=self.agent) if m.valid_at(now)], n)
 
-    @translated
     def task(self, type: str | None = None, keywords: Iterable[str] = (), *,
              plan: Iterable[str] | None = None) -> Task:
         """Start a task, or resume this agent's unfinished one; use it as a context manager.
@@ -990,3 +913,12 @@ def from_env(environ: Mapping[str, str] | None = None) -> MemoryStore | None:
         store = MemoryStore(path, agent=agent)
     store.auto_load_lines = auto_load_lines(environ, store.auto_load_lines)
     return store
+
+
+def storage_of(store: MemoryStore) -> Storage:
+    """The storage beneath ``store`` (its git repository, catalog, activity journal and vectors).
+
+    For memsite's own surfaces and tests: it is not part of the public API and
+    changes between versions without notice.
+    """
+    return store._store

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.cli import main
 
 from .conftest import assert_clean, git
@@ -253,11 +254,11 @@ def test_finding_an_id_prefix_reads_the_id_index_not_every_memory(repo: Path, fi
     with MemoryStore(repo) as store:
         store.get(store.list()[0].id)  # (the catalog is up to date: what follows is the lookup alone)
         statements: list[str] = []
-        store.catalog.db.set_trace_callback(statements.append)
+        storage_of(store).catalog.db.set_trace_callback(statements.append)
         assert store.get("01m8cfnykz").id == "01M8CFNYKZ0000000000000001"
-        store.catalog.db.set_trace_callback(None)
+        storage_of(store).catalog.db.set_trace_callback(None)
         plans = [row[-1] for sql in statements if sql.lstrip().upper().startswith("SELECT")
-                 for row in store.catalog.db.execute(f"EXPLAIN QUERY PLAN {sql}")]
+                 for row in storage_of(store).catalog.db.execute(f"EXPLAIN QUERY PLAN {sql}")]
     assert any("memories_id_nocase" in plan for plan in plans), plans
     assert not [plan for plan in plans if plan.startswith("SCAN m") or plan == "SCAN memories"], plans
 

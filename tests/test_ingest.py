@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import Extractor, MemoryStore, MemsiteError, NotFound
+from memsite.api import storage_of
 from memsite.cli import main
 from tests.conftest import assert_clean, git
 from tests.ingest_process import CANDIDATES, CONVERSATION, KEY
@@ -123,7 +124,7 @@ def test_calling_ingest_again_with_the_key_resumes_instead_of_asking_again(store
 def test_a_bad_session_key_is_refused_before_anything_is_written(store: MemoryStore) -> None:
     with pytest.raises(MemsiteError, match="session key '../x'"):
         store.ingest(CONVERSATION, Extractor(Scripted(CANDIDATES)), session_key="../x")
-    checkpoints = store.repo.state_dir / "checkpoints"
+    checkpoints = storage_of(store).repo.state_dir / "checkpoints"
     assert not checkpoints.exists() or not any(checkpoints.iterdir())
 
 

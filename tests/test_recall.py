@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsite import MemoryStore, decay_score
+from memsite.api import storage_of
 from memsite.cli import main
 from memsite.features import retrieval
 from memsite.foundation.errors import InvalidInput
@@ -418,7 +419,8 @@ def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStor
 def _sketch_questions(store: MemoryStore) -> list[str]:
     """Dedup's queries of the catalog's sketches, as the store's read connection runs them from now on."""
     asked: list[str] = []
-    store.catalog.db.set_trace_callback(lambda sql: asked.append(sql) if "FROM sketches WHERE k" in sql else None)
+    storage_of(store).catalog.db.set_trace_callback(
+        lambda sql: asked.append(sql) if "FROM sketches WHERE k" in sql else None)
     return asked
 
 

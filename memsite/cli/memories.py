@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..api import MemoryStore
+from ..api import MemoryStore, storage_of
 from ..features.purge import MATCHING_WITHOUT_YES
 from ..foundation.config import memory_url, site_url
 from ..foundation.errors import MemsiteError
@@ -86,7 +86,7 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
     with ctx.opened(MemoryStore.clone(url, directory, agent=ctx.agent, branch=branch,
                                       progress=ProgressBar("Making recall ready"))) as store:
         shared, new = store.cloned or ("main", False)
-        count = store.catalog.count()
+        count = storage_of(store).catalog.count()
         model = store.embedder.model if store.embedder is not None else None
         root, agent = store.root, store.agent
         branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
@@ -297,7 +297,7 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
     """
     with ctx.store() as store:
         memories = store.list(category=category, agent=by_agent)
-        total = len(memories) if memories else store.catalog.count()
+        total = len(memories) if memories else storage_of(store).catalog.count()
     if as_json:
         echo_json([as_dict(m) for m in memories])
         return

@@ -30,7 +30,6 @@ from ..foundation import inputs
 from ..foundation.errors import FormatError, InvalidInput, MemsiteError, ProtocolError, SecretFound
 from ..foundation.record import format_time, one_line
 from . import sessions, world
-from .failures import translated
 from .notes import (
     CLOSING_STEPS,
     Knowledge,
@@ -101,7 +100,6 @@ def read_knowledge(store: Storage, agent: str | None = None) -> Knowledge:
 class Task:
     """A task in progress; see the module documentation and MemoryStore.task."""
 
-    @translated
     def __init__(self, store: Storage, state: TaskState, knowledge: Knowledge, lock: FileLock, *,
                  resumed: bool, plan: Iterable[str] | None = None) -> None:
         """Takes the task's ``lock``; writes its working memory at once, with ``plan`` as the TODO if given."""
@@ -163,7 +161,6 @@ class Task:
 
     # --- the TODO (written to task_process.md at once) ------------------------
 
-    @translated
     def plan(self, items: Iterable[str]) -> None:
         """Replace the plan; items already checked keep their state."""
         previous = {t.text: t for t in self._state.todo}
@@ -171,7 +168,6 @@ class Task:
         self._state.todo = [previous.get(text, TodoItem(text)) for text in dict.fromkeys(texts)]
         self._save()
 
-    @translated
     def add(self, item: str) -> None:
         """Add an item at the end of the plan."""
         text = _item(item)
@@ -179,13 +175,11 @@ class Task:
             self._state.todo.append(TodoItem(text))
         self._save()
 
-    @translated
     def drop(self, item: str) -> None:
         """Remove an item from the plan (it turned out not to be needed)."""
         self._state.todo.remove(self._find(item))
         self._save()
 
-    @translated
     def check(self, item: str, note: str | None = None) -> None:
         """Mark an item done, with an optional note of what was found."""
         found = self._find(item)
@@ -196,26 +190,22 @@ class Task:
 
     # --- the record -----------------------------------------------------------
 
-    @translated
     def problem(self, text: str) -> None:
         """Describe the problem the task addressed (the session's Problem section)."""
         self._state.problem = self._text(text, "problem")
         self._save()
 
-    @translated
     def solution(self, text: str) -> None:
         """Describe the solution (the session's Solution section)."""
         self._state.solution = self._text(text, "solution")
         self._save()
 
-    @translated
     def learn(self, text: str) -> None:
         """Record a learning. Closing the task stores each as a memory recall can find (its source the
         session): one starting with 'pattern:' in ``patterns`` (and the agent's knowledge), the rest in ``general``."""
         self._state.learnings.append(one_line(self._text(text, "learning")))
         self._save()
 
-    @translated
     def world(self, updates: Mapping[str, object] | None = None, remove: Iterable[str] = ()) -> None:
         """World state changes to merge when the task closes (checked now).
 
@@ -244,7 +234,6 @@ class Task:
 
     # --- closing ----------------------------------------------------------------
 
-    @translated
     def finish(self) -> str:
         """Close the task: one commit of the four closing steps. Returns the commit id.
 
@@ -261,12 +250,10 @@ class Task:
             raise _protocol_error([(STEP_SESSION, f"nothing to record yet: call {' and '.join(missing)}")])
         return self._close("partial" if any(not item.done for item in self._state.todo) else "succeeded")
 
-    @translated
     def abandon(self, reason: str) -> str:
         """Close the task without finishing it; the session records why. Returns the commit id."""
         return self._close("abandoned", error=one_line(self._text(reason, "reason")) or "abandoned")
 
-    @translated
     def release(self) -> None:
         """Stop working on the task in this process, leaving it open (it can be resumed)."""
         if self._lock.is_locked:

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 from ..foundation import inputs
 from ..foundation.errors import FormatError, InvalidInput
-from .failures import translated
 
 if TYPE_CHECKING:
     from ..storage import Storage, Transaction
@@ -288,7 +287,6 @@ class World:
         """The repository's working tree."""
         return self._store.root
 
-    @translated
     def read(self, commit: str | None = None) -> dict[str, str]:
         """Every key and its Markdown body, at the branch tip (or at ``commit``)."""
         store = self._store
@@ -298,7 +296,6 @@ class World:
             return {}
         return parse(data.decode("utf-8"), store.config.world_path)[1]
 
-    @translated
     def merge(self, updates: Mapping[str, object] | None = None, remove: Iterable[str] = ()) -> str | None:
         """Set the keys in ``updates``, remove the keys in ``remove``, keep every other key.
 

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..api import storage_of
 from ..features.extract import Extractor
 from ..features.llm import OpenAICompatible
 from ..foundation import inputs
@@ -145,7 +146,7 @@ class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
 
         def body(tx: Transaction) -> None:
             # memsite's dedup is by category, across users: this one is by app and user, exact.
-            known = {key for _, _, key in self.store.catalog.with_field("adk_key")}
+            known = {key for _, _, key in storage_of(self.store).catalog.with_field("adk_key")}
             new = 0
             for content, category, tags, key in found:
                 if key not in known:

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..api import storage_of
 from ..foundation import inputs
 from ..foundation.errors import InvalidInput, MemsiteError
 from ..foundation.fileformat import MAX_FRONTMATTER_BYTES, dump_yaml
@@ -243,7 +244,8 @@ class MemoryFiles:
             return
         self.store.fresh()
         files: dict[str, _File] = {}
-        for mid, size, path, newlines, exact in self.store.catalog.with_field("file", "file_newlines", "file_text"):
+        fields = storage_of(self.store).catalog.with_field("file", "file_newlines", "file_text")
+        for mid, size, path, newlines, exact in fields:
             where = _file_of(path)
             if where is not None:
                 size = len(exact.encode("utf-8")) if isinstance(exact, str) else size + _newlines(newlines)

@@ -77,7 +77,7 @@ def load(docs_dir: Path, config: Config, now: datetime,
     A file that breaks its format is left out and named in ``problems`` (the
     message names file, field and fix), as is a copy of another memory's id:
     one bad file is one problem, never a failed build. ``pending``: recalls
-    not committed yet (``store.activity.pending_counts``), added to the counts
+    not committed yet (``pending_counts`` of the activity journal), added to the counts
     in the files as ``memsite show`` adds them.
     """
     pending = pending or {}
