@@ -417,3 +417,24 @@ def test_binary_input_is_named_as_binary_not_as_a_surrogate(repo: Path) -> None:
         assert result.output.endswith(": not UTF-8 text (byte 0x89 at byte 0, line 1): binary data (an image, an "
                                       "archive?) cannot be remembered; send UTF-8 text\n")
     assert git(repo, "rev-parse", "HEAD") == before
+
+
+def test_sync_integrate_and_propose_run_from_the_command_line(repo: Path, tmp_path: Path) -> None:
+    """The sharing commands reach the remote through the facade (they once handed the library's features a
+    MemoryStore, which has no repository of its own: AttributeError)."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    assert run(repo, "remember", "The staging cluster is vega", "-c", "entities").exit_code == 0
+    synced = run(repo, "sync")
+    assert synced.exit_code == 0, synced.output
+    assert synced.output.startswith("Synced with origin/main")
+    mine = git(repo, "rev-parse", "main").strip()
+    assert git(bare, "rev-parse", "main").strip() == mine
+    assert git(bare, "rev-parse", "agent/cli-agent").strip() == mine
+    integrated = run(repo, "integrate", "--json")
+    assert integrated.exit_code == 0, integrated.output
+    assert json.loads(integrated.output)["merged"] == []
+    proposed = run(repo, "propose")
+    assert proposed.exit_code == 1 and "nothing to propose" in proposed.output
+    assert "AttributeError" not in synced.output + integrated.output + proposed.output

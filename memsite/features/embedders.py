@@ -167,6 +167,7 @@ class LibraryEmbedder:
         if self.library == "model2vec":
             from model2vec import StaticModel
 
+            assert self.folder is not None  # (only fastembed keeps no folder)
             return StaticModel.from_pretrained(self.folder)
         if self.library == "sentence-transformers":
             from sentence_transformers import SentenceTransformer

@@ -72,7 +72,9 @@ def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, st
                             sep=_END.encode())  # (a record is whole at its end mark)
     for record in records:  # (leaving the loop ends git)
         commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
-        for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
+        if commit is None:
+            continue
+        for found, action, reason in commit.actions:  # the trailers say which it removed
             if action in ("forgotten", "trimmed") and (found.lower().startswith(mid.lower())
                                                         or found.lower().endswith(mid.lower())):
                 return commit.sha, commit.author, commit.when, found, action, reason
@@ -101,7 +103,10 @@ def _commit(record: str) -> Commit | None:
     if len(parts) < 5:
         return None
     sha, author, stamp, message, rest = parts[0], parts[1], parts[2], parts[3], _SEP.join(parts[4:])
-    actions, current, recalls, categories = [], None, [], []
+    actions: list[list[str]] = []
+    current: list[str] | None = None
+    recalls: list[str] = []
+    categories: list[str] = []
     purged: str | None = None
     for line in message.splitlines():
         key, _, value = line.strip().partition(": ")
@@ -124,7 +129,7 @@ def _commit(record: str) -> Commit | None:
     fields = [f for f in rest.strip("\0\n").split("\0") if f]
     files = tuple((fields[i].strip(), fields[i + 1]) for i in range(0, len(fields) - 1, 2))
     return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=UTC),
-                  message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files, tuple(recalls),
+                  message.split("\n", 1)[0], tuple((a[0], a[1], a[2]) for a in actions), skipped, files, tuple(recalls),
                   tuple(categories), purged)
 
 

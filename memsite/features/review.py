@@ -186,7 +186,7 @@ def _supersessions(changes: list[Change], before: dict[str, tuple[str, Memory]],
             continue
         old, successor = now[1], after.get(now[1].superseded_by)
         new_text = successor[1].content if successor else ""
-        change.action, change.superseded_by = "superseded", old.superseded_by
+        change.action, change.superseded_by = "superseded", now[1].superseded_by
         change.reason = change.reason.removeprefix(f"by {old.superseded_by}").removeprefix(": ")
         change.new_abstract = successor[1].abstract if successor else ""
         change.texts = ((was[1] if was else old).content, new_text)

@@ -128,7 +128,8 @@ def _by_llm(pattern: Memory, llm: Callable[[str], str]) -> SkillCandidate | None
     steps = _strings(answer.get("steps"))
     if confidence < MIN_CONFIDENCE or not steps:
         return None
-    description = answer.get("description") if isinstance(answer.get("description"), str) else pattern.abstract
+    described = answer.get("description")
+    description = described if isinstance(described, str) else pattern.abstract
     return SkillCandidate(
         name=_name(str(answer.get("name") or pattern.abstract), pattern.id),
         description=" ".join(description.split())[:1024] or pattern.abstract,

@@ -165,7 +165,7 @@ def _format_utc(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text: str) -> datetime:
+def parse_time(text: object) -> datetime:
     """Parse a timestamp written by :func:`format_time`; ValueError otherwise."""
     if not isinstance(text, str) or not _ISO_RE.match(text):
         raise ValueError(text)

@@ -310,7 +310,7 @@ class Checkout:
         that checkout (when HEAD has a reflog). An index that matches an
         older tree otherwise holds a person's staged changes.
         """
-        queue, seen = [tip], set()
+        queue, seen = [tip], set[str]()
         while queue and len(seen) < CATCH_UP_COMMITS:
             current = queue.pop(0)
             if current in seen:

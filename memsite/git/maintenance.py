@@ -254,7 +254,7 @@ class PackMaintenance:
             for binsha, crc, entry in found:
                 entries.setdefault(binsha, (crc, entry))
             merged.append(name)
-        kept = []
+        kept: list[str] = []
         for name in gone:
             remove_pack(folder, name, kept)
         if len(merged) >= 2:

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import overload
 
 from ..foundation.errors import RepositoryError
 from .checkout import Checkout
@@ -255,9 +256,9 @@ class Repository:
                 then = "write to it once that is done, or to another branch"
             raise RepositoryError(f"{ref.removeprefix('refs/heads/')}: is {how} in the worktree {folder}; {then}")
         folders = self._write_folders if here else self._write_folders[:-1]
-        for folder in folders:
-            if not os.access(folder, os.W_OK):
-                raise RepositoryError(f"{self.locks.show(Path(folder))}: is read-only, so memsite cannot write "
+        for writable in folders:
+            if not os.access(writable, os.W_OK):
+                raise RepositoryError(f"{self.locks.show(Path(writable))}: is read-only, so memsite cannot write "
                                       "memories here; make it writable, or write from a clone you can write to")
 
     def _in_use_elsewhere(self, ref: str) -> tuple[Path, str] | None:
@@ -283,6 +284,12 @@ class Repository:
                 return folder, how
         return None
 
+    @overload
+    def root_tree(self, commit: str) -> bytes: ...
+    @overload
+    def root_tree(self, commit: None) -> None: ...
+    @overload
+    def root_tree(self, commit: str | None) -> bytes | None: ...
     def root_tree(self, commit: str | None) -> bytes | None:
         """The root tree id of ``commit`` (None for no commit)."""
         return self.commits.root_tree(commit)

@@ -59,7 +59,7 @@ class _Options(base.Config):
 MemsiteOptions: type[base.Config] = type("MemsiteOptions", (_Options,), {name: _Setting() for name in top_level()})
 
 
-class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
+class MemsitePlugin(BasePlugin[_Options]):
     """Renders a memory repository as its website; each build's state is on the instance, reset in on_config.
 
     ``from_hooks``: run as the hooks of ``hooks/memsite_hooks.py`` (a

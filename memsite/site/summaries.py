@@ -69,7 +69,7 @@ def days(snap: Snapshot, recalls: Iterable[Recall] = (), removed: Iterable[Remov
         died.setdefault(end, Counter())[category] += 1
     active.update(created, closed, added, born, died)
     result = []
-    total, by_category, top, existing = 0, Counter(), [], set()
+    total, by_category, top, existing = 0, Counter[str](), list[Scored](), set[str]()
     for day in sorted(active):
         new = sorted(created.get(day, ()), key=lambda s: (s.memory.created, s.memory.id))
         total += len(new) + sum(born.get(day, Counter()).values()) - sum(died.get(day, Counter()).values())

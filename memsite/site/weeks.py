@@ -11,6 +11,7 @@ past week's page reads the same whenever it is built.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -59,7 +60,7 @@ class Timeline:
     """Memories, sessions and commits bucketed by day, so a digest of a few days costs those days only."""
 
     def __init__(self, snap: Snapshot, commits: list[Commit], skills: list[SkillCandidate],
-                 world_at: dict[str, dict[str, str]], conflicts: list[tuple[str, datetime, str]] = ()) -> None:
+                 world_at: dict[str, dict[str, str]], conflicts: Sequence[tuple[str, datetime, str]] = ()) -> None:
         self.snap, self.commits, self.skills, self.world_at = snap, commits, skills, world_at
         self.conflicts = list(conflicts)
         self.created: dict[date, list[Scored]] = {}
@@ -134,7 +135,8 @@ def world_history(root: Path, commits: list[Commit], path: str) -> dict[str, dic
     return states
 
 
-def gone_memories(root: Path, commits: list[Commit], memories_dir: str, read) -> dict[str, Memory]:
+def gone_memories(root: Path, commits: list[Commit], memories_dir: str,
+                  read: Callable[[str, bytes], Memory | None]) -> dict[str, Memory]:
     """The memories forgotten or trimmed, as they were before (id -> memory), to name them by their abstract.
 
     ``read(path, data)`` parses a memory file (None or an exception for what is not one).

@@ -271,7 +271,7 @@ class Catalog:
         wanted = [high | h for h in keys]
         if seen is not None and wanted and sketch_filter.known(seen, wanted) < shared:
             return None, []  # (an exact duplicate has every value of its own)
-        args = [category, fingerprint] if fingerprint is not None else []
+        args: builtins.list[object] = [category, fingerprint] if fingerprint is not None else []
         exact, counts = None, dict[str, int]()
         for row in self.db.execute(sql, args + wanted):
             if row[0]:
@@ -695,12 +695,14 @@ class Catalog:
                 if memory is not None:
                     claims.setdefault(memory.id, []).append((memory, path, blob))
                     settled.append(path)
-        upserts, demoted, promoted = [], [], set()
+        upserts: builtins.list[tuple[Memory, str, str]] = []
+        demoted: builtins.list[tuple[str, str, str | None, bool, str]] = []
+        promoted: set[str] = set()
         for mid, claimants in claims.items():
             claimants.sort(key=lambda claim: claim[1])
-            memory, kept, blob = claimants[0]
-            if memory is not None:
-                upserts.append((memory, kept, blob))
+            winner, kept, blob = claimants[0]
+            if winner is not None:
+                upserts.append((winner, kept, blob))
                 if kept in settled:
                     promoted.add(kept)
             for _, path, copy_blob in claimants[1:]:

@@ -262,9 +262,10 @@ class Storage:
         path = f"{published_folder(vectors.model)}/{self.agent}-{self._publisher()}.vec"
         with self.transaction(f"Vectors of {len(new)} memories ({vectors.model})") as tx:
             mine = tx.read_bytes(path)
-            fresh = mine is None or not decode(mine, vectors.model)  # (a damaged file of ours starts again)
-            tx.write_bytes(path, encode(vectors.model, vectors.dimension, new, header=fresh) if fresh
-                           else mine + encode(vectors.model, vectors.dimension, new, header=False))
+            if mine is None or not decode(mine, vectors.model):  # (a damaged file of ours starts again)
+                tx.write_bytes(path, encode(vectors.model, vectors.dimension, new, header=True))
+            else:
+                tx.write_bytes(path, mine + encode(vectors.model, vectors.dimension, new, header=False))
         return len(new), tx.commit
 
     def _publisher(self) -> str:
