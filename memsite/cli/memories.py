@@ -15,6 +15,7 @@ from ..foundation.config import memory_url, site_url
 from ..foundation.errors import MemsiteError
 from ..foundation.record import Memory, format_time, short_id
 from ..foundation.terminal import safe
+from ..storage.vectors import model_name
 from .common import (
     COUNT,
     LINES,
@@ -87,7 +88,7 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
                                       progress=ProgressBar("Making recall ready"))) as store:
         shared, new = store.cloned or ("main", False)
         count = storage_of(store).catalog.count()
-        model = store.embedder.model if store.embedder is not None else None
+        model = model_name(store.embedder) if store.embedder is not None else None
         root, agent = store.root, store.agent
         branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
     how = f"by meaning ({model}) and words" if model else "by words (no embedder installed)"
@@ -609,8 +610,8 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
 
     if record_time and as_of is None:
         raise click.UsageError("--record-time needs --as-of")
-    asked = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score, since=since,
-                 until=until, ranking=ranking, include_superseded=include_superseded)
+    asked: dict[str, Any] = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score,
+                                 since=since, until=until, ranking=ranking, include_superseded=include_superseded)
     with ctx.store() as store:
         if explain:
             if as_of is not None:
@@ -764,7 +765,7 @@ def index_embed(ctx: Context, publish: bool) -> None:
     with ctx.store() as store:
         count = store.embed()
         published, commit = store.publish_vectors() if publish else (0, None)
-        model = store.embedder.model if store.embedder is not None else None
+        model = model_name(store.embedder) if store.embedder is not None else None
     if model is None:
         echo("No embedder: recall is by words only (see 'embedding.model' in mkdocs.yml)")
         return

@@ -294,16 +294,17 @@ def _candidate(entry: Any, number: int, config: Config, log: logging.Logger) -> 
     content = content.strip()
     if not content:
         raise _Dropped("'content' is empty")
-    fields = {"content": content, "abstract": entry.get("abstract"), "overview": entry.get("overview")}
+    summaries: dict[str, str | None] = {}
     for key in ("abstract", "overview"):
-        if fields[key] is not None and not isinstance(fields[key], str):
+        value = entry.get(key)
+        if value is not None and not isinstance(value, str):
             log.info("memory extraction: entry %d: '%s' ignored, it is %s, not text",
-                     number, key, type(fields[key]).__name__)
-            fields[key] = None
-        elif fields[key] is not None:
-            fields[key] = fields[key].strip() or None
-    return Candidate(category=_category(entry.get("category"), number, config, log),
-                     tags=_tags(entry.get("tags"), number, log), **fields)
+                     number, key, type(value).__name__)
+            value = None
+        summaries[key] = (value.strip() or None) if value is not None else None
+    return Candidate(content=content, category=_category(entry.get("category"), number, config, log),
+                     abstract=summaries["abstract"], overview=summaries["overview"],
+                     tags=_tags(entry.get("tags"), number, log))
 
 
 def _category(name: Any, number: int, config: Config, log: logging.Logger) -> str:

@@ -105,8 +105,8 @@ def _commit(record: str) -> Commit | None:
     sha, author, stamp, message, rest = parts[0], parts[1], parts[2], parts[3], _SEP.join(parts[4:])
     actions: list[list[str]] = []
     current: list[str] | None = None
-    recalls: list[str] = []
-    categories: list[str] = []
+    recalls: list[tuple[str, int]] = []
+    categories: list[tuple[str, str]] = []
     purged: str | None = None
     for line in message.splitlines():
         key, _, value = line.strip().partition(": ")

@@ -412,7 +412,7 @@ def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) 
 
 def _ref_values(root: Path) -> dict[str, str]:
     listed = _git(root, "for-each-ref", "--format=%(refname) %(objectname)").stdout
-    return dict(line.split(" ", 1) for line in listed.splitlines())  # type: ignore[misc]
+    return dict(line.split(" ", 1) for line in listed.splitlines())
 
 
 def _purge_refs(root: Path) -> list[str]:

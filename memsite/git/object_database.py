@@ -412,12 +412,12 @@ class ObjectDatabase:
             if a == b:
                 continue
             path = f"{prefix}{name}"
-            a_dir = a is not None and a.is_tree
-            b_dir = b is not None and b.is_tree
-            if a_dir or b_dir:
-                yield from self.diff(a.sha if a_dir else None, b.sha if b_dir else None, path + "/")
-            if (a is not None and not a_dir) or (b is not None and not b_dir):
-                yield path, (None if a_dir else a), (None if b_dir else b)
+            a_tree = a.sha if a is not None and a.is_tree else None
+            b_tree = b.sha if b is not None and b.is_tree else None
+            if a_tree is not None or b_tree is not None:
+                yield from self.diff(a_tree, b_tree, path + "/")
+            if (a is not None and a_tree is None) or (b is not None and b_tree is None):
+                yield path, (None if a_tree is not None else a), (None if b_tree is not None else b)
 
     def _changed_entries(self, old: bytes | None, new: bytes | None) -> tuple[dict[str, Entry], dict[str, Entry]]:
         """The entries of each tree that the other lacks (or has differently), by name."""

@@ -491,9 +491,9 @@ class Repository:
                                       f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}")
             return sha
         files = {path: None if new is None else self.objects.read_blob(new.sha) for path, _, new in changes}
-        sha = self.checkout.commit_locked(ref, parent, files, base, build, move, None, None)
-        assert sha is not None
-        return sha
+        merged = self.checkout.commit_locked(ref, parent, files, base, build, move, None, None)
+        assert merged is not None
+        return merged
 
     def with_file(self, tree: bytes, path: str, data: bytes) -> bytes:
         """``tree`` with the file at ``path`` holding ``data`` (objects written; no branch moves)."""

@@ -407,7 +407,7 @@ def _refusals(method: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
-class MemsiteMemoryTool(BetaAbstractMemoryTool):  # type: ignore[misc]
+class MemsiteMemoryTool(BetaAbstractMemoryTool):
     """Claude's memory tool (``memory_20250818``) whose ``/memories`` are memories in a memsite repository.
 
     Args:
@@ -447,7 +447,7 @@ class MemsiteMemoryTool(BetaAbstractMemoryTool):  # type: ignore[misc]
         return _refusals(self.files.clear_all)()
 
 
-class MemsiteAsyncMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc]
+class MemsiteAsyncMemoryTool(BetaAsyncAbstractMemoryTool):
     """:class:`MemsiteMemoryTool` for the SDK's async client: each command runs in a worker thread.
 
     Args:
@@ -485,7 +485,7 @@ class MemsiteAsyncMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc]
 
 
 async def _in_thread(method: Callable[..., str], *args: Any) -> str:
-    return await run_sync(lambda: _refusals(method)(*args))  # type: ignore[no-any-return]
+    return await run_sync(lambda: _refusals(method)(*args))
 
 
 def _arg(command: Any, name: str) -> Any:

@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError
 try:
     from mcp.server.mcpserver import MCPServer as _Server  # mcp 2.x
 except ImportError:
-    from mcp.server.fastmcp import FastMCP as _Server  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as _Server  # type: ignore[attr-defined, no-redef]  # mcp 1.x
 
 from ..api import MemoryStore
 from ..features.protocol import reworded
@@ -90,7 +90,7 @@ def arguments_refused(tool: str, error: ValidationError) -> str:
     return f"{tool}: {'; '.join(problems)}"
 
 
-class _MemsiteServer(_Server):  # type: ignore[misc, valid-type]
+class _MemsiteServer(_Server):
     """The SDK's server, answering a call it cannot make with a tool error of one line."""
 
     tool_names: list[str]

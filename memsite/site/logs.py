@@ -7,6 +7,7 @@ finished HTML) they use.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ..features import history
 from ..features.sessions import SessionRecord
@@ -14,9 +15,29 @@ from . import safe, weeks
 from .safe import link, plural, text
 from .snapshot import Scored
 
+if TYPE_CHECKING:
+    from ..features.history import Commit
+    from ..foundation.record import Memory
+    from .snapshot import Snapshot
+    from .summaries import Day
+
 
 class LogPages:
     """Session, agent and report pages of a :class:`pages.Site`."""
+
+    if TYPE_CHECKING:  # what they use of the Site they are mixed into
+        snap: Snapshot
+        commits: list[Commit]
+        days: list[Day]
+        timeline: weeks.Timeline
+
+        def raw(self, html: str) -> str: ...
+        def memory_link(self, here: str, memory: Memory) -> str: ...
+        def named(self, here: str, mid: str) -> str: ...
+        def agent_link(self, here: str, agent: str) -> str: ...
+        def session_link(self, here: str, session: SessionRecord) -> str: ...
+        def digest(self, start: datetime, end: datetime) -> weeks.Digest: ...
+        def digest_body(self, here: str, d: weeks.Digest, *, open_tasks: bool = False) -> str: ...
 
     def session_pages(self) -> dict[str, str]:
         pages = {}

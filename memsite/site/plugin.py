@@ -56,7 +56,7 @@ class _Options(base.Config):
 
 
 # The plugin's options: memsite's settings as memsite.foundation.config.Config declares them (unset: Config's default).
-MemsiteOptions: type[base.Config] = type("MemsiteOptions", (_Options,), {name: _Setting() for name in top_level()})
+MemsiteOptions: type[_Options] = type("MemsiteOptions", (_Options,), {name: _Setting() for name in top_level()})
 
 
 class MemsitePlugin(BasePlugin[_Options]):

@@ -143,6 +143,7 @@ def _markdown_files(folder: Path) -> list[tuple[Path, str]]:
 
 
 def _recalled(memory: Memory, recalls: int, last: str) -> Memory:
+    when: datetime | None
     try:
         when = parse_time(last)
     except ValueError:

@@ -689,11 +689,11 @@ class Catalog:
             prefix = config.memories_dir + "/"
             for path, blob in waiting:
                 try:
-                    memory = read_memory(config, path, path.removeprefix(prefix), data.get(bytes.fromhex(blob), b""))
+                    waiter = read_memory(config, path, path.removeprefix(prefix), data.get(bytes.fromhex(blob), b""))
                 except FormatError:
                     continue  # no longer readable (the settings changed): it stays a problem
-                if memory is not None:
-                    claims.setdefault(memory.id, []).append((memory, path, blob))
+                if waiter is not None:
+                    claims.setdefault(waiter.id, []).append((waiter, path, blob))
                     settled.append(path)
         upserts: builtins.list[tuple[Memory, str, str]] = []
         demoted: builtins.list[tuple[str, str, str | None, bool, str]] = []
