@@ -457,7 +457,7 @@ class MemoryStore:
         """The language model that judges possible contradictions (see :func:`contradictions.judge`), asked for once."""
         if self._llm is None or self._llm is True:
             self._llm = contradictions.judge() or False
-        return self._llm or None  # type: ignore[return-value]
+        return self._llm or None  # type: ignore[return-value]  # False: asked, none found
 
     def dismiss(self, id: str, of: str | None = None) -> Memory:
         """Say the memory ``id``, flagged as possibly contradicting ``of`` (every memory it was flagged

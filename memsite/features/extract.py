@@ -147,7 +147,7 @@ Conversation:{note}
             return []
         try:
             answer = self.llm(self._prompt(said))
-        except Exception as exc:  # noqa: BLE001 - a failing model loses this conversation's memories, nothing more
+        except Exception as exc:  # noqa: BLE001 (a failing model loses this conversation's memories, nothing more)
             self.log.warning("memory extraction skipped: the language model failed (%s: %s)",
                              type(exc).__name__, exc)
             return []

@@ -194,8 +194,8 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
     rewritten[ref] = tombstone
     pushed = _publish(root, origin, rewritten) if origin is not None else {}
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
-        rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
-        expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
+        rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]  # pushed: origin is set
+        expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # pushed: origin is set (git push moved it)
     _move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
@@ -235,7 +235,7 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
     # The rewritten image of ``seen`` on ``theirs``: the commit whose tree is seen's without the purged files
     # (the rewrite keeps every other blob, so the trees are equal). Own commits go on it, each with its own
     # files less the purged ones; the sync then merges ``theirs`` in with the merge drivers, as ever.
-    base = purged_tree(seen).hex()  # type: ignore[union-attr]
+    base = purged_tree(seen).hex()  # type: ignore[union-attr]  # a commit has a tree
     current = next((line.split()[0] for line in _git(root, "log", "--format=%H %T", theirs).stdout.splitlines()
                     if line.split()[1] == base), theirs)
     chain = own if mine in own or mine is None else [*own, mine]  # (a merge at the tip: its files too)
@@ -244,7 +244,7 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         lines = [ln for ln in header.split("\n") if not ln.startswith(("tree ", "parent "))]
         touched = any(p in paths for p, _, _ in objects.diff(repo.root_tree(repo.parents(sha)[0]),
                                                              repo.root_tree(sha)))
-        text = (f"tree {purged_tree(sha).hex()}\nparent {current}\n" + "\n".join(lines)  # type: ignore[union-attr]
+        text = (f"tree {purged_tree(sha).hex()}\nparent {current}\n" + "\n".join(lines)  # type: ignore[union-attr]  # a commit has a tree
                 + "\n\n" + _redacted(message, words, touched=touched))
         current = _git(root, "hash-object", "-t", "commit", "-w", "--stdin", input=text).stdout.strip()
     moves = {ref: current}

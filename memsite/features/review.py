@@ -142,7 +142,7 @@ def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple
     reasons = [reason for _, reason, _ in records if reason]
     archive = f"{config.content_dir}/archive/"
     if old is None or (old[0].startswith(archive) and new is not None and not new[0].startswith(archive)):
-        path, memory = new  # type: ignore[misc]
+        path, memory = new  # type: ignore[misc]  # new is there when old is not
         return Change("created", mid, memory.category, memory.abstract, memory.agent, path,
                       flags=tuple(flagged(memory)))
     if new is None or (new[0].startswith(archive) and not old[0].startswith(archive)):
@@ -244,7 +244,7 @@ def _transient(root: Path, config: Config, commits: list[history.Commit], seen: 
     changes = []
     for mid, spec, path in wanted:
         try:
-            memory = _memory(config, _place(config, path), path, blobs.get(spec, b""))  # type: ignore[arg-type]
+            memory = _memory(config, _place(config, path), path, blobs.get(spec, b""))  # type: ignore[arg-type]  # wanted holds memory files only
         except FormatError:
             continue
         if memory.id != mid:

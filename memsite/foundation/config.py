@@ -368,7 +368,7 @@ _TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", _ignore_tag)
 def read_mkdocs_yml(path: Path) -> dict[str, Any]:
     """The settings in ``path`` as plain data (tags read as null)."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)  # noqa: S506
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)  # noqa: S506 (a SafeLoader that reads tags as null)
     except FileNotFoundError:
         raise ConfigError(f"{path}: not found; run 'memsite init' to create a memory repository") from None
     except yaml.YAMLError as exc:

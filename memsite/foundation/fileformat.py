@@ -46,14 +46,14 @@ class _Restrictions:
         if kind is yaml.ScalarNode and implicit[0]:
             tag = _RESOLVED.get(value)
             if tag is None:
-                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]  # a mixin: the loader has it
                 if len(_RESOLVED) < 4096:
                     _RESOLVED[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)  # type: ignore[misc]
+        return super().resolve(kind, value, implicit)  # type: ignore[misc]  # a mixin: the loader has it
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
-        if node in self.constructed_objects:  # type: ignore[attr-defined]
+        if node in self.constructed_objects:  # type: ignore[attr-defined]  # a mixin: the loader has it
             raise _YamlRefused("anchors and aliases (&name, *name) are not allowed", node.start_mark)
         if isinstance(node, yaml.ScalarNode):
             implicit = (False, True) if node.style else (True, False)  # plain: None (pure), "" (libyaml)
@@ -64,7 +64,7 @@ class _Restrictions:
             expected = "tag:yaml.org,2002:map"
         if node.tag != expected:
             raise _YamlRefused(f"YAML tags ({node.tag}) are not allowed", node.start_mark)
-        return super().construct_object(node, deep)  # type: ignore[misc]
+        return super().construct_object(node, deep)  # type: ignore[misc]  # a mixin: the loader has it
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()
@@ -79,7 +79,7 @@ class _Restrictions:
             if key_node.value in seen:
                 raise _YamlRefused(f"key {key_node.value!r} appears twice", key_node.start_mark)
             seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]  # a mixin: the loader has it
 
 
 class _RestrictedLoader(_Restrictions, yaml.SafeLoader):
@@ -99,7 +99,7 @@ class _RestrictedLoader(_Restrictions, yaml.SafeLoader):
 _FastLoader: type[yaml.CSafeLoader] | None = None
 if hasattr(yaml, "CSafeLoader"):
 
-    class _FastLoader(_Restrictions, yaml.CSafeLoader):  # type: ignore[no-redef]  # (None without libyaml)
+    class _FastLoader(_Restrictions, yaml.CSafeLoader):  # type: ignore[no-redef]  # None without libyaml
         """libyaml twin of _RestrictedLoader."""
 
 
@@ -135,7 +135,7 @@ class _CanonicalDumper(yaml.SafeDumper):
 _FastDumper: type[yaml.CSafeDumper] | None = None
 if hasattr(yaml, "CSafeDumper"):
 
-    class _FastDumper(yaml.CSafeDumper):  # type: ignore[no-redef]  # (None without libyaml)
+    class _FastDumper(yaml.CSafeDumper):  # type: ignore[no-redef]  # None without libyaml
         """libyaml twin of _CanonicalDumper."""
 
 
@@ -227,11 +227,11 @@ def load_yaml(text: str, where: str, *, pure: bool = False) -> Any:
     # and so does whatever libyaml refuses, so the reference decides every refusal.
     if not pure and _FastLoader is not None and "!" not in text:
         try:
-            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - restricted loader
+            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 (the restricted loader)
         except yaml.YAMLError:
             pass
     try:
-        return yaml.load(text, Loader=_RestrictedLoader)  # noqa: S506 - restricted loader
+        return yaml.load(text, Loader=_RestrictedLoader)  # noqa: S506 (the restricted loader)
     except _YamlRefused as exc:
         raise FormatError(f"{where}: line {exc.mark.line + 2}: {exc.message}; write plain values") from None
     except yaml.YAMLError as exc:

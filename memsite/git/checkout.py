@@ -362,7 +362,7 @@ class Checkout:
                     remove_file(self.root, path)
                 elif ahead is None or not ahead.place(path, f"{root}/{path}", data):
                     atomic_write(f"{root}/{path}", data)
-            new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]
+            new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]  # new paths have bytes
             index.append(IndexUpdate(self.root, self.git_dir, lock, files, new_files))
 
         # The working tree and the index are updated while other work goes

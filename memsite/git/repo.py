@@ -416,7 +416,7 @@ class Repository:
             if not built:
                 with self.objects.batch():  # the commit's objects: one pack, stored before the branch moves
                     written = [path for path, data in files.items() if data is not None]
-                    shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
+                    shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]  # written: not None
                     entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
                     entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
                     built.append(self.commits.write_change(base, entries, parent, message, author, when))

@@ -99,7 +99,7 @@ class Background(Generic[T]):
     def result(self) -> T:
         if self._error is not None:
             raise self._error
-        return self.value  # type: ignore[return-value]
+        return self.value  # type: ignore[return-value]  # set, as work did not fail
 
 
 # The program of the process that writes a commit's files ahead (see FilesAhead): frames of

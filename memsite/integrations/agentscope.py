@@ -238,7 +238,7 @@ if MAJOR == 2:
         is_concurrency_safe = False
         is_read_only = False
 
-        def run(self, thinking: str, content: list[str], supersedes: str | None = None) -> str:  # type: ignore[override]
+        def run(self, thinking: str, content: list[str], supersedes: str | None = None) -> str:  # type: ignore[override]  # the model sees these names
             return _record_items(self.middleware.store, self.middleware.category, thinking, content, supersedes)
 
     class _RetrieveFromMemory(_MemoryTool):
@@ -246,7 +246,7 @@ if MAJOR == 2:
         is_concurrency_safe = True
         is_read_only = True
 
-        def run(self, keywords: list[str]) -> str:  # type: ignore[override]
+        def run(self, keywords: list[str]) -> str:  # type: ignore[override]  # the model sees these names
             return _retrieve_items(self.middleware.store, keywords, self.middleware.limit)
 
 else:

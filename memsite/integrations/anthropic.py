@@ -513,8 +513,8 @@ def _relative(path: object) -> str:
         raise ToolError(f"Path {path!r} contains a NUL byte; paths are text")
     if path != ROOT and not path.startswith(ROOT + "/"):
         raise ToolError(f"Path must start with /memories, got: {path}")
-    if _ESCAPE.search(path):
-        raise ToolError(f"Path {path} has percent-encoded characters ({_ESCAPE.search(path).group()}); "  # type: ignore[union-attr]
+    if escaped := _ESCAPE.search(path):
+        raise ToolError(f"Path {path} has percent-encoded characters ({escaped.group()}); "
                         "write the path as plain text")
     if "\\" in path:
         raise ToolError(f"Path {path} has a backslash; separate folders with /")

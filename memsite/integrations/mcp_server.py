@@ -77,7 +77,7 @@ def errors_as_tool_errors(func: F, lock: threading.Lock) -> F:
             except MemsiteError as exc:
                 return tool_error(reworded(str(exc), _TOOL_WORDS))
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # wraps F, same signature
 
 
 def arguments_refused(tool: str, error: ValidationError) -> str:

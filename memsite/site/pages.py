@@ -583,7 +583,7 @@ def summary_days(snap: Snapshot, commits: list[Commit]) -> list[Day]:
 
 def projection(snap: Snapshot, *, include_l1: bool = True, commits: list[Commit] | None = None) -> dict[str, str]:
     """``memsite project``: by-category/<category>.md and summaries/<date>.md, plain Markdown."""
-    plain = lambda value: " ".join(str(value or "").split())  # noqa: E731
+    plain = lambda value: " ".join(str(value or "").split())  # noqa: E731 (a one-line helper)
     files = {}
     grouped = snap.by_category()
     for category in snap.config.categories:

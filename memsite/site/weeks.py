@@ -93,7 +93,7 @@ class Timeline:
         d.sessions = sorted((r for day in days for r in self.closed.get(day, ()) if start <= r.finished < end),
                             key=lambda r: (r.finished, r.name), reverse=True)
         changed = sorted((m for day in days for m in self.replaced.get(day, ())
-                          if start <= m.valid_until < end), key=lambda m: (m.valid_until, m.id), reverse=True)  # type: ignore[operator]
+                          if start <= m.valid_until < end), key=lambda m: (m.valid_until, m.id), reverse=True)  # type: ignore[operator]  # replaced: valid_until set
         d.changed = [(m, self.by_id.get(m.superseded_by or "")) for m in changed]
         d.review = [s for s in d.new if flagged(s.memory)]
         written = set().union(*(self.written.get(day, set()) for day in days))

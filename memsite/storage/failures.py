@@ -57,8 +57,8 @@ def translated(func: F) -> F:
             except (OSError, sqlite3.Error, RepositoryError) as exc:
                 _reraise(exc, args, kwargs)
 
-        generator.__translated__ = True  # type: ignore[attr-defined]
-        return generator  # type: ignore[return-value]
+        generator.__translated__ = True  # type: ignore[attr-defined]  # a mark on the function
+        return generator  # type: ignore[return-value]  # wraps F, same signature
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -69,8 +69,8 @@ def translated(func: F) -> F:
         except (OSError, sqlite3.Error, RepositoryError) as exc:
             _reraise(exc, args, kwargs)
 
-    wrapper.__translated__ = True  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+    wrapper.__translated__ = True  # type: ignore[attr-defined]  # a mark on the function
+    return wrapper  # type: ignore[return-value]  # wraps F, same signature
 
 
 def _reraise(exc: BaseException, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -504,7 +504,7 @@ class Transaction:
             if repo.refs.head_target() != self.ref:  # (a branch not checked out has no files to write)
                 return
             self._files_ahead = repo.files_ahead()
-        self._files_ahead.add((path, self._files[path]) for path in paths)  # type: ignore[misc]
+        self._files_ahead.add((path, self._files[path]) for path in paths)  # type: ignore[misc]  # paths written, not removed
 
     def _drop_ahead(self) -> None:
         """Remove the files written ahead of a commit that is not made, and those it did not use."""
