@@ -1,8 +1,9 @@
 """The event log: one immutable session record per task.
 
 ``sessions/<YYYY-MM-DD>_<type>_<keywords>.md``: frontmatter for tools (the
-site, reports) and the original spec's sections for people: task information,
-problem, solution, execution, learnings.
+site, reports) and, for people, the sections the three-dimensional memory
+specification gave the log (docs/design.md, "The founding specifications"): task
+information, problem, solution, execution, learnings.
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ DELTAS_TIMEOUT_SECONDS = 60.0  # how long closing a store waits for git to store
 # It is run instead after commits whose id starts with these characters: one
 # write in 256, the rate at which git samples objects/17/ to decide.
 GC_SAMPLE = "17"
+_FULL_ID = re.compile(r"[0-9a-fA-F]{40}")  # a revision that is a commit id already: read, not asked of git
 # git operations that leave the checkout between two states, and how to end each.
-_FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
 OPERATIONS = (
     ("rebase-merge", "a rebase", "git rebase --continue or --abort"),
     ("rebase-apply/applying", "git am", "git am --continue or --abort"),

@@ -15,8 +15,8 @@ It follows the shape of AgentScope's own ``Mem0Middleware``. In
 ``static_control`` the middleware recalls what the user's message is about
 before each reply (the hits go into the agent's context as a hint) and
 records the exchange after it; in ``agent_control`` it offers the model the
-tools ``record_to_memory`` and ``retrieve_from_memory`` (the original spec's
-names), which need no permission step; ``both`` does both. A tool call the
+tools ``record_to_memory`` and ``retrieve_from_memory`` (the names of the
+memory-module specification in docs/design.md), which need no permission step; ``both`` does both. A tool call the
 tool's schema refuses (a missing or unknown argument) is answered by
 AgentScope with an error the model reads, and the reply goes on.
 

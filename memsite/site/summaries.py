@@ -1,4 +1,4 @@
-"""Daily summaries and category projections, in the original spec's shapes.
+"""Daily summaries and category projections, in the shapes of the memory-plugin specification (docs/design.md).
 
 The same functions render the site's ``/summaries/`` pages and the files of
 ``memsite project`` (for external Markdown indexers). They take the text
