@@ -153,7 +153,8 @@ def sync(store: Storage, remote: str = "origin", branch: str | None = None, *,
             fetched += brought
             if mine is None or mine == theirs:
                 return SyncResult(remote, shared, UP_TO_DATE, fetched, 0, attempt, publish, restored=restored)
-            queued = publish if publish is not None and _leave_to_queue(store, theirs) else None  # its branch alone
+            # Left to the merge queue: only the agent branch is pushed.
+            queued = publish if publish is not None and _leave_to_queue(store, theirs) else None
             if tries is None and attempt == 1 and publish is not None and _queue_seen(store, theirs):
                 tries = 1  # a merge queue runs: a sync that lost the race is queued, as it has always been
             updates = {queued: mine} if queued else {shared: mine, **({publish: mine} if publish else {})}

@@ -271,7 +271,7 @@ class Catalog:
         wanted = [high | h for h in keys]
         if seen is not None and wanted and sketch_filter.known(seen, wanted) < shared:
             return None, []  # (an exact duplicate has every value of its own)
-        args: builtins.list[object] = [category, fingerprint] if fingerprint is not None else []
+        args: list[object] = [category, fingerprint] if fingerprint is not None else []
         exact, counts = None, dict[str, int]()
         for row in self.db.execute(sql, args + wanted):
             if row[0]:
@@ -695,8 +695,8 @@ class Catalog:
                 if waiter is not None:
                     claims.setdefault(waiter.id, []).append((waiter, path, blob))
                     settled.append(path)
-        upserts: builtins.list[tuple[Memory, str, str]] = []
-        demoted: builtins.list[tuple[str, str, str | None, bool, str]] = []
+        upserts: list[tuple[Memory, str, str]] = []
+        demoted: list[tuple[str, str, str | None, bool, str]] = []
         promoted: set[str] = set()
         for mid, claimants in claims.items():
             claimants.sort(key=lambda claim: claim[1])
