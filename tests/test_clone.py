@@ -69,7 +69,8 @@ def test_init_remote_publishes_a_memory_that_a_plain_git_clone_checks_out(tmp_pa
     assert (tmp_path / "by-git" / "mkdocs.yml").is_file()  # checked out, not "remote HEAD refers to nonexistent ref"
     again = CliRunner().invoke(main, ["init", str(tmp_path / "second"), "--remote", str(bare)])
     assert again.exit_code == 1 and not (tmp_path / "second").exists()
-    assert again.output == f"Error: {bare} already has a branch main; join that memory with 'memsite clone {bare}' instead\n"
+    assert again.output == (f"Error: {bare} already has a branch main; "
+                            f"join that memory with 'memsite clone {bare}' instead\n")
 
 
 def test_clone_of_an_empty_remote_makes_a_new_memory_and_publishes_it(tmp_path: Path) -> None:

@@ -63,7 +63,8 @@ def protect_main(remote: Path, hook: str = "update") -> Path:
     ``update`` refuses that ref alone, as GitHub does; ``pre-receive`` refuses the whole push.
     """
     allow = remote / "allow-main"
-    check = f'[ "$ref" = refs/heads/main ] && [ ! -e "{allow}" ] && {{ echo "main is protected: CI integrates"; exit 1; }}'
+    check = (f'[ "$ref" = refs/heads/main ] && [ ! -e "{allow}" ] && '
+             '{ echo "main is protected: CI integrates"; exit 1; }')
     body = (f'ref="$1"\n{check}\nexit 0\n' if hook == "update"
             else f'while read old new ref; do {check}; done\nexit 0\n')
     path = remote / "hooks" / hook
@@ -173,7 +174,8 @@ def test_with_no_merge_queue_a_sync_that_lost_the_race_tries_again_until_it_inte
     hook.write_text(f"""#!/bin/sh
 unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE
 [ "$(cat "{other}/moves" 2>/dev/null)" = 3 ] && exit 0
-cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && echo $(( $(cat moves 2>/dev/null || echo 0) + 1 )) > moves \\
+cd "{other}" && git fetch -q origin && git reset -q --hard origin/main \\
+  && echo $(( $(cat moves 2>/dev/null || echo 0) + 1 )) > moves \\
   && git add moves && git -c user.name=p -c user.email=p@e commit -qm moved && git push -q origin HEAD:main
 """)
     hook.chmod(0o755)
@@ -197,7 +199,8 @@ def test_beside_a_running_merge_queue_a_sync_that_lost_the_race_is_queued_at_onc
     other = remote.parent / "person"
     git(remote.parent, "clone", "-q", str(remote), str(other))
     move = (f'cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && date +%s%N > moved.txt '
-            "&& git add moved.txt && git -c user.name=p -c user.email=p@e commit -qm moved && git push -q origin HEAD:main")
+            "&& git add moved.txt && git -c user.name=p -c user.email=p@e commit -qm moved "
+            "&& git push -q origin HEAD:main")
     subprocess.run(["sh", "-c", move], check=True)  # main's newest commit is no longer the queue's merge
     hook = store.root / ".git" / "hooks" / "pre-push"
     hook.write_text(f"#!/bin/sh\nunset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE\n{move}\n")
