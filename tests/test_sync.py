@@ -187,7 +187,8 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
     assert on_remote(remote) == []  # main is untouched until the pull request is merged
     from memsite.features.sync import integrate
 
-    assert integrate(storage_of(store)).commit is None and on_remote(remote) == []  # the merge queue leaves it to the review
+    # the merge queue leaves it to the review
+    assert integrate(storage_of(store)).commit is None and on_remote(remote) == []
 
 
 def test_propose_with_nothing_to_propose_pushes_nothing(store: MemoryStore, remote: Path, tmp_path: Path) -> None:

@@ -13,23 +13,14 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..foundation.errors import MemsiteError
 from ..foundation.record import Memory, one_line, short_id, truncate
 from .relevance import Why
 
 if TYPE_CHECKING:
-    from ..storage import Transaction
-
-
-class Writer(Protocol):
-    """What the tools need of a store to record: the facade (``MemoryStore``) or the storage beneath it."""
-
-    @property
-    def agent(self) -> str: ...
-
-    def transaction(self, message: str | None = None) -> Transaction: ...
+    from ..storage import Storage
 
 
 @dataclass(frozen=True)
@@ -131,7 +122,7 @@ def _strings(arguments: Mapping[str, Any], name: str) -> list[str]:
     return value
 
 
-def call_tool(store: Writer, recall: Callable[[str], list[Hit]], name: str, arguments: Mapping[str, Any] | str) -> str:
+def call_tool(store: Storage, recall: Callable[[str], list[Hit]], name: str, arguments: Mapping[str, Any] | str) -> str:
     """Run one of :data:`TOOLS` (``recall`` answers a query); the result, or the error, is text for the LLM."""
     try:
         try:
@@ -170,7 +161,7 @@ def superseded(args: Mapping[str, Any]) -> str | None:
     return value.strip()
 
 
-def record_items(store: Writer, thinking: str, items: list[str], category: str = "general",
+def record_items(store: Storage, thinking: str, items: list[str], category: str = "general",
                  supersedes: str | None = None) -> str:
     """``record_to_memory``: each item a memory of ``category``, one commit; the answer the model reads."""
     subject = truncate("Record to memory: " + (one_line(thinking) or "from the agent"), 72)
