@@ -5,9 +5,9 @@
 
 Real processes and real git, as tests/test_faults.py (the faults and checks
 are shared: tests/faults.py). SIGKILL at random moments of ``remember`` loops,
-transactions and task closes, and at each named point of ``memsite build``
-and ``memsite migrate`` in turn (each kill counted as mid-work when it found the
-process still working); each
+transactions and task closes, and at each named point of ``memsite build`` and
+``memsite migrate`` in turn (a kill is counted mid-work when it found the process
+still working; ``tests/site_build_process.py``, ``tests/migrate_process.py``); each
 ``.memsite/`` file (and its -wal, -shm) truncated, filled with garbage, and
 filled with garbage after its intact 100-byte header; reads through the CLI
 on a full disk (a 3 MB tmpfs, when it can be mounted), then a write; every
