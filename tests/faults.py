@@ -146,10 +146,11 @@ def _tally(tally: Tally, failures: list[str], acked: int, lost: int = 0, killed:
 
 
 def kill_writers(repo: Path, rounds: int, rng: random.Random, *, batch: int = 1) -> Tally:
-    """SIGKILL ``remember`` (batch 1) or transaction (batch > 1) loops at random moments."""
+    """SIGKILL ``remember`` (batch 1) or transaction (batch > 1) loops at random moments (loops longer than any
+    wait, so that every kill lands mid-work)."""
     tally, acks = Tally(), {}
     for n in range(rounds):
-        proc = start("-m", "tests.writer_process", str(repo), f"victim{n}", "400", "--batch", str(batch))
+        proc = start("-m", "tests.writer_process", str(repo), f"victim{n}", "100000", "--batch", str(batch))
         time.sleep(rng.uniform(0.5, 1.1))
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
@@ -164,7 +165,7 @@ def kill_tasks(repo: Path, rounds: int, rng: random.Random) -> Tally:
     """SIGKILL a process closing tasks in a loop (each close: session, knowledge, world, working memory)."""
     tally, sessions = Tally(), set()
     for n in range(rounds):
-        proc = start("-m", "tests.faults", "task", str(repo), f"worker{n}", "200")
+        proc = start("-m", "tests.faults", "task", str(repo), f"worker{n}", "100000")
         time.sleep(rng.uniform(0.5, 1.1))
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
