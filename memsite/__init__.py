@@ -10,12 +10,15 @@ covered without a decorator of its own.
 """
 
 from .api import MemoryStore, from_env
+from .features.check import CheckResult
 from .features.extract import Candidate, Extractor
+from .features.history import DayReport
 from .features.migrate import Migration
 from .features.protocol import Task
 from .features.purge import PurgePlan, PurgeResult
 from .features.recall import Hit
 from .features.relevance import Why
+from .features.review import Change, Diff
 from .features.skills import SkillCandidate, render_skill
 from .features.sync import IntegrateResult, SyncResult
 from .features.world import World
@@ -46,9 +49,13 @@ __all__ = [
     "Candidate",
     "Capacity",
     "Category",
+    "Change",
+    "CheckResult",
     "Config",
     "ConfigError",
     "ConflictError",
+    "DayReport",
+    "Diff",
     "DiskFull",
     "Extractor",
     "FormatError",

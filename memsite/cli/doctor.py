@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, echo, errors_as_messages, main, pass_context, repo_root
+from .common import Context, echo, main, pass_context, repo_root
 
 
 @main.command()
 @click.option("--fix", is_flag=True, help="Repair what is safe: memsite's own locks left by a killed writer are taken back; "
               "anyone else's lock is never removed.")
 @pass_context
-@errors_as_messages
 def doctor(ctx: Context, fix: bool) -> None:
     """Find what killed writers, hand edits and damaged caches left behind.
 

@@ -11,7 +11,7 @@ import click
 
 from ..api import MemoryStore
 from ..foundation.errors import MemsiteError
-from .common import COUNT, Context, echo, errors_as_messages, main, pass_context
+from .common import COUNT, Context, echo, main, pass_context
 
 
 class _IngestProgress:
@@ -57,7 +57,6 @@ def _echo_stats(key: str, stats: dict[str, int]) -> None:
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--session-key", help="Names the checkpoint (default: derived from the conversation).")
 @pass_context
-@errors_as_messages
 def ingest(ctx: Context, file: str, session_key: str | None) -> None:
     """Turn a conversation into memories through an LLM, resumably.
 
@@ -119,7 +118,6 @@ def _read_conversation(file: str) -> Any:
 @click.argument("key", required=False)
 @click.option("--all", "resume_all", is_flag=True, help="Resume every unfinished ingest.")
 @pass_context
-@errors_as_messages
 def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
     """Finish interrupted ingests (without KEY or --all: list them).
 
@@ -155,7 +153,6 @@ def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
 @click.option("--llm/--no-llm", "use_llm", default=True, show_default=True,
               help="Analyse patterns with the LLM in MEMSITE_LLM_* when one is configured.")
 @pass_context
-@errors_as_messages
 def skills(ctx: Context, threshold: int, folder: Path | None, use_llm: bool) -> None:
     """List patterns used often enough to become agent skills, or draft them.
 

@@ -14,7 +14,7 @@ from ..features.merge import DRIVERS
 from ..features.merge import run as run_merge
 from ..foundation.config import ENGINES
 from ..foundation.errors import MemsiteError
-from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, repo_root
+from .common import Context, echo, echo_json, json_option, main, pass_context, repo_root
 
 
 def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -32,7 +32,6 @@ def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--engine", type=click.Choice(ENGINES),
               help="What renders the pages (default: the engine setting in mkdocs.yml, else mkdocs).")
 @pass_context
-@errors_as_messages
 def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None) -> None:
     """Build the memory website (Material theme) from the repository.
 
@@ -64,7 +63,6 @@ def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None)
 @click.option("-a", "--dev-addr", metavar="IP:PORT", help="Address and port in one (overrides --host and --port).")
 @click.option("--open", "open_in_browser", is_flag=True, help="Open the site in a browser.")
 @pass_context
-@errors_as_messages
 def serve(ctx: Context, host: str, port: int, dev_addr: str | None, open_in_browser: bool) -> None:
     """Serve the memory website locally, rebuilding it as memories change.
 
@@ -91,7 +89,6 @@ def serve(ctx: Context, host: str, port: int, dev_addr: str | None, open_in_brow
 @click.option("--no-l1", is_flag=True, help="Leave out the overviews (L1): abstracts only.")
 @click.option("--by-category", is_flag=True, help="Also write by-category/<category>.md.")
 @pass_context
-@errors_as_messages
 def project(ctx: Context, out: Path, no_l1: bool, by_category: bool) -> None:
     """Write daily summaries (and category views) as Markdown for external indexers.
 
@@ -110,7 +107,6 @@ def project(ctx: Context, out: Path, no_l1: bool, by_category: bool) -> None:
 @click.option("--serve", "and_serve", is_flag=True, help="Serve the site afterwards (see --host and --port).")
 @_address_options
 @click.option("--weeks", default=6, show_default=True, type=click.IntRange(1, 52), help="Weeks to simulate.")
-@errors_as_messages
 def demo(folder: Path, and_serve: bool, host: str, port: int, weeks: int) -> None:
     """Create a demo memory repository and build its website.
 
@@ -154,9 +150,8 @@ def _shell(path: Path) -> str:
 @click.option("--branch", help="The shared branch (default: the checked-out branch's name).")
 @click.option("--every", type=click.FloatRange(min=1), metavar="SECONDS",
               help="Keep syncing, every SECONDS, until Ctrl-C.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @pass_context
-@errors_as_messages
 def sync(ctx: Context, remote: str, branch: str | None, every: float | None, as_json: bool) -> None:
     """Share this clone's memory through a git remote: merge, publish, integrate.
 
@@ -174,12 +169,10 @@ def sync(ctx: Context, remote: str, branch: str | None, every: float | None, as_
         memsite sync
         memsite sync --every 30        # keep syncing until Ctrl-C
     """
-    from ..features.sync import sync as sync_memory
-
     with ctx.store() as store:
         while True:
             try:
-                result = sync_memory(store, remote, branch)
+                result = store.sync(remote, branch)
             except MemsiteError as exc:
                 if every is None:
                     raise
@@ -210,9 +203,8 @@ def _synced(result: Any) -> str:
 @main.command()
 @click.option("--remote", default="origin", show_default=True, help="The git remote the agent branches are on.")
 @click.option("--branch", default="main", show_default=True, help="The shared branch to merge them into.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @pass_context
-@errors_as_messages
 def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
     """Merge every published agent branch into the shared branch: a merge queue.
 
@@ -226,10 +218,8 @@ def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
     Example:
         memsite --agent integrator integrate --branch main
     """
-    from ..features.sync import integrate as run_integrate
-
     with ctx.store() as store:
-        result = run_integrate(store, remote, branch)
+        result = store.integrate(remote, branch)
     if as_json:
         echo_json(dataclasses.asdict(result))
     elif result.commit is None and not result.left_out:
@@ -247,7 +237,6 @@ def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
 @click.option("--remote", default="origin", show_default=True, help="The git remote to push the branch to.")
 @click.option("--base", default="main", show_default=True, help="The branch the pull request goes into.")
 @pass_context
-@errors_as_messages
 def propose(ctx: Context, remote: str, base: str) -> None:
     """Push this agent's review branch (review/<name>) and print the pull request body.
 
@@ -258,10 +247,8 @@ def propose(ctx: Context, remote: str, base: str) -> None:
     Example:
         memsite --agent coder propose | gh pr create --base main --head review/coder --body-file -
     """
-    from ..features.sync import propose as propose_branch
-
     with ctx.store() as store:
-        branch, body = propose_branch(store, remote, base)
+        branch, body = store.propose(remote, base)
     echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
     echo(body)
 
