@@ -42,7 +42,7 @@ from .foundation.record import Memory, short_id
 from .storage import Transaction
 from .storage.failures import boundary, translated
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CacheError",
