@@ -11,6 +11,7 @@ covered without a decorator of its own.
 
 from .api import MemoryStore, from_env
 from .features.check import CheckResult
+from .features.doctor import Finding
 from .features.extract import Candidate, Extractor
 from .features.history import DayReport
 from .features.migrate import Migration
@@ -58,6 +59,7 @@ __all__ = [
     "Diff",
     "DiskFull",
     "Extractor",
+    "Finding",
     "FormatError",
     "Hit",
     "IntegrateResult",

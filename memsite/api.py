@@ -32,9 +32,14 @@ from .features.core_memory import (
     recent_texts,
     topic_text,
 )
+from .features.doctor import Finding, diagnose, repair
 from .features.embedders import by_name, chosen_name, download_allowed, normal
 from .features.extract import Extractor, message_texts
+from .features.history import DayReport
 from .features.ingest import incomplete, ingest, resume
+from .features.llm import OpenAICompatible
+from .features.merge import DRIVERS
+from .features.merge import run as merge_file
 from .features.migrate import Migration, migrate
 from .features.opening import open_storage
 from .features.protocol import Task, start
@@ -43,9 +48,8 @@ from .features.recall import TOOLS, Hit, call_tool, format_hits
 from .features.relevance import floor
 from .features.review import Diff, compare
 from .features.scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
-from .features.skills import SkillCandidate, candidates
+from .features.skills import SkillCandidate, candidates, write_drafts
 from .features.sync import IntegrateResult, Syncer, SyncResult, integrate, propose, review_branch, sync
-from .features.history import DayReport
 from .features.world import World
 from .foundation import inputs
 from .foundation.config import Config
@@ -284,6 +288,35 @@ class MemoryStore:
             RepositoryError: ``base`` names no commit.
         """
         return check_working_tree(Path(path), base=base)
+
+    @staticmethod
+    def diagnose(path: str | os.PathLike[str]) -> list[Finding]:
+        """What killed writers, hand edits and damaged caches left in the repository at ``path``; changes nothing.
+
+        Works without opening a store (a repository no store opens is what
+        it is for): git locks (and whose they may be), dead writers'
+        temporary files, an interrupted write, a missing ``.git/index``,
+        damaged files in ``.memsite/``, memory files that cannot be read or
+        are in the wrong folder.
+
+        Returns:
+            Findings: each ``problem`` (or a note), with its ``message`` and whether :meth:`repair` can fix it.
+        """
+        return diagnose(Path(path))
+
+    @staticmethod
+    def repair(path: str | os.PathLike[str], findings: Iterable[Finding], agent: str | None = None) -> list[str]:
+        """Repair what is safe among ``findings`` (from :meth:`diagnose`); one line per repair made.
+
+        memsite's own locks left by a killed writer are taken back (never
+        anyone else's), dead writers' temporary files removed, an interrupted
+        write finished, a missing index and the derived files rebuilt,
+        misplaced memory files moved (one commit, by ``agent``).
+
+        Raises:
+            MemsiteError: the repository is read-only for this process (nothing is repaired).
+        """
+        return repair(Path(path), list(findings), agent=agent)
 
     def _keep_agent(self) -> None:
         """Make this store's agent the one every later command in this clone writes as (``memsite.agent``)."""
@@ -866,6 +899,29 @@ class MemoryStore:
         """
         return candidates(self._store, threshold, llm)
 
+    def draft_skills(self, folder: str | os.PathLike[str], threshold: int = 5,
+                     llm: Callable[[str], str] | None = None) -> list[tuple[SkillCandidate, Path, str]]:
+        """Write a SKILL.md draft for each of :meth:`skill_candidates` into ``folder/<name>/SKILL.md``.
+
+        A draft a person edited is never written over.
+
+        Returns:
+            (candidate, its file, what happened) each: ``written`` (new), ``updated`` (memsite's earlier
+            draft, unedited), ``unchanged``, or ``kept`` (edited by a person: left alone).
+        """
+        return write_drafts(self.skill_candidates(threshold, llm), Path(folder))
+
+    def language_model(self) -> Callable[[str], str] | None:
+        """The language model extraction and skills ask: the ``llm`` this store was given, else the
+        OpenAI-compatible endpoint ``MEMSITE_LLM_*`` names; None when there is none (or ``llm=False``).
+
+        Raises:
+            ConfigError: ``MEMSITE_LLM_*`` holds something that cannot name an endpoint.
+        """
+        if callable(self._llm):
+            return self._llm
+        return None if self._llm is False else OpenAICompatible.from_env()
+
     def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
         """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""
         if isinstance(query_or_messages, str):
@@ -1046,6 +1102,16 @@ def root_of(path: str | os.PathLike[str]) -> Path:
         return repo.root
     finally:
         repo.close()
+
+
+MERGE_DRIVERS = tuple(driver.kind for driver in DRIVERS)
+"""What ``memsite merge-driver KIND`` merges: the kinds of file memsite registers a git merge driver for."""
+
+
+def merge_driver(kind: str, base: Path, ours: Path, theirs: Path, label: str = "") -> int:
+    """What git runs to merge a file memsite registered a driver for: ``theirs`` into ``ours`` (in place),
+    given ``base``, key by key; 0 when clean, 1 when conflict markers were written into ``ours``."""
+    return merge_file(kind, base, ours, theirs, label)
 
 
 def storage_of(store: MemoryStore) -> Storage:

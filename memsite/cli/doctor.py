@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..api import MemoryStore
 from .common import Context, echo, main, pass_context, repo_root
 
 
@@ -31,15 +32,15 @@ def doctor(ctx: Context, fix: bool) -> None:
         memsite doctor
         memsite doctor --fix
     """
-    from ..features.doctor import diagnose, repair
     from ..site import output
 
     root = repo_root(ctx)
-    findings = diagnose(root) + output.findings(root)
+    findings = MemoryStore.diagnose(root) + output.findings(root)
     if fix and any(f.fixable for f in findings):
-        for line in repair(root, [f for f in findings if f.kind != "site"], agent=ctx.agent) + output.repair(findings):
+        repaired = MemoryStore.repair(root, [f for f in findings if f.kind != "site"], agent=ctx.agent)
+        for line in repaired + output.repair(findings):
             echo(f"repair: {line}", err=True)
-        findings = diagnose(root) + output.findings(root)
+        findings = MemoryStore.diagnose(root) + output.findings(root)
     problems = [f for f in findings if f.problem]
     for finding in findings:
         echo(f"{'problem' if finding.problem else 'note'}: {finding.message}", err=True)

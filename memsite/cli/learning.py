@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from .. import Extractor
 from ..api import MemoryStore
 from ..foundation.errors import MemsiteError
 from .common import COUNT, Context, echo, main, pass_context
@@ -35,11 +36,8 @@ class _IngestProgress:
             self._bar = None
 
 
-def _extractor(store: MemoryStore, required: bool) -> Any:
-    from ..features.extract import Extractor
-    from ..features.llm import OpenAICompatible
-
-    llm = OpenAICompatible.from_env()
+def _extractor(store: MemoryStore, required: bool) -> Extractor | None:
+    llm = store.language_model()
     if llm is None:
         if required:
             raise MemsiteError("no LLM configured to extract memories with: set MEMSITE_LLM_BASE_URL and "
@@ -161,18 +159,19 @@ def skills(ctx: Context, threshold: int, folder: Path | None, use_llm: bool) -> 
         memsite skills
         memsite skills --threshold 3 --write skills/
     """
-    from ..features.llm import OpenAICompatible
-    from ..features.skills import write_drafts
-
-    llm = OpenAICompatible.from_env() if use_llm else None
     with ctx.store() as store:
-        found = store.skill_candidates(threshold=threshold, llm=llm)
+        llm = store.language_model() if use_llm else None
+        if folder is None:
+            found = store.skill_candidates(threshold=threshold, llm=llm)
+        else:
+            drafted = store.draft_skills(folder, threshold=threshold, llm=llm)
+            found = [candidate for candidate, _, _ in drafted]
     if folder is None:
         for c in found:
             echo(f"{c.name}  {c.confidence:.0%}  recalled {c.recalls}x  from {c.source_pattern_id}  "
                  f"{c.description}")
     else:
-        for _, path, status in write_drafts(found, folder):
+        for _, path, status in drafted:
             echo(f"{status:<9} {path}" + ("  (edited by a person: left alone)" if status == "kept" else ""))
     if not found:
         echo(f"No pattern has been recalled {threshold} times yet.", err=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from ..features.merge import DRIVERS
-from ..features.merge import run as run_merge
+from ..api import MERGE_DRIVERS
+from ..api import merge_driver as run_merge
 from ..foundation.config import ENGINES
 from ..foundation.errors import MemsiteError
 from .common import Context, echo, echo_json, json_option, main, pass_context, repo_root
@@ -254,7 +254,7 @@ def propose(ctx: Context, remote: str, base: str) -> None:
 
 
 @main.command("merge-driver")
-@click.argument("kind", type=click.Choice([d.kind for d in DRIVERS]))
+@click.argument("kind", type=click.Choice(MERGE_DRIVERS))
 @click.argument("base", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("ours", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("theirs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
