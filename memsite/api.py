@@ -282,10 +282,8 @@ class MemoryStore:
             A :class:`CheckResult`: ``problems`` (the repository is not valid
             while there is one), ``warnings`` (an earlier layout, possible
             contradictions), ``build_warnings`` (code ``mkdocs.yml`` adds to
-            the site build) and ``count``, the memory files read.
-
-        Raises:
-            RepositoryError: ``base`` names no commit.
+            the site build) and ``count``, the memory files read. A ``base``
+            that names no commit is a problem too.
         """
         return check_working_tree(Path(path), base=base)
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from ..api import MemoryStore, root_of
-from ..foundation import inputs
+from ..foundation.inputs import read_capped
 from ..foundation.errors import MemsiteError
 from ..foundation.record import Memory, short_id
 from ..foundation.terminal import json_text, safe
@@ -199,7 +199,7 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
 def read_stdin(max_bytes: int, setting: str, fix: str) -> str:
     """Standard input as text, read no further than ``max_bytes`` + 1 bytes (refused past the cap, naming
     ``setting``). Bytes that are not UTF-8 are kept as lone surrogates, which the checks of the text name."""
-    data = inputs.read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
+    data = read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
     return data.decode("utf-8", "surrogateescape")
 
 

@@ -85,12 +85,12 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
 
 def _read_conversation(file: str) -> Any:
     from ..features.ingest import MAX_CONVERSATION_BYTES
-    from ..foundation import inputs
+    from ..foundation.inputs import read_capped
 
     what = "standard input" if file == "-" else file
 
     def read(stream: Any) -> bytes:
-        return inputs.read_capped(stream, what, max_bytes=MAX_CONVERSATION_BYTES, fix="ingest it in parts")
+        return read_capped(stream, what, max_bytes=MAX_CONVERSATION_BYTES, fix="ingest it in parts")
 
     try:
         if file == "-":
