@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 import click
 
 from ..api import MemoryStore, root_of
-from ..foundation.inputs import read_capped
 from ..foundation.errors import MemsiteError
+from ..foundation.inputs import read_capped
 from ..foundation.record import Memory, short_id
 from ..foundation.terminal import json_text, safe
 
