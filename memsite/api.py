@@ -49,7 +49,16 @@ from .features.relevance import floor
 from .features.review import Diff, compare
 from .features.scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
 from .features.skills import SkillCandidate, candidates, write_drafts
-from .features.sync import IntegrateResult, Syncer, SyncResult, integrate, propose, review_branch, sync
+from .features.sync import (
+    IntegrateResult,
+    Syncer,
+    SyncResult,
+    integrate,
+    propose,
+    publish_branch,
+    review_branch,
+    sync,
+)
 from .features.world import World
 from .foundation import inputs
 from .foundation.config import Config
@@ -710,6 +719,11 @@ class MemoryStore:
     def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
         """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.features.sync.integrate`)."""
         return integrate(self._store, remote, branch)
+
+    def publish_branch(self) -> str | None:
+        """The branch :meth:`sync` publishes this agent's commits to (``sync.publish``: ``agent/<agent>``);
+        None when agents publish none."""
+        return publish_branch(self._store)
 
     def propose(self, remote: str = "origin", base: str = "main") -> tuple[str, str]:
         """Push this agent's review branch (``review/<agent>``) for a pull request into ``base``.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import click
@@ -21,7 +22,7 @@ from click.testing import CliRunner
 from memsite import MemoryStore
 from memsite.cli import main
 
-from .conftest import git
+from .conftest import Clock, git
 
 CLI = Path(__file__).resolve().parent.parent / "memsite" / "cli"
 BELOW_THE_FACADE = ("memsite.foundation", "memsite.git", "memsite.storage", "memsite.features")
@@ -253,3 +254,22 @@ def test_list_filters_by_writer_with_by(tmp_path: Path) -> None:
     assert cli.invoke(main, ["-C", str(repo), "--agent", "coder", "remember", "Builds run on orion"]).exit_code == 0
     listed = cli.invoke(main, ["-C", str(repo), "list", "--by", "coder", "--json"])
     assert [m["abstract"] for m in json.loads(listed.output)] == ["Builds run on orion"]
+
+
+def test_show_as_of_prints_the_chain_the_facade_returns(store: MemoryStore, clock: Clock) -> None:
+    """``memsite show ID --as-of WHEN`` walked the chain itself; now ``store.chain(id, as_of=)`` does."""
+    paris = store.remember("The user lives in Paris.", category="profile")
+    clock.advance(days=4)
+    berlin = store.remember("The user lives in Berlin.", category="profile", supersedes=paris.id)
+    clock.advance(days=4)
+    store.remember("The user lives in Rome.", category="profile", supersedes=berlin.id)
+    then = (clock.now - timedelta(days=2)).isoformat()  # after Berlin, before Rome
+    chained = store.chain(berlin.id, as_of=then)
+    assert [m.abstract for m in chained] == ["The user lives in Paris.", "The user lives in Berlin."]
+    assert chained[-1].superseded_by is None  # as the repository held it then: not replaced yet
+    assert [m.abstract for m in store.chain(berlin.id)][-1] == "The user lives in Rome."
+    shown = CliRunner().invoke(main, ["-C", str(store.root), "show", berlin.id, "--as-of", then])
+    assert shown.exit_code == 0, shown.output
+    chain_lines = shown.output.split("Chain, oldest to newest:\n")[1].splitlines()
+    assert len(chain_lines) == 2 and all(m.abstract in line for m, line in zip(chained, chain_lines))
+    assert "Rome" not in shown.output

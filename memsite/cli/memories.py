@@ -87,7 +87,7 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
         count = store.count()
         model = store.embedder.model if store.embedder is not None else None
         root, agent = store.root, store.agent
-        branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
+        branch_of = store.publish_branch()
     how = f"by meaning ({model}) and words" if model else "by words (no embedder installed)"
     if new:
         echo(f"{url} was empty: made a new memory in {root} and published it there (branch main)")
