@@ -230,7 +230,8 @@ def test_shared_options_are_declared_once() -> None:
 def test_every_json_option_is_the_same_flag() -> None:
     flags = {name: next(p for p in command.params if p.name == "as_json") for name, command in commands()
              if any(p.name == "as_json" for p in command.params)}
-    assert {"list", "recall", "rank", "show", "remember", "diff", "report", "sync", "integrate", "world show"} <= set(flags)
+    printing = {"list", "recall", "rank", "show", "remember", "diff", "report", "sync", "integrate", "world show"}
+    assert printing <= set(flags)
     assert all(p.opts == ["--json"] and p.is_flag and p.help.startswith("Print ") for p in flags.values())
 
 

@@ -36,14 +36,16 @@ class _IngestProgress:
             self._bar = None
 
 
-def _extractor(store: MemoryStore, required: bool) -> Extractor | None:
+def _extractor(store: MemoryStore) -> Extractor | None:
     llm = store.language_model()
-    if llm is None:
-        if required:
-            raise MemsiteError("no LLM configured to extract memories with: set MEMSITE_LLM_BASE_URL and "
-                               "MEMSITE_LLM_MODEL (and MEMSITE_LLM_API_KEY if the endpoint needs one)")
-        return None
-    return Extractor(llm, config=store.config)
+    return None if llm is None else Extractor(llm, config=store.config)
+
+
+def _required(extractor: Extractor | None) -> Extractor:
+    if extractor is None:
+        raise MemsiteError("no LLM configured to extract memories with: set MEMSITE_LLM_BASE_URL and "
+                           "MEMSITE_LLM_MODEL (and MEMSITE_LLM_API_KEY if the endpoint needs one)")
+    return extractor
 
 
 def _echo_stats(key: str, stats: dict[str, int]) -> None:
@@ -73,7 +75,7 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
     with ctx.store() as store:
         progress = _IngestProgress()
         try:
-            stats = store.ingest(messages, _extractor(store, required=True), session_key, progress=progress)
+            stats = store.ingest(messages, _required(_extractor(store)), session_key, progress=progress)
         except KeyboardInterrupt:
             progress.close()
             echo("Interrupted: nothing is lost; 'memsite resume --all' finishes the ingest.", err=True)
@@ -133,7 +135,7 @@ def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
             if not keys:
                 echo("No unfinished ingests.", err=True)
             return
-        extractor = _extractor(store, required=False)
+        extractor = _extractor(store)
         for waiting in keys:
             progress = _IngestProgress()
             try:
