@@ -11,8 +11,9 @@ The rules every command follows (``tests/test_cli_shell.py`` checks each):
   never a traceback (``--debug`` shows one for an unexpected error).
 - Options that mean the same on every command are declared once, in
   :mod:`memsite.cli.common`: ``--json`` (print the result as JSON), ``--by
-  AGENT`` (only memories that agent wrote), ``-c/--category``, ``--all``,
-  ``--as-of``. ``--agent``, before or after any command, says who writes.
+  AGENT`` (only memories that agent wrote), ``--as-of WHEN``, and the filters
+  ``-c/--category`` and ``--all`` (superseded memories too). ``--agent``,
+  before or after any command, says who writes.
 """
 
 from . import agents, doctor, learning, memories, protocol, site  # noqa: F401 - they register the commands
