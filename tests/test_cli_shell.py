@@ -274,3 +274,12 @@ def test_show_as_of_prints_the_chain_the_facade_returns(store: MemoryStore, cloc
     chain_lines = shown.output.split("Chain, oldest to newest:\n")[1].splitlines()
     assert len(chain_lines) == 2 and all(m.abstract in line for m, line in zip(chained, chain_lines))
     assert "Rome" not in shown.output
+
+
+def test_a_base_that_names_no_commit_is_one_problem(tmp_path: Path) -> None:
+    repo = tmp_path / "memory"
+    assert CliRunner().invoke(main, ["init", str(repo)]).exit_code == 0
+    checked = CliRunner().invoke(main, ["-C", str(repo), "check", "--base", "no-such-revision"])
+    assert checked.exit_code == 1
+    assert checked.stdout == f"'no-such-revision' is not a commit in {repo}; fetch it or name another\n"
+    assert MemoryStore.check(repo, base="no-such-revision").problems == [checked.stdout.strip()]

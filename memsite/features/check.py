@@ -46,7 +46,8 @@ def check_working_tree(root: Path, base: str | None = None) -> CheckResult:
         return CheckResult(build_problems(root, None) + str(exc).splitlines(), build_warnings=added)
     problems = build_problems(root, config.content_dir) + _world(root, config) + _records(root, config)
     if base is not None:
-        problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
+        unknown = _not_a_commit(root, base)
+        problems += [unknown] if unknown else _sessions_since(root, config, base) + _memories_since(root, config, base)
     memory_problems, misplaced, count, flags = _memories(root, config)
     return CheckResult(problems + memory_problems,
                        _misplaced_warnings(misplaced + _archive(root, config)) + flags + _world_conflicts(root, base),
@@ -204,6 +205,20 @@ def _records(root: Path, config: Config) -> list[str]:
         except (FormatError, UnicodeDecodeError) as exc:
             problems.append(str(exc) if isinstance(exc, FormatError) else f"{rel}: not valid UTF-8")
     return problems
+
+
+def _not_a_commit(root: Path, base: str) -> str | None:
+    """Why ``base`` names no commit (one line, said once for every check made since it), or None."""
+    from ..git import Repository
+
+    repo = Repository(root)
+    try:
+        repo.resolve(base)
+    except RepositoryError as exc:
+        return str(exc)
+    finally:
+        repo.close()
+    return None
 
 
 def _sessions_since(root: Path, config: Config, base: str) -> list[str]:
