@@ -16,7 +16,7 @@ The rules every command follows (``tests/test_cli_shell.py`` checks each):
   before or after any command, says who writes.
 """
 
-from . import agents, doctor, learning, memories, protocol, site  # noqa: F401 - they register the commands
+from . import agents, doctor, learning, memories, protocol, site  # noqa: F401 (they register the commands)
 from .common import main
 
 __all__ = ["main"]

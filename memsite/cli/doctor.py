@@ -9,7 +9,8 @@ from .common import Context, echo, main, pass_context, repo_root
 
 
 @main.command()
-@click.option("--fix", is_flag=True, help="Repair what is safe: memsite's own locks left by a killed writer are taken back; "
+@click.option("--fix", is_flag=True,
+              help="Repair what is safe: memsite's own locks left by a killed writer are taken back; "
               "anyone else's lock is never removed.")
 @pass_context
 def doctor(ctx: Context, fix: bool) -> None:

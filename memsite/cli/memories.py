@@ -85,7 +85,7 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
                                       progress=ProgressBar("Making recall ready"))) as store:
         shared, new = store.cloned or ("main", False)
         count = store.count()
-        model = store.embedder.model if store.embedder is not None else None
+        model = store.embedding_model
         root, agent = store.root, store.agent
         branch_of = store.publish_branch()
     how = f"by meaning ({model}) and words" if model else "by words (no embedder installed)"
@@ -199,7 +199,8 @@ def dismiss(ctx: Context, id: str, old: str | None) -> None:
     """
     with ctx.store() as store:
         memory = store.dismiss(id, old)
-    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {memory.commit[:12] if memory.commit else '-'})")
+    commit = memory.commit[:12] if memory.commit else "-"
+    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {commit})")
 
 
 @main.command()
@@ -514,7 +515,7 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
         echo_json([r.as_dict() for r in reports])
         return
     for r in reports[::-1]:
-        echo(render_day(r, lambda mid: r.abstracts.get(mid, f"{mid} (no longer in memory)"), str))
+        echo(render_day(r, lambda mid, known=r.abstracts: known.get(mid, f"{mid} (no longer in memory)"), str))
     if not reports:
         echo("No activity on that day." if day else "No activity yet.", err=True)
 
@@ -525,7 +526,8 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @category_option
 @click.option("-t", "--tag", "tags", multiple=True, help="Only memories with this tag; repeat for several.")
 @by_option
-@click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Drop hits scoring below this.")
+@click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Drop hits scoring below this.")
 @json_option("the hits with their score parts")
 @click.option("--since", help="Only memories written since then: 2026-03-01, '2 weeks ago', 'yesterday'.")
 @click.option("--until", help="Only memories written until then (a date alone: to its end).")
@@ -567,8 +569,8 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
 
     if record_time and as_of is None:
         raise click.UsageError("--record-time needs --as-of")
-    asked = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score, since=since,
-                 until=until, ranking=ranking, include_superseded=include_superseded)
+    asked: dict[str, Any] = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score,
+                                 since=since, until=until, ranking=ranking, include_superseded=include_superseded)
     with ctx.store() as store:
         if explain:
             if as_of is not None:
@@ -718,7 +720,7 @@ def index_embed(ctx: Context, publish: bool) -> None:
     with ctx.store() as store:
         count = store.embed()
         published, commit = store.publish_vectors() if publish else (0, None)
-        model = store.embedder.model if store.embedder is not None else None
+        model = store.embedding_model
     if model is None:
         echo("No embedder: recall is by words only (see 'embedding.model' in mkdocs.yml)")
         return
@@ -750,7 +752,8 @@ def chain_lines(chain: list[Memory], here: str) -> list[str]:
     lines = []
     for memory, after in zip(chain, [*chain[1:], None]):
         mark = "*" if memory.id == here else " "
-        line = f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), {memory.created:%Y-%m-%d} by {memory.agent}"
+        line = (f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), "
+                f"{memory.created:%Y-%m-%d} by {memory.agent}")
         if memory.valid_until is not None:
             by = f" by {short_id(after.id)}" if after is not None else ""
             who = f" by {after.agent}" if after is not None else ""
