@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 
+from .. import DayReport
 from ..api import MemoryStore
 from ..features.purge import MATCHING_WITHOUT_YES
 from ..foundation.config import memory_url, site_url
@@ -515,10 +517,15 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
         echo_json([r.as_dict() for r in reports])
         return
     for r in reports[::-1]:
-        echo(render_day(r, lambda mid, known=r.abstracts: known.get(mid, f"{mid} (no longer in memory)"), str))
+        echo(render_day(r, _abstract_of(r), str))
     if not reports:
         echo("No activity on that day." if day else "No activity yet.", err=True)
 
+
+
+def _abstract_of(report: DayReport) -> Callable[[str], str]:
+    """A highlight of ``report`` by its abstract, or by its id once it is no longer in memory."""
+    return lambda mid: report.abstracts.get(mid, f"{mid} (no longer in memory)")
 
 @main.command()
 @click.argument("query")
