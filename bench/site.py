@@ -5,7 +5,7 @@
     python bench/site.py --quick    # 1,000 only, one run each
     python bench/site.py --screenshots shots/   # only: screenshots of the demo's pages at 1280 and 375 px
     python bench/site.py --engines  # only: the demo and 10,000 memories built with each engine
-    python bench/site.py --kills    # only: builds killed (kill -9) and interrupted (Ctrl-C) at ten points
+    python bench/site.py --kills    # only: builds killed (kill -9) and interrupted (Ctrl-C) at eleven points
 
 For each size, a memory repository is seeded through the API (every memory
 written in one month, the one the build runs in, some recalled) and `memsite
@@ -23,7 +23,7 @@ its own search is measured the same way. Medians throughout.
 ``--engines`` builds the demo and 10,000 memories with MkDocs, ProperDocs and
 Zensical (``memsite build --engine``): wall time (median and p95), pages,
 largest page and site size each. ``--kills`` stops a build of 1,000 memories
-with SIGKILL and with SIGINT at each of ten points (``tests/site_build_process``)
+with SIGKILL and with SIGINT at each of eleven points (``tests/site_build_process``)
 while a reader fetches pages of the served site in a loop: the site left must
 be exactly the previous build or the new one, and every fetch must succeed.
 """
@@ -240,7 +240,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="builds per measurement (median)")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--engines", action="store_true", help="only: the demo and 10,000 memories on each engine")
-    parser.add_argument("--kills", action="store_true", help="only: builds stopped at ten points, the site served")
+    parser.add_argument("--kills", action="store_true", help="only: builds stopped at eleven points, the site served")
     parser.add_argument("--screenshots", type=Path, metavar="DIR",
                         help="build the demo and write screenshots of its pages into DIR instead")
     args = parser.parse_args()
@@ -368,8 +368,9 @@ def kills(workdir: Path, count: int) -> None:
                         except Exception as exc:  # noqa: BLE001 (any failure a reader would see)
                             failed.append(f"{address}: {exc}")
 
-            with MemoryStore(repo, agent="bench") as store:  # something new for the stopped build to add
-                added = store.remember(f"Round {point} {how}: {Corpus().text()}", category="cases", dedupe=False).id
+            with MemoryStore(repo, agent="bench") as store:  # new pages for the stopped build to write (3: it can stop
+                added = [store.remember(f"Round {point} {how} {n}: {Corpus().text()}", category="cases",  # between)
+                                        dedupe=False).id for n in range(3)][0]
             reader = threading.Thread(target=read)
             reader.start()
             start = time.perf_counter()
