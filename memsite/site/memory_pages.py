@@ -21,10 +21,10 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import MemsiteError, NotFound
-from ..history import Commit
-from ..model import Memory, short_id
-from ..store.chain import chain
+from ..features.history import Commit
+from ..foundation.errors import MemsiteError, NotFound
+from ..foundation.record import Memory, short_id
+from ..storage.chain import chain
 from . import safe
 from .output import version
 from .safe import text
