@@ -77,6 +77,7 @@ def compact(html: str) -> str:
 
 _SVG = re.compile(r'<svg\b([^>]*?)\s*viewBox="([^"]*)"([^>]*)>(.*?)</svg>', re.S)
 _SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+SPRITE = "ZZMEMSITEICONSZZ"  # the sprite's name until its content is known
 
 
 def shared(html: str) -> tuple[str, dict[str, str]]:
@@ -88,24 +89,24 @@ def shared(html: str) -> tuple[str, dict[str, str]]:
     in ``m/``, so ``../name`` reaches them from every memory page, and a page
     that names a file is never served an older one.
     """
-    symbols: dict[str, str] = {}  # the svg as written -> its symbol's id
+    symbols: dict[str, str] = {}  # the svg as written -> its symbol in the sprite (named i<n>, in order)
+    files: dict[str, str] = {}
 
     def icon(match: re.Match[str]) -> str:
         if ID_TOKEN in match.group(0) or TITLE_TOKEN in match.group(0):
             return match.group(0)
-        symbol = symbols.setdefault(match.group(0), f"i{len(symbols)}")
+        if match.group(0) not in symbols:
+            symbols[match.group(0)] = f'<symbol id="i{len(symbols)}" viewBox="{match.group(2)}">{match.group(4)}</symbol>'
+        number = list(symbols).index(match.group(0))
         attributes = re.sub(r'\s*xmlns="[^"]*"', "", match.group(1) + match.group(3))
-        return f'<svg{attributes}><use href="../ICONS#{symbol}"/></svg>'
+        return f'<svg{attributes}><use href="../{SPRITE}#i{number}"/></svg>'
 
     html = _SVG.sub(icon, html)
-    files: dict[str, str] = {}
-    if symbols:
-        sprite = '<svg xmlns="http://www.w3.org/2000/svg">' + "".join(
-            f'<symbol id="{symbol}" viewBox="{_SVG.match(svg).group(2)}">{_SVG.match(svg).group(4)}</symbol>'  # type: ignore[union-attr]
-            for svg, symbol in symbols.items()) + "</svg>\n"
+    if symbols:  # named by its content, known once every icon is in
+        sprite = '<svg xmlns="http://www.w3.org/2000/svg">' + "".join(symbols.values()) + "</svg>\n"
         name = f"icons-{_digest(sprite)}.svg"
         files[name] = sprite
-        html = html.replace("../ICONS#", f"../{name}#")
+        html = html.replace(f"../{SPRITE}#", f"../{name}#")
 
     def script(match: re.Match[str]) -> str:
         code = match.group(1)
@@ -287,10 +288,10 @@ class Article:
                  ("Created", f"{m.created:%Y-%m-%d %H:%M}"), ("Updated", f"{m.updated:%Y-%m-%d %H:%M}"),
                  ("Recalled", safe.plural(m.active_count, "time")
                   + (f", last {m.last_recalled:%Y-%m-%d}" if m.last_recalled else "")),
-                 ("Score", (f"decay × boost {scored.boost:.3f}: pinned, no decay" if m.pinned else
-                            f"decay × boost {scored.boost:.3f}, the decay halving every {self.half_life_days:g} "
-                            f"days from {m.created:%Y-%m-%d}") + f' (<a href="{up("rankings.md")}">today\'s '
-                  "rankings</a>)"),
+                 ("Score", (f"boost {scored.boost:.3f}, pinned: no decay" if m.pinned else
+                            f"decay × boost {scored.boost:.3f}, the decay halving every {self.half_life_days:g} days "
+                            f"from {m.created:%Y-%m-%d}") + f'; <a href="{up(f"memories/{folder}/index.md")}">its '
+                  "category</a> ranks it by today's score"),
                  ("Source", source),
                  ("Tags", ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags) or "none")]
         if changes:

@@ -172,6 +172,7 @@ class Site(LogPages):
 
     @functools.cached_property
     def article(self) -> Article:
+        """What renders each memory's article (and says what it depends on: :meth:`Article.key`)."""
         return Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url, self.by_id,
                        self.snap.config.half_life_days)
 
