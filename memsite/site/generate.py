@@ -222,11 +222,10 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
         shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
         shutil.rmtree(shell_dir)
         shell.write_files(site_dir)
-        keys = {mid: f"{key}{shell.digest}" for mid, key in generated.site.article_keys().items()}
+        keys = {mid: shell.key(key) for mid, key in generated.site.article_keys().items()}
         kept = memory_pages.reuse(previous_site(site_dir), site_dir, keys)
         memory_pages.write_all(site_dir, shell, functools.partial(generated.site.articles, skip=kept),
-                               len(keys) - len(kept))
-        memory_pages.write_manifest(site_dir, keys)
+                               len(keys) - len(kept), keys)
         log(f"{len(keys)} memory pages: {len(keys) - len(kept)} written, {len(kept)} unchanged since the last build")
     redirects(site_dir)
     _drop_shell_from_sitemap(site_dir)

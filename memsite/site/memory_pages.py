@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import multiprocessing
 import os
 import re
@@ -38,7 +37,8 @@ MAX_TEXT = 100_000  # characters of memory text rendered on its page: escaped, t
 MAX_TITLE = 300  # characters of an abstract shown as a title
 HISTORY = 30  # changes listed on the page
 PARALLEL = 5_000  # memory pages from which each core writes a share
-MANIFEST = ".memsite-pages.json"  # in a built site: the key of each memory page (memory id -> key)
+KEY_TOKEN = "ZZMEMSITEPAGEKEYZZ"
+_KEY = re.compile(rb"<!--memsite-page ([0-9a-f]{12})-->")  # after the doctype: what the page was made from
 
 
 def memory_src(memory_id: str) -> str:
@@ -135,12 +135,19 @@ class Shell:
             raise ValueError("the memory page shell has no place for the article")
         html, self.files = shared(compact(html))
         self.digest = _digest(html)
+        doctype = re.search(r"<!doctype[^>]*>\n?", html, re.IGNORECASE)
+        at = doctype.end() if doctype else 0
+        html = f"{html[:at]}<!--memsite-page {KEY_TOKEN}-->\n{html[at:]}"
         before, _, after = html.partition(CONTENT_TOKEN)
         self.before = before.split(ID_TOKEN)
         self.after = after.split(ID_TOKEN)
 
-    def fill(self, memory_id: str, page_title: str, article: str) -> str:
-        head = memory_id.join(self.before).replace(TITLE_TOKEN, page_title)
+    def key(self, article_key: str) -> str:
+        """The key of a page: its article's (:meth:`Article.key`) and this shell's."""
+        return _digest(article_key + self.digest)
+
+    def fill(self, memory_id: str, page_title: str, article: str, key: str) -> str:
+        head = memory_id.join(self.before).replace(TITLE_TOKEN, page_title).replace(KEY_TOKEN, key)
         return head + article + memory_id.join(self.after)
 
     def write_files(self, site_dir: Path) -> None:
@@ -152,47 +159,46 @@ class Shell:
 
 
 def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str]) -> set[str]:
-    """Link into ``site_dir`` each memory page of the ``previous`` site whose key is unchanged; returns their ids.
+    """Link into ``site_dir`` each memory page of the ``previous`` site made from what it would be made from now
+    (its key, :meth:`Shell.key`, is the one the page carries); returns their ids.
 
-    The previous site's ``MANIFEST`` gives the key each of its pages was
-    written with (:meth:`Article.key`, with the shell's digest). A page is
-    linked, not copied: the same file in both sites, never written again
-    (a page that changes is a new file, :func:`write`).
+    A page is linked, not copied: the same file in both sites, never
+    written again (a page that changes is a new file, :func:`write`).
     """
     if previous is None:
         return set()
-    try:
-        before = json.loads((previous / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()  # none (a site built before incremental builds), or unreadable: every page is written
-    if not isinstance(before, dict):
-        return set()
     linked = set()
     for memory_id, key in keys.items():
-        if before.get(memory_id) != key:
+        page = previous / "m" / memory_id / "index.html"
+        if page_key(page) != key:
             continue
         folder = site_dir / "m" / memory_id
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            os.link(previous / "m" / memory_id / "index.html", folder / "index.html")
+            os.link(page, folder / "index.html")
         except FileNotFoundError:
-            continue  # the previous page is gone: written again
+            continue  # removed since it was read: written again
         except OSError as exc:
             if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-                return linked  # no links here: the rest is written
+                return linked  # no links on this file system: the rest is written
             raise
         linked.add(memory_id)
     return linked
 
 
-def write_manifest(site_dir: Path, keys: dict[str, str]) -> None:
-    """Record the key of each memory page the site holds, for the next build to reuse them (:func:`reuse`)."""
-    (site_dir / MANIFEST).write_text(json.dumps(keys, separators=(",", ":")), encoding="utf-8")
+def page_key(page: Path) -> str | None:
+    """The key a memory page was written with (None: no page there, or one written before pages had keys)."""
+    try:
+        with open(page, "rb") as file:
+            found = _KEY.search(file.read(256))
+    except OSError:
+        return None
+    return found.group(1).decode("ascii") if found else None
 
 
 def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator[tuple[str, str, str]]],
-              count: int) -> None:
-    """Write the ``count`` memory pages; ``pages(part, parts)`` yields one share of them.
+              count: int, keys: dict[str, str]) -> None:
+    """Write the ``count`` memory pages; ``pages(part, parts)`` yields one share of them, ``keys`` their keys.
 
     Past a few thousand pages the share of each core is written by a forked
     process (rendering is Python: one process would use one core).
@@ -202,10 +208,10 @@ def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator
     """
     parts = min(os.cpu_count() or 1, 4) if count >= PARALLEL and hasattr(os, "fork") else 1
     if parts == 1:
-        write(site_dir, shell, pages(0, 1))
+        write(site_dir, shell, pages(0, 1), keys)
         return
     context = multiprocessing.get_context("fork")
-    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts))) for n in range(parts)]
+    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts), keys)) for n in range(parts)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -216,13 +222,14 @@ def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator
                            "the messages above say why")
 
 
-def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]]) -> int:
+def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]], keys: dict[str, str]) -> int:
     """Write ``site_dir/m/<id>/index.html`` for each (id, title, article); returns how many."""
     count = 0
     for memory_id, page_title, article in pages:
         folder = site_dir / "m" / memory_id
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "index.html").write_text(shell.fill(memory_id, text(page_title), article), encoding="utf-8")
+        (folder / "index.html").write_text(shell.fill(memory_id, text(page_title), article, keys[memory_id]),
+                                           encoding="utf-8")
         count += 1
     return count
 
