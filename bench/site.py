@@ -18,7 +18,11 @@ the browser fetched for search (the index pieces and fragments, and loading
 the search code) are recorded; and memory pages are opened (load event).
 Beside it, at 1,000 memories, mkdocs-material builds the same memories as
 plain pages listed in the nav (what pointing MkDocs at the files gives), and
-its own search is measured the same way. Medians throughout.
+its own search is measured the same way. Then 1 and 100 memories are written
+and the site built again, keeping the memory pages that did not change, beside
+``memsite build --clean`` after as many (every page written again): build
+time and how many memory pages were rewritten (no longer the same file).
+Medians throughout.
 
 ``--engines`` builds the demo and 10,000 memories with MkDocs, ProperDocs and
 Zensical (``memsite build --engine``): wall time (median and p95), pages,
@@ -130,7 +134,7 @@ def run(count: int, workdir: Path, runs: int, baseline: bool) -> list[dict[str, 
                  "p95": _p95(times), "peak_mb": max(peaks), "pages": pages, "largest_kb": largest / 1e3,
                  "site_mb": total / 1e6, "memory_kb": dir_size(site / "m") / 1e3 / count,
                  "index_mb": dir_size(site / "pagefind") / 1e6, **seen})
-    rows[-1]["incremental"] = incremental(repo, site, runs) if count <= 10_000 else []
+    rows[-1]["incremental"] = incremental(repo, site, runs)
     if baseline:
         plain = plain_project(repo, workdir / f"plain-{count}")
         times, peaks = [], []
