@@ -6,6 +6,8 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -21,9 +23,6 @@ START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 
 def build(repo: Path, home: Path, *args: str, when: datetime) -> str:
     """``memsite build`` as a user runs it, at the time ``when`` (SOURCE_DATE_EPOCH); returns its stderr."""
-    import subprocess
-    import sys
-
     result = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "build", *args], cwd=ROOT,
                             env={**env(home), "SOURCE_DATE_EPOCH": str(int(when.timestamp()))},
                             capture_output=True, text=True, timeout=600)
@@ -101,8 +100,6 @@ def test_a_page_whose_history_or_settings_changed_is_written_again(tmp_path: Pat
 
     path = next((repo / "content" / "memories").rglob(f"*{edited[-6:].lower()}*.md"))
     path.write_text(path.read_text().replace("flushed nightly", "flushed hourly"))
-    import subprocess
-
     subprocess.run(["git", "commit", "-qam", "Flushed hourly now"], cwd=repo, env=env(tmp_path), check=True)
     build(repo, tmp_path, when=START + timedelta(days=2))
     second = pages(repo / "site")
