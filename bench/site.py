@@ -415,9 +415,11 @@ def kills(workdir: Path, count: int) -> None:
                         except Exception as exc:  # any failure a reader would see
                             failed.append(f"{address}: {exc}")
 
-            with MemoryStore(repo, agent="bench") as store:  # new pages for the stopped build to write (3: it can stop
-                added = [store.remember(f"Round {point} {how} {n}: {Corpus().text()}", category="cases",  # between)
-                                        dedupe=False).id for n in range(3)][0]
+            # New pages for the stopped build to write: three, so that it can stop between them.
+            with MemoryStore(repo, agent="bench") as store:
+                written = [store.remember(f"Round {point} {how} {n}: {Corpus().text()}", category="cases",
+                                          dedupe=False).id for n in range(3)]
+            added = written[0]
             reader = threading.Thread(target=read)
             reader.start()
             start = time.perf_counter()

@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from tests.sites import ROOT, env
 
 pytestmark = pytest.mark.slow  # real MkDocs builds
 
-START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
 def build(repo: Path, home: Path, *args: str, when: datetime) -> str:

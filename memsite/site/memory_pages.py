@@ -96,7 +96,8 @@ def shared(html: str) -> tuple[str, dict[str, str]]:
         if ID_TOKEN in match.group(0) or TITLE_TOKEN in match.group(0):
             return match.group(0)
         if match.group(0) not in symbols:
-            symbols[match.group(0)] = f'<symbol id="i{len(symbols)}" viewBox="{match.group(2)}">{match.group(4)}</symbol>'
+            symbols[match.group(0)] = (f'<symbol id="i{len(symbols)}" viewBox="{match.group(2)}">{match.group(4)}'
+                                       "</symbol>")
         number = list(symbols).index(match.group(0))
         attributes = re.sub(r'\s*xmlns="[^"]*"', "", match.group(1) + match.group(3))
         return f'<svg{attributes}><use href="../{SPRITE}#i{number}"/></svg>'
@@ -167,7 +168,7 @@ def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str]) -> set[st
     """
     if previous is None:
         return set()
-    linked = set()
+    linked: set[str] = set()
     for memory_id, key in keys.items():
         page = previous / "m" / memory_id / "index.html"
         if page_key(page) != key:
