@@ -433,16 +433,18 @@ class Store:
         return self.healing(rebuild)
 
     def rebuild_caches(self) -> int:
-        """Delete the catalogs (of the tip and of a past commit) and the vectors, text and all, and build the
-        catalog again from the files.
+        """Delete the catalogs (of the tip and of a past commit), text and all, and build the catalog again
+        from the files.
 
         After a purge: a row deleted from SQLite stays in its free pages. The
-        activity journal stays (recall counts not committed yet; it holds ids only).
+        activity journal stays (recall counts not committed yet; it holds ids
+        only), and so do the vectors (keyed by a hash of the text; the purge
+        erases the purged memories' own, see :func:`memsite.store.vectors.erase`).
         """
         with self.repo.thread_lock:
             self._close_state()
             folder = Path(self.state.path)
-            for name in ("catalog.sqlite3", "vectors.sqlite3", "past.sqlite3"):
+            for name in ("catalog.sqlite3", "past.sqlite3"):
                 for suffix in ("", "-wal", "-shm", "-journal"):
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(folder / f"{name}{suffix}")

@@ -29,7 +29,7 @@ import math
 import re
 import struct
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import mul
 from pathlib import Path
@@ -112,6 +112,54 @@ def decode(data: bytes, model: str) -> dict[bytes, bytes]:
         if norm > 0 and math.isfinite(norm):
             found[body[start : start + 20]] = array("f", [v / norm for v in values]).tobytes()
     return found
+
+
+def text_key(abstract: str, content: str) -> bytes:
+    """The key a memory's vector is kept and published under: the SHA-1 of the text an embedder reads (the
+    abstract, then the body; the body alone when it holds the abstract, as the catalog gives it)."""
+    text = content if abstract in content else f"{abstract}\n\n{content}"
+    return hashlib.sha1(text.encode("utf-8")).digest()
+
+
+def without(data: bytes, keys: Collection[bytes]) -> bytes | None:
+    """A published file without the records of ``keys`` (its header and every other record byte for byte);
+    None when it holds none of them, or is not in the format (such a file is passed over when read)."""
+    line, newline, body = data.partition(b"\n")
+    parts = line.split(b" ", 3)
+    if not newline or len(parts) != 4 or b" ".join(parts[:2]) != _MAGIC or not parts[2].isdigit():
+        return None
+    size = 24 + int(parts[2])
+    if size == 24 or not any(key in body for key in keys):
+        return None
+    records = [body[start : start + size] for start in range(0, len(body), size)]
+    kept = [r for r in records if len(r) < size or r[:20] not in keys]  # (a record cut short stays as it was)
+    return None if len(kept) == len(records) else line + newline + b"".join(kept)
+
+
+def erase(path: Path, model_keys: Collection[bytes]) -> int:
+    """Delete the vectors of ``model_keys`` (text keys, of any model) from the cache at ``path``, leaving
+    their bytes nowhere in the file (SQLite's secure delete, the write-ahead log emptied); how many went.
+
+    The rest of the cache stays: memories other than these are not embedded again.
+    """
+    if not path.exists() or not model_keys:
+        return 0
+    db = connect(path)
+    try:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone() is None:
+            return 0
+        db.execute("PRAGMA secure_delete = ON")
+        keys = list(model_keys)
+        gone = 0
+        with transaction(db):
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                gone += db.execute(f"DELETE FROM vectors WHERE key IN ({', '.join('?' * len(chunk))})",
+                                   chunk).rowcount
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return gone
+    finally:
+        db.close()
 
 
 def model_name(embedder: Embedder) -> str:
