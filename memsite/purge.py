@@ -255,15 +255,19 @@ def expire(store: Store) -> None:
     found = _pending(store)
     if found is None:
         return
-    commits, keys = found
+    commits, keys, noted = found
     root, git_dir = store.root, store.repo.git_dir
     with store.repo.locked():  # (no write of this clone is between its objects and its ref meanwhile)
-        tainted = _tainted(root, commits)
+        tainted = noted | _tainted(root, commits)
+        if tainted - noted:  # (noted before the reflogs that find them go: a killed run finds them there)
+            with open(store.state.path / PENDING, "a", encoding="ascii") as file:
+                file.write("".join(f"tainted {sha}\n" for sha in sorted(tainted - noted)))
+                file.flush()
+                os.fsync(file.fileno())
         _drop_entries(store, tainted)
-        for name in ("ORIG_HEAD", "FETCH_HEAD"):  # (a person's ORIG_HEAD naming another commit stays)
+        for name in ("ORIG_HEAD", "FETCH_HEAD"):  # (naming such a commit: one naming another commit stays)
             with contextlib.suppress(FileNotFoundError):
-                if (git_dir / name).read_text(errors="replace")[:40] in tainted or name == "FETCH_HEAD" \
-                        and any(line[:40] in tainted for line in (git_dir / name).read_text().splitlines()):
+                if any(line[:40] in tainted for line in (git_dir / name).read_text(errors="replace").splitlines()):
                     os.remove(git_dir / name)
         _drop_objects(store, tainted)
     _erase_vectors(store, keys)
@@ -272,9 +276,10 @@ def expire(store: Store) -> None:
         (store.state.path / PENDING).unlink()
 
 
-def _pending(store: Store, found: PurgePlan | None = None) -> tuple[set[str], set[bytes]] | None:
+def _pending(store: Store, found: PurgePlan | None = None) -> tuple[set[str], set[bytes], set[str]] | None:
     """Write down what a purge must expire (the commits it rewrote, the text keys of its vectors) before any
-    ref moves; with no plan, read it back (None: nothing is left to expire)."""
+    ref moves; with no plan, read it back, with the commits :func:`expire` found holding them (None:
+    nothing is left to expire)."""
     path = store.state.path / PENDING
     if found is not None:
         lines = [f"commit {sha}" for sha in found.commits] + [f"key {key.hex()}" for key in found.keys]
@@ -287,7 +292,8 @@ def _pending(store: Store, found: PurgePlan | None = None) -> tuple[set[str], se
     except (OSError, UnicodeDecodeError):
         return None
     pairs = list(zip(lines[::2], lines[1::2]))
-    return ({v for k, v in pairs if k == "commit"}, {bytes.fromhex(v) for k, v in pairs if k == "key"})
+    return ({v for k, v in pairs if k == "commit"}, {bytes.fromhex(v) for k, v in pairs if k == "key"},
+            {v for k, v in pairs if k == "tainted"})
 
 
 def _tainted(root: Path, changed: set[str]) -> set[str]:
@@ -346,8 +352,8 @@ def _drop_objects(store: Store, tainted: set[str]) -> None:
     if not tainted:
         return
     # (``rev-list --objects A --not B`` leaves out only what B's own trees hold: the sets are compared here)
-    doomed = set(_git(root, "rev-list", "--objects", "--no-object-names", "--stdin",
-                      input="".join(f"{sha}\n" for sha in tainted)).stdout.split())
+    doomed = set(_git(root, "rev-list", "--objects", "--no-object-names", "--ignore-missing", "--missing=allow-any",
+                      "--stdin", input="".join(f"{sha}\n" for sha in tainted)).stdout.split())
     doomed -= set(_git(root, "rev-list", "--objects", "--no-object-names", "--all", "--reflog",
                        "--indexed-objects").stdout.split())
     if not doomed:
@@ -633,7 +639,7 @@ def _read_blobs(root: Path, shas: list[str]) -> dict[str, bytes]:
     """The content of each of the blobs ``shas``, read by one ``git cat-file --batch``."""
     if not shas:
         return {}
-    out = Git(root).run("cat-file", "--batch", input="".join(f"{sha}\n" for sha in shas), text=False).stdout
+    out = Git(root).run("cat-file", "--batch", input="".join(f"{sha}\n" for sha in shas).encode(), text=False).stdout
     found, pos = {}, 0
     for sha in shas:
         header = out[pos : out.index(b"\n", pos)]
