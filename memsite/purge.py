@@ -29,10 +29,15 @@ move their unpublished commits onto it, purged the same way.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import random
 import re
+import shutil
+import tempfile
+import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +48,7 @@ from .git import Author
 from .git.commands import Git
 from .git.maintenance import keep_of
 from .git.objects import MODE_FILE, Entry
-from .git.remote import Remote
+from .git.remote import Remote, is_ancestor, merge_trees
 from .git.rewrite import rewrite
 from .store import Store
 from .store.vectors import PUBLISHED, erase, text_key, without
@@ -56,10 +61,15 @@ MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Su
 PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
 PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
                   "(never what).\n\n")
+RACE_SECONDS = 120.0  # how long a purge keeps publishing while others push to the remote first
 MATCHING_WITHOUT_YES = 3  # more memories than this matching a pattern: the purge asks for --yes
 MEMORIES = "content/memories/"
 _ID_LINE = re.compile(rb"^id: *['\"]?([0-9A-Za-z]+)['\"]?\s*$", re.MULTILINE)
 _FIELD = re.compile(rb"^(abstract|overview): *(.+)$", re.MULTILINE)
+
+
+class RemoteMoved(RepositoryError):
+    """The remote's branch moved since the purge fetched it (others pushed): nothing changed here or there."""
 
 
 @dataclass(frozen=True)
@@ -190,14 +200,31 @@ def purge(store: Store, ids: Iterable[str] = (), reason: str = "", *, matching: 
     if dry_run or not found.commits:
         return PurgeResult(found, None, branch)
     expected = _ref_values(root)  # what the rewrite starts from: a ref that moves meanwhile stops the purge
-    rewritten = _rewrite(root, found.refs, found)
-    tip = rewritten.get(ref) or store.repo.refs.read(ref)
-    assert tip is not None
     when = int(store.now().timestamp())
-    tombstone = store.repo.write_commit(_listed(store, tip, reason, when), [tip],
-                                        _tombstone(store.agent, reason, found.ids, when), Author.writer(store.agent), when)
-    rewritten[ref] = tombstone
-    pushed = _publish(root, origin, rewritten) if origin is not None else {}
+    marks = Path(tempfile.mkdtemp(prefix="purge-", dir=store.state.path))
+    started = time.monotonic()
+    try:
+        for attempt in itertools.count(1):
+            rewritten = _rewrite(root, found.refs, found, marks)
+            tree, parents = _joined(store, ref, rewritten, origin)
+            tombstone = store.repo.write_commit(_listed(store, tree, reason, when), parents,
+                                                _tombstone(store.agent, reason, found.ids, when),
+                                                Author.writer(store.agent), when)
+            rewritten[ref] = tombstone
+            try:
+                pushed = _publish(root, origin, rewritten) if origin is not None else {}
+                break
+            except RemoteMoved:
+                if time.monotonic() - started > RACE_SECONDS:
+                    raise
+            # Others pushed meanwhile (a busy team): what they pushed is rewritten too, on what is done.
+            time.sleep(random.uniform(0, min(2.0, 0.05 * 2 ** attempt)))
+            before = _ref_values(root)
+            origin.fetch(patterns=["*"])  # type: ignore[union-attr]
+            found = _extended(store, found, before)
+            expected.update((r, sha) for r, sha in _ref_values(root).items() if r.startswith("refs/remotes/"))
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
         rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
         expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
@@ -205,6 +232,46 @@ def purge(store: Store, ids: Iterable[str] = (), reason: str = "", *, matching: 
     _move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
+
+
+def _joined(store: Store, ref: str, rewritten: dict[str, str], origin: Remote | None) -> tuple[bytes, list[str]]:
+    """The tree and parents of the tombstone: the rewritten branch, merged with the remote's rewritten copy of
+    it when that holds commits this clone has not merged yet (else they would leave the remote).
+
+    Raises:
+        RepositoryError: the two changed the same text differently (a sync merges them first, or says why).
+    """
+    mine = rewritten.get(ref) or store.repo.refs.read(ref)
+    assert mine is not None
+    theirs = None
+    if origin is not None:
+        tracking = origin.tracking(ref.removeprefix("refs/heads/"))
+        theirs = rewritten.get(tracking) or store.repo.refs.read(tracking)
+    if theirs is None or is_ancestor(store.root, theirs, mine):
+        return store.repo.root_tree(mine), [mine]
+    if is_ancestor(store.root, mine, theirs):
+        return store.repo.root_tree(theirs), [theirs]
+    merged = merge_trees(store.root, mine, theirs)
+    if merged.tree is None:
+        raise RepositoryError(f"{store.root}: {ref.removeprefix('refs/heads/')} and its copy on {origin.name} "  # type: ignore[union-attr]
+                              f"changed {', '.join(merged.conflicts)} differently; nothing changed: run memsite sync, "
+                              "then the purge again")
+    return merged.tree, [mine, theirs]
+
+
+def _extended(store: Store, found: PurgePlan, before: dict[str, str]) -> PurgePlan:
+    """The plan, with the refs a fetch brought (``before`` it: every ref's commit) and the versions of published
+    vector files they wrote."""
+    root = store.root
+    changed = set(found.commits)
+    now = _refs(root)
+    new_tips = [r for r in now if before.get(r) != _ref_values(root).get(r)]
+    blobs, paths, commits = _published_without(root, [*new_tips, "--not", *set(before.values())], set(found.keys)) \
+        if new_tips else ({}, set(), set())
+    changed |= commits
+    holding = sorted({*found.refs, *(r for r in new_tips if _reaches(root, r, changed))} & set(now))
+    return replace(found, refs=tuple(holding), commits=tuple(sorted(changed)),
+                   vectors=tuple(sorted({*found.vectors, *paths})), blobs={**found.blobs, **blobs})
 
 
 def follow(store: Store, ref: str, seen: str, theirs: str, remote: str = "origin") -> str | None:
@@ -388,9 +455,9 @@ def _erase_vectors(store: Store, keys: set[bytes]) -> None:
     erase(Path(store.state.path) / "vectors.sqlite3", keys)
 
 
-def _listed(store: Store, tip: str, reason: str, when: int) -> bytes:
-    """The tree of ``tip`` with the purge listed in ``content/purged.md`` (a page of the site: when, who, why)."""
-    objects, tree = store.repo.objects, store.repo.root_tree(tip)
+def _listed(store: Store, tree: bytes, reason: str, when: int) -> bytes:
+    """``tree`` with the purge listed in ``content/purged.md`` (a page of the site: when, who, why)."""
+    objects = store.repo.objects
     entry = objects.lookup(tree, PURGED_PAGE)
     text = objects.read_blob(entry.sha) if entry else PURGED_HEADING.encode()
     text += f"- {_stamp(when)} by {store.agent}: {reason}\n".encode()
@@ -429,7 +496,7 @@ def _tombstoned(root: Path, seen: str, theirs: str) -> list[str]:
     return sorted(set(re.findall(r"^Purged-Memory: (\S+)$", text, re.MULTILINE)))
 
 
-def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan) -> dict[str, str]:
+def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan, marks: Path | None = None) -> dict[str, str]:
     """Write ``refs`` again without the plan's files, words and vectors, into refs of memsite's;
     {ref: its new commit}.
 
@@ -437,7 +504,7 @@ def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan) -> dict[str, str
     """
     words = found.words
     return rewrite(root, refs, found.paths, lambda message, touched: _redacted(message, words, touched=touched),
-                   PURGE_REFS, found.blobs)
+                   PURGE_REFS, found.blobs, marks)
 
 
 def _redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
@@ -482,7 +549,7 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
         said = (result.stdout + result.stderr).lower()
         _drop_purge_refs(root)
         if "stale info" in said or "fetch first" in said:
-            raise RepositoryError(f"{origin.name} moved since the purge fetched it; nothing changed here or there: "
+            raise RemoteMoved(f"{origin.name} moved since the purge fetched it; nothing changed here or there: "
                                   "run the purge again (it fetches first)")
         if "non-fast-forward" in said or "denied" in said or "protected" in said or "declined" in said:
             raise RepositoryError(f"{origin.name} refused to rewrite {', '.join(names)} (a protected branch: force "

@@ -19,13 +19,15 @@ Redact = Callable[[str, bool], str]  # (a commit message, whether the commit cha
 
 
 def rewrite(root: Path, refs: Iterable[str], drop: Iterable[str], redact: Redact, into: str,
-            blobs: Mapping[str, bytes] | None = None) -> dict[str, str]:
+            blobs: Mapping[str, bytes] | None = None, marks: Path | None = None) -> dict[str, str]:
     """Write ``refs`` again without the files ``drop`` (paths from the root), messages through ``redact``.
 
     Args:
         into: the prefix of the refs the new commits go into (``refs/heads/main`` -> ``<into>heads/main``).
         blobs: file contents to write in place of others: {the old blob's id: the new content}
             (the same input always gives the same commits, so two clones rewriting one history agree).
+        marks: a folder keeping which commits were written again as which: a second call with it writes
+            only the commits the first did not (the refs moved on meanwhile), on the rewritten ones.
 
     Returns:
         {ref: its rewritten commit}.
@@ -38,12 +40,17 @@ def rewrite(root: Path, refs: Iterable[str], drop: Iterable[str], redact: Redact
         return {}
     git = Git(root)
     specs = [f"--refspec={r}:{into}{r.removeprefix('refs/')}" for r in refs]
+    exporting, importing = [], []
+    if marks is not None:  # (fast-export's mark N is an old commit, fast-import's the same N its new one)
+        old, new = marks / "exported", marks / "imported"
+        exporting = [*([f"--import-marks={old}"] if old.exists() else []), f"--export-marks={old}"]
+        importing = [f"--import-marks-if-exists={new}", f"--export-marks={new}"]
     exported = git.run("fast-export", "--no-data", "--reencode=yes", "--signed-tags=strip",
-                       "--tag-of-filtered-object=rewrite", "--use-done-feature", *specs, *refs, text=False)
+                       "--tag-of-filtered-object=rewrite", "--use-done-feature", *exporting, *specs, *refs, text=False)
     if exported.returncode:
         raise RepositoryError(f"git fast-export failed in {root}: {exported.stderr.decode(errors='replace').strip()}")
     stream = _filtered(exported.stdout, set(drop), redact, {sha.encode(): data for sha, data in (blobs or {}).items()})
-    imported = git.run("fast-import", "--quiet", "--force", "--done", input=stream, text=False)
+    imported = git.run("fast-import", "--quiet", "--force", "--done", *importing, input=stream, text=False)
     if imported.returncode:
         raise RepositoryError(f"git fast-import failed in {root}: {imported.stderr.decode(errors='replace').strip()}")
     out: dict[str, str] = {}
