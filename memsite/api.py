@@ -666,18 +666,23 @@ class MemoryStore:
         return self._store.healing(work, reading=True)
 
     @translated
-    def publish_vectors(self) -> tuple[int, str | None]:
+    def publish_vectors(self, at_least: int = 1, *, embed: bool = True) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.
 
         They go under ``vectors/<model>/`` (outside the site), in a file only this clone writes,
         so merges never conflict on them; a fresh clone then reads them instead of embedding
-        every memory (:meth:`embed`). Memories without vectors yet are embedded first.
+        every memory (:meth:`embed`). Memories without vectors yet are embedded first. A sync
+        does this by itself for the configured model, with what is embedded already.
+
+        Args:
+            at_least: publish only when this many vectors are waiting.
+            embed: False: publish only the vectors this clone has embedded already.
 
         Returns:
             How many vectors were published, and the commit (None when there was nothing to publish
             or recall is by words only).
         """
-        return self._store.publish_vectors()
+        return self._store.publish_vectors(at_least, embed=embed)
 
     @translated
     def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:

@@ -35,7 +35,9 @@ from .git.mutex import LockTimeout, ProcessLock
 from .git.remote import (Busy, Pushed, Remote, TreeMerge, ahead_behind, count, is_ancestor, merge_base, merge_trees,
                          trailers)
 from .purge import follow
+from .embedders import by_name, normal
 from .store import Store
+from .store.vectors import model_name
 
 log = logging.getLogger("memsite")
 T = TypeVar("T")
@@ -48,6 +50,7 @@ BUSY_ATTEMPTS = 5  # tries of a fetch or push while another git command in this 
 SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
 QUEUE_RUNNING_SECONDS = 120.0  # a merge of the queue this recent on the shared branch: the queue is running
 INTEGRATE_SUBJECT = "Integrate agent branches: "  # the first line of the merge queue's commits
+PUBLISH_AT_LEAST = 32  # vectors waiting before a sync publishes them (a fresh clone embeds fewer in a blink)
 
 INTEGRATED, QUEUED, UP_TO_DATE = "integrated", "queued", "up to date"
 
@@ -120,6 +123,7 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
         raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
     refs = store.repo.refs
     with _one_at_a_time(store):
+        publish_vectors(store)
         restored = fetched = 0
         own_moved = False  # the agent branch holds commits this clone lacks (the same agent on another machine)
         note = ""
@@ -186,6 +190,33 @@ def sync(store: Store, remote: str = "origin", branch: str | None = None, *,
                               note=note)
         hint = "" if publish else " (or publish agent branches: sync.publish in mkdocs.yml)"
         raise RepositoryError(f"{note}: the push was rejected {attempt} times; nothing was lost; sync again{hint}")
+
+
+def publish_vectors(store: Store) -> int:
+    """Publish with the repository the vectors this clone has embedded already and the repository lacks, once
+    ``PUBLISH_AT_LEAST`` are waiting, in a commit the sync then shares: a fresh clone reads them rather than
+    embedding every memory. Only the configured model's (``embedding.model``) are published, and nothing is
+    embedded here; how many were published.
+    """
+    vectors = store.vectors
+    if vectors is None or vectors.model != configured_model(store):
+        return 0
+    try:
+        return store.publish_vectors(PUBLISH_AT_LEAST, embed=False)[0]
+    except MemsiteError as exc:  # (the sync goes on: a fresh clone embeds what is not published)
+        log.warning("vectors not published: %s", exc)
+        return 0
+
+
+def configured_model(store: Store) -> str | None:
+    """The name of the model the repository's settings choose (``embedding.model``; ``auto`` is memsite's own
+    minilm, whatever this machine has installed), None when it is words only or not installed here."""
+    name = store.config.embedding_model or "none"
+    try:
+        chosen = by_name(normal("minilm" if name == "auto" else name), "embedding.model")
+    except MemsiteError:
+        return None
+    return None if chosen is None else model_name(chosen)
 
 
 def integrate(store: Store, remote: str = "origin", branch: str = "main", *,

@@ -47,7 +47,7 @@ from .ids import Removal
 from .sqlite import intact, is_damage
 from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
 from .transaction import Transaction, refuse_unreadable
-from .vectors import Embedder, Vectors, decode, encode, model_name, published_folder
+from .vectors import Embedder, Vectors, decode, encode, keys, model_name, published_folder
 
 T = TypeVar("T")
 log = logging.getLogger("memsite")
@@ -92,6 +92,7 @@ class Store:
         self._born: datetime | None = None  # see born()
         self._embedder = embedder
         self._published: tuple[bytes, frozenset[bytes]] | None = None  # (folder's tree id, the text keys in it)
+        self._published_files: dict[bytes, frozenset[bytes]] = {}  # a published file's blob id -> its text keys
         self._clock = clock or utcnow
         self._progress = progress
         self._git_settings = git_settings
@@ -241,11 +242,30 @@ class Store:
         self._published = (entry.sha, frozenset(found))  # (the keys only: 100,000 vectors would be 150 MB)
         return found if wanted is None else {key: found[key] for key in wanted if key in found}
 
-    def publish_vectors(self) -> tuple[int, str | None]:
+    def published_keys(self, commit: str | None) -> frozenset[bytes]:
+        """The text keys of the embedder's vectors published in the repository at ``commit`` (each version of a
+        file read once: a file another clone appended to is read again, the others are not)."""
+        if self._embedder is None:
+            return frozenset()
+        model = model_name(self._embedder)
+        objects = self.repo.objects
+        entry = objects.lookup(self.repo.root_tree(commit), published_folder(model))
+        if entry is None or not entry.is_tree:
+            return frozenset()
+        known = {file.sha: self._published_files.get(file.sha) or keys(objects.read_blob(file.sha), model)
+                 for _, file in objects.walk(entry.sha)}
+        self._published_files = known
+        return frozenset().union(*known.values())
+
+    def publish_vectors(self, at_least: int = 1, *, embed: bool = True) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.
 
         They go to this clone's own file under ``vectors/<model>/`` (named for the agent and the
         clone), appended to: no other clone writes it, so merges never conflict on it.
+
+        Args:
+            at_least: publish only when this many vectors are waiting (fewer: nothing is written).
+            embed: embed the memories without vectors first (False: publish only what is embedded).
 
         Returns:
             How many vectors were published, and the commit (None when there were none).
@@ -255,15 +275,17 @@ class Store:
             return 0, None
         with self.repo.thread_lock:
             self.fresh()
-            new = vectors.unpublished(self.catalog, self.published_vectors(self.catalog.commit))
-        if not new:
+            new = vectors.unpublished(self.catalog, self.published_keys(self.catalog.commit), embed=embed,
+                                      at_least=at_least)
+        if not new or len(new) < at_least:
             return 0, None
-        path = f"{published_folder(vectors.model)}/{self.agent}-{self._publisher()}.vec"
-        with self.transaction(f"Vectors of {len(new)} memories ({vectors.model})") as tx:
+        model, dimension = vectors.model, len(new[0][1]) // 4
+        path = f"{published_folder(model)}/{self.agent}-{self._publisher()}.vec"
+        with self.transaction(f"Vectors of {len(new)} memories ({model})") as tx:
             mine = tx.read_bytes(path)
-            fresh = mine is None or not decode(mine, vectors.model)  # (a damaged file of ours starts again)
-            tx.write_bytes(path, encode(vectors.model, vectors.dimension, new, header=fresh) if fresh
-                           else mine + encode(vectors.model, vectors.dimension, new, header=False))
+            fresh = mine is None or not decode(mine, model)  # (a damaged file of ours starts again)
+            tx.write_bytes(path, encode(model, dimension, new, header=fresh) if fresh
+                           else mine + encode(model, dimension, new, header=False))
         return len(new), tx.commit
 
     def _publisher(self) -> str:

@@ -114,6 +114,18 @@ def decode(data: bytes, model: str) -> dict[bytes, bytes]:
     return found
 
 
+def keys(data: bytes, model: str) -> frozenset[bytes]:
+    """The text keys of the whole records of a published file of ``model`` (none for another model's):
+    what it holds, without reading its vectors."""
+    line, newline, body = data.partition(b"\n")
+    parts = line.split(b" ", 3)
+    if not newline or len(parts) != 4 or b" ".join(parts[:2]) != _MAGIC or parts[3] != model.encode("utf-8") \
+            or not parts[2].isdigit() or int(parts[2]) == 0:
+        return frozenset()
+    size = 24 + int(parts[2])
+    return frozenset(body[start : start + 20] for start in range(0, len(body) // size * size, size))
+
+
 def text_key(abstract: str, content: str) -> bytes:
     """The key a memory's vector is kept and published under: the SHA-1 of the text an embedder reads (the
     abstract, then the body; the body alone when it holds the abstract, as the catalog gives it)."""
@@ -371,14 +383,35 @@ class Vectors:
             found.update(zip(extra[hit].tolist(), scores[at[hit]].tolist()))
         return found
 
-    def unpublished(self, catalog: Catalog, published: Mapping[bytes, bytes]) -> list[tuple[bytes, bytes]]:
-        """(text key, vector bytes) of the catalog's memories that ``published`` lacks: what to publish."""
-        if self._loaded is None or self._loaded.commit != catalog.commit:
+    def unpublished(self, catalog: Catalog, published: Collection[bytes], *, embed: bool = True,
+                    at_least: int = 1) -> list[tuple[bytes, bytes]]:
+        """(text key, vector bytes) of the catalog's memories that ``published`` lacks: what to publish.
+
+        ``embed=False``: only those embedded already (in memory, or in the cache by any process of
+        this clone), nothing embedded; none at all when fewer than ``at_least`` could be (the
+        memories' texts are then not read).
+        """
+        if embed and (self._loaded is None or self._loaded.commit != catalog.commit):
             self._load(catalog)
         block = self._loaded
-        assert block is not None
-        rows = {key: i for i, key in enumerate(block.keys) if key not in published}  # (one per text)
-        return [(key, block.matrix[i].tobytes()) for key, i in rows.items()]
+        if block is not None and block.commit == catalog.commit:
+            rows = {key: i for i, key in enumerate(block.keys) if key not in published}  # (one per text)
+            return [(key, block.matrix[i].tobytes()) for key, i in rows.items()]
+        cached = {key for key, in self.db.execute("SELECT key FROM vectors WHERE model = ?", (self.model,))}
+        cached.difference_update(published)  # (an upper bound: reference texts and earlier versions are cached too)
+        if len(cached) < at_least:
+            return []
+        rows = catalog.blobs()
+        unseen = [n for n, blob in rows if blob not in self._key_of_blob]
+        for _, _, blob, text in catalog.texts(unseen):
+            self._key_of_blob[blob] = hashlib.sha1(text.encode("utf-8")).digest()
+        wanted = list(dict.fromkeys(key for _, blob in rows if (key := self._key_of_blob[blob]) in cached))
+        found: list[tuple[bytes, bytes]] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            found += self.db.execute(f"SELECT key, v FROM vectors WHERE model = ? AND key IN "
+                                     f"({', '.join('?' * len(chunk))})", (self.model, *chunk)).fetchall()
+        return found
 
     @property
     def dimension(self) -> int:
