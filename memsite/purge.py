@@ -18,12 +18,14 @@ leaves the clone as it was or purged, and ``--dry-run`` lists exactly what the
 same filter changes. filter-repo would move the refs itself as it goes, remove
 the ``origin`` remote of a fresh clone, and expire and repack by its own rules.
 
-After the refs moved, what still holds the text in the clone goes: reflogs
-are expired, ``ORIG_HEAD`` dropped, every pack (memsite's own included) repacked
-with the unreachable objects pruned, and the catalog and vectors in
-``.memsite/`` rebuilt. Other clones follow on their next sync (see
-:func:`follow`): they read the tombstones of a rewritten shared branch and
-move their unpublished commits onto it, purged the same way.
+After the refs moved, what still holds the text in the clone goes, and only
+that (see :func:`expire`): the reflog entries naming a commit that held it,
+the objects only those commits reach, its vectors, and the catalogs, built
+again. Its vectors go from every version of the published vector files too.
+When others push while a purge runs, what they pushed is rewritten as well,
+incrementally (``marks``), and the push tried again. Other clones follow on
+their next sync (see :func:`follow`): they read the tombstones of a rewritten
+shared branch and write their branches again the same way.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ recall counts adding up), computed by ``git merge-tree`` outside any lock;
 only moving the local branch to the merge takes the repository lock, for a
 few milliseconds, so the agent's own writes go on while a sync waits for the
 network. One sync or integrate runs at a time in a clone.
+
+A sync also publishes the vectors its clone has embedded for recall by
+meaning and the repository lacks (:func:`publish_vectors`), so that a clone
+made later reads them rather than embedding every memory.
 """
 
 from __future__ import annotations

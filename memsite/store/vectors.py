@@ -8,8 +8,9 @@ catalog rebuilds, and a changed one again. They are normalised when stored, so
 a dot product is the cosine similarity. The vectors of fixed reference texts
 (the background questions a query is compared with) are kept there too.
 
-Vectors also travel with the repository: ``memsite index embed`` and ``memsite integrate``
-publish them under ``vectors/<model>/`` (outside the site's folder), one append-only file per
+Vectors also travel with the repository: every ``memsite sync`` (what its clone embedded already,
+the configured model's) and ``memsite index embed --publish`` (every memory's) publish them
+under ``vectors/<model>/`` (outside the site's folder), one append-only file per
 publishing clone, so no two clones ever write the same file and merges never conflict on them.
 A fresh clone reads them instead of embedding every memory again (see :func:`encode`). A
 published vector is keyed by its text, like a cached one, and its file names the model: a file
