@@ -14,7 +14,9 @@ Every clone is a process of its own, on this disk, with one bare remote:
   ``memsite sync`` process of its own;
 * ``bare``: 12 clones writing every 2-6 s, each sync a ``memsite sync``
   process, on a plain ``git init --bare`` remote (its HEAD names ``master``)
-  with no merge queue running: the simplest team set-up;
+  with no merge queue running: the simplest team set-up (``--recall``: each
+  agent also recalls after each write, so its clone embeds the memories and
+  its syncs publish their vectors);
 * ``world``: 12 clones setting the same five world keys every 2-6 s for 2
   minutes, each sync a ``memsite sync`` process, on the same plain remote
   with no merge queue: reports the keys merges found set two ways and
@@ -142,9 +144,12 @@ def worker(args: argparse.Namespace) -> None:
         if args.pace:
             lo, hi = args.pace
             time.sleep(rng.uniform(lo, hi))
-        ident, filename = write(corpus.text())
+        text = corpus.text()
+        ident, filename = write(text)
         written += 1
         say(ack=ident, file=filename)
+        if args.recall and args.kind != "git":  # (recall by meaning embeds the new memory: a sync publishes it)
+            store.recall(" ".join(text.split()[:8]))
         started = time.time()
         status = sync()
         say(sync=time.time() - started, status=status, file=filename, at=time.time())
@@ -277,6 +282,7 @@ class Run:
     conflicts: int = 0  # world keys set two ways that merges settled (the world run)
     unlisted: int = 0  # of those, how many no merge commit lists
     purge: dict[str, object] = field(default_factory=dict)  # the purge run: what, how long, where its text is left
+    published: tuple[int, int] | None = None  # vectors the syncs published on main, and the commits that did
 
     def delays(self) -> list[float]:
         return [max(0.0, self.seen_at[f] - self.synced_at[f]) for f in self.synced_at if f in self.seen_at]
@@ -319,7 +325,7 @@ def watch(remote: Path, run: Run, stop: threading.Event) -> None:
 
 def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | None, duration: float,
              count: int, integrate: bool, keep: bool, hosted: bool, bare: bool = False,
-             purge_at: float | None = None) -> Run:
+             purge_at: float | None = None, recall: bool = False) -> Run:
     run = Run(name)
     root = Path(tempfile.mkdtemp(prefix=f"memsite-team-{kind}-"))
     try:
@@ -337,6 +343,8 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                        "--count", str(count)]
             if pace:
                 command += ["--pace", str(pace[0]), str(pace[1])]
+            if recall:
+                command.append("--recall")
             procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           cwd=HERE.parent))
         stop_file = root / "stop-integrator"
@@ -422,6 +430,14 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
             on_main = {line.rpartition("/")[2] for line in
                        git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
         run.lost = len(set(run.acked) - on_main)
+        if recall:  # how many memories' vectors the syncs published, in how many commits
+            from memsite.store.vectors import decode
+
+            files = git(remote, "ls-tree", "-r", "--name-only", "main", "--", "vectors").stdout.split()
+            data = [subprocess.run(["git", "show", f"main:{f}"], cwd=remote, capture_output=True).stdout for f in files]
+            model = next((d.split(b" ", 3)[3].split(b"\n")[0].decode() for d in data if d), "")
+            run.published = (sum(len(decode(d, model)) for d in data),
+                             len(git(remote, "log", "--format=%H", "main", "--", "vectors").stdout.split()))
         bad = [str(p.name) for p in [remote, *paths] if git(p, "fsck", "--strict", "--no-progress", check=False).returncode]
         run.fsck = "clean" if not bad else "FAILED: " + ", ".join(bad)
     finally:
@@ -607,6 +623,8 @@ def main() -> None:
     parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
     parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
     parser.add_argument("--no-baseline", action="store_true", help="memsite alone (while tuning; quote runs with it)")
+    parser.add_argument("--recall", action="store_true",
+                        help="agents recall after each write (with the default model: syncs publish vectors)")
     parser.add_argument("--remote", choices=["hosted", "plain"], default="hosted",
                         help="a remote that keeps pushes as packs, as a hosting service (default), or git's defaults")
     args = parser.parse_args()
@@ -631,9 +649,10 @@ def main() -> None:
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "bare" in chosen:
         n, d = (4, 20) if q else (12, args.seconds or 180)
-        runs.append(scenario(f"paced CLI on a plain 'git init --bare' remote, no merge queue, {n} clones x {d} s",
-                             "cli", n, pace=(2, 6), duration=d, count=0, integrate=False, keep=args.keep,
-                             hosted=False, bare=True))
+        recalling = ", a recall after each write" if args.recall else ""
+        runs.append(scenario(f"paced CLI on a plain 'git init --bare' remote, no merge queue, {n} clones x {d} s"
+                             f"{recalling}", "cli", n, pace=(2, 6), duration=d, count=0, integrate=False,
+                             keep=args.keep, hosted=False, bare=True, recall=args.recall))
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "world" in chosen:
         n, d = (4, 20) if q else (12, args.seconds or 120)
@@ -667,6 +686,9 @@ def main() -> None:
             print(f"  {run.name}: world keys set two ways and settled {run.conflicts}, not listed {run.unlisted}")
         if run.purge:
             print(purge_line(run))
+        if run.published is not None:
+            print(f"  {run.name}: syncs published the vectors of {run.published[0]} memories in "
+                  f"{run.published[1]} commits")
     if "clone" in chosen:
         count = 1000 if q else 10_000
         print()
@@ -698,6 +720,7 @@ def _subcommand() -> None:
     parser.add_argument("--pace", type=float, nargs=2)
     parser.add_argument("--stop")
     parser.add_argument("--interval", type=float, default=1)
+    parser.add_argument("--recall", action="store_true")
     args = parser.parse_args()
     {"_worker": worker, "_integrator": integrator, "_purger": purger}[args.role](args)
 

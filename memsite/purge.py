@@ -266,8 +266,8 @@ def _extended(store: Store, found: PurgePlan, before: dict[str, str]) -> PurgePl
     vector files they wrote."""
     root = store.root
     changed = set(found.commits)
-    now = _refs(root)
-    new_tips = [r for r in now if before.get(r) != _ref_values(root).get(r)]
+    now, values = _refs(root), _ref_values(root)
+    new_tips = [r for r in now if before.get(r) != values.get(r)]
     blobs, paths, commits = _published_without(root, [*new_tips, "--not", *set(before.values())], set(found.keys)) \
         if new_tips else ({}, set(), set())
     changed |= commits
