@@ -274,9 +274,10 @@ class Store:
         if vectors is None:
             return 0, None
         with self.repo.thread_lock:
+            if not embed and vectors.waiting(self.published_keys(self.tip())) < at_least:
+                return 0, None  # (the catalog is not even brought up to date: a sync stays cheap)
             self.fresh()
-            new = vectors.unpublished(self.catalog, self.published_keys(self.catalog.commit), embed=embed,
-                                      at_least=at_least)
+            new = vectors.unpublished(self.catalog, self.published_keys(self.catalog.commit), embed=embed)
         if not new or len(new) < at_least:
             return 0, None
         model, dimension = vectors.model, len(new[0][1]) // 4

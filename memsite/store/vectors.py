@@ -384,13 +384,18 @@ class Vectors:
             found.update(zip(extra[hit].tolist(), scores[at[hit]].tolist()))
         return found
 
-    def unpublished(self, catalog: Catalog, published: Collection[bytes], *, embed: bool = True,
-                    at_least: int = 1) -> list[tuple[bytes, bytes]]:
+    def waiting(self, published: Collection[bytes]) -> int:
+        """At most how many vectors this clone has embedded that ``published`` lacks (reference texts and
+        earlier versions of memories are cached too): read from the cache alone, no memory's text."""
+        cached = {key for key, in self.db.execute("SELECT key FROM vectors WHERE model = ?", (self.model,))}
+        return len(cached.difference(published))
+
+    def unpublished(self, catalog: Catalog, published: Collection[bytes], *,
+                    embed: bool = True) -> list[tuple[bytes, bytes]]:
         """(text key, vector bytes) of the catalog's memories that ``published`` lacks: what to publish.
 
         ``embed=False``: only those embedded already (in memory, or in the cache by any process of
-        this clone), nothing embedded; none at all when fewer than ``at_least`` could be (the
-        memories' texts are then not read).
+        this clone); nothing is embedded.
         """
         if embed and (self._loaded is None or self._loaded.commit != catalog.commit):
             self._load(catalog)
@@ -398,15 +403,11 @@ class Vectors:
         if block is not None and block.commit == catalog.commit:
             rows = {key: i for i, key in enumerate(block.keys) if key not in published}  # (one per text)
             return [(key, block.matrix[i].tobytes()) for key, i in rows.items()]
-        cached = {key for key, in self.db.execute("SELECT key FROM vectors WHERE model = ?", (self.model,))}
-        cached.difference_update(published)  # (an upper bound: reference texts and earlier versions are cached too)
-        if len(cached) < at_least:
-            return []
         rows = catalog.blobs()
         unseen = [n for n, blob in rows if blob not in self._key_of_blob]
         for _, _, blob, text in catalog.texts(unseen):
             self._key_of_blob[blob] = hashlib.sha1(text.encode("utf-8")).digest()
-        wanted = list(dict.fromkeys(key for _, blob in rows if (key := self._key_of_blob[blob]) in cached))
+        wanted = list(dict.fromkeys(key for _, blob in rows if (key := self._key_of_blob[blob]) not in published))
         found: list[tuple[bytes, bytes]] = []
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
