@@ -431,7 +431,7 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                        git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
         run.lost = len(set(run.acked) - on_main)
         if recall:  # how many memories' vectors the syncs published, in how many commits
-            from memsite.store.vectors import decode
+            from memsite.storage.vectors import decode
 
             files = git(remote, "ls-tree", "-r", "--name-only", "main", "--", "vectors").stdout.split()
             data = [subprocess.run(["git", "show", f"main:{f}"], cwd=remote, capture_output=True).stdout for f in files]
@@ -448,7 +448,7 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
 
 def world_conflicts_listed(remote: Path) -> tuple[int, int]:
     """(world keys the merges on main found set two ways, those of them no World-Conflict trailer lists)."""
-    from memsite import world
+    from memsite.features import world
 
     path = "content/world_state.md"
 

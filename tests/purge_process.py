@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from memsite import MemoryStore
-from memsite import purge as purging
+from memsite.features import purge as purging
 from memsite.git.remote import Remote
-from memsite.store import Store
+from memsite.storage import Storage
 
 KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     # point: (owner, attribute, "before" | "after")
@@ -29,7 +29,7 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     "reflogs-expired": (purging, "_drop_entries", "after"),
     "objects-dropped": (purging, "_drop_objects", "after"),
     "vectors-erased": (purging, "_erase_vectors", "after"),
-    "caches-rebuilt": (Store, "rebuild_caches", "after"),
+    "caches-rebuilt": (Storage, "rebuild_caches", "after"),
 }
 
 

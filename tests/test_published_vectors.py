@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.embedders import MiniLMEmbedder
-from memsite.store.vectors import Vectors, decode, encode, published_folder
-from memsite.sync import PUBLISH_AT_LEAST
+from memsite.features.embedders import MiniLMEmbedder
+from memsite.features.sync import PUBLISH_AT_LEAST
+from memsite.storage.vectors import Vectors, decode, encode, published_folder
 
 from .conftest import Clock, git
 
@@ -166,7 +166,7 @@ def test_syncs_publish_what_clones_embedded_and_a_fresh_memsite_clone_embeds_not
     runner = CliRunner()
     texts = [f"Service {i} is owned by team {i % 7} and deploys from the {i}th pipeline" for i in range(PUBLISH_AT_LEAST + 8)]
     with MemoryStore(store.root, agent="planner") as agent:  # the configured model: auto, memsite's own minilm
-        folder = store.root / published_folder(agent.vectors.model)  # type: ignore[union-attr]
+        folder = store.root / published_folder(MiniLMEmbedder.model)
         for text in texts[:8]:
             agent.remember(text, category="entities", dedupe=False)
         assert agent.recall("who owns service 3?")  # (every memory embedded, as an agent's first recall does)

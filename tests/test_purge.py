@@ -14,11 +14,11 @@ from click.testing import CliRunner
 
 from memsite import InvalidInput, MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
-from memsite.store.vectors import decode, published_folder
-from memsite.sync import integrate
+from memsite.features.sync import integrate
+from memsite.storage.vectors import decode, published_folder
 from tests.conftest import Clock, assert_clean, git
-from tests.test_published_vectors import Counting
 from tests.purge_process import KILL_POINTS
+from tests.test_published_vectors import Counting
 from tests.sites import ROOT, memsite
 
 SECRET = "Customer Jane Roe lives at 12 Elm Street, card 4111-1111"
@@ -216,7 +216,7 @@ def test_a_purge_that_cannot_publish_while_others_push_gives_up_and_changes_noth
     secret, _ = write_history(store)
     store.sync()
     other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
-    import memsite.purge as purging
+    import memsite.features.purge as purging
     real = purging._rewrite
 
     def rewrite_while_another_clone_pushes(*args: object, **kwargs: object) -> dict[str, str]:
@@ -327,7 +327,7 @@ def test_a_memory_written_while_the_purge_runs_is_not_lost(store: MemoryStore, r
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     secret, _ = write_history(store)
     store.sync()
-    import memsite.purge as purging
+    import memsite.features.purge as purging
     real = purging._rewrite
     landed = []
 
