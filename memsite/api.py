@@ -42,7 +42,7 @@ from .features.recall import TOOLS, Hit, call_tool, format_hits
 from .features.relevance import floor
 from .features.scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
 from .features.skills import SkillCandidate, candidates
-from .features.sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
+from .features.sync import IntegrateResult, Syncer, SyncResult, integrate, propose, review_branch, sync
 from .features.world import World
 from .foundation import inputs
 from .foundation.config import Config
@@ -640,6 +640,11 @@ class MemoryStore:
     def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
         """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.features.sync.integrate`)."""
         return integrate(self._store, remote, branch)
+
+    def propose(self, remote: str = "origin", base: str = "main") -> tuple[str, str]:
+        """Push this agent's branch for review (``review/<agent>``); returns (branch, the pull request's body)
+        (see :func:`memsite.features.sync.propose`)."""
+        return propose(self._store, remote, base)
 
     # --- recall -------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 
 from memsite import MemoryStore
-from memsite.features.sync import sync
 
 
 def main() -> None:
@@ -22,9 +21,9 @@ def main() -> None:
                                category="entities", dedupe=False)
             print(f"ACK {m.id} {m.commit}", flush=True)
             if n % every == every - 1:
-                sync(store)
+                store.sync()
             store.world.merge({f"agent.{agent}.progress": str(n + 1)})
-        sync(store)
+        store.sync()
 
 
 if __name__ == "__main__":

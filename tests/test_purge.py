@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from memsite import InvalidInput, MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
-from memsite.features.sync import integrate
 from memsite.storage.vectors import decode, published_folder
 from tests.conftest import Clock, assert_clean, git
 from tests.purge_process import KILL_POINTS
@@ -191,7 +190,7 @@ def test_what_others_push_while_the_purge_runs_is_purged_too_and_kept(store: Mem
     secret, _ = write_history(store)
     store.sync()
     other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
-    import memsite.purge as purging
+    from memsite.features import purge as purging
     real = purging._rewrite
     written = []
 
@@ -442,14 +441,14 @@ def test_a_clone_in_queue_mode_shows_its_commits_once_after_following_a_purge(
     assert other.config.sync_integrate == "queue"
     other.remember("The staging database is on port 5433", category="entities")
     assert other.sync().status == "queued"
-    integrate(store)  # the merge queue takes it in
+    store.integrate()  # the merge queue takes it in
     other.remember("The staging cache is redis 7", category="entities")
     assert other.sync().status == "queued"  # published, waiting for the queue
     store.sync()
     store.purge(secret, reason="erasure")
 
     other.sync()
-    integrate(store)
+    store.integrate()
     other.sync()
     store.sync()
 

@@ -254,10 +254,8 @@ def propose(ctx: Context, remote: str, base: str) -> None:
     Example:
         memsite --agent coder propose | gh pr create --base main --head review/coder --body-file -
     """
-    from ..features.sync import propose as propose_branch
-
     with ctx.store() as store:
-        branch, body = propose_branch(store, remote, base)
+        branch, body = store.propose(remote, base)
     echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
     echo(body)
 
