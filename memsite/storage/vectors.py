@@ -216,6 +216,9 @@ class Vectors:
                         "v BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID")
         self.db.execute("CREATE TABLE IF NOT EXISTS floors (key TEXT NOT NULL, memories INTEGER NOT NULL, "
                         "floor REAL NOT NULL, PRIMARY KEY (key, memories)) WITHOUT ROWID")
+        # Which cached vectors are reference texts' rather than memories' (never published: see waiting()).
+        self.db.execute("CREATE TABLE IF NOT EXISTS reference_keys (model TEXT NOT NULL, key BLOB NOT NULL, "
+                        "PRIMARY KEY (model, key)) WITHOUT ROWID")
         self._key_of_blob: dict[str, bytes] = {}  # memory file (blob id) -> text key
         self._loaded: _Block | None = None
         self._floors: dict[str, tuple[int, float]] = {}
@@ -284,6 +287,9 @@ class Vectors:
                     self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                         ((self.model, key, v) for key, v in batch))
                 stored.update(batch)
+            with transaction(self.db):
+                self.db.executemany("INSERT OR IGNORE INTO reference_keys VALUES (?, ?)",
+                                    ((self.model, key) for key in keys))
             found = self._references[texts] = [array("f", stored[key]) for key in keys]
             self._known.update(zip(texts, found))
         return found
@@ -385,9 +391,11 @@ class Vectors:
         return found
 
     def waiting(self, published: Collection[bytes]) -> int:
-        """At most how many vectors this clone has embedded that ``published`` lacks (reference texts and
-        earlier versions of memories are cached too): read from the cache alone, no memory's text."""
-        cached = {key for key, in self.db.execute("SELECT key FROM vectors WHERE model = ?", (self.model,))}
+        """At most how many vectors of memories this clone has embedded that ``published`` lacks (earlier
+        versions of memories are cached too): read from the cache alone, no memory's text."""
+        cached = {key for key, in self.db.execute(
+            "SELECT key FROM vectors WHERE model = ? AND key NOT IN (SELECT key FROM reference_keys WHERE model = ?)",
+            (self.model, self.model))}
         return len(cached.difference(published))
 
     def unpublished(self, catalog: Catalog, published: Collection[bytes], *,
