@@ -609,23 +609,19 @@ class MemoryStore:
 
         return self._store.healing(work, reading=True)
 
-    def publish_vectors(self, at_least: int = 1, *, embed: bool = True) -> tuple[int, str | None]:
+    def publish_vectors(self) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.
 
         They go under ``vectors/<model>/`` (outside the site), in a file only this clone writes,
         so merges never conflict on them; a fresh clone then reads them instead of embedding
-        every memory (:meth:`embed`). Memories without vectors yet are embedded first. A sync
-        does this by itself for the configured model, with what is embedded already.
-
-        Args:
-            at_least: publish only when this many vectors are waiting.
-            embed: False: publish only the vectors this clone has embedded already.
+        every memory (:meth:`embed`). Memories without vectors yet are embedded first. Every
+        :meth:`sync` publishes, of the configured model, what this clone has embedded already.
 
         Returns:
             How many vectors were published, and the commit (None when there was nothing to publish
             or recall is by words only).
         """
-        return self._store.publish_vectors(at_least, embed=embed)
+        return self._store.publish_vectors()
 
     def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names."""

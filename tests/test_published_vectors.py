@@ -174,9 +174,9 @@ def test_syncs_publish_what_clones_embedded_and_a_fresh_memsite_clone_embeds_not
         assert not folder.exists()  # too few waiting: a fresh clone embeds eight in a blink
         for text in texts[8:]:
             agent.remember(text, category="entities", dedupe=False)
-    result = runner.invoke(main, ["-C", str(store.root), "recall", "who owns service 30?"])  # processes of their own
+    result = runner.invoke(main, ["-C", str(store.root), "--agent", "planner", "recall", "who owns service 30?"])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(main, ["-C", str(store.root), "sync"])
+    result = runner.invoke(main, ["-C", str(store.root), "--agent", "planner", "sync"])  # (a process of its own)
     assert result.exit_code == 0, result.output
     (vec,) = folder.iterdir()  # published by the sync, and on the remote
     on_remote = subprocess.run(["git", "show", f"main:{vec.relative_to(store.root)}"], cwd=shared,

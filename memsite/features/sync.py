@@ -28,6 +28,7 @@ import logging
 import random
 import threading
 import time
+from datetime import timedelta
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -65,6 +66,7 @@ SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone
 QUEUE_RUNNING_SECONDS = 120.0  # a merge of the queue this recent on the shared branch: the queue is running
 INTEGRATE_SUBJECT = "Integrate agent branches: "  # the first line of the merge queue's commits
 PUBLISH_AT_LEAST = 32  # vectors waiting before a sync publishes them (a fresh clone embeds fewer in a blink)
+PUBLISH_OTHERS_AFTER = timedelta(hours=1)  # another agent's memory: published by this clone only once this old
 
 INTEGRATED, QUEUED, UP_TO_DATE = "integrated", "queued", "up to date"
 
@@ -210,13 +212,14 @@ def publish_vectors(store: Storage) -> int:
     """Publish with the repository the vectors this clone has embedded already and the repository lacks, once
     ``PUBLISH_AT_LEAST`` are waiting, in a commit the sync then shares: a fresh clone reads them rather than
     embedding every memory. Only the configured model's (``embedding.model``) are published, and nothing is
-    embedded here; how many were published.
+    embedded here; another agent's memory only when it is ``PUBLISH_OTHERS_AFTER`` old (its writer publishes
+    it first; twelve clones syncing at once published each memory five times over); how many were published.
     """
     vectors = store.vectors
     if vectors is None or vectors.model != configured_model(store):
         return 0
     try:
-        return store.publish_vectors(PUBLISH_AT_LEAST, embed=False)[0]
+        return store.publish_vectors(PUBLISH_AT_LEAST, embed=False, others_after=PUBLISH_OTHERS_AFTER)[0]
     except MemsiteError as exc:  # (the sync goes on: a fresh clone embeds what is not published)
         log.warning("vectors not published: %s", exc)
         return 0

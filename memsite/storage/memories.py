@@ -19,7 +19,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -257,7 +257,8 @@ class Storage:
         self._published_files = known
         return frozenset().union(*known.values())
 
-    def publish_vectors(self, at_least: int = 1, *, embed: bool = True) -> tuple[int, str | None]:
+    def publish_vectors(self, at_least: int = 1, *, embed: bool = True,
+                        others_after: timedelta | None = None) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.
 
         They go to this clone's own file under ``vectors/<model>/`` (named for the agent and the
@@ -266,6 +267,8 @@ class Storage:
         Args:
             at_least: publish only when this many vectors are waiting (fewer: nothing is written).
             embed: embed the memories without vectors first (False: publish only what is embedded).
+            others_after: publish other agents' memories only once they are this old (their writer's
+                clone publishes them first: clones syncing at once would each publish them again).
 
         Returns:
             How many vectors were published, and the commit (None when there were none).
@@ -277,7 +280,11 @@ class Storage:
             if not embed and vectors.waiting(self.published_keys(self.tip())) < at_least:
                 return 0, None  # (the catalog is not even brought up to date: a sync stays cheap)
             self.fresh()
-            new = vectors.unpublished(self.catalog, self.published_keys(self.catalog.commit), embed=embed)
+            among = None if others_after is None else \
+                (self.catalog.matching(None, self.agent, ()) or set()) | \
+                (self.catalog.matching(None, None, (), until=self.now() - others_after) or set())
+            new = vectors.unpublished(self.catalog, self.published_keys(self.catalog.commit), embed=embed,
+                                      among=among)
         if not new or len(new) < at_least:
             return 0, None
         model, dimension = vectors.model, len(new[0][1]) // 4

@@ -398,20 +398,21 @@ class Vectors:
             (self.model, self.model))}
         return len(cached.difference(published))
 
-    def unpublished(self, catalog: Catalog, published: Collection[bytes], *,
-                    embed: bool = True) -> list[tuple[bytes, bytes]]:
+    def unpublished(self, catalog: Catalog, published: Collection[bytes], *, embed: bool = True,
+                    among: set[int] | None = None) -> list[tuple[bytes, bytes]]:
         """(text key, vector bytes) of the catalog's memories that ``published`` lacks: what to publish.
 
         ``embed=False``: only those embedded already (in memory, or in the cache by any process of
-        this clone); nothing is embedded.
+        this clone); nothing is embedded. ``among``: only these rows.
         """
         if embed and (self._loaded is None or self._loaded.commit != catalog.commit):
             self._load(catalog)
         block = self._loaded
         if block is not None and block.commit == catalog.commit:
-            rows = {key: i for i, key in enumerate(block.keys) if key not in published}  # (one per text)
-            return [(key, block.matrix[i].tobytes()) for key, i in rows.items()]
-        rows = catalog.blobs()
+            held = {key: i for i, (n, key) in enumerate(zip(block.rows, block.keys))
+                    if key not in published and (among is None or n in among)}  # (one per text)
+            return [(key, block.matrix[i].tobytes()) for key, i in held.items()]
+        rows = [(n, blob) for n, blob in catalog.blobs() if among is None or n in among]
         unseen = [n for n, blob in rows if blob not in self._key_of_blob]
         for _, _, blob, text in catalog.texts(unseen):
             self._key_of_blob[blob] = hashlib.sha1(text.encode("utf-8")).digest()
