@@ -164,7 +164,8 @@ def test_syncs_publish_what_clones_embedded_and_a_fresh_memsite_clone_embeds_not
         store: MemoryStore, shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMSITE_EMBEDDING", raising=False)
     runner = CliRunner()
-    texts = [f"Service {i} is owned by team {i % 7} and deploys from the {i}th pipeline" for i in range(PUBLISH_AT_LEAST + 8)]
+    texts = [f"Service {i} is owned by team {i % 7} and deploys from the {i}th pipeline"
+             for i in range(PUBLISH_AT_LEAST + 8)]
     with MemoryStore(store.root, agent="planner") as agent:  # the configured model: auto, memsite's own minilm
         folder = store.root / published_folder(MiniLMEmbedder.model)
         for text in texts[:8]:

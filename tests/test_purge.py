@@ -17,8 +17,8 @@ from memsite.cli import main
 from memsite.storage.vectors import decode, published_folder
 from tests.conftest import Clock, assert_clean, git
 from tests.purge_process import KILL_POINTS
-from tests.test_published_vectors import Counting
 from tests.sites import ROOT, memsite
+from tests.test_published_vectors import Counting
 
 SECRET = "Customer Jane Roe lives at 12 Elm Street, card 4111-1111"
 ABSTRACT = "Jane Roe address for the refund case"
@@ -289,7 +289,8 @@ def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: M
     store.close()
     memsite("-C", str(store.root), "build", home=tmp_path)
     site = store.root / "site"
-    grep = subprocess.run(["grep", "-r", "-l", "-a", "Jane Roe", str(site)], capture_output=True, text=True, check=False)
+    grep = subprocess.run(["grep", "-r", "-l", "-a", "Jane Roe", str(site)], capture_output=True, text=True,
+                          check=False)
     assert grep.stdout == ""  # pages, history, week pages, search index
     home = (site / "index.html").read_text()
     latest = home[home.index("Latest changes"):]

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..api import storage_of
 from ..features.merge import DRIVERS
 from ..features.merge import run as run_merge
 from ..foundation.config import ENGINES
@@ -254,8 +255,10 @@ def propose(ctx: Context, remote: str, base: str) -> None:
     Example:
         memsite --agent coder propose | gh pr create --base main --head review/coder --body-file -
     """
+    from ..features.sync import propose as propose_branch
+
     with ctx.store() as store:
-        branch, body = store.propose(remote, base)
+        branch, body = propose_branch(storage_of(store), remote, base)
     echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
     echo(body)
 

@@ -59,7 +59,8 @@ PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own 
 PENDING = "purging"  # in .memsite/: what a purge that moved the refs has still to expire
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
-MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Supersede ")  # a subject '<verb> <category>: <abstract>'
+# A subject '<verb> <category>: <abstract>'.
+MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Supersede ")
 PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
 PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
                   "(never what).\n\n")
@@ -99,7 +100,8 @@ class PurgeResult:
     pushed: tuple[str, ...] = ()  # the remote's branches that took the rewritten history
 
 
-def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *, refs: Iterable[str] = ()) -> PurgePlan:
+def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *,
+         refs: Iterable[str] = ()) -> PurgePlan:
     """Find every version of the memories ``ids`` (or of those whose text, now or ever, holds ``matching``).
 
     Raises:
@@ -558,7 +560,8 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
                                   "pushes denied); nothing changed here or there: allow force pushes for the purge, "
                                   "then run it again")
         raise RepositoryError(f"cannot push the purged history to {origin.name}: "
-                              f"{(result.stderr.strip().splitlines() or ['git push failed'])[-1]}; nothing changed here")
+                              f"{(result.stderr.strip().splitlines() or ['git push failed'])[-1]}; "
+                              "nothing changed here")
     return {name: spec.partition(":")[0] for name, spec in zip(names, specs)}
 
 
@@ -590,7 +593,7 @@ def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) 
 
 def _ref_values(root: Path) -> dict[str, str]:
     listed = _git(root, "for-each-ref", "--format=%(refname) %(objectname)").stdout
-    return dict(line.split(" ", 1) for line in listed.splitlines())  # type: ignore[misc]
+    return dict(line.split(" ", 1) for line in listed.splitlines())
 
 
 def _purge_refs(root: Path) -> list[str]:

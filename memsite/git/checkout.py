@@ -310,7 +310,7 @@ class Checkout:
         that checkout (when HEAD has a reflog). An index that matches an
         older tree otherwise holds a person's staged changes.
         """
-        queue, seen = [tip], set()
+        queue, seen = [tip], set[str]()
         while queue and len(seen) < CATCH_UP_COMMITS:
             current = queue.pop(0)
             if current in seen:
@@ -362,7 +362,7 @@ class Checkout:
                     remove_file(self.root, path)
                 elif ahead is None or not ahead.place(path, f"{root}/{path}", data):
                     atomic_write(f"{root}/{path}", data)
-            new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]
+            new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]  # new paths have bytes
             index.append(IndexUpdate(self.root, self.git_dir, lock, files, new_files))
 
         # The working tree and the index are updated while other work goes
@@ -397,7 +397,7 @@ class Checkout:
                 self.match_head(list(files), lock)
                 lock.commit(self.settings.flush("index"))
                 self.journal.end()
-            except Exception:
+            except Exception:  # noqa: BLE001 (the next write repairs it: said below)
                 log.warning("could not repair %s now; the next write will", ", ".join(files))
             if not moved or sha is None:
                 raise

@@ -68,7 +68,8 @@ BASE_CACHE_SIZE = 8
 # folding), for the others: '<base id> <count> <SHA-1 of the rest>\n', then
 # the names, sorted, NUL-separated (no path holds a NUL). Several writers
 # take turns: after a fold each one's next write needed the new base's names,
-# parsed from the index at far more cost than they are read here. Written and read under ``index.lock``, which serialises them.
+# parsed from the index at far more cost than they are read here. Written and read under ``index.lock``,
+# which serialises them.
 NAMES_FILE = "memsite-index-names"
 
 
