@@ -198,3 +198,24 @@ def test_a_sync_never_publishes_vectors_of_a_model_the_repository_does_not_confi
         assert agent.recall("which bucket does job 4 write to?")
         agent.sync()
     assert git(shared, "ls-tree", "-r", "--name-only", "main").count("vectors/") == 0
+
+
+def test_a_clone_leaves_another_agents_new_memories_to_their_writer_and_publishes_them_once_they_are_old(
+        store: MemoryStore, shared: Path, tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSITE_EMBEDDING", raising=False)
+    with MemoryStore(store.root, agent="planner", clock=clock) as writer:  # it never recalls: embeds nothing
+        for i in range(PUBLISH_AT_LEAST + 2):
+            writer.remember(f"Queue {i} drains into the warehouse at {i}:00 UTC", category="entities", dedupe=False)
+        writer.sync()
+    git(tmp_path, "clone", "-q", str(shared), "reader")
+    with MemoryStore(tmp_path / "reader", agent="reader", clock=clock) as reader:
+        assert reader.recall("when does queue 7 drain?")  # every memory embedded here
+        reader.sync()
+        assert "vectors/" not in git(shared, "ls-tree", "-r", "--name-only", "main")  # the writer's to publish
+        clock.advance(hours=2)
+        reader.sync()  # an hour on, nobody has: this clone publishes them
+    listed = git(shared, "ls-tree", "-r", "--name-only", "main", "--", "vectors").split()
+    assert [Path(f).name.split("-")[0] for f in listed] == ["reader"]
+    on_remote = subprocess.run(["git", "show", f"main:{listed[0]}"], cwd=shared, capture_output=True,
+                               check=True).stdout
+    assert len(decode(on_remote, MiniLMEmbedder.model)) == PUBLISH_AT_LEAST + 2
