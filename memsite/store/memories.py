@@ -48,6 +48,7 @@ from .sqlite import intact, is_damage
 from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
 from .transaction import Transaction, refuse_unreadable
 from .vectors import Embedder, Vectors, decode, encode, model_name, published_folder
+from .versions import Versions
 
 T = TypeVar("T")
 log = logging.getLogger("memsite")
@@ -88,7 +89,7 @@ class Store:
     ) -> None:
         self.repo = Repository(path)
         self.vectors: Vectors | None = None
-        self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
+        self.past: Versions | None = None  # the memories at past commits (see at_commit), once asked for
         self._born: datetime | None = None  # see born()
         self._embedder = embedder
         self._published: tuple[bytes, frozenset[bytes]] | None = None  # (folder's tree id, the text keys in it)
@@ -471,21 +472,18 @@ class Store:
     def at_commit(self, commit: str, work: Callable[[Catalog], T]) -> T:
         """``work(catalog)`` on a catalog of the memories at ``commit`` (a past one: as-of reads in record time).
 
-        A second catalog, ``past.sqlite3``, made once as a copy of the catalog
-        and then moved from commit to commit by diffing their trees, as the
-        catalog follows the tip: a read as of a nearby moment costs the files
-        that differ. It is derived, like the catalog, and rebuilt when lost.
+        The catalog is the table of every version of every memory along the
+        branch (:class:`~memsite.store.versions.Versions`, ``past.sqlite3``),
+        built once and extended as the branch grows: a read as of any commit
+        it holds is a look-up. It is derived, like the catalog, and rebuilt when lost.
         """
         self.fresh()
 
         def read() -> T:
             with self.repo.thread_lock, self.state.locked():
                 if self.past is None:
-                    self.past = self._opened("past.sqlite3", lambda path: Catalog(path, self.root, self.activity.path),
+                    self.past = self._opened("past.sqlite3", lambda path: Versions(path, self.root, self.activity.path),
                                              REBUILT)
-                    if self.past.commit is None:  # new: start from the tip's rows, not from every file
-                        self.catalog.settle_pending()
-                        self.catalog.db.backup(self.past.db, name="main")
                 self.past.sync(self.repo, self.config, commit, self._progress)
                 return work(self.past)
 
