@@ -463,11 +463,15 @@ class Store:
         return self._born
 
     def commit_at(self, when: datetime) -> str | None:
-        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none."""
+        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none.
+
+        Looked up in the table of past versions (see :meth:`at_commit`), which numbers the branch's commits.
+        """
         tip = self.tip()
-        found = self.repo.git.run("rev-list", "-1", "--first-parent", f"--before={int(when.timestamp())}",
-                                  tip).stdout.strip() if tip else ""
-        return found or None
+        if tip is None:
+            return None
+        return self._past(lambda past: past.commit_at(self.repo, self.config, tip, int(when.timestamp()),
+                                                      self._progress))
 
     def at_commit(self, commit: str, work: Callable[[Catalog], T]) -> T:
         """``work(catalog)`` on a catalog of the memories at ``commit`` (a past one: as-of reads in record time).
@@ -479,12 +483,19 @@ class Store:
         """
         self.fresh()
 
+        def read(past: Versions) -> T:
+            past.sync(self.repo, self.config, commit, self._progress)
+            return work(past)
+
+        return self._past(read)
+
+    def _past(self, work: Callable[[Versions], T]) -> T:
+        """``work(versions)`` on the table of past versions, opened once, under the locks that keep it whole."""
         def read() -> T:
             with self.repo.thread_lock, self.state.locked():
                 if self.past is None:
                     self.past = self._opened("past.sqlite3", lambda path: Versions(path, self.root, self.activity.path),
                                              REBUILT)
-                self.past.sync(self.repo, self.config, commit, self._progress)
                 return work(self.past)
 
         return self.healing(read, reading=True)

@@ -40,7 +40,7 @@ DROP TABLE IF EXISTS main.commits; DROP TABLE IF EXISTS main.meta; DROP TABLE IF
 DROP TABLE IF EXISTS main.memories; DROP TABLE IF EXISTS main.memory_tags; DROP TABLE IF EXISTS main.sketches;
 DROP TABLE IF EXISTS main.sketch_filter; DROP TABLE IF EXISTS main.sketch_recent;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE commits (seq INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE);
+CREATE TABLE commits (seq INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, time INTEGER NOT NULL);
 CREATE TABLE versions (
     n INTEGER PRIMARY KEY,
     id TEXT NOT NULL, path TEXT NOT NULL, blob TEXT NOT NULL, commit_id TEXT,
@@ -51,7 +51,8 @@ CREATE TABLE versions (
     valid_until TEXT, born INTEGER NOT NULL, died INTEGER NOT NULL DEFAULT {NEVER}
 );
 CREATE INDEX versions_open ON versions (path) WHERE died = {NEVER};
-CREATE INDEX versions_id ON versions (id COLLATE NOCASE);
+CREATE INDEX versions_id ON versions (id);
+CREATE INDEX versions_id_nocase ON versions (id COLLATE NOCASE);
 CREATE INDEX versions_short_id ON versions (lower(substr(id, -6)));
 CREATE INDEX versions_category ON versions (category, created, id);
 CREATE TABLE version_tags (tag TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (tag, n)) WITHOUT ROWID;
@@ -81,9 +82,9 @@ class Versions(Catalog):
     Reads are those of a :class:`Catalog`, at the commit :meth:`sync` chose.
     """
 
-    schema_version = "versions-1"
+    schema_version = "versions-2"
     tables = _SCHEMA
-    live_rows = " AND rowid IN (SELECT n FROM memories)"
+    live_rows = " AND EXISTS (SELECT 1 FROM memories m WHERE m.n = memories_fts.rowid)"  # (IN: a scan each time)
 
     def __init__(self, path: Path | str, root: Path, activity: Path | str) -> None:
         super().__init__(path, root, activity)
@@ -117,6 +118,16 @@ class Versions(Catalog):
         self.db.execute("UPDATE temp.at SET seq = ?", (seq,))
         self._at = commit
 
+    def commit_at(self, repo: Repository, config: Config, tip: str, when: int,
+                  progress: Callable[[int, int], None] | None = None) -> str | None:
+        """The last commit of the branch at ``tip`` (its first parents) made at ``when`` (a Unix time) or before,
+        as ``git rev-list -1 --first-parent --before=when tip`` finds it; None if none."""
+        if self._seq(tip) is None:
+            self._extend(repo, config, tip, progress)
+        row = self.db.execute("SELECT sha FROM commits WHERE seq <= (SELECT seq FROM commits WHERE sha = ?) "
+                              "AND time <= ? ORDER BY seq DESC LIMIT 1", (tip, when)).fetchone()
+        return row[0] if row else None
+
     def _seq(self, commit: str) -> int | None:
         row = self.db.execute("SELECT seq FROM commits WHERE sha = ?", (commit,)).fetchone()
         return row[0] if row else None
@@ -131,7 +142,7 @@ class Versions(Catalog):
             chain = _first_parents(repo, since, commit)
         except GitFailed:  # (the newest numbered is gone)
             chain = []
-        if since is not None and (not chain or repo.parents(chain[0])[:1] != [since]):
+        if since is not None and (not chain or repo.parents(chain[0][0])[:1] != [since]):
             log.info("the history of the branch changed: the table of past versions is built again")
             with transaction(self.db):
                 for statement in _statements_of(self.tables + ";"):
@@ -140,10 +151,11 @@ class Versions(Catalog):
             newest, since = None, None
             chain = _first_parents(repo, None, commit)
         first = newest[0] + 1 if newest else 1
-        numbered = {sha: first + i for i, sha in enumerate(chain)}
+        numbered = {sha: first + i for i, (sha, _) in enumerate(chain)}
         changes = list(_changes(repo, since, commit, config.memories_dir))
         with transaction(self.db):
-            self.db.executemany("INSERT INTO commits VALUES (?, ?)", ((seq, sha) for sha, seq in numbered.items()))
+            self.db.executemany("INSERT INTO commits VALUES (?, ?, ?)",
+                                ((first + i, sha, time) for i, (sha, time) in enumerate(chain)))
             last = self.db.execute("SELECT coalesce(max(n), 0) FROM versions").fetchone()[0]
             for start in range(0, len(changes), BLOBS_AT_ONCE):
                 batch = changes[start : start + BLOBS_AT_ONCE]
@@ -186,10 +198,12 @@ class Versions(Catalog):
             self.db.execute(sql, values)
 
 
-def _first_parents(repo: Repository, since: str | None, commit: str) -> list[str]:
-    """The commits from ``since`` (excluded; None: the first) to ``commit`` along first parents, oldest first."""
+def _first_parents(repo: Repository, since: str | None, commit: str) -> list[tuple[str, int]]:
+    """(id, committer time) of the commits from ``since`` (excluded; None: the first) to ``commit`` along first
+    parents, oldest first."""
     revision = f"{since}..{commit}" if since else commit
-    return repo.git.run("rev-list", "--first-parent", "--reverse", revision, check=True).stdout.split()
+    out = repo.git.run("log", "--first-parent", "--reverse", "--format=%H %ct", revision, "--", check=True).stdout
+    return [(sha, int(time)) for sha, time in (line.split() for line in out.splitlines())]
 
 
 def _changes(repo: Repository, since: str | None, commit: str, folder: str) -> Iterator[tuple[str, str, bytes | None]]:
