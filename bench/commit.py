@@ -67,7 +67,7 @@ import report
 from corpus import CATEGORIES, Corpus
 
 from memsite import MemoryStore
-from memsite.fileformat import format_memory
+from memsite.foundation.fileformat import format_memory
 
 GIT_ENV = {
     **os.environ,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from memsite.text import STOPWORDS
+from memsite.foundation.text import STOPWORDS
 
 COMMON = """
 deploy staging production release build test tests flaky timeout retry cache database migration index

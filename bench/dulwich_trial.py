@@ -14,13 +14,13 @@ maintenance keeps a store that grew over two years), is copied three times.
 Each write then does what a remember() does at the git level, on each copy
 in turn (the order rotating), with the same file, path, author and time:
 
-  * memsite: ``ObjectStore.batch()`` around ``write`` (the blob), ``apply``
+  * memsite: ``ObjectDatabase.batch()`` around ``write`` (the blob), ``apply``
     (the trees down the path) and ``write`` (the commit), so the seven objects
     go into one pack; ``Refs.update`` (compare-and-swap under git's
     ``<ref>.lock``, with the reflog); ``release``; ``maintenance.maintain`` (memsite merging
     its small packs, part of every write);
   * dulwich, loose: ``DiskObjectStore.add_object`` for the blob,
-    ``dulwich.object_store.commit_tree_changes`` for the trees (it stores each
+    ``dulwich.object_database.commit_tree_changes`` for the trees (it stores each
     with ``add_object``), ``add_object`` for the commit,
     ``DiskRefsContainer.set_if_equals`` for the ref;
   * dulwich, one pack: the same trees built by ``commit_tree_changes`` into a
@@ -54,7 +54,7 @@ from pathlib import Path
 
 import report
 from corpus import CATEGORIES, Corpus
-from dulwich.object_store import MemoryObjectStore, OverlayObjectStore, commit_tree_changes
+from dulwich.object_database import MemoryObjectStore, OverlayObjectStore, commit_tree_changes
 from dulwich.objects import Blob, Commit
 from dulwich.repo import Repo as DulwichRepo
 
@@ -138,7 +138,7 @@ def commit_bytes(tree: str, parent: str, when: int, message: str) -> bytes:
 
 
 class MemsiteSide:
-    name = "memsite ObjectStore + Refs"
+    name = "memsite ObjectDatabase + Refs"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -172,7 +172,7 @@ class DulwichSide:
         self.pack = pack
         self.name = "dulwich add_objects (one pack)" if pack else "dulwich add_object (loose)"
         self.repo = DulwichRepo(str(path))
-        self.store, self.refs = self.repo.object_store, self.repo.refs
+        self.store, self.refs = self.repo.object_database, self.repo.refs
         self.parent = self.refs[REF.encode()]
         self.root = self.store[self.parent].tree
 

@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import report  # noqa: E402  (bench/ is on the path: this script's folder)
+
 from tests import faults  # noqa: E402  (shared with the test suite)
 
 

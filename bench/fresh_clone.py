@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import Corpus  # noqa: E402
 import report  # noqa: E402
+from corpus import Corpus  # noqa: E402
 
 from memsite import MemoryStore  # noqa: E402
 

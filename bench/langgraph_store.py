@@ -26,10 +26,10 @@ from typing import Any
 
 import report
 from corpus import Corpus
-from recall import percentile
-
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
+from recall import percentile
+
 from memsite import MemoryStore
 from memsite.integrations.langgraph import MemsiteStore
 

@@ -35,11 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from longterm_data import AGES, NOW, Generated, generate, written  # noqa: E402
 import report  # noqa: E402
+from longterm_data import AGES, NOW, Generated, generate, written  # noqa: E402
 
 from memsite import MemoryStore  # noqa: E402
-from memsite.text import match_any, search_terms  # noqa: E402
+from memsite.api import storage_of
+from memsite.foundation.text import match_any, search_terms  # noqa: E402
 
 BUCKETS = ("≤ 1 week", "≤ 1 month", "≤ 6 months", "older")
 
@@ -102,17 +103,17 @@ def answers(data: Generated, ids: dict[str, str]) -> list[tuple[str, str, set[st
 
 def bm25_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
     terms = search_terms(question)
-    found = store.catalog.lexical(match_any(terms)) if terms else {}
+    found = storage_of(store).catalog.lexical(match_any(terms)) if terms else {}
     best = sorted(found, key=found.__getitem__, reverse=True)[:limit]
-    return list(store.catalog.ids(best)[n] for n in best)
+    return list(storage_of(store).catalog.ids(best)[n] for n in best)
 
 
 def cosine_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
-    vectors = store.vectors
+    vectors = storage_of(store).vectors
     assert vectors is not None
-    close = vectors.closest(store.catalog, question, limit)
+    close = vectors.closest(storage_of(store).catalog, question, limit)
     best = sorted(close, key=close.__getitem__, reverse=True)[:limit]
-    return list(store.catalog.ids(best)[n] for n in best)
+    return list(storage_of(store).catalog.ids(best)[n] for n in best)
 
 
 def recall_ranking(ranking: str) -> Callable[[MemoryStore, str, int], list[str]]:

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import report
+from anthropic.tools import BetaLocalFilesystemMemoryTool
 from corpus import Corpus
 from recall import percentile
 
-from anthropic.tools import BetaLocalFilesystemMemoryTool
 from memsite import MemoryStore
 from memsite.integrations.anthropic import MemsiteMemoryTool
 

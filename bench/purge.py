@@ -34,8 +34,8 @@ import report  # (what it prints also goes into docs/benchmarks.md)
 from corpus import Corpus
 
 from memsite import Memory, MemoryStore
-from memsite.fileformat import format_memory
-from memsite.model import slugify
+from memsite.foundation.fileformat import format_memory
+from memsite.foundation.record import slugify
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 

@@ -19,7 +19,7 @@ naming the memory that answers it:
 
 The relevance floor (on the standing: a cosine against the query's cosines
 with the background questions) is measured on each repository with the
-background questions in memsite/relevance.py (60 more off-topic questions,
+background questions in memsite/features/relevance.py (60 more off-topic questions,
 none in heldout.tsv).
 
 For each embedder, three ways of recalling, each as ``store.recall`` returns:
@@ -51,10 +51,12 @@ from pathlib import Path
 import report
 from corpus import Corpus
 
-from memsite import MemoryStore, relevance
-from memsite.config import Config
-from memsite.relevance import BACKGROUND
-from memsite.text import search_terms
+from memsite import MemoryStore
+from memsite.api import storage_of
+from memsite.features import relevance
+from memsite.features.relevance import BACKGROUND
+from memsite.foundation.config import Config
+from memsite.foundation.text import search_terms
 
 DATA = Path(__file__).resolve().parent / "data"
 FLOORS = (0.0, 0.5, 0.8, 0.9, 0.95)  # embedding.floor: the share of background questions left with no hit
@@ -136,11 +138,11 @@ def latency(store: MemoryStore, queries: list[Query], rounds: int = 3) -> tuple[
     times = []
     for _ in range(rounds):
         for query in queries:
-            waiting = store.activity.waiting()
+            waiting = storage_of(store).activity.waiting()
             start = time.perf_counter()
             store.recall(query.text)
             elapsed = (time.perf_counter() - start) * 1000
-            if store.activity.waiting() >= waiting:
+            if storage_of(store).activity.waiting() >= waiting:
                 times.append(elapsed)
     times.sort()
     return statistics.median(times), times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]

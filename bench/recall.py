@@ -36,6 +36,7 @@ import report
 from corpus import Corpus
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 
 WORD = re.compile(r"\w+")
 CREATED = re.compile(r"^created: '?([0-9T:Z-]+)'?$", re.M)
@@ -156,11 +157,11 @@ def timed_recalls(store: MemoryStore, queries: list[str]) -> tuple[list[float], 
         store.recall(query)
     plain, flushes = [], []
     for query in queries:
-        waiting = store.activity.waiting()
+        waiting = storage_of(store).activity.waiting()
         start = time.perf_counter()
         store.recall(query)
         elapsed = (time.perf_counter() - start) * 1000
-        (flushes if store.activity.waiting() < waiting else plain).append(elapsed)
+        (flushes if storage_of(store).activity.waiting() < waiting else plain).append(elapsed)
     return plain, flushes
 
 

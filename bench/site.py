@@ -150,7 +150,7 @@ def run(count: int, workdir: Path, runs: int, baseline: bool) -> list[dict[str, 
 
 def corpus_word(memory: Any, n: int = 0) -> str:
     """A word of the memory's text that is not a stopword: what a person would search it by."""
-    from memsite.text import STOPWORDS
+    from memsite.foundation.text import STOPWORDS
 
     words = [w.strip(".,;:") for w in memory.content.split() if len(w) > 3 and w.lower() not in STOPWORDS]
     return words[min(n, len(words) - 1)].lower()

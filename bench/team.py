@@ -361,7 +361,7 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
 
 def world_conflicts_listed(remote: Path) -> tuple[int, int]:
     """(world keys the merges on main found set two ways, those of them no World-Conflict trailer lists)."""
-    from memsite import world
+    from memsite.features import world
 
     path = "content/world_state.md"
 

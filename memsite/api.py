@@ -1,28 +1,26 @@
 """MemoryStore: the Python API agents write and recall memories through.
 
-The facade over the layers. It holds a :class:`memsite.store.Store`, which
-reads and writes memories under memsite's policy, and hands out its parts
-(``repo``, ``config``, ``catalog``, ``world``...); the features (recall,
+The facade over the layers. It holds a :class:`memsite.storage.Storage`, which
+reads and writes memories under memsite's policy; the features (recall,
 world state, the task protocol, core memory, ingest, skills, sync) build on
-that store, and this class puts them behind one object. Each public method
-is an entry point: :func:`memsite.failures.translated` turns the OS, SQLite
-and git failures below it into memsite's errors there, and nowhere else.
+that storage, and this class puts them behind one object. Each public method
+is an entry point: :func:`memsite.storage.failures.boundary` turns the OS,
+SQLite and git failures below it into memsite's errors there, and nowhere else.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 import shutil
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import checks, contradictions, retrieval
-from .asof import moment
-from .config import Config
-from .core import (
+from .features import contradictions, retrieval
+from .features.asof import moment
+from .features.core_memory import (
     DEFAULT_DIR,
     FALSE,
     TRUE,
@@ -33,32 +31,28 @@ from .core import (
     recent_texts,
     topic_text,
 )
-from .embedders import by_name, chosen_name, download_allowed, normal
-from .errors import ConfigError, InvalidInput, NotFound
-from .extract import Extractor, message_texts
-from .failures import translated
-from .git import Repository
-from .history import removal
-from .ingest import incomplete, ingest, resume
-from .merge import clone_settings
-from .migrate import Migration, migrate
-from .model import Memory, format_time, utcnow
-from .protocol import Task, start
-from .purge import PurgeResult, purge
-from .recall import TOOLS, Hit, call_tool, format_hits
-from .relevance import floor
-from .scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
-from .store.memories import AGENT_SETTING
-from .skills import SkillCandidate, candidates
-from .store import Store, Transaction
-from .store.activity import ActivityJournal
-from .store.catalog import Catalog
-from .store.chain import chain
-from .store.ids import lookup
-from .store.state import StateDir
-from .store.vectors import Embedder, Vectors
-from .sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
-from .world import World
+from .features.embedders import by_name, chosen_name, download_allowed, normal
+from .features.extract import Extractor, message_texts
+from .features.ingest import incomplete, ingest, resume
+from .features.migrate import Migration, migrate
+from .features.opening import open_storage
+from .features.protocol import Task, start
+from .features.purge import PurgeResult, purge
+from .features.recall import TOOLS, Hit, call_tool, format_hits
+from .features.relevance import floor
+from .features.scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
+from .features.skills import SkillCandidate, candidates
+from .features.sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
+from .features.world import World
+from .foundation import inputs
+from .foundation.config import Config
+from .foundation.errors import ConfigError, InvalidInput, NotFound
+from .foundation.record import Memory, format_time, utcnow
+from .storage import Storage, Transaction
+from .storage.chain import chain
+from .storage.ids import lookup
+from .storage.memories import AGENT_SETTING
+from .storage.vectors import Embedder
 
 T = TypeVar("T")
 
@@ -106,7 +100,7 @@ class MemoryStore:
         llm: the language model (``llm(prompt) -> str``) that judges whether a
             new memory adds to, merges into, supersedes or repeats a memory of
             its category it looks like (see :meth:`remember`). None (the
-            default) takes ``MEMSITE_LLM_*`` (:meth:`memsite.llm.OpenAICompatible.from_env`);
+            default) takes ``MEMSITE_LLM_*`` (:meth:`memsite.features.llm.OpenAICompatible.from_env`);
             False asks none: such a memory is written and flagged for review.
 
     Raises:
@@ -116,7 +110,6 @@ class MemoryStore:
         ConfigError: ``mkdocs.yml`` has no valid memsite settings (``plugins.memsite``, or ``extra.memsite`` before).
     """
 
-    @translated
     def __init__(
         self,
         path: str | os.PathLike[str] = ".",
@@ -137,14 +130,13 @@ class MemoryStore:
         """After :meth:`clone`: (the branch checked out, whether the remote was empty and got a new memory)."""
         self.published: str | None = None
         """After ``init(..., remote=URL)``: what is left to do on the hosting service, if anything."""
-        self._store = Store(path, agent, clock=clock, progress=progress,
-                            embedder=embedder if callable(embedder) else None, branch=branch,
-                            git_settings=clone_settings, removal=removal)
+        self._store = open_storage(path, agent, clock=clock, progress=progress,
+                                   embedder=embedder if callable(embedder) else None, branch=branch)
         self.auto_load_lines: int = self._store.config.auto_load_lines
         """The most lines :meth:`load_core` returns by default."""
         try:
             if agent_branch:
-                self._store.ref = checks.branch(review_branch(self._store))
+                self._store.ref = inputs.branch(review_branch(self._store))
             if not callable(embedder):
                 self._use_named_embedder(embedder)
             if sync_every is not None:
@@ -168,7 +160,6 @@ class MemoryStore:
             self._store.use_embedder(resolved)  # opened, and healed, as a callable given to the store is
 
     @classmethod
-    @translated
     def init(
         cls,
         path: str | os.PathLike[str],
@@ -214,7 +205,6 @@ class MemoryStore:
         return store
 
     @classmethod
-    @translated
     def clone(
         cls,
         url: str,
@@ -269,9 +259,8 @@ class MemoryStore:
 
     def _keep_agent(self) -> None:
         """Make this store's agent the one every later command in this clone writes as (``memsite.agent``)."""
-        self.repo.git.run("config", AGENT_SETTING, self.agent, check=True)
+        self._store.repo.git.run("config", AGENT_SETTING, self.agent, check=True)
 
-    @translated
     def close(self) -> None:
         """Sync what the background syncer has not yet (``sync_every``), then release everything."""
         if self.syncer is not None:
@@ -294,11 +283,6 @@ class MemoryStore:
     def root(self) -> Path:
         """The repository's working tree."""
         return self._store.root
-
-    @property
-    def repo(self) -> Repository:
-        """The git repository (memsite's own plumbing over it)."""
-        return self._store.repo
 
     @property
     def config(self) -> Config:
@@ -329,26 +313,6 @@ class MemoryStore:
         return self._store.branch
 
     @property
-    def catalog(self) -> Catalog:
-        """The index of the memories at the branch tip (derived from git, rebuilt when lost)."""
-        return self._store.catalog
-
-    @property
-    def activity(self) -> ActivityJournal:
-        """The journal of recalls not yet committed to the memory files."""
-        return self._store.activity
-
-    @property
-    def vectors(self) -> Vectors | None:
-        """The memories' vectors for hybrid recall; None when recall is by words only."""
-        return self._store.vectors
-
-    @property
-    def state(self) -> StateDir:
-        """The folder the derived files (catalog, journal, vectors) live in."""
-        return self._store.state
-
-    @property
     def commit_listeners(self) -> list[Callable[[str], None]]:
         """Called with each commit this store makes, once the lock is released (a background syncer listens)."""
         return self._store.commit_listeners
@@ -365,25 +329,21 @@ class MemoryStore:
 
     # --- the store's reads and writes ------------------------------------------
 
-    @translated
     def tip(self) -> str | None:
         """The commit reads see: the store's branch (HEAD's commit while that branch does not exist yet,
         or when the store was opened on a detached HEAD)."""
         return self._store.tip()
 
-    @translated
     def now(self) -> datetime:
         """The current time as this store sees it (UTC, whole seconds)."""
         return self._store.now()
 
-    @translated
     def cannot_write(self) -> str | None:
         """Why a write would be refused now (one line naming the cause), or None."""
         return self._store.cannot_write()
 
-    @translated
     def writable_ref(self) -> str:
-        """The branch to write to, after checking that a write can be made (see :meth:`Store.writable_ref`).
+        """The branch to write to, after checking that a write can be made (see :meth:`Storage.writable_ref`).
 
         Raises:
             RepositoryError: detached HEAD, a rebase (merge, ...) in progress,
@@ -391,12 +351,10 @@ class MemoryStore:
         """
         return self._store.writable_ref()
 
-    @translated
     def fresh(self) -> None:
         """Bring the catalog up to the branch tip now (reads do it when they need it)."""
         self._store.fresh()
 
-    @translated
     def get(self, id: str, *, as_of: datetime | str | None = None) -> Memory:
         """The memory with ``id``, or with the one id that starts or ends with ``id`` (6 characters or more, any
         case): its short form (:func:`memsite.short_id`, the end of its random part) is enough.
@@ -423,7 +381,6 @@ class MemoryStore:
                            f"{format_time(now.created)}")
         return memory
 
-    @translated
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
 
@@ -431,7 +388,6 @@ class MemoryStore:
         """
         return self._store.list(category, agent)
 
-    @translated
     def remember(
         self,
         content: str,
@@ -502,7 +458,6 @@ class MemoryStore:
             self._llm = contradictions.judge() or False
         return self._llm or None  # type: ignore[return-value]
 
-    @translated
     def dismiss(self, id: str, of: str | None = None) -> Memory:
         """Say the memory ``id``, flagged as possibly contradicting ``of`` (every memory it was flagged
         against when None), contradicts nothing: both hold. One commit.
@@ -513,7 +468,6 @@ class MemoryStore:
         """
         return self._store.dismiss(id, of)
 
-    @translated
     def supersede(self, old: str, new: str, reason: str | None = None) -> tuple[Memory, Memory]:
         """Mark the memory ``old`` replaced by the memory ``new`` (both written already), in one commit.
 
@@ -537,7 +491,6 @@ class MemoryStore:
         """
         return self._store.supersede(old, new, reason)
 
-    @translated
     def chain(self, id: str) -> list[Memory]:
         """The memories that replaced one another, oldest first, that the memory ``id`` belongs to.
 
@@ -548,7 +501,6 @@ class MemoryStore:
         """
         return chain(self._store.get(id), self._store.get)
 
-    @translated
     def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
 
@@ -566,7 +518,6 @@ class MemoryStore:
         """
         return self._store.update(id, **changes)
 
-    @translated
     def forget(self, id: str, reason: str = "") -> str:
         """Delete a memory in one commit (it stays in history); returns the commit id.
 
@@ -574,7 +525,6 @@ class MemoryStore:
         """
         return self._store.forget(id, reason)
 
-    @translated
     def purge(self, *ids: str, reason: str, matching: str | None = None, remote: str | None = "origin",
               dry_run: bool = False) -> PurgeResult:
         """Erase memories from history: no commit of this clone or of ``remote`` holds their text afterwards.
@@ -584,7 +534,7 @@ class MemoryStore:
         file, its words in commit messages), keeping every other file, author and date;
         a tombstone commit says that something was purged, by whom, when and why, not what.
         The rewritten branches are pushed to ``remote`` with a lease; other clones follow
-        on their next :meth:`sync`. See :mod:`memsite.purge`.
+        on their next :meth:`sync`. See :mod:`memsite.features.purge`.
 
         Args:
             ids: memory ids (or unique prefixes), current or forgotten.
@@ -594,7 +544,7 @@ class MemoryStore:
             dry_run: list what would change (``result.plan``) and change nothing.
 
         Returns:
-            A :class:`~memsite.purge.PurgeResult`.
+            A :class:`~memsite.features.purge.PurgeResult`.
 
         Raises:
             InvalidInput: no reason, or neither an id nor a pattern.
@@ -604,12 +554,10 @@ class MemoryStore:
         """
         return purge(self._store, ids, reason, matching=matching, remote=remote, dry_run=dry_run)
 
-    @translated
     def trim(self, category: str) -> list[str]:
         """Apply the category's capacity marks now; returns the ids trimmed."""
         return self._store.trim(category)
 
-    @translated
     def transaction(self, message: str | None = None) -> Transaction:
         """Group writes into one commit: ``with store.transaction("msg") as tx:``.
 
@@ -618,7 +566,6 @@ class MemoryStore:
         """
         return self._store.transaction(message)
 
-    @translated
     def write(self, body: Callable[[Transaction], T], message: str | None = None) -> tuple[Transaction, T]:
         """Run ``body`` in a transaction of its own, again if the branch moved under it; (the transaction, its result).
 
@@ -627,7 +574,6 @@ class MemoryStore:
         """
         return self._store.write(body, message)
 
-    @translated
     def flush_activity(self) -> str | None:
         """Commit the recall counts the journal holds; the last commit id, or None.
 
@@ -637,7 +583,6 @@ class MemoryStore:
         """
         return self._store.flush_activity()
 
-    @translated
     def rebuild_index(self) -> int:
         """Rebuild the catalog and full-text index from the files at the branch tip; returns the count.
 
@@ -645,7 +590,6 @@ class MemoryStore:
         """
         return self._store.rebuild_index()
 
-    @translated
     def embed(self) -> int:
         """Embed the memories recall has no vectors for yet, and measure the relevance floor; returns how many have.
 
@@ -658,14 +602,13 @@ class MemoryStore:
             return 0
 
         def work() -> int:
-            with self.repo.thread_lock:
+            with self._store.repo.thread_lock:
                 self._store.fresh()
-                floor(self.catalog, vectors, self.config.embedding_floor)
-                return vectors.size(self.catalog)
+                floor(self._store.catalog, vectors, self.config.embedding_floor)
+                return vectors.size(self._store.catalog)
 
         return self._store.healing(work, reading=True)
 
-    @translated
     def publish_vectors(self) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.
 
@@ -679,33 +622,29 @@ class MemoryStore:
         """
         return self._store.publish_vectors()
 
-    @translated
     def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names."""
         return self._store.heal(cause)
 
     # --- sharing ------------------------------------------------------------
 
-    @translated
     def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
-        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.sync.sync`)."""
+        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.features.sync.sync`)."""
         return sync(self._store, remote, branch)
 
-    @translated
     def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
-        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.sync.integrate`)."""
+        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.features.sync.integrate`)."""
         return integrate(self._store, remote, branch)
 
     # --- recall -------------------------------------------------------------
 
-    @translated
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                until: datetime | str | None = None, ranking: str = "relevance", include_superseded: bool = False,
                as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
         """The memories that best match ``query``: relevance decides what is found, time orders what is close.
 
-        See :mod:`memsite.retrieval` for the whole ranking.
+        See :mod:`memsite.features.retrieval` for the whole ranking.
 
         Args:
             query: any text; its words are searched (no query syntax to get wrong), and with an
@@ -753,7 +692,6 @@ class MemoryStore:
 
     # --- the long-term memory interface for agents --------------------------
 
-    @translated
     def record(self, messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         """Remember the user and assistant messages of a conversation, one memory each, one commit.
 
@@ -768,7 +706,6 @@ class MemoryStore:
                 tx.remember(text, source="conversation")
         return tx.stats
 
-    @translated
     def ingest(self, messages: Iterable[Mapping[str, Any]], extractor: Extractor, session_key: str | None = None,
                *, batch_size: int = 200, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Extract memories from a conversation and store them, resumably.
@@ -794,12 +731,10 @@ class MemoryStore:
         """
         return ingest(self._store, messages, extractor, session_key, batch_size=batch_size, progress=progress)
 
-    @translated
     def incomplete_ingests(self) -> list[str]:
         """Session keys of ingests that were interrupted and left a checkpoint."""
         return incomplete(self._store)
 
-    @translated
     def resume(self, session_key: str, extractor: Extractor | None = None, *,
                progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Finish an interrupted :meth:`ingest`; returns its totals.
@@ -812,7 +747,6 @@ class MemoryStore:
         """
         return resume(self._store, session_key, extractor, progress=progress)
 
-    @translated
     def skill_candidates(self, threshold: int = 5, llm: Callable[[str], str] | None = None) -> list[SkillCandidate]:
         """Patterns recalled at least ``threshold`` times that could become agent skills, best first.
 
@@ -822,7 +756,6 @@ class MemoryStore:
         """
         return candidates(self._store, threshold, llm)
 
-    @translated
     def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
         """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""
         if isinstance(query_or_messages, str):
@@ -834,7 +767,6 @@ class MemoryStore:
         hits = self.recall(query, limit=limit)
         return f"Relevant memories (best first):\n{format_hits(hits)}" if hits else ""
 
-    @translated
     def tools(self) -> list[dict[str, Any]]:
         """The memory tools an LLM may call: name, description, JSON-Schema parameters each.
 
@@ -842,20 +774,17 @@ class MemoryStore:
         """
         return [dict(tool) for tool in TOOLS]
 
-    @translated
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
         """Run a tool from :meth:`tools`; returns text for the LLM (an error too, never an exception)."""
         return call_tool(self, self.recall, name, arguments)
 
-    @translated
     def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
         """Move memory files of an earlier layout (or a wrong month folder) to their month's numbered folders.
 
-        One commit; see :func:`memsite.migrate.migrate`. ``.commit`` is None when nothing had to move.
+        One commit; see :func:`memsite.features.migrate.migrate`. ``.commit`` is None when nothing had to move.
         """
         return migrate(self._store, progress)
 
-    @translated
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                 agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                 until: datetime | str | None = None, ranking: str = "relevance",
@@ -878,7 +807,6 @@ class MemoryStore:
             return hits
         return [*hits, *retrieval.recall(self._store, asked, below=True)]
 
-    @translated
     def rank(self, limit: int | None = None, category: str | None = None, *,
              include_superseded: bool = False) -> list[Hit]:
         """Every memory (or one category's) still holding ranked by decay x boost: the site's ranking. Not a recall.
@@ -888,12 +816,11 @@ class MemoryStore:
         return retrieval.rank(self._store, limit, category, include_superseded)
 
     def _moment(self, as_of: object) -> datetime | None:
-        """The moment ``as_of`` names, checked (see :func:`memsite.asof.moment`); None for now."""
+        """The moment ``as_of`` names, checked (see :func:`memsite.features.asof.moment`); None for now."""
         return None if as_of is None else moment(as_of, self.now(), self._store.born())
 
     # --- core memory ----------------------------------------------------------
 
-    @translated
     def load_core(self, lines: int | None = None, *, as_of: datetime | str | None = None) -> str:
         """Prompt-ready core memory: world state, pinned memories, this agent's recent memories.
 
@@ -924,19 +851,16 @@ class MemoryStore:
         text = core_text(world, pinned, recent_memories([m for m in memories if m.agent == self.agent], 10), self.agent)
         return first_lines(text, limit)
 
-    @translated
     def load_topic(self, category: str) -> str:
         """The full text of one category (name or alias), oldest first, without what stopped holding; '' if none."""
         now = self.now()
         return topic_text([m for m in self.list(category=category) if m.valid_at(now)])
 
-    @translated
     def recent(self, n: int = 10) -> list[str]:
         """The texts of this agent's ``n`` most recent memories still holding, oldest first (never empty ones)."""
         now = self.now()
         return recent_texts([m for m in self.list(agent=self.agent) if m.valid_at(now)], n)
 
-    @translated
     def task(self, type: str | None = None, keywords: Iterable[str] = (), *,
              plan: Iterable[str] | None = None) -> Task:
         """Start a task, or resume this agent's unfinished one; use it as a context manager.
@@ -985,3 +909,12 @@ def from_env(environ: Mapping[str, str] | None = None) -> MemoryStore | None:
         store = MemoryStore(path, agent=agent)
     store.auto_load_lines = auto_load_lines(environ, store.auto_load_lines)
     return store
+
+
+def storage_of(store: MemoryStore) -> Storage:
+    """The storage beneath ``store`` (its git repository, catalog, activity journal and vectors).
+
+    For memsite's own surfaces and tests: it is not part of the public API and
+    changes between versions without notice.
+    """
+    return store._store

@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from .api import MemoryStore
-from .errors import MemsiteError
+from .foundation.errors import MemsiteError
+from .foundation.record import utcnow
 from .git import Git
-from .model import utcnow
 
 AGENTS = ("planner", "coder", "reviewer")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 
 START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=timezone.utc)
 
@@ -95,7 +96,7 @@ def checkout(store: MemoryStore, *args: str) -> None:
     (A store stays on the branch it opened on; this is the test's shortcut for reopening it.)
     """
     git(store.root, "checkout", *args)
-    store.ref = store.repo.refs.head_target()
+    store.ref = storage_of(store).repo.refs.head_target()
 
 
 def assert_clean(repo: Path) -> None:

@@ -30,9 +30,8 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore, MemsiteError, ProtocolError
 from memsite.cli import main as cli
-from memsite.model import short_id
-from memsite.fileformat import format_memory
-from memsite.model import Memory, new_id
+from memsite.foundation.fileformat import format_memory
+from memsite.foundation.record import Memory, new_id, short_id
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "HOST-SECRET-7f3a9c"
@@ -249,7 +248,7 @@ def damaged_template(path: Path) -> set[str]:
         "    made = [tx.remember(f'Service {i} listens on port {8000 + i} behind the gateway', dedupe=False)"
         " for i in range(200)]\n"
         "store.recall('gateway port'); store.recall('service')\n"
-        "for db in (store.catalog.db, store.activity.db, store.vectors.db):\n"
+        "for db in (storage_of(store).catalog.db, storage_of(store).activity.db, storage_of(store).vectors.db):\n"
         "    db.execute('PRAGMA wal_checkpoint')\n"  # most pages in the files, the latest in the -wal
         "made.append(store.remember('Service 900 listens on port 9900 behind the gateway'))\n"
         "store.recall('gateway port 9900')\n"

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from memsite import Extractor, MemoryStore
-from memsite.ingest import Checkpoints
+from memsite.features.ingest import Checkpoints
 
 CONVERSATION = [
     {"role": "system", "content": "You are a helpful assistant."},

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from memsite import MemoryStore
-from memsite import purge as purging
+from memsite.features import purge as purging
 from memsite.git.remote import Remote
-from memsite.store import Store
+from memsite.storage import Storage
 
 KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     # point: (owner, attribute, "before" | "after")
@@ -25,8 +25,8 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     "tombstone-written": (purging, "_listed", "after"),
     "published": (purging, "_publish", "after"),
     "refs-moved": (purging, "_move_refs", "after"),
-    "reflogs-expired": (Store, "rebuild_caches", "before"),
-    "caches-rebuilt": (Store, "rebuild_caches", "after"),
+    "reflogs-expired": (Storage, "rebuild_caches", "before"),
+    "caches-rebuilt": (Storage, "rebuild_caches", "after"),
 }
 
 

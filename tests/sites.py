@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from memsite import MemoryStore
-from memsite.fileformat import format_memory
+from memsite.foundation.fileformat import format_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 

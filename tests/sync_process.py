@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from memsite import MemoryStore
-from memsite.sync import sync
+from memsite.features.sync import sync
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import FormatError, MemoryStore, NotFound
+from memsite.api import storage_of
 from memsite.cli import main
 
 from .conftest import assert_clean, git
@@ -112,7 +113,7 @@ def test_a_copied_memory_is_found_at_read_and_changing_it_is_refused(store: Memo
     rel_original = memory.path.relative_to(store.root).as_posix()
     rel_copy = copy.relative_to(store.root).as_posix()
     assert [m.id for m in store.list()] == [memory.id]
-    problems = store.catalog.problems()
+    problems = storage_of(store).catalog.problems()
     assert [(p, mid, dup) for p, mid, dup, _ in problems] == [(rel_original, memory.id, True)]
     for change in (lambda: store.forget(memory.id), lambda: store.update(memory.id, content="changed")):
         with pytest.raises(FormatError, match=f"memory {memory.id} is in 2 files: {rel_copy} and {rel_original}"):
@@ -136,7 +137,7 @@ def test_removing_either_copy_leaves_the_other_visible(store: MemoryStore, remov
     assert [m.id for m in listed] == [memory.id]
     kept = copy if remove == "original" else memory.path
     assert listed[0].path == kept and listed[0].commit is not None
-    assert store.catalog.problems() == []
+    assert storage_of(store).catalog.problems() == []
     store.forget(memory.id, reason="settled")
     assert store.list() == []
     with pytest.raises(NotFound):
@@ -152,7 +153,7 @@ def test_a_rebuilt_index_agrees_with_the_one_kept_up_to_date(store: MemoryStore)
     copy_memory(store, memory.path, "a-copy.md")
     broken_yaml(store, other.path)
     git(store.root, "commit", "-qam", "broken")
-    before = ([m.path for m in store.list()], store.catalog.problems())
+    before = ([m.path for m in store.list()], storage_of(store).catalog.problems())
     store.rebuild_index()
-    assert ([m.path for m in store.list()], store.catalog.problems()) == before
+    assert ([m.path for m in store.list()], storage_of(store).catalog.problems()) == before
     assert len(before[1]) == 2

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore, RepositoryError
-from memsite.model import short_id
+from memsite.api import storage_of
+from memsite.foundation.record import short_id
 
 from .conftest import assert_clean, git
 
@@ -285,7 +286,7 @@ def test_an_interrupted_write_is_not_repaired_into_another_branch(store: MemoryS
     mine = store.root / "content" / "memories" / "general" / "mine.md"
     mine.parent.mkdir(parents=True, exist_ok=True)
     mine.write_text("the person's own file, not committed yet\n")
-    journal = store.repo.state_dir / "journal.json"  # as a writer killed on main leaves it
+    journal = storage_of(store).repo.state_dir / "journal.json"  # as a writer killed on main leaves it
     journal.write_text(json.dumps({"ref": "refs/heads/main", "paths": ["content/memories/general/mine.md"]}))
     store.remember("Deploys freeze on Fridays", category="preferences")
     assert mine.read_text() == "the person's own file, not committed yet\n"

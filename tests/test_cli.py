@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.cli import main
 
 from .conftest import assert_clean, git
@@ -182,7 +183,7 @@ def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
 def fixed_ids(monkeypatch: pytest.MonkeyPatch):
     """Memories written from now on get these ids, in order (two share their first 10 characters)."""
     ids = iter(["01M8CFNYKZ0000000000000001", "01M8CFNYKZ1000000000000002", "01M8D00000000000000000000A"])
-    monkeypatch.setattr("memsite.store.memories.new_id", lambda: next(ids))
+    monkeypatch.setattr("memsite.storage.memories.new_id", lambda: next(ids))
 
 
 def test_an_id_is_found_by_its_first_characters_in_any_case(repo: Path, fixed_ids: None) -> None:
@@ -220,7 +221,7 @@ def test_short_ids_from_the_random_part_are_shown_and_taken_everywhere(repo: Pat
     them. The short form is the end of the random part, as the file names end."""
     ids = iter(["01M8JQ0000AAAAAAAAAAWA8T29", "01M8JQ0001BBBBBBBBBBXQ4K7M", "01M8JQ0002CCCCCCCCCCZZ9999",
                 "01M8JQ0003DDDDDDDDDDZZ9999"])
-    monkeypatch.setattr("memsite.store.memories.new_id", lambda: next(ids))
+    monkeypatch.setattr("memsite.storage.memories.new_id", lambda: next(ids))
     for text in ("Deploys go through make release", "The build server is orion", "Staging is vega",
                  "Production is lyra"):
         assert run(repo, "remember", text, "-c", "entities").exit_code == 0
@@ -252,11 +253,11 @@ def test_finding_an_id_prefix_reads_the_id_index_not_every_memory(repo: Path, fi
     with MemoryStore(repo) as store:
         store.get(store.list()[0].id)  # (the catalog is up to date: what follows is the lookup alone)
         statements: list[str] = []
-        store.catalog.db.set_trace_callback(statements.append)
+        storage_of(store).catalog.db.set_trace_callback(statements.append)
         assert store.get("01m8cfnykz").id == "01M8CFNYKZ0000000000000001"
-        store.catalog.db.set_trace_callback(None)
+        storage_of(store).catalog.db.set_trace_callback(None)
         plans = [row[-1] for sql in statements if sql.lstrip().upper().startswith("SELECT")
-                 for row in store.catalog.db.execute(f"EXPLAIN QUERY PLAN {sql}")]
+                 for row in storage_of(store).catalog.db.execute(f"EXPLAIN QUERY PLAN {sql}")]
     assert any("memories_id_nocase" in plan for plan in plans), plans
     assert not [plan for plan in plans if plan.startswith("SCAN m") or plan == "SCAN memories"], plans
 
@@ -384,7 +385,7 @@ def test_standard_input_over_the_cap_is_refused_unread(repo: Path, command: list
 
 
 def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memsite.ingest.MAX_CONVERSATION_BYTES", 1000)
+    monkeypatch.setattr("memsite.features.ingest.MAX_CONVERSATION_BYTES", 1000)
     conversation = json.dumps([{"role": "user", "content": "x" * 2000}])
     piped = run(repo, "ingest", "-", input=conversation)
     assert piped.exit_code == 1

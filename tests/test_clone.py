@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.sync import sync
+from memsite.features.sync import sync
 from tests.conftest import assert_clean, git
 from tests.sites import env
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
-from memsite.errors import RepositoryError
-from memsite.fileformat import parse_memory
+from memsite.api import storage_of
+from memsite.foundation.errors import RepositoryError
+from memsite.foundation.fileformat import parse_memory
 
 from .conftest import Clock, acknowledged, assert_clean, git, listed_packs, start_writer
 from .writer_process import KILL_POINTS
@@ -140,7 +141,7 @@ def test_a_writer_killed_at_any_step_leaves_a_usable_repository(store: MemorySto
     assert_all_present(store.root, {before.id: before.commit, after.id: after.commit})  # type: ignore[dict-item]
     assert_no_partial_files(store.root)
     assert_clean(store.root)
-    assert store.repo.journal.pending() == []  # nothing left to repair
+    assert storage_of(store).repo.journal.pending() == []  # nothing left to repair
 
 
 def test_writers_killed_at_random_moments_lose_no_acknowledged_write(store: MemoryStore) -> None:
@@ -187,7 +188,7 @@ def test_an_index_update_the_killed_writer_left_running_cannot_touch_the_live_in
     data = b"---\nid: 01JD3X4K9Q2W8E5R7T6Y1V3A0P\n---\n\nnever committed\n"
     (store.root / rel).write_bytes(data)
     subprocess.run(["git", "hash-object", "-w", rel], cwd=store.root, check=True, capture_output=True)
-    store.repo.journal.begin([rel])  # what the killed writer had journaled
+    storage_of(store).repo.journal.begin([rel])  # what the killed writer had journaled
     # Its orphaned 'git update-index' (which had hashed the file), run as memsite runs it, finishing late:
     orphan = subprocess.Popen(
         ["sh", "-c", f"sleep 0.5; git update-index --add --cacheinfo 100644,{blob_id(data).hex()},{rel}"],

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from memsite import MemoryStore
 from memsite.cli import main
 
-from .conftest import Clock, assert_clean, git
+from .conftest import assert_clean, git
 from .test_llm import Endpoint, chat
 
 BERLIN = "The user lives in Berlin."

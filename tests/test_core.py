@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from memsite import ConfigError, MemoryStore, from_env
 from memsite.cli import main
-from memsite.core import core_text, first_lines, recent_texts
-from memsite.model import Memory, new_id
+from memsite.features.core_memory import core_text, first_lines, recent_texts
+from memsite.foundation.record import Memory, new_id
 
 from .conftest import START, Clock
 

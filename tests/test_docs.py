@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memsite.cli import main
-from memsite.config import DEFAULT_CATEGORIES
+from memsite.foundation.config import DEFAULT_CATEGORIES
 from tests.test_llm import Endpoint, chat
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,6 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.cli import main
 
 from .conftest import assert_clean, git, lock_records
@@ -129,7 +130,7 @@ def test_an_interrupted_write_and_a_stale_catalog_are_repaired(store: MemoryStor
     memory = store.remember("The staging cluster is vega")
     assert memory.path is not None
     rel = memory.path.relative_to(store.root).as_posix()
-    store.repo.journal.begin([rel])  # as a writer killed mid-commit leaves it
+    storage_of(store).repo.journal.begin([rel])  # as a writer killed mid-commit leaves it
     memory.path.write_text("half written")
     (store.root / "content" / "by-hand.md").write_text("A page a person added\n")
     git(store.root, "add", "content/by-hand.md")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from memsite import ConfigError, InvalidInput, MemoryStore
-from memsite.relevance import BACKGROUND
+from memsite.api import storage_of
+from memsite.features.relevance import BACKGROUND
 
 from .conftest import Clock, git
 
@@ -111,7 +112,7 @@ def test_the_weight_comes_from_configuration(store: MemoryStore, hybrid: MemoryS
 def test_the_same_ranking_without_numpy(hybrid: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     with_numpy = [(h.memory.id, round(h.relevance, 6)) for h in hybrid.recall("dog walks", limit=3)]
     monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy now fails
-    hybrid.vectors._loaded = None  # type: ignore[union-attr]
+    storage_of(hybrid).vectors._loaded = None  # type: ignore[union-attr]
     assert [(h.memory.id, round(h.relevance, 6)) for h in hybrid.recall("dog walks", limit=3)] == with_numpy
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from memsite.config import Category, Config
-from memsite.errors import InvalidInput, LLMError
-from memsite.extract import Candidate, Extractor, parse_answer
+from memsite.features.extract import Candidate, Extractor, parse_answer
+from memsite.foundation.config import Category, Config
+from memsite.foundation.errors import InvalidInput, LLMError
 
 from .test_llm import Endpoint, chat
 

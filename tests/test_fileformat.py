@@ -11,9 +11,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsite.errors import FormatError
-from memsite.fileformat import dump_yaml, format_memory, load_yaml, memory_fields, parse_memory
-from memsite.model import Memory, new_id, normalize_content
+from memsite.foundation.errors import FormatError
+from memsite.foundation.fileformat import dump_yaml, format_memory, load_yaml, memory_fields, parse_memory
+from memsite.foundation.record import Memory, new_id, normalize_content
 
 VALID = """---
 id: 01JD3X4K9Q2W8E5R7T6Y1V3A0P
@@ -214,7 +214,7 @@ plainish = st.text(alphabet=string.ascii_letters + string.digits + " .,;:()/+?!'
                        plainish | st.lists(plainish, max_size=3) | st.integers() | st.booleans() | st.none(),
                        min_size=1))
 def test_the_direct_writer_matches_the_emitter_whenever_it_answers(data: dict) -> None:
-    from memsite.fileformat import _fast_dump
+    from memsite.foundation.fileformat import _fast_dump
 
     fast = _fast_dump(data)
     if fast is not None:
@@ -274,7 +274,7 @@ def test_the_fast_loader_reads_exactly_what_the_pure_one_does(text: str) -> None
 @settings(max_examples=3000)
 @given(st.lists(st.tuples(st.sampled_from(["id", "a", "tags", "n", "Yes", "1", "x:y", "a b"]), plainish), max_size=6))
 def test_the_direct_reader_matches_the_loader_whenever_it_answers(pairs: list[tuple[str, str]]) -> None:
-    from memsite.fileformat import _fast_load
+    from memsite.foundation.fileformat import _fast_load
 
     text = "".join(f"{key}: {value}\n" for key, value in pairs)
     fast = _fast_load(text)
@@ -285,7 +285,7 @@ def test_the_direct_reader_matches_the_loader_whenever_it_answers(pairs: list[tu
 @settings(max_examples=300)
 @given(memories())
 def test_memories_written_directly_are_read_directly(memory: Memory) -> None:
-    from memsite.fileformat import _fast_dump, _fast_load
+    from memsite.foundation.fileformat import _fast_dump, _fast_load
 
     fields = memory_fields(memory)
     if _fast_dump(fields) is not None:

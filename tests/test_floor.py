@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import ConfigError, MemoryStore
+from memsite.api import storage_of
 from memsite.cli import main
 
 from .conftest import Clock
@@ -49,7 +50,7 @@ def test_off_topic_questions_recall_nothing_and_count_nothing(hybrid: MemoryStor
         assert hybrid.recall(question) == [], question
         assert hybrid.retrieve(question) == ""
         assert hybrid.call_tool("retrieve_from_memory", {"keywords": [question]}).startswith("No memory matches")
-    assert hybrid.activity.waiting() == 0
+    assert storage_of(hybrid).activity.waiting() == 0
     hybrid.flush_activity()
     assert counts(hybrid) == before
     # ...while a question about something in memory still finds it by meaning, and counts it
@@ -129,7 +130,7 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     why = __import__("json").loads(result.output)[0]["why"]
     assert why["kept"] and why["standing"] >= why["floor"] and why["text"].startswith("meaning ")
     with MemoryStore(Path(root), agent="planner") as store:
-        assert store.activity.waiting() == 0  # --explain recalled nothing
+        assert storage_of(store).activity.waiting() == 0  # --explain recalled nothing
 
 
 def test_the_floor_comes_from_configuration(hybrid: MemoryStore, clock: Clock) -> None:

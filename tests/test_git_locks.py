@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
-from memsite.errors import RepositoryError
+from memsite.api import storage_of
+from memsite.foundation.errors import RepositoryError
 
 from .conftest import Clock, assert_clean, git, lock_records
 
@@ -44,7 +45,7 @@ def quick_store(tmp_path: Path, clock: Clock) -> Iterator[MemoryStore]:
     set_lock_timeout(tmp_path / "memory", 1)
     with MemoryStore(tmp_path / "memory", agent="planner", clock=clock) as opened:
         git(opened.root, "config", "gc.autoDetach", "false")
-        assert opened.repo.lock_timeout == 1
+        assert storage_of(opened).repo.lock_timeout == 1
         yield opened
 
 

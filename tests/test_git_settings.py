@@ -20,9 +20,11 @@ from urllib.parse import unquote
 
 import pytest
 
-from memsite import MemoryStore, history
-from memsite.config import DEFAULT_CATEGORIES
-from memsite.errors import RepositoryError
+from memsite import MemoryStore
+from memsite.api import storage_of
+from memsite.features import history
+from memsite.foundation.config import DEFAULT_CATEGORIES
+from memsite.foundation.errors import RepositoryError
 from memsite.git import index as gitindex
 from memsite.git.settings import GitSettings, parse_fsync
 from memsite.git.worktree import IndexUpdate
@@ -129,7 +131,7 @@ def test_core_fsync_values_read_as_git_reads_them(value: str, components: set[st
 
 def test_core_fsync_object_files_flushes_loose_objects(store: MemoryStore) -> None:
     git(store.root, "config", "core.fsyncObjectFiles", "true")
-    settings = GitSettings.read(store.repo.git.config())
+    settings = GitSettings.read(storage_of(store).repo.git.config())
     assert settings.flush("loose-object") is not None and settings.flush("reference") is None
 
 
@@ -163,7 +165,7 @@ def test_a_reused_object_is_freshened_so_gc_does_not_prune_it(store: MemoryStore
     path = root / ".git" / "objects" / sha[:2] / sha[2:]
     month_ago = time.time() - 30 * 86400
     os.utime(path, (month_ago, month_ago))
-    assert store.repo.objects.write(b"blob", data).hex() == sha
+    assert storage_of(store).repo.objects.write(b"blob", data).hex() == sha
     assert path.stat().st_mtime > time.time() - 60
     git(root, "prune", "--expire=2.weeks.ago")  # gc, between the object write and the commit pointing at it
     assert git(root, "cat-file", "-p", sha).encode() == data
@@ -190,7 +192,7 @@ def test_a_process_opening_and_closing_stores_keeps_no_file_open(store: MemorySt
     for i in range(5):  # writes, merges of packs, and a close each time
         with MemoryStore(root, agent="planner", clock=clock) as again:
             again.remember(f"memory {i} written by a short-lived store", category="events")
-            again.repo.objects.maintenance.merge_own_packs()
+            storage_of(again).repo.objects.maintenance.merge_own_packs()
     assert open_files() == before
 
 
@@ -220,14 +222,14 @@ def test_a_commits_pack_is_kept_from_git_repacks_until_its_branch_moves(store: M
     root = store.root
     pack_dir = root / ".git" / "objects" / "pack"
     seen: list[set[str]] = []
-    update = store.repo.refs.update
+    update = storage_of(store).repo.refs.update
 
     def repack_now(*args: object, **kwargs: object) -> None:  # a 'git gc' right before the branch moves
         seen.append({p.stem for p in pack_dir.glob("*.keep")})
         git(root, "repack", "-a", "-d", "-q")
         update(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store.repo.refs, "update", repack_now)
+    monkeypatch.setattr(storage_of(store).repo.refs, "update", repack_now)
     memory = store.remember("the release train leaves every tuesday", category="events")
     assert len(seen) == 1 and len(seen[0]) == 1  # the commit's pack was kept while the repack ran
     assert not list(pack_dir.glob("*.keep"))  # and released once the branch moved
@@ -291,7 +293,7 @@ def test_git_stores_memsites_objects_with_deltas_as_they_add_up_and_kept_packs_s
         for i in range(60):
             store.remember(f"note {i}: the canary for service {i} " + "and its long shared runbook text " * 20,
                            category="events")
-            job = store.repo.objects.maintenance.delta_process
+            job = storage_of(store).repo.objects.maintenance.delta_process
             if job is not None and hasattr(os, "getpriority"):
                 with contextlib.suppress(ProcessLookupError):  # (reaped already)
                     priorities.add(os.getpriority(os.PRIO_PROCESS, job.pid))
@@ -316,7 +318,7 @@ def test_git_stores_each_folder_as_a_delta_of_its_earlier_versions(store: Memory
     holds, git takes whole objects side by side for objects it found no delta between before, and it finds a
     tree's earlier versions by the folder it is for: told to look again, and which folder each tree is for,
     it stores each version as a delta of another."""
-    objects = store.repo.objects.maintenance
+    objects = storage_of(store).repo.objects.maintenance
     objects.merge_at = 10_000  # merged below, all at once
     # (61 packs unmerged: the 'git gc --auto' that memsite starts after one commit in 256 would repack them
     # all, and nothing is merged while it runs: the test failed so now and then)
@@ -383,7 +385,7 @@ def test_packs_git_stored_with_deltas_do_not_make_every_write_merge(store: Memor
     # (git's own 'gc --auto', which memsite runs now and then, would repack them once 50 packs add up: not now)
     git(root, "config", "gc.autoPackLimit", "1000")
     blobs = list_packs_with_deltas(root, 30)
-    objects = store.repo.objects.maintenance
+    objects = storage_of(store).repo.objects.maintenance
     merges = []
     merge = objects._merge
     monkeypatch.setattr(objects, "_merge", lambda: (merges.append(1), merge()))
@@ -407,7 +409,7 @@ def test_git_folds_its_packs_with_deltas_so_no_git_gc_repacks_everything(store: 
     theirs = subprocess.run(["git", "pack-objects", "-q", ".git/objects/pack/pack"], cwd=root, check=True,
                             input=git(root, "rev-parse", "HEAD"), capture_output=True, text=True).stdout.strip()
     blobs = list_packs_with_deltas(root, 30)
-    objects = store.repo.objects.maintenance
+    objects = storage_of(store).repo.objects.maintenance
     for i in range(30):
         store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
         objects.wait_for_deltas(600)  # (git runs at the lowest priority: on a busy machine it waits its turn)
@@ -434,7 +436,7 @@ def test_packs_another_process_is_folding_are_left_to_it_until_it_has_ended(stor
         tag = f"{other.pid}+-+{socket.gethostname()}"
         listed = root / ".git" / "memsite-packs"
         listed.write_text(listed.read_text().replace(" 0 deltas\n", f" 0 deltas {tag}\n"))
-        objects = store.repo.objects.maintenance
+        objects = storage_of(store).repo.objects.maintenance
         for i in range(30):
             store.remember(f"note {i}: service {i * 7} restarts at {i}:00 on node {i % 13}", category="events")
             objects.wait_for_deltas(600)
@@ -458,7 +460,7 @@ def test_memsite_writes_loose_objects_and_removes_no_pack_while_a_git_gc_runs(st
     objects it wrote (thousands of them, uncompressed, when a gc of a large store ran beside busy writers:
     the gc then warned of too many loose objects and ran no automatic gc for a day); others' stay."""
     root = store.root
-    objects = store.repo.objects.maintenance
+    objects = storage_of(store).repo.objects.maintenance
     objects.merge_at = 2  # a merge is due at every write
     gc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # stands for a detached 'git gc'
     try:
@@ -502,7 +504,7 @@ def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stay
 
     monkeypatch.setattr(maintenance, "whole_entries", copy_while_another_process_writes)
     listed_before = pack_names(root)
-    monkeypatch.setattr(store.repo.objects.maintenance, "merge_at", 1)  # this write's merge is due: it runs once its lock is free
+    monkeypatch.setattr(storage_of(store).repo.objects.maintenance, "merge_at", 1)  # this write's merge is due: it runs once its lock is free
     store.remember("the write after which the merge runs", category="events")
     assert len(during) == 2
     listed = listed_packs(root)
@@ -541,7 +543,7 @@ def test_every_object_reads_back_as_git_reads_it_from_memsite_packs_and_git_pack
                 sha, kind = line.split()
                 expected = subprocess.run(["git", "cat-file", kind, sha], cwd=root, capture_output=True,
                                           check=True).stdout
-                assert fresh.repo.objects.read(bytes.fromhex(sha)) == (kind, expected), sha
+                assert storage_of(fresh).repo.objects.read(bytes.fromhex(sha)) == (kind, expected), sha
 
     check()  # from memsite's packs
     git(root, "gc", "-q", "--aggressive")  # one pack of git's, most objects stored as deltas
@@ -591,8 +593,8 @@ def test_two_stores_written_in_turn_keep_their_shared_index_caches(
 
 @pytest.mark.parametrize("value", [0, -1, "ten", True])
 def test_a_bad_lock_timeout_is_reported_by_name(value: object) -> None:
-    from memsite.config import parse_config
-    from memsite.errors import ConfigError
+    from memsite.foundation.config import parse_config
+    from memsite.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"Config value 'plugins\.memsite\.lock_timeout': expected a number > 0"):
         parse_config({"lock_timeout": value})
@@ -765,7 +767,7 @@ def test_git_variables_a_hook_passes_on_point_no_command_at_another_repository(
         assert store.get(store.list(category="events")[0].id).abstract == "written from another repository's hook"
         subjects = [commit.subject for commit in history.read(store.root)]  # what the site's history shows
         assert "Work" not in subjects and "Remember events: written from another repository's hook" in subjects
-        store.repo.maintain(store.repo.refs.head_commit())  # (its 'git gc --auto' when the commit is sampled)
+        storage_of(store).repo.maintain(storage_of(store).repo.refs.head_commit())  # (its 'git gc --auto' when the commit is sampled)
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
         monkeypatch.delenv(name)
     assert_clean(tmp_path / "memory")

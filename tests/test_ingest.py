@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import Extractor, MemoryStore, MemsiteError, NotFound
+from memsite.api import storage_of
 from memsite.cli import main
 from tests.conftest import assert_clean, git
 from tests.ingest_process import CANDIDATES, CONVERSATION, KEY
@@ -123,7 +124,7 @@ def test_calling_ingest_again_with_the_key_resumes_instead_of_asking_again(store
 def test_a_bad_session_key_is_refused_before_anything_is_written(store: MemoryStore) -> None:
     with pytest.raises(MemsiteError, match="session key '../x'"):
         store.ingest(CONVERSATION, Extractor(Scripted(CANDIDATES)), session_key="../x")
-    assert not (store.repo.state_dir / "checkpoints").exists() or not any((store.repo.state_dir / "checkpoints").iterdir())
+    assert not (storage_of(store).repo.state_dir / "checkpoints").exists() or not any((storage_of(store).repo.state_dir / "checkpoints").iterdir())
 
 
 def test_the_cli_ingests_a_conversation_file_through_an_http_llm(store: MemoryStore, tmp_path: Path,

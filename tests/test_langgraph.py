@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsite import MemoryStore
-from memsite.errors import InvalidInput
+from memsite.foundation.errors import InvalidInput
 
 from .conftest import git, head
 

@@ -10,9 +10,16 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memsite"
-# What the store may import besides itself and git/: shared definitions, no feature.
-FOUNDATION = {"memsite.errors", "memsite.config", "memsite.model", "memsite.text", "memsite.fileformat",
-              "memsite.ranking", "memsite.checks", "memsite.secrets"}
+# The floors, lowest first: a module may import its own floor and those below, never one above.
+# A module's floor is read from its path (its package under memsite/); what is not listed is the top.
+FLOORS = ["memsite.foundation", "memsite.git", "memsite.storage", "memsite.features", "memsite.api"]
+# What git plumbing may take from the foundation (it reads git, not memories).
+GIT_FOUNDATION = {"memsite.foundation", "memsite.foundation.errors"}
+
+
+def floor(name: str) -> int:
+    """The floor of module ``name``: its index in FLOORS, or len(FLOORS) for the top (cli, site, integrations...)."""
+    return next((i for i, prefix in enumerate(FLOORS) if name == prefix or name.startswith(prefix + ".")), len(FLOORS))
 
 
 def module_name(path: Path) -> str:
@@ -45,18 +52,24 @@ def imports(name: str, *, top_level_only: bool = False) -> set[str]:
     return {module for module in found if module in MODULES}
 
 
+def test_each_module_imports_only_its_own_floor_and_those_below() -> None:
+    above = [f"{name} ({FLOORS[floor(name)]}) imports {m}" for name in MODULES for m in sorted(imports(name))
+             if floor(m) > floor(name)]
+    assert above == []
+
+
 def test_git_plumbing_imports_nothing_of_memsite_but_its_errors() -> None:
     for name in MODULES:
-        if name.startswith("memsite.git"):
-            outside = {m for m in imports(name) if not m.startswith("memsite.git")}
-            assert outside <= {"memsite.errors"}, f"{name} imports {sorted(outside)}"
+        if floor(name) == FLOORS.index("memsite.git"):
+            outside = {m for m in imports(name) if floor(m) != floor(name)}
+            assert outside <= GIT_FOUNDATION, f"{name} imports {sorted(outside)}"
 
 
-def test_the_store_imports_no_feature() -> None:
-    for name in MODULES:
-        if name.startswith("memsite.store"):
-            outside = {m for m in imports(name) if not m.startswith(("memsite.store", "memsite.git"))}
-            assert outside <= FOUNDATION, f"{name} imports {sorted(outside - FOUNDATION)}"
+def test_every_module_is_on_a_floor_its_path_names() -> None:
+    """memsite/ itself holds only the package's doors: the facade, the demo and ``python -m memsite``."""
+    loose = sorted(name for name in MODULES if name.count(".") == 1 and name not in
+                   {"memsite.api", "memsite.demo", "memsite.__main__"} and not (PACKAGE / name.split(".")[1]).is_dir())
+    assert loose == []
 
 
 def test_no_module_imports_itself_back_through_others() -> None:

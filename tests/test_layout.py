@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.fileformat import format_memory, parse_memory
-from memsite.model import Memory, format_time, new_id, slugify
-from memsite.validate import check_working_tree
+from memsite.features.check import check_working_tree
+from memsite.foundation.fileformat import format_memory, parse_memory
+from memsite.foundation.record import Memory, format_time, new_id, slugify
 from tests.conftest import START, Clock, assert_clean, checkout, git, head
 from tests.sites import memsite
 
@@ -73,10 +73,10 @@ def rel(store: MemoryStore, path: Path | None) -> str:
 def test_ids_are_ulids_that_sort_in_the_order_they_were_made(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file name ends with its id's tail: ids are ULIDs (Crockford base 32, the time first), so they sort by
     creation; within one millisecond the random part counts up."""
-    from memsite import model
+    from memsite.foundation import record
 
-    monkeypatch.setattr(model, "_ulid_last", (0, 0))
-    monkeypatch.setattr(model.time, "time_ns", lambda: 1_469_918_176_385 * 1_000_000)  # the ULID spec's example
+    monkeypatch.setattr(record, "_ulid_last", (0, 0))
+    monkeypatch.setattr(record.time, "time_ns", lambda: 1_469_918_176_385 * 1_000_000)  # the ULID spec's example
     ids = [new_id() for _ in range(1000)]
     assert ids == sorted(ids) and len(set(ids)) == 1000
     assert all(len(mid) == 26 and mid.startswith("01ARYZ6S41") and mid.isalnum() and mid.isupper()

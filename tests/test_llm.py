@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from memsite.errors import ConfigError, LLMError
-from memsite.llm import OpenAICompatible
+from memsite.features.llm import OpenAICompatible
+from memsite.foundation.errors import ConfigError, LLMError
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -91,7 +91,7 @@ def endpoint() -> Iterator[Endpoint]:
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The client's waits between attempts, recorded instead of slept."""
     waits: list[float] = []
-    monkeypatch.setattr("memsite.llm.time.sleep", waits.append)
+    monkeypatch.setattr("memsite.features.llm.time.sleep", waits.append)
     return waits
 
 

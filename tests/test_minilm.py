@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import ConfigError, MemoryStore
-from memsite import embedders
 from memsite.cli import main
-from memsite.embedders import MiniLMEmbedder
-from memsite.relevance import BACKGROUND
+from memsite.features import embedders
+from memsite.features.embedders import MiniLMEmbedder
+from memsite.features.relevance import BACKGROUND
 
 from .conftest import Clock, git
 

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memsite import ConfigError, InvalidInput, MemoryStore, SecretFound
-from memsite.config import DEFAULT_CATEGORIES, Capacity, Watermark, parse_config
-from memsite.fileformat import parse_memory
-from memsite.ranking import TrimCandidate, plan_trim
+from memsite.foundation.config import DEFAULT_CATEGORIES, Capacity, Watermark, parse_config
+from memsite.foundation.decay import TrimCandidate, plan_trim
+from memsite.foundation.fileformat import parse_memory
 
 from .conftest import START, Clock, assert_clean, git, head
 
@@ -342,7 +342,7 @@ secret_like = st.lists(st.sampled_from([text for _, text in SECRETS] + [
 @settings(max_examples=500)
 @given(secret_like)
 def test_the_literal_triggers_never_hide_what_the_rules_find(text: str) -> None:
-    from memsite import secrets
+    from memsite.foundation import secrets
 
     assert secrets.scan(text) == secrets.matches(text, secrets.RULES)
 
@@ -355,8 +355,8 @@ def test_a_derived_abstract_and_overview_are_refused_exactly_as_when_scanned_in_
     """A memory's abstract and overview cut from its text are only scanned when the text has a rule's
     trigger; the verdict and its message are those of scanning every field (spaces the text has too
     many of for a rule are collapsed in them: 'token:      <value>' is found in the abstract alone)."""
-    from memsite import checks
-    from memsite.model import derive_abstract, derive_overview, normalize_content
+    from memsite.foundation import inputs
+    from memsite.foundation.record import derive_abstract, derive_overview, normalize_content
 
     content = normalize_content(text)
     abstract = derive_abstract(content)
@@ -364,7 +364,7 @@ def test_a_derived_abstract_and_overview_are_refused_exactly_as_when_scanned_in_
 
     def verdict(**kwargs: object) -> str | None:
         try:
-            checks.no_secrets(fields, **kwargs)  # type: ignore[arg-type]
+            inputs.no_secrets(fields, **kwargs)  # type: ignore[arg-type]
         except SecretFound as exc:
             return str(exc)
         return None

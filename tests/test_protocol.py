@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from memsite import FormatError, InvalidInput, MemoryStore, ProtocolError
 from memsite.cli import main
-from memsite.notes import CLOSING_STEPS
-from memsite.sessions import parse as parse_session
+from memsite.features.notes import CLOSING_STEPS
+from memsite.features.sessions import parse as parse_session
 
 from .conftest import Clock, assert_clean, git, head
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.store.vectors import decode, encode, published_folder
+from memsite.storage.vectors import decode, encode, published_folder
 
 from .conftest import Clock, git
 

@@ -154,7 +154,7 @@ def test_a_remote_that_moved_since_the_fetch_is_not_overwritten(store: MemorySto
     secret, _ = write_history(store)
     store.sync()
     other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
-    import memsite.purge as purging
+    import memsite.features.purge as purging
     real = purging._rewrite
 
     def rewrite_while_another_clone_pushes(*args: object, **kwargs: object) -> dict[str, str]:
@@ -266,7 +266,7 @@ def test_a_memory_written_while_the_purge_runs_is_not_lost(store: MemoryStore, r
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     secret, _ = write_history(store)
     store.sync()
-    import memsite.purge as purging
+    import memsite.features.purge as purging
     real = purging._rewrite
     landed = []
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.model import short_id
+from memsite.foundation.record import short_id
 
 from .sites import env
 
@@ -104,7 +104,7 @@ def test_sync_without_a_remote_is_one_clear_line(repo: Path) -> None:
 
 
 def test_help_says_where_the_default_agent_comes_from_and_shows_a_valid_id(repo: Path) -> None:
-    from memsite.model import new_id
+    from memsite.foundation.record import new_id
 
     assert "user.name as a slug" in " ".join(CliRunner().invoke(main, ["--help"]).output.split())
     short, example = [part.split()[0] for part in

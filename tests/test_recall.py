@@ -18,13 +18,15 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsite import MemoryStore, decay_score, retrieval
-from memsite.errors import InvalidInput
+from memsite import MemoryStore, decay_score
+from memsite.api import storage_of
 from memsite.cli import main
-from memsite.model import new_id
-from memsite.store import sketch_filter
-from memsite.store.sqlite import transaction
-from memsite.store.transaction import AHEAD_BATCH
+from memsite.features import retrieval
+from memsite.foundation.errors import InvalidInput
+from memsite.foundation.record import new_id
+from memsite.storage import sketch_filter
+from memsite.storage.sqlite import transaction
+from memsite.storage.transaction import AHEAD_BATCH
 
 from .conftest import START, Clock, assert_clean, checkout, git, head
 
@@ -303,7 +305,7 @@ def test_a_flush_killed_after_its_commit_never_counts_twice(store: MemoryStore) 
     script = f"""
 import os, signal
 from memsite import MemoryStore
-from memsite.store import activity
+from memsite.storage import activity
 def die(self, batch, committed):
     os.kill(os.getpid(), signal.SIGKILL)
 activity.ActivityJournal.end_batch = die
@@ -416,7 +418,7 @@ def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStor
 def _sketch_questions(store: MemoryStore) -> list[str]:
     """Dedup's queries of the catalog's sketches, as the store's read connection runs them from now on."""
     asked: list[str] = []
-    store.catalog.db.set_trace_callback(lambda sql: asked.append(sql) if "FROM sketches WHERE k" in sql else None)
+    storage_of(store).catalog.db.set_trace_callback(lambda sql: asked.append(sql) if "FROM sketches WHERE k" in sql else None)
     return asked
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
-from memsite.store.catalog import Catalog
-from memsite.store.versions import Versions
+from memsite.storage.catalog import Catalog
+from memsite.storage.versions import Versions
 
 from .conftest import Clock, git
 

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.model import short_id
+from memsite.foundation.record import short_id
 from tests.conftest import Clock, checkout, git
 
 

@@ -14,13 +14,13 @@ from click.testing import CliRunner
 
 from memsite import ConfigError, MemoryStore
 from memsite.cli import main
-from memsite.config import parse_config
-from memsite.doctor import diagnose
-from memsite.fileformat import format_memory
-from memsite.model import Memory, new_id, slugify
-from memsite.review import compare
+from memsite.features.check import check_working_tree
+from memsite.features.doctor import diagnose
+from memsite.features.review import compare
+from memsite.foundation.config import parse_config
+from memsite.foundation.fileformat import format_memory
+from memsite.foundation.record import Memory, new_id, slugify
 from memsite.site.snapshot import load
-from memsite.validate import check_working_tree
 from tests.conftest import START, Clock, assert_clean, git, head
 from tests.sites import memsite
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
-from memsite.fileformat import format_memory
-from memsite.model import short_id
+from memsite.foundation.fileformat import format_memory
+from memsite.foundation.record import short_id
 from memsite.site.pages import PER_PAGE
 from tests.conftest import git
 from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from memsite import MemoryStore
 from memsite.cli import main
 from memsite.site.output import RECORD, STAMP
-from tests.sites import ROOT, env
 from tests.site_build_process import KILL_POINTS
+from tests.sites import ROOT, env
 
 EPOCH = "1767225600"
 

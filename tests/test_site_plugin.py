@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.site.guard import HOOKS_PATH, HOOKS_PY
+from memsite.features.site_guard import HOOKS_PATH, HOOKS_PY
 from memsite.site.plugin import MemsitePlugin
 from tests.sites import env
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore, render_skill
 from memsite.cli import main
-from memsite.skills import write_drafts
+from memsite.features.skills import write_drafts
 
 RELEASE = """To cut a release:
 

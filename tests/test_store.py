@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsite import InvalidInput, Memory, MemoryStore, MemsiteError, NotFound, RepositoryError
-from memsite.fileformat import parse_memory
+from memsite.api import storage_of
+from memsite.foundation.fileformat import parse_memory
 from memsite.git import index as gitindex
-from memsite.store import catalog as catalog_module
+from memsite.storage import catalog as catalog_module
 
 from .conftest import Clock, assert_clean, git, head
 
@@ -194,8 +195,8 @@ def test_a_persons_untracked_file_where_a_write_creates_one_is_never_overwritten
     (store.root / rel).parent.mkdir(parents=True, exist_ok=True)
     (store.root / rel).write_text("my own notes, not committed\n")
     before = head(store.root)
-    with store.repo.locked(), pytest.raises(InvalidInput, match=f"{rel}: has changes that are not committed"):
-        store.repo.commit("refs/heads/main", before, {rel: b"memsite's notes\n", "content/notes/planner/other.md": b"x\n"},
+    with storage_of(store).repo.locked(), pytest.raises(InvalidInput, match=f"{rel}: has changes that are not committed"):
+        storage_of(store).repo.commit("refs/heads/main", before, {rel: b"memsite's notes\n", "content/notes/planner/other.md": b"x\n"},
                           message="Notes", author=Author("planner", "planner@memsite"), when=0)
     assert (store.root / rel).read_text() == "my own notes, not committed\n"
     assert head(store.root) == before
@@ -684,11 +685,11 @@ def test_the_names_of_a_shared_index_are_read_as_git_lists_them(store: MemorySto
 
 def test_a_journal_record_torn_before_it_was_cut_to_length_is_ignored(store: MemoryStore) -> None:
     kept = store.remember("the release train leaves on thursdays")
-    journal = store.repo.state_dir / "journal.json"
+    journal = storage_of(store).repo.state_dir / "journal.json"
     new = b'{"ref": "refs/heads/main", "paths": ["content/memories/general/x.md"]}'
     old_tail = b"".join(b', "content/memories/general/old-%d.md"' % i for i in range(20)) + b"]}"
     journal.write_bytes(new + old_tail)  # a kill between writing the record and cutting the old one's tail
-    assert store.repo.journal.pending() == []
+    assert storage_of(store).repo.journal.pending() == []
     store.remember("the deploy freeze starts on fridays")
     assert Path(kept.path).exists()  # type: ignore[arg-type]
     assert json.loads(journal.read_bytes())["done"] == "refs/heads/main"  # cut to the new record's length
@@ -740,7 +741,7 @@ def test_the_catalog_records_a_commit_only_once_the_branch_points_at_it(
     """The catalog's rows are written beside the commit, on a thread: a commit git refuses leaves none,
     and a catalog that fails after the branch moved leaves the commit standing, found again from git."""
     kept = store.remember("Kept from before", category="events")
-    refs = store.repo.refs
+    refs = storage_of(store).repo.refs
     update = refs.update
 
     def refused(*args: object, **kwargs: object) -> None:
@@ -751,7 +752,7 @@ def test_the_catalog_records_a_commit_only_once_the_branch_points_at_it(
         store.remember("Never committed", category="events")
     monkeypatch.setattr(refs, "update", update)
     assert [m.abstract for m in store.list(category="events")] == ["Kept from before"]
-    assert store.catalog.commit == head(store.root)
+    assert storage_of(store).catalog.commit == head(store.root)
 
     def broken(*args: object, **kwargs: object) -> object:
         raise sqlite3.OperationalError("disk I/O error")
@@ -768,10 +769,10 @@ def test_the_catalog_records_a_commit_only_once_the_branch_points_at_it(
 def test_a_catalog_record_an_interrupt_left_unsettled_never_wedges_the_store(store: MemoryStore) -> None:
     """A Ctrl-C between starting the catalog's record of a commit and settling it leaves its thread holding a
     transaction on the connection reads use; the next write (or closing) drops it instead of waiting forever."""
-    store.catalog.record([], [], [])  # started, never settled
+    storage_of(store).catalog.record([], [], [])  # started, never settled
     memory = store.remember("Written after an interrupted one", category="events")
     assert store.get(memory.id).commit == head(store.root)
-    store.catalog.record([], [], [])
+    storage_of(store).catalog.record([], [], [])
     store.close()  # returns: the record is dropped, the catalog's thread ends
     with MemoryStore(store.root, agent="checker") as again:
         assert [m.abstract for m in again.list(category="events")] == ["Written after an interrupted one"]

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.errors import FormatError, InvalidInput, NotFound
-from memsite.fileformat import format_memory, parse_memory
-from memsite.model import short_id
+from memsite.foundation.errors import FormatError, InvalidInput, NotFound
+from memsite.foundation.fileformat import format_memory, parse_memory
+from memsite.foundation.record import short_id
 
 from .conftest import Clock, assert_clean, git
 
@@ -305,7 +305,7 @@ def test_the_cli_reads_memory_as_of_a_date(team: MemoryStore, march: Clock) -> N
 
 
 def test_a_supersession_on_one_branch_survives_a_merge_with_recalls_on_the_other(team: MemoryStore) -> None:
-    from memsite.merge import merge_memory
+    from memsite.features.merge import merge_memory
 
     old = team.remember(TOMAS, category="profile")
     base = old.path.read_text()

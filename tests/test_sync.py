@@ -7,13 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.model import short_id
-from memsite.sync import integrate, sync
+from memsite.features.sync import integrate, sync
+from memsite.foundation.record import short_id
 from tests.conftest import Clock, assert_clean, git
 
 pytestmark = pytest.mark.slow  # clones sharing a remote, site builds
@@ -178,14 +177,14 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
         assert git(coder.root, "rev-parse", "review/coder").strip() == m.commit
         assert not m.path.exists()
         assert_clean(coder.root)
-        from memsite.sync import propose
+        from memsite.features.sync import propose
 
         branch, body = propose(coder)
     assert branch == "review/coder"
     assert short_id(m.id) in body and "## Created (1)" in body
     assert git(remote, "rev-parse", "review/coder").strip() == m.commit
     assert on_remote(remote) == []  # main is untouched until the pull request is merged
-    from memsite.sync import integrate
+    from memsite.features.sync import integrate
 
     assert integrate(store).commit is None and on_remote(remote) == []  # the merge queue leaves it to the review
 

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from memsite import ConfigError, ConflictError, MemoryStore, RepositoryError
 from memsite.cli import main
-from memsite.sync import integrate, sync
-from memsite.config import parse_config
+from memsite.features.sync import integrate, sync
+from memsite.foundation.config import parse_config
 from tests.conftest import Clock, assert_clean, git, head
 from tests.faults import fill
 

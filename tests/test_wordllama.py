@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import ConfigError, InvalidInput, MemoryStore
-from memsite import embedders
 from memsite.cli import main
-from memsite.relevance import BACKGROUND
+from memsite.features import embedders
+from memsite.features.relevance import BACKGROUND
 
 from .conftest import Clock, git
 

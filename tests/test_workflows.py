@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from memsite import MemoryStore
-from memsite.workflows import for_memory_repository, for_product_repository
+from memsite.features.workflows import for_memory_repository, for_product_repository
 from tests.sites import ROOT
 
 
@@ -24,7 +24,7 @@ def lint(folder: Path) -> None:
 
 def test_memsites_own_workflows_are_valid_and_clean() -> None:
     for path, text in for_product_repository().items():
-        assert (ROOT / path).read_text() == text, f"{path} differs from memsite.workflows; regenerate it"
+        assert (ROOT / path).read_text() == text, f"{path} differs from memsite.features.workflows; regenerate it"
     lint(ROOT / ".github" / "workflows")
 
 

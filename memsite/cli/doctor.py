@@ -32,7 +32,7 @@ def doctor(ctx: Context, fix: bool) -> None:
         memsite doctor
         memsite doctor --fix
     """
-    from ..doctor import diagnose, repair
+    from ..features.doctor import diagnose, repair
     from ..site import output
 
     root = repo_root(ctx)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..api import MemoryStore
-from ..errors import MemsiteError
+from ..foundation.errors import MemsiteError
 from .common import COUNT, Context, echo, errors_as_messages, main, pass_context
 
 
@@ -36,8 +36,8 @@ class _IngestProgress:
 
 
 def _extractor(store: MemoryStore, required: bool) -> Any:
-    from ..extract import Extractor
-    from ..llm import OpenAICompatible
+    from ..features.extract import Extractor
+    from ..features.llm import OpenAICompatible
 
     llm = OpenAICompatible.from_env()
     if llm is None:
@@ -87,13 +87,13 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
 
 
 def _read_conversation(file: str) -> Any:
-    from .. import checks
-    from ..ingest import MAX_CONVERSATION_BYTES
+    from ..features.ingest import MAX_CONVERSATION_BYTES
+    from ..foundation import inputs
 
     what = "standard input" if file == "-" else file
 
     def read(stream: Any) -> bytes:
-        return checks.read_capped(stream, what, max_bytes=MAX_CONVERSATION_BYTES, fix="ingest it in parts")
+        return inputs.read_capped(stream, what, max_bytes=MAX_CONVERSATION_BYTES, fix="ingest it in parts")
 
     try:
         if file == "-":
@@ -164,8 +164,8 @@ def skills(ctx: Context, threshold: int, folder: Path | None, use_llm: bool) -> 
         memsite skills
         memsite skills --threshold 3 --write skills/
     """
-    from ..llm import OpenAICompatible
-    from ..skills import write_drafts
+    from ..features.llm import OpenAICompatible
+    from ..features.skills import write_drafts
 
     llm = OpenAICompatible.from_env() if use_llm else None
     with ctx.store() as store:

@@ -9,12 +9,12 @@ from typing import Any
 
 import click
 
-from ..api import MemoryStore
-from ..config import memory_url, site_url
-from ..errors import MemsiteError
-from ..model import Memory, format_time, short_id
-from ..purge import MATCHING_WITHOUT_YES
-from ..terminal import safe
+from ..api import MemoryStore, storage_of
+from ..features.purge import MATCHING_WITHOUT_YES
+from ..foundation.config import memory_url, site_url
+from ..foundation.errors import MemsiteError
+from ..foundation.record import Memory, format_time, short_id
+from ..foundation.terminal import safe
 from .common import (
     COUNT,
     LINES,
@@ -86,7 +86,7 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
     with ctx.opened(MemoryStore.clone(url, directory, agent=ctx.agent, branch=branch,
                                       progress=ProgressBar("Making recall ready"))) as store:
         shared, new = store.cloned or ("main", False)
-        count = store.catalog.count()
+        count = storage_of(store).catalog.count()
         model = store.embedder.model if store.embedder is not None else None
         root, agent = store.root, store.agent
         branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
@@ -296,7 +296,7 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
     """
     with ctx.store() as store:
         memories = store.list(category=category, agent=by_agent)
-        total = len(memories) if memories else store.catalog.count()
+        total = len(memories) if memories else storage_of(store).catalog.count()
     if as_json:
         echo_json([as_dict(m) for m in memories])
         return
@@ -435,8 +435,8 @@ def check(ctx: Context, base: str | None) -> None:
     Example:
         memsite check --base origin/main && git push
     """
-    from ..site.guard import config_warnings
-    from ..validate import check_working_tree
+    from ..features.check import check_working_tree
+    from ..features.site_guard import config_warnings
 
     for warning in config_warnings(Path(ctx.repo)):
         echo(f"warning: {warning}", err=True)
@@ -503,8 +503,8 @@ def diff(ctx: Context, base: str, head: str, as_json: bool, form: str | None) ->
         memsite diff origin/main
         memsite diff v1.0 HEAD --json
     """
-    from ..review import compare, markdown
-    from ..terminal import json_safe
+    from ..features.review import compare, markdown
+    from ..foundation.terminal import json_safe
 
     report = compare(repo_root(ctx), base, head)
     if as_json:
@@ -531,7 +531,7 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
         memsite report --date 2026-11-20
         memsite report --since 2026-11-01 --json
     """
-    from .. import history
+    from ..features import history
 
     if day and since:
         raise click.UsageError("give --date or --since, not both")
@@ -603,7 +603,7 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
         memsite recall "banana smoothie recipe" --explain
         memsite recall "who is the user's manager" --as-of 2026-03-01
     """
-    from ..text import only_stopwords
+    from ..foundation.text import only_stopwords
 
     if record_time and as_of is None:
         raise click.UsageError("--record-time needs --as-of")

@@ -8,11 +8,10 @@ from typing import Any
 
 import click
 
-from ..errors import MemsiteError
-from ..protocol import reworded
-from ..terminal import safe
+from ..features.protocol import reworded
+from ..foundation.errors import MemsiteError
+from ..foundation.terminal import safe
 from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, read_stdin
-
 
 # The protocol's errors name the Python calls; from a shell, name the commands and options.
 _CLI_WORDS = (

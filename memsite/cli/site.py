@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from ..config import ENGINES
-from ..errors import MemsiteError
-from ..merge import DRIVERS
-from ..merge import run as run_merge
+from ..features.merge import DRIVERS
+from ..features.merge import run as run_merge
+from ..foundation.config import ENGINES
+from ..foundation.errors import MemsiteError
 from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, repo_root
 
 
@@ -125,8 +125,8 @@ def demo(folder: Path, and_serve: bool, host: str, port: int, weeks: int) -> Non
         memsite demo /tmp/memsite-demo --serve --port 8001
     """
     from ..demo import create
-    from ..site.build import check_port, url
     from ..site.build import build as build_site
+    from ..site.build import check_port, url
     from ..site.build import serve as serve_site
 
     def report(message: str) -> None:
@@ -174,7 +174,7 @@ def sync(ctx: Context, remote: str, branch: str | None, every: float | None, as_
         memsite sync
         memsite sync --every 30        # keep syncing until Ctrl-C
     """
-    from ..sync import sync as sync_memory
+    from ..features.sync import sync as sync_memory
 
     with ctx.store() as store:
         while True:
@@ -226,7 +226,7 @@ def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
     Example:
         memsite --agent integrator integrate --branch main
     """
-    from ..sync import integrate as run_integrate
+    from ..features.sync import integrate as run_integrate
 
     with ctx.store() as store:
         result = run_integrate(store, remote, branch)
@@ -258,7 +258,7 @@ def propose(ctx: Context, remote: str, base: str) -> None:
     Example:
         memsite --agent coder propose | gh pr create --base main --head review/coder --body-file -
     """
-    from ..sync import propose as propose_branch
+    from ..features.sync import propose as propose_branch
 
     with ctx.store() as store:
         branch, body = propose_branch(store, remote, base)

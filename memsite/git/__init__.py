@@ -11,7 +11,7 @@ repository yet, and :func:`merge_file`: no git process of their own
 from .commands import Git, GitFailed, merge_file
 from .commits import Author
 from .maintenance import keep_of
-from .object_store import ObjectStore
+from .object_database import ObjectDatabase
 from .objects import Entry, blob_id
 from .pack import PACK_TMP_PREFIX
 from .refs import RefMoved, Refs
@@ -19,5 +19,5 @@ from .repo import Repository
 from .settings import GitConfig, git_environment
 from .worktree import FilesAhead
 
-__all__ = ["PACK_TMP_PREFIX", "Author", "Entry", "FilesAhead", "Git", "GitConfig", "GitFailed", "ObjectStore", "RefMoved",
+__all__ = ["PACK_TMP_PREFIX", "Author", "Entry", "FilesAhead", "Git", "GitConfig", "GitFailed", "ObjectDatabase", "RefMoved",
            "Refs", "Repository", "blob_id", "git_environment", "keep_of", "merge_file"]

@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ..errors import InvalidInput, RepositoryError
+from ..foundation.errors import InvalidInput, RepositoryError
 from . import index as gitindex
 from .commits import WRITER_DOMAIN, Commits
 from .locks import LockFile, Locks
-from .object_store import ObjectStore
+from .object_database import ObjectDatabase
 from .objects import blob_id
 from .refs import RefMoved, Refs
 from .settings import GitSettings
@@ -49,7 +49,7 @@ SETTLE_POLL_SECONDS = 0.02  # how often a write waiting for a person's git comma
 class Checkout:
     """The working tree and index of one worktree, as memsite's writes keep them in step with its branch."""
 
-    def __init__(self, root: Path, git_dir: Path, common_dir: Path, state_dir: Path, *, objects: ObjectStore,
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path, state_dir: Path, *, objects: ObjectDatabase,
                  commits: Commits, refs: Refs, locks: Locks, journal: Journal, settings: GitSettings) -> None:
         self.root = root
         self.state_dir = state_dir

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 from .settings import GitConfig, git_environment
 
 

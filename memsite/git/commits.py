@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import RepositoryError
-from .object_store import ObjectStore
+from ..foundation.errors import RepositoryError
+from .object_database import ObjectDatabase
 from .objects import Entry
 
 WRITER_DOMAIN = "memsite.invalid"  # of the email on every commit memsite writes (.invalid: a name, not a mailbox)
@@ -32,9 +32,9 @@ class Author:
 
 
 class Commits:
-    """The commits of one repository, read and written through its :class:`ObjectStore`."""
+    """The commits of one repository, read and written through its :class:`ObjectDatabase`."""
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectDatabase) -> None:
         self.objects = objects
         self._trees: dict[str, bytes] = {}  # commit id -> its root tree id
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 
 
 def locate(path: str | os.PathLike[str]) -> tuple[Path, Path, Path]:

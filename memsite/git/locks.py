@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 from . import files
 
 log = logging.getLogger("memsite")

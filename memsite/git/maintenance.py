@@ -1,6 +1,6 @@
 """Keeping memsite's own packs few: merging them, and having git store them again with deltas.
 
-A commit's objects go into one small pack (see ``ObjectStore.batch``).
+A commit's objects go into one small pack (see ``ObjectDatabase.batch``).
 memsite lists the packs it writes (``.git/memsite-packs``) and merges them as
 they add up, geometrically as ``git repack --geometric`` does but by copying
 their entries (a git repack would cost a process and delta searches every few
@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 from . import files, locks
 from .commands import feed_ids
 from .mutex import SharedLock
@@ -147,7 +147,7 @@ class PackMaintenance:
         list (merged and stored with deltas as the others), and remove those loose files.
 
         While a gc runs, writes store their objects loose (see
-        ``ObjectStore.batch``). A gc of a large store runs for seconds while
+        ``ObjectDatabase.batch``). A gc of a large store runs for seconds while
         agents go on writing: thousands of loose files, stored uncompressed,
         more than ``gc.auto`` (8,304 after 30,000 writes into one month).
         git's gc then ends with "too many unreachable loose objects", writes
@@ -360,7 +360,7 @@ class PackMaintenance:
         pack (one per ``gc.auto`` objects written: 120 for 100,000 writes).
         Unfolded, they reached the 50 packs at which ``git gc --auto``
         repacks everything: for many seconds in a large store, while writes
-        store their objects loose (see ``ObjectStore.batch``); that gc then
+        store their objects loose (see ``ObjectDatabase.batch``); that gc then
         ended with "too many unreachable loose objects" and wrote
         ``gc.log``, and git's automatic gc stayed off for a day. Folding
         reuses their deltas and searches no new ones (``--window=0``: what

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755

@@ -13,7 +13,7 @@ import os
 import struct
 import zlib
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 from . import files
 from .objects import KINDS, is_large_tree
 from .settings import Flush

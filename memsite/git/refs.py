@@ -15,7 +15,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from ..errors import ConflictError, RepositoryError
+from ..foundation.errors import ConflictError, RepositoryError
 from .locks import Locks
 from .settings import GitSettings
 

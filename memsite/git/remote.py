@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DiskFull, RepositoryError
+from ..foundation.errors import DiskFull, RepositoryError
 from .commands import Git, last_line
 
 # What git says when a ref's lock is held by another git command (a person's

@@ -31,23 +31,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 from .checkout import Checkout
 from .commands import Git
 from .commits import Author, Commits
 from .discovery import locate
 from .locks import DEFAULT_TIMEOUT, Locks
 from .mutex import LockTimeout, ProcessLock
-from .object_store import ObjectStore
+from .object_database import ObjectDatabase
 from .objects import MODE_FILE, Entry
 from .refs import RefMoved, Refs
 from .settings import GitSettings
-from .worktree import (
-    AHEAD_DIR,
-    FilesAhead,
-    Journal,
-    atomic_write,
-)
+from .worktree import AHEAD_DIR, FilesAhead, Journal, atomic_write
 
 log = logging.getLogger("memsite")
 
@@ -78,7 +73,7 @@ class Repository:
 
     - reading: :meth:`branch`, :meth:`resolve`, :meth:`root_tree`, :meth:`parents`,
       :meth:`read_file`, :meth:`files_under`, :meth:`diff_trees`, :meth:`subject`,
-      :meth:`message_with_trailer`; ``objects`` (:class:`ObjectStore`) and ``refs`` (:class:`Refs`);
+      :meth:`message_with_trailer`; ``objects`` (:class:`ObjectDatabase`) and ``refs`` (:class:`Refs`);
     - writing: :meth:`locked`, :meth:`commit`, :meth:`merge`, :meth:`write_commit`, :meth:`maintain`;
     - git's configuration: ``config`` (:class:`GitConfig`, as it was at open), :meth:`configured`,
       :meth:`ensure_config`;
@@ -100,7 +95,7 @@ class Repository:
             raise RepositoryError(f"{path}: is a bare repository; memsite needs a clone with a working tree")
         self.settings.check_supported(self.root)  # before anything is written
         self.locks = Locks(self.common_dir, self.root, lock_timeout)
-        self.objects = ObjectStore(self.common_dir / "objects", self.settings)
+        self.objects = ObjectDatabase(self.common_dir / "objects", self.settings)
         self.commits = Commits(self.objects)
         self.refs = Refs(self.git_dir, self.common_dir, self.locks, self.settings)
         self.state_dir = self.root / STATE_DIR
@@ -342,7 +337,7 @@ class Repository:
         return None
 
     def diff_trees(self, old: bytes, new: bytes) -> Iterator[tuple[str, Entry | None, Entry | None]]:
-        """Files that differ between two trees, as ObjectStore.diff yields them, found by git.
+        """Files that differ between two trees, as ObjectDatabase.diff yields them, found by git.
 
         For large folders: git compares trees in C without anyone parsing them in Python.
         """

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 from .commands import Git
 
 Redact = Callable[[str, bool], str]  # (a commit message, whether the commit changed a dropped file) -> its new text

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 
 # core.fsync words and the components each names (git 2.39, environment.c).
 _COMPONENTS = {

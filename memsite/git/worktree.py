@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from ..errors import RepositoryError
+from ..foundation.errors import RepositoryError
 from . import files
 from . import index as gitindex
 from .locks import LockFile

@@ -37,11 +37,12 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import checks
-from ..errors import InvalidInput, NotFound
-from ..extract import Extractor
-from ..llm import OpenAICompatible
-from ..model import format_time, normalize_content, one_line
+from ..api import storage_of
+from ..features.extract import Extractor
+from ..features.llm import OpenAICompatible
+from ..foundation import inputs
+from ..foundation.errors import InvalidInput, NotFound
+from ..foundation.record import format_time, normalize_content, one_line
 from . import unusable
 
 try:
@@ -54,8 +55,8 @@ except ImportError as exc:
 
 if TYPE_CHECKING:
     from ..api import MemoryStore
-    from ..model import Memory
-    from ..store import Transaction
+    from ..foundation.record import Memory
+    from ..storage import Transaction
 
 TAG = "adk"
 SEARCH_LIMIT = 10  # as ADK's InMemoryMemoryService
@@ -145,7 +146,7 @@ class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
 
         def body(tx: Transaction) -> None:
             # memsite's dedup is by category, across users: this one is by app and user, exact.
-            known = {key for _, _, key in self.store.catalog.with_field("adk_key")}
+            known = {key for _, _, key in storage_of(self.store).catalog.with_field("adk_key")}
             new = 0
             for content, category, tags, key in found:
                 if key not in known:
@@ -230,7 +231,7 @@ def _tag(prefix: str, name: object) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidInput(f"{prefix.removeprefix('adk-')}: expected a non-empty name, got {name!r}")
     try:
-        return checks.tags([f"{prefix}-{name}"])[0]
+        return inputs.tags([f"{prefix}-{name}"])[0]
     except InvalidInput:
         return f"{prefix}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
@@ -240,7 +241,7 @@ def _valid_tags(tags: Iterable[str]) -> list[str]:
     kept = []
     for tag in tags:
         try:
-            kept += checks.tags([tag])
+            kept += inputs.tags([tag])
         except InvalidInput:
             pass
     return kept

@@ -38,8 +38,8 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemsiteError
-from ..recall import TOOLS, format_hits, record_items, superseded
+from ..features.recall import TOOLS, format_hits, record_items, superseded
+from ..foundation.errors import MemsiteError
 from . import unusable
 
 try:  # AgentScope 2.x
@@ -63,7 +63,7 @@ except ImportError:
 
 if TYPE_CHECKING:
     from ..api import MemoryStore
-    from ..extract import Extractor
+    from ..features.extract import Extractor
 
 log = logging.getLogger("memsite")
 RETRIEVED = "long_term_memory"  # the name of the message carrying what was recalled before a reply

@@ -44,14 +44,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import checks
-from ..errors import InvalidInput, MemsiteError
-from ..fileformat import MAX_FRONTMATTER_BYTES, dump_yaml
-from ..model import derive_abstract, normalize_content
+from ..api import storage_of
+from ..foundation import inputs
+from ..foundation.errors import InvalidInput, MemsiteError
+from ..foundation.fileformat import MAX_FRONTMATTER_BYTES, dump_yaml
+from ..foundation.record import derive_abstract, normalize_content
 from . import unusable
 
 try:
@@ -63,8 +64,8 @@ except ImportError as exc:
 
 if TYPE_CHECKING:
     from ..api import MemoryStore
-    from ..model import Memory
-    from ..store import Transaction
+    from ..foundation.record import Memory
+    from ..storage import Transaction
 
 ROOT = "/memories"
 SOURCE = "memory-tool"
@@ -120,7 +121,7 @@ class MemoryFiles:
         """A new file; refused if the path is taken (a file or a folder)."""
         where = _relative(path)
         text = self._checked_text(file_text, "file_text", path)
-        checks.no_secrets({"path": where})
+        inputs.no_secrets({"path": where})
 
         def write(tx: Transaction) -> None:
             if not where or where in self._files or self._is_folder(where):
@@ -201,7 +202,7 @@ class MemoryFiles:
     def rename(self, old_path: object, new_path: object) -> str:
         """Move a file or a folder; refused onto an existing path. A move between category folders recategorises."""
         old, new = _relative(old_path), _relative(new_path)
-        checks.no_secrets({"new_path": new})
+        inputs.no_secrets({"new_path": new})
         if not old:
             raise ToolError("Cannot rename the /memories directory itself")
 
@@ -243,7 +244,7 @@ class MemoryFiles:
             return
         self.store.fresh()
         files: dict[str, _File] = {}
-        for mid, size, path, newlines, exact in self.store.catalog.with_field("file", "file_newlines", "file_text"):
+        for mid, size, path, newlines, exact in storage_of(self.store).catalog.with_field("file", "file_newlines", "file_text"):
             where = _file_of(path)
             if where is not None:
                 size = len(exact.encode("utf-8")) if isinstance(exact, str) else size + _newlines(newlines)
@@ -537,7 +538,7 @@ def _relative(path: object) -> str:
 
 def _string(value: object, what: str) -> str:
     """``value`` as text (UTF-8 bytes are taken); InvalidInput for anything else, lone surrogates and NUL."""
-    return checks.text(value, what, allow_empty=True)
+    return inputs.text(value, what, allow_empty=True)
 
 
 def _stored(text: str) -> tuple[str, dict[str, Any]]:

@@ -40,9 +40,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import checks
-from ..errors import InvalidInput
-from ..model import one_line, truncate
+from ..foundation import inputs
+from ..foundation.errors import InvalidInput
+from ..foundation.record import one_line, truncate
 from . import unusable
 
 try:
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..api import MemoryStore
-    from ..model import Memory
+    from ..foundation.record import Memory
 
 TAG = "langgraph"
 FENCE = "```json\n"
@@ -301,7 +301,7 @@ def _tags(namespace: Namespace) -> list[str]:
     tags = []
     for label in namespace:
         try:
-            tags += checks.tags([label])
+            tags += inputs.tags([label])
         except InvalidInput:
             pass
     return [tag for tag in dict.fromkeys(tags) if tag != TAG]

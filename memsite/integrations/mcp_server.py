@@ -33,10 +33,10 @@ except ImportError:
     from mcp.server.fastmcp import FastMCP as _Server  # mcp 1.x
 
 from ..api import MemoryStore
-from ..errors import MemsiteError, NotFound
-from ..fileformat import memory_fields
-from ..model import Memory, format_time, short_id
-from ..protocol import reworded
+from ..features.protocol import reworded
+from ..foundation.errors import MemsiteError, NotFound
+from ..foundation.fileformat import memory_fields
+from ..foundation.record import Memory, format_time, short_id
 
 F = TypeVar("F", bound=Callable[..., Any])
 

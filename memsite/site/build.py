@@ -25,16 +25,15 @@ from typing import Any
 
 import yaml
 
-from .. import history
-from ..config import ENGINES, PLUGIN, Config, load_config, plugin_options, read_mkdocs_yml
-from ..errors import DiskFull, MemsiteError
-from ..store.activity import pending_counts
+from ..features import history
+from ..features.site_guard import refuse_unsafe_config
+from ..foundation.config import ENGINES, PLUGIN, Config, load_config, plugin_options, read_mkdocs_yml
+from ..foundation.errors import DiskFull, MemsiteError
+from ..storage.activity import pending_counts
 from . import output
-from .guard import refuse_unsafe_config
 from .generate import build_time
 from .pages import projection
 from .snapshot import load
-
 
 SERVING = ".memsite/serving.json"  # where a running 'memsite serve' says what it serves (for 'show --url')
 
@@ -199,7 +198,7 @@ def _properdocs(root: Path, folder: Path, strict: bool) -> None:
 
 def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: bool) -> None:
     """Zensical runs no plugin: memsite writes the pages it renders, then finishes the site it wrote."""
-    from .generate import CSS_URI, THEME, finish, fill_pages, generate, write_docs
+    from .generate import CSS_URI, THEME, fill_pages, finish, generate, write_docs
     from .plugin import default_nav
 
     docs_dir = Path(config.docs_dir)

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import history
-from ..config import Config
-from ..model import utcnow
-from ..store.activity import pending_counts
-from ..store.problems import read_memory
-from . import guard, memory_pages, search, weeks
+from ..features import history, site_guard
+from ..foundation.config import Config
+from ..foundation.record import utcnow
+from ..storage.activity import pending_counts
+from ..storage.reading import read_memory
+from . import memory_pages, search, weeks
 from .output import remove_later
 from .pages import Site
 from .problems import problem_pages
@@ -167,7 +167,7 @@ def write_docs(generated: Generated, docs_dir: Path, root: Path, out: Path) -> N
         for name in names:
             path = Path(folder) / name
             uri = path.relative_to(docs_dir).as_posix()
-            if is_source(uri) or uri in generated.pages or guard.escapes(path, root):
+            if is_source(uri) or uri in generated.pages or site_guard.escapes(path, root):
                 continue
             target = out / uri
             target.parent.mkdir(parents=True, exist_ok=True)

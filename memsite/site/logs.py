@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from .. import history
-from ..sessions import SessionRecord
+from ..features import history
+from ..features.sessions import SessionRecord
 from . import safe, weeks
 from .safe import link, plural, text
 from .snapshot import Scored

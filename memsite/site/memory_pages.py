@@ -18,11 +18,10 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import MemsiteError, NotFound
-
-from ..history import Commit
-from ..model import Memory, short_id
-from ..store.chain import chain
+from ..features.history import Commit
+from ..foundation.errors import MemsiteError, NotFound
+from ..foundation.record import Memory, short_id
+from ..storage.chain import chain
 from . import safe
 from .safe import text
 from .snapshot import Scored

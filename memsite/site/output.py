@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..config import read_mkdocs_yml
-from ..doctor import Finding
-from ..errors import MemsiteError
+from ..features.doctor import Finding
+from ..foundation.config import read_mkdocs_yml
+from ..foundation.errors import MemsiteError
 from ..git.locks import Owner, current_owner, is_dead
 
 STAMP = ".memsite-site.json"  # in every built site

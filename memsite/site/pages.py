@@ -20,19 +20,19 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..config import Category
-from ..contradictions import flagged
-from ..model import Memory
-from ..protocol import learning_memory
-from ..ranking import TrimCandidate, plan_trim
-from ..sessions import SessionRecord
-from ..skills import SkillCandidate, promote
-from .. import history
-from ..history import Commit
+from ..features import history
+from ..features.contradictions import flagged
+from ..features.history import Commit
+from ..features.protocol import learning_memory
+from ..features.sessions import SessionRecord
+from ..features.skills import SkillCandidate, promote
+from ..foundation.config import Category
+from ..foundation.decay import TrimCandidate, plan_trim
+from ..foundation.record import Memory
 from . import charts, safe, weeks
-from .safe import link, text
 from .logs import LogPages
 from .memory_pages import SHELL_SRC, Article, overview_of, shell_page, title
+from .safe import link, text
 from .snapshot import Scored, Snapshot
 from .summaries import Day, category_projection, daily_summary, days
 from .weeks import Digest

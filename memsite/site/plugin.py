@@ -26,9 +26,10 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files, InclusionLevel
 
-from ..config import DEPRECATED, LEGACY, PLUGIN, Config, check_settings, parse_config, settings_of, top_level
-from ..errors import MemsiteError
-from . import guard, output, search
+from ..features import site_guard
+from ..foundation.config import DEPRECATED, LEGACY, PLUGIN, Config, check_settings, parse_config, settings_of, top_level
+from ..foundation.errors import MemsiteError
+from . import output, search
 from .generate import CSS_URI, THEME, Generated, finish, generate, is_source
 from .problems import SRC
 
@@ -36,12 +37,12 @@ log = logging.getLogger("mkdocs.plugins.memsite")
 
 
 class _Setting(BaseConfigOption):
-    """A name under the plugin's options (a setting, or a section of them): declared in ``memsite.config.Config``."""
+    """A name under the plugin's options (a setting, or a section of them): declared in ``memsite.foundation.config.Config``."""
 
 
 class _Options(base.Config):
     def validate(self) -> tuple[list[tuple[str, Exception]], list[tuple[str, str]]]:
-        """Check every setting at once, as ``memsite.config.load_config`` does (MkDocs' own check stops at the first).
+        """Check every setting at once, as ``memsite.foundation.config.load_config`` does (MkDocs' own check stops at the first).
 
         An unknown name is a problem too, not only a warning: the Python API
         would refuse to open the repository with it.
@@ -50,7 +51,7 @@ class _Options(base.Config):
         return [(key, base.ValidationError(message)) for key, message in problems], []
 
 
-# The plugin's options: memsite's settings as memsite.config.Config declares them (unset: Config's default).
+# The plugin's options: memsite's settings as memsite.foundation.config.Config declares them (unset: Config's default).
 MemsiteOptions: type[base.Config] = type("MemsiteOptions", (_Options,), {name: _Setting() for name in top_level()})
 
 
@@ -124,7 +125,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         """
         root = Path(config.config_file_path).parent
         refused = [f"{rel}: a symlink to {os.readlink(root / rel)}, {why}; remove the link (the site build "
-                   "would walk it)" for rel, why in guard.folder_links(Path(config.docs_dir), root)]
+                   "would walk it)" for rel, why in site_guard.folder_links(Path(config.docs_dir), root)]
         if refused:
             raise PluginError("\n".join(refused))
 
@@ -147,7 +148,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
             uri = file.src_uri
             if is_source(uri) or uri in generated.pages:
                 files.remove(file)
-            elif file.abs_src_path and file.abs_src_path.startswith(docs_dir) and guard.escapes(file.abs_src_path, root):
+            elif file.abs_src_path and file.abs_src_path.startswith(docs_dir) and site_guard.escapes(file.abs_src_path, root):
                 links.add(os.path.relpath(file.abs_src_path, root))  # a link to a file outside: never copied
                 files.remove(file)
         for rel in sorted(links):

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import MemsiteError
+from ..foundation.errors import MemsiteError
 
 WORKER = "assets/memsite/search-worker.js"
 UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-modular-ui.js", "pagefind-modular-ui.css",

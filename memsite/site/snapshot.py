@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from .. import notes, sessions, world
-from ..config import Config, place_of
-from ..errors import FormatError
-from ..fileformat import decode
-from ..model import Memory, parse_time
-from ..ranking import activity_boost, decay_factor
-from ..sessions import SessionRecord
-from ..store.problems import duplicate_message, read_memory
+from ..features import notes, sessions, world
+from ..features.sessions import SessionRecord
+from ..foundation.config import Config, place_of
+from ..foundation.decay import activity_boost, decay_factor
+from ..foundation.errors import FormatError
+from ..foundation.fileformat import decode
+from ..foundation.record import Memory, parse_time
+from ..storage.reading import duplicate_message, read_memory
 
 T = TypeVar("T")
 
@@ -77,7 +77,7 @@ def load(docs_dir: Path, config: Config, now: datetime,
     A file that breaks its format is left out and named in ``problems`` (the
     message names file, field and fix), as is a copy of another memory's id:
     one bad file is one problem, never a failed build. ``pending``: recalls
-    not committed yet (``store.activity.pending_counts``), added to the counts
+    not committed yet (``pending_counts`` of the activity journal), added to the counts
     in the files as ``memsite show`` adds them.
     """
     pending = pending or {}

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from .. import history, world
-from ..errors import FormatError
-from ..contradictions import flagged
-from ..history import Commit
-from ..model import Memory
-from ..sessions import SessionRecord
-from ..skills import SkillCandidate
+from ..features import history, world
+from ..features.contradictions import flagged
+from ..features.history import Commit
+from ..features.sessions import SessionRecord
+from ..features.skills import SkillCandidate
+from ..foundation.errors import FormatError
+from ..foundation.record import Memory
 from .snapshot import Scored, Snapshot
 
 AGENT_COLUMNS = ("created", "merged", "updated", "forgotten", "trimmed")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memsite.errors import InvalidInput
+from memsite.foundation.errors import InvalidInput
 from memsite.git import Repository
 from memsite.git.checkout import BACKGROUND_FILES
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memsite.errors import RepositoryError
+from memsite.foundation.errors import RepositoryError
 from memsite.git.commands import CatFile, Git, GitFailed, merge_file
 
 from .conftest import commit_files, run, text

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsite.git import Author, ObjectStore
+from memsite.git import Author, ObjectDatabase
 from memsite.git.commits import Commits
 from memsite.git.settings import GitSettings
 
@@ -19,7 +19,7 @@ from .conftest import WHEN, commit_files, fsck, run, text
 
 @pytest.fixture
 def commits(repo: Path) -> Iterator[Commits]:
-    objects = ObjectStore(repo / ".git" / "objects", GitSettings())
+    objects = ObjectDatabase(repo / ".git" / "objects", GitSettings())
     try:
         yield Commits(objects)
     finally:

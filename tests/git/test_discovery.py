@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memsite.errors import RepositoryError
+from memsite.foundation.errors import RepositoryError
 from memsite.git.discovery import locate
 
 from .conftest import init, run, text

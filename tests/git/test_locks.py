@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memsite.errors import RepositoryError
+from memsite.foundation.errors import RepositoryError
 from memsite.git import locks
 from memsite.git.locks import Locks
 

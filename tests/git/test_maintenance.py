@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memsite.git import Entry, ObjectStore
+from memsite.git import Entry, ObjectDatabase
 from memsite.git.maintenance import GC_PID_STALE_SECONDS, gc_running
 from memsite.git.objects import MODE_FILE
 from memsite.git.settings import GitSettings
@@ -24,8 +24,8 @@ from .conftest import fsck, run, text
 
 
 @pytest.fixture
-def store(repo: Path) -> Iterator[ObjectStore]:
-    objects = ObjectStore(repo / ".git" / "objects", GitSettings())
+def store(repo: Path) -> Iterator[ObjectDatabase]:
+    objects = ObjectDatabase(repo / ".git" / "objects", GitSettings())
     try:
         yield objects
     finally:
@@ -38,7 +38,7 @@ def pack_files(repo: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in folder.iterdir()}
 
 
-def write_commits(repo: Path, objects: ObjectStore, count: int, start: int = 0) -> list[str]:
+def write_commits(repo: Path, objects: ObjectDatabase, count: int, start: int = 0) -> list[str]:
     """``count`` commits of one new file each, each commit's objects in one pack, branch main moved by git."""
     made = []
     for i in range(start, start + count):
@@ -64,7 +64,7 @@ def all_objects(repo: Path) -> dict[str, str]:
 
 
 def test_merging_memsites_packs_keeps_every_object_and_leaves_gits_and_kept_packs_alone(repo: Path,
-                                                                                      store: ObjectStore) -> None:
+                                                                                      store: ObjectDatabase) -> None:
     run(repo, "repack", "-q", "-d")  # git's own pack
     gits = set(pack_files(repo))
     write_commits(repo, store, 3)
@@ -86,7 +86,7 @@ def test_merging_memsites_packs_keeps_every_object_and_leaves_gits_and_kept_pack
     fsck(repo)
 
 
-def test_nothing_is_merged_while_git_maintains_the_repository_itself(repo: Path, store: ObjectStore) -> None:
+def test_nothing_is_merged_while_git_maintains_the_repository_itself(repo: Path, store: ObjectDatabase) -> None:
     write_commits(repo, store, 6)
     packs = pack_files(repo)
     run(repo, "multi-pack-index", "write")  # git's multi-pack index names the packs now: they are git's to manage

@@ -1,4 +1,4 @@
-"""memsite.git.object_store: trees memsite writes along changed paths are the trees git writes for the same files,
+"""memsite.git.object_database: trees memsite writes along changed paths are the trees git writes for the same files,
 its walks and diffs are git's, its batches land in one pack or not at all, and it reads whatever git stored.
 
 (Freshening reused objects, packs kept until the branch moves, deltas read through git: tests/test_git_settings.py.)
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsite.errors import RepositoryError
-from memsite.git import Entry, ObjectStore, Repository, blob_id
-from memsite.git.object_store import PACK_THRESHOLD
+from memsite.foundation.errors import RepositoryError
+from memsite.git import Entry, ObjectDatabase, Repository, blob_id
+from memsite.git.object_database import PACK_THRESHOLD
 from memsite.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK
 from memsite.git.settings import GitSettings
 
@@ -26,9 +26,9 @@ from .conftest import commit_files, init, run, text
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[tuple[Path, ObjectStore]]:
+def store(tmp_path: Path) -> Iterator[tuple[Path, ObjectDatabase]]:
     repo = init(tmp_path / "store")
-    objects = ObjectStore(repo / ".git" / "objects", GitSettings())
+    objects = ObjectDatabase(repo / ".git" / "objects", GitSettings())
     try:
         yield repo, objects
     finally:
@@ -95,7 +95,7 @@ def consistent(files: dict[str, object]) -> dict[str, object]:
 @given(files=st.dictionaries(PATH, FILE, min_size=1, max_size=12),
        edits=st.dictionaries(PATH, st.none() | FILE, min_size=1, max_size=8),
        batched=st.booleans())
-def test_trees_written_along_changed_paths_are_the_trees_git_writes(store: tuple[Path, ObjectStore],
+def test_trees_written_along_changed_paths_are_the_trees_git_writes(store: tuple[Path, ObjectDatabase],
                                                                    files: dict[str, tuple[int, bytes]],
                                                                    edits: dict[str, tuple[int, bytes] | None],
                                                                    batched: bool) -> None:
@@ -135,7 +135,7 @@ def test_trees_written_along_changed_paths_are_the_trees_git_writes(store: tuple
     run(repo, "fsck", "--strict", "--no-dangling", "--connectivity-only", new_root.hex())
 
 
-def test_removing_a_path_below_a_file_changes_nothing_as_in_git(store: tuple[Path, ObjectStore]) -> None:
+def test_removing_a_path_below_a_file_changes_nothing_as_in_git(store: tuple[Path, ObjectDatabase]) -> None:
     repo, objects = store
     blob = objects.write(b"blob", b"a file named a\n")
     root = objects.apply(None, {"a": Entry(MODE_FILE, blob), "keep.md": Entry(MODE_FILE, blob)})
@@ -145,7 +145,7 @@ def test_removing_a_path_below_a_file_changes_nothing_as_in_git(store: tuple[Pat
     assert root.hex() == git_tree(repo, {"a": (MODE_FILE, blob), "keep.md": (MODE_FILE, blob)})
 
 
-def test_a_folder_replaced_by_a_file_of_its_name_in_one_change_keeps_the_file(store: tuple[Path, ObjectStore]) -> None:
+def test_a_folder_replaced_by_a_file_of_its_name_in_one_change_keeps_the_file(store: tuple[Path, ObjectDatabase]) -> None:
     repo, objects = store
     one, two = objects.write(b"blob", b"in the folder\n"), objects.write(b"blob", b"the file that replaces it\n")
     root = objects.apply(None, {"a/b.md": Entry(MODE_FILE, one), "keep.md": Entry(MODE_FILE, one)})
@@ -154,7 +154,7 @@ def test_a_folder_replaced_by_a_file_of_its_name_in_one_change_keeps_the_file(st
 
 
 def test_a_batch_is_one_pack_git_verifies_kept_until_released_and_nothing_if_it_raises(
-        store: tuple[Path, ObjectStore]) -> None:
+        store: tuple[Path, ObjectDatabase]) -> None:
     repo, objects = store
     before_packs, before_loose = packs(repo), loose(repo)
     with objects.batch():
@@ -218,7 +218,7 @@ def test_objects_git_stored_loose_packed_whole_or_as_deltas_all_read_back(tmp_pa
     commit_files(repo, {f"{i}.md": data for i, data in enumerate(blobs)})
     run(repo, "gc", "-q", "--aggressive")  # packed by git, alike blobs as deltas
     commit_files(repo, {"loose.md": b"loose, written by git after its gc\n"})
-    objects = ObjectStore(repo / ".git" / "objects", GitSettings())
+    objects = ObjectDatabase(repo / ".git" / "objects", GitSettings())
     try:
         everything = [sha for sha in text(repo, "rev-list", "--objects", "--all").split() if len(sha) == 40]
         for sha in everything:

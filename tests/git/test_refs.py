@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsite.errors import RepositoryError
+from memsite.foundation.errors import RepositoryError
 from memsite.git.locks import Locks
 from memsite.git.refs import RefMoved, Refs
 from memsite.git.settings import GitSettings

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memsite.errors import RepositoryError
+from memsite.foundation.errors import RepositoryError
 from memsite.git.remote import Remote, Unreachable, ahead_behind, count, is_ancestor, merge_trees
 
 from .conftest import commit_files, fsck, run, text

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memsite.errors import InvalidInput, RepositoryError
+from memsite.foundation.errors import InvalidInput, RepositoryError
 from memsite.git import Author, RefMoved, Repository
 from memsite.git.remote import merge_trees
 

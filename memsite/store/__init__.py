@@ -1,6 +1,0 @@
-"""The memory store: memory files, catalog, transactions, activity and vectors over memsite.git."""
-
-from .memories import Store
-from .transaction import Transaction
-
-__all__ = ["Store", "Transaction"]
