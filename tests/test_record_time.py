@@ -62,6 +62,7 @@ def test_every_commit_reads_as_a_catalog_of_that_commit_alone(tmp_path: Path, st
         for commit in commits[::-1] + commits:  # backwards, then forwards: each a look-up in the same table
             alone.sync(inner.repo, inner.config, commit)
             assert inner.at_commit(commit, held) == held(alone), commit
+            assert inner.at_commit(commit, lambda past: past.count()) == alone.count()
             for word in ("canary", "manager", "refunds"):
                 found = inner.at_commit(commit, lambda past: sorted(past.ids(past.lexical(word)).values()))
                 assert found == sorted(alone.ids(alone.lexical(word)).values()), (commit, word)

@@ -40,7 +40,10 @@ DROP TABLE IF EXISTS main.commits; DROP TABLE IF EXISTS main.meta; DROP TABLE IF
 DROP TABLE IF EXISTS main.memories; DROP TABLE IF EXISTS main.memory_tags; DROP TABLE IF EXISTS main.sketches;
 DROP TABLE IF EXISTS main.sketch_filter; DROP TABLE IF EXISTS main.sketch_recent;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE commits (seq INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, time INTEGER NOT NULL);
+CREATE TABLE commits (
+    seq INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, time INTEGER NOT NULL,
+    live INTEGER NOT NULL DEFAULT 0  -- memories alive after it: count() without counting the view
+);
 CREATE TABLE versions (
     n INTEGER PRIMARY KEY,
     id TEXT NOT NULL, path TEXT NOT NULL, blob TEXT NOT NULL, commit_id TEXT,
@@ -82,7 +85,7 @@ class Versions(Catalog):
     Reads are those of a :class:`Catalog`, at the commit :meth:`sync` chose.
     """
 
-    schema_version = "versions-2"
+    schema_version = "versions-3"
     tables = _SCHEMA
     live_rows = " AND EXISTS (SELECT 1 FROM memories m WHERE m.n = memories_fts.rowid)"  # (IN: a scan each time)
 
@@ -154,7 +157,7 @@ class Versions(Catalog):
         numbered = {sha: first + i for i, (sha, _) in enumerate(chain)}
         changes = list(_changes(repo, since, commit, config.memories_dir))
         with transaction(self.db):
-            self.db.executemany("INSERT INTO commits VALUES (?, ?, ?)",
+            self.db.executemany("INSERT INTO commits (seq, sha, time) VALUES (?, ?, ?)",
                                 ((first + i, sha, time) for i, (sha, time) in enumerate(chain)))
             last = self.db.execute("SELECT coalesce(max(n), 0) FROM versions").fetchone()[0]
             for start in range(0, len(changes), BLOBS_AT_ONCE):
@@ -166,6 +169,7 @@ class Versions(Catalog):
                             "SELECT n, abstract, overview, content, tags FROM versions WHERE n > ?", (last,))
             self.db.execute("INSERT OR IGNORE INTO version_tags (tag, n) "
                             "SELECT j.value, v.n FROM versions v, json_each(v.tags) j WHERE v.n > ?", (last,))
+            self._count_live(first, newest[0] if newest else 0)
         if progress is not None and changes:
             progress(len(changes), len(changes))
 
@@ -192,6 +196,24 @@ class Versions(Catalog):
                 rows.append((*_row(memory, path, sha.hex(), commit), seq))
                 added.add(path)
         self._insert(rows)
+
+    def _count_live(self, first: int, before: int) -> None:
+        """Number the memories alive after each commit from ``first`` on: those after ``before``, plus the
+        versions each commit added, less those it closed."""
+        born = dict(self.db.execute("SELECT born, count(*) FROM versions WHERE born >= ? GROUP BY born", (first,)))
+        died = dict(self.db.execute(f"SELECT died, count(*) FROM versions WHERE died >= ? AND died < {NEVER} "
+                                    "GROUP BY died", (first,)))
+        row = self.db.execute("SELECT live FROM commits WHERE seq = ?", (before,)).fetchone()
+        live = row[0] if row else 0
+        counts = []
+        for (seq,) in self.db.execute("SELECT seq FROM commits WHERE seq >= ? ORDER BY seq", (first,)).fetchall():
+            live += born.get(seq, 0) - died.get(seq, 0)
+            counts.append((live, seq))
+        self.db.executemany("UPDATE commits SET live = ? WHERE seq = ?", counts)
+
+    def count(self) -> int:
+        row = self.db.execute("SELECT live FROM commits WHERE seq = (SELECT seq FROM temp.at)").fetchone()
+        return row[0] if row else 0
 
     def _insert(self, rows: list[tuple[object, ...]]) -> None:
         for sql, values in statements(_INSERT, rows):
