@@ -126,6 +126,7 @@ class _Delta:
     names: list[bytes]  # the files not in the base, sorted
     added: list[bytes]  # their entries, in the same order
     extensions: list[tuple[bytes, bytes]]
+    link: tuple[bytes, list[int], list[int]] | None = None  # its link extension read (see _split_link), once known
 
     def has(self, name: bytes) -> bool:
         i = bisect.bisect_left(self.names, name)
@@ -430,7 +431,7 @@ def update_files(root: Path, git_dir: Path, files: Mapping[str, bytes | None], l
         required = [name for name, _ in delta.extensions if not name[:1].isupper() and name != b"link"]
         if len(links) != 1 or required:
             return NOT_APPLICABLE
-        link, deleted, replaced_at = _split_link(links[0])
+        link, deleted, replaced_at = delta.link or _split_link(links[0])
         if len(replaced_at) != len(delta.replaced):
             return NOT_APPLICABLE
         base_names = _shared_names(git_dir, link)
@@ -476,9 +477,9 @@ def update_files(root: Path, git_dir: Path, files: Mapping[str, bytes | None], l
             replacing[at] = _entry(folder, name, sha, named=False)  # the name is the base entry's
     if len(replacing) > max(MAX_REPLACED, BATCH_DELTA_SHARE * len(base_names.sorted)):
         return RESPLIT
-    positions = sorted(replacing)
+    positions, deleted = sorted(replacing), sorted(gone)
     replaced = [replacing[at] for at in positions]
-    link_data = link + _ewah(sorted(gone)) + _ewah(positions)
+    link_data = link + _ewah(deleted) + _ewah(positions)
     kept = [(b"link", link_data), *((n, d) for n, d in delta.extensions if n in _KEEP_EXTENSIONS and n != b"link")]
     body = [_HEADER.pack(b"DIRC", delta.version, len(replaced) + len(added)), *replaced, *added]
     body += [struct.pack(">4sI", n, len(d)) + d for n, d in kept]
@@ -486,7 +487,8 @@ def update_files(root: Path, git_dir: Path, files: Mapping[str, bytes | None], l
     checksum = hashlib.sha1(data).digest()
     lock.write(data + checksum)
     st = os.fstat(lock.fd)  # the lock becomes the index by a rename, which keeps inode, size and time
-    _keep(_written, index, _Delta(_identity(st), checksum, delta.version, replaced, order, added, kept))
+    _keep(_written, index, _Delta(_identity(st), checksum, delta.version, replaced, order, added, kept,
+                                  (link, deleted, positions)))
     with contextlib.suppress(OSError):  # as git does: a shared index in use never expires
         os.utime(git_dir / f"sharedindex.{link.hex()}")
     return ADDED
