@@ -137,7 +137,7 @@ class Catalog:
 
     schema_version = SCHEMA_VERSION
     tables = _DROP + _SCHEMA + _DELETE_TRIGGER  # made anew when the file's schema is another version's
-    # What a full-text match adds to keep only the rows of the commit read (see memsite.store.versions).
+    # What a full-text match adds to keep only the rows of the commit read (see memsite.storage.versions).
     live_rows = ""
 
     def __init__(self, path: Path | str, root: Path, activity: Path | str) -> None:

@@ -67,13 +67,19 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(
     content='versions', content_rowid='n', tokenize='porter unicode61 remove_diacritics 2'
 )
 """
-_ALIVE = "born <= (SELECT seq FROM temp.at) AND died > (SELECT seq FROM temp.at)"
+
+
+def _alive(row: str) -> str:
+    """The SQL condition that version ``row`` (a table's alias) is alive at the commit read."""
+    return f"{row}.born <= (SELECT seq FROM temp.at) AND {row}.died > (SELECT seq FROM temp.at)"
+
+
 # Per connection: the commit read, and the catalog's tables as views of the rows alive at it.
 _VIEWS = f"""
 CREATE TEMP TABLE IF NOT EXISTS at (seq INTEGER NOT NULL);
-CREATE TEMP VIEW IF NOT EXISTS memories AS SELECT n, {', '.join(_COLUMNS)} FROM main.versions WHERE {_ALIVE};
+CREATE TEMP VIEW IF NOT EXISTS memories AS SELECT n, {', '.join(_COLUMNS)} FROM main.versions v WHERE {_alive("v")};
 CREATE TEMP VIEW IF NOT EXISTS memory_tags AS
-    SELECT t.tag, t.n FROM main.version_tags t JOIN main.versions v ON v.n = t.n WHERE v.{_ALIVE.replace(' AND ', ' AND v.')}
+    SELECT t.tag, t.n FROM main.version_tags t JOIN main.versions v ON v.n = t.n WHERE {_alive("v")}
 """
 _INSERT = f"INSERT INTO versions ({', '.join(_COLUMNS)}, born) VALUES "
 BLOBS_AT_ONCE = 2000  # blobs read and parsed in one go while the table is built
