@@ -218,6 +218,7 @@ class Versions(Catalog):
         self.db.executemany("UPDATE commits SET live = ? WHERE seq = ?", counts)
 
     def count(self) -> int:
+        """How many memories the commit read holds (kept per commit, see _count_live)."""
         row = self.db.execute("SELECT live FROM commits WHERE seq = (SELECT seq FROM temp.at)").fetchone()
         return row[0] if row else 0
 
