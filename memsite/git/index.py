@@ -65,7 +65,7 @@ BATCH_DELTA_SHARE = 0.2
 # entries of files changed within the same second in the delta (racily
 # clean), a few dozen in a run of writes, so counting them would fold again
 # at once. Past this many (each write rewrites them all, 64 bytes or more
-# each), or git's share, the delta is folded.
+# each), or past git's share of the base when that is more, the delta is folded.
 MAX_REPLACED = 1000
 
 # What update_files did.
