@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -195,6 +196,31 @@ def test_any_run_of_changes_leaves_the_index_git_would_leave(tmp_path: Path,
         add_with_git(theirs, step)
         same_index(ours, theirs, step if outcome == gitindex.ADDED else {})
     fsck(ours)
+
+
+def fold_settled(repo: Path, *paths: str) -> None:
+    """Fold the delta into a new shared index as the writer does (``--split-index``), once the files are a second
+    old, twice: a fold keeps in the delta, as replacements, the entries of files as new as the index it read
+    (racily clean); the second reads the first's newer index, and keeps none."""
+    time.sleep(1.1)
+    for _ in range(2):
+        run(repo, "update-index", "--split-index", "--add", "--", *paths)
+
+
+def test_past_its_share_of_replaced_entries_the_delta_is_left_to_git_to_fold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitindex, "MAX_REPLACED", 2)
+    ours, _ = twins(tmp_path, {f"m{i}.md": b"%d\n" % i for i in range(20)})  # (20% of 20 is 4: 2 does not decide)
+    fold_settled(ours)
+    for i in range(4):
+        assert add_with_memsite(ours, {f"m{i}.md": b"changed %d\n" % i}) == gitindex.ADDED
+    index_before = (ours / ".git" / "index").read_bytes()
+    assert add_with_memsite(ours, {"m4.md": b"changed 4\n"}) == gitindex.RESPLIT
+    assert (ours / ".git" / "index").read_bytes() == index_before
+    fold_settled(ours, "m4.md")  # what the writer then runs
+    assert add_with_memsite(ours, {"m5.md": b"changed 5\n"}) == gitindex.ADDED  # a small delta again
+    assert text(ours, "diff-files", "--name-only") == ""
+    assert staged(ours)["m4.md"][1] == blob_id(b"changed 4\n").hex()
 
 
 def test_a_file_removed_from_the_shared_index_and_written_again_is_left_to_git(tmp_path: Path) -> None:
