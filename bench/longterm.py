@@ -1,14 +1,14 @@
 """Benchmark: recall across a year. Is the answer found whatever its age? BM25 and cosine beside it, in one run.
 
     python bench/longterm.py              # the set in bench/longterm_data.py, minilm
-    python bench/longterm.py --tune       # fusion settings on the validation questions only
+    python bench/longterm.py --set validation   # the questions to tune on (the figures to quote are held-out)
 
 2,580 memories a payments team's agents wrote over thirteen months (bench/longterm_data.py: facts
 about services, people and customers, errors and fixes, decisions, events, and routine that
 answers nothing), each committed with its own date as the store's clock, and 2,200 questions
 naming the memories that answer them, as many answers in each age bucket (the last week, the last
-month, six months, older). Questions are split by a hash of their text: 40 % validation (for
---tune), 60 % held-out (the figures to quote).
+month, six months, older). Questions are split by a hash of their text: 40 % validation (to tune
+on, ``--set validation``), 60 % held-out (the figures to quote).
 
 Rankings measured over the same memories in the same run:
 
