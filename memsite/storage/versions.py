@@ -116,14 +116,11 @@ class Versions(Catalog):
         Args:
             progress: called as (files read, files to read) while the table is built.
         """
-        if commit is None:
-            seq = 0
-        else:
+        seq = 0 if commit is None else self._seq(commit)
+        if seq is None and commit is not None:
+            self._extend(repo, config, commit, progress)
             seq = self._seq(commit)
-            if seq is None:
-                self._extend(repo, config, commit, progress)
-                seq = self._seq(commit)
-                assert seq is not None
+        assert seq is not None
         self.db.execute("UPDATE temp.at SET seq = ?", (seq,))
         self._at = commit
 
