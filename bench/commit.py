@@ -60,7 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import report
@@ -86,7 +86,7 @@ def text(i: int) -> str:
 
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def file_create_cost(folder: Path, count: int = 200) -> float:
@@ -113,7 +113,7 @@ class SeedClock:
     """
 
     def __init__(self, count: int, months: int = 24) -> None:
-        self.end = datetime.now(timezone.utc)
+        self.end = datetime.now(UTC)
         if months:
             self.step = timedelta(days=30.4 * months) / max(count, 1)
         else:
@@ -519,7 +519,7 @@ def measure(size: int, workdir: Path, quick: bool, first: bool) -> list[tuple]:
                      f"{two / one:.2f}x", "no slower (<= 1.1x)", two <= one * 1.1))
         os.sync()
         before = len(MemoryStore(mem, agent="bench").list())
-        elapsed, landed = bench_processes(mem, "memsite", procs, per_proc)
+        elapsed, _ = bench_processes(mem, "memsite", procs, per_proc)
         after = len(MemoryStore(mem, agent="bench").list())
         mem_fsck = fsck_clean(mem)
         base_elapsed, base_landed = bench_processes(base, "git", procs, per_proc)

@@ -49,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import report
@@ -75,12 +75,12 @@ def log(message: str) -> None:
 
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def months() -> list[str]:
     """The last MONTHS months as ``YYYY-MM``, oldest first (the current month last)."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     year, month = now.year, now.month
     out = []
     for _ in range(MONTHS):
@@ -116,7 +116,8 @@ def seed(path: Path, count: int, corpus: Corpus, layout: Layout) -> None:
     for i in range(count):
         category, month = CATEGORIES[i % len(CATEGORIES)], all_months[i * MONTHS // max(count, 1)]
         data = memory_file(corpus, i, category, month)
-        chunks.append(b"M 100644 inline %s\ndata %d\n%s\n" % (layout.path(i, category, month).encode(), len(data), data))
+        chunks.append(b"M 100644 inline %s\ndata %d\n%s\n"
+                      % (layout.path(i, category, month).encode(), len(data), data))
     subprocess.run(["git", "fast-import", "--quiet"], cwd=path, input=b"".join(chunks), check=True, env=GIT_ENV)
     subprocess.run(["git", "gc", "-q"], cwd=path, check=True, env=GIT_ENV)
 
@@ -219,7 +220,8 @@ def fsck(path: Path) -> str:
     return f"exit {result.returncode}: {problems[0] if problems else ''}"[:80]
 
 
-def trial(folder: Path, size: int, writes: int, fsync_refs: bool) -> list[tuple[int, str, float, float, float, int, str]]:
+def trial(folder: Path, size: int, writes: int,
+          fsync_refs: bool) -> list[tuple[int, str, float, float, float, int, str]]:
     corpus, layout = Corpus(), Layout()
     seeded = folder / f"seed-{size}"
     seed(seeded, size, corpus, layout)
@@ -277,7 +279,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dulwich-trial-") as tmp:
         for size in args.sizes:
             rows += trial(Path(tmp), size, args.writes, args.fsync_refs)
-    print(f"dulwich {'.'.join(map(str, dulwich.__version__))}, git {subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.split()[-1]}, "
+    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
+    print(f"dulwich {'.'.join(map(str, dulwich.__version__))}, git {git_version}, "
           f"{args.writes} writes per side after {WARM_UP} unmeasured, interleaved"
           f"{', core.fsync=reference' if args.fsync_refs else ''}\n")
     print("| files | side | p50 ms | p95 ms | object bytes / write | packs left | git fsck --strict |")

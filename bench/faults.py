@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import report  # noqa: E402  (bench/ is on the path: this script's folder)
+import report
 
-from tests import faults  # noqa: E402  (shared with the test suite)
+from tests import faults
 
 
 def log(message: str) -> None:
@@ -56,7 +56,8 @@ def main() -> None:
         rows.append(("SIGKILL in a transaction (5 per commit)",
                      faults.kill_writers(faults.new_repository(work / "t"), args.kills, rng, batch=5), "memories"))
         log(f"killing task closes x{args.kills} ...")
-        rows.append(("SIGKILL in task close loops", faults.kill_tasks(faults.new_repository(work / "k"), args.kills, rng),
+        rows.append(("SIGKILL in task close loops",
+                     faults.kill_tasks(faults.new_repository(work / "k"), args.kills, rng),
                      "sessions"))
         log(f"killing builds x{args.kills} ...")
         build_repo = faults.new_repository(work / "b")

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import report  # noqa: E402
-from corpus import Corpus  # noqa: E402
+import report
+from corpus import Corpus
 
-from memsite import MemoryStore  # noqa: E402
+from memsite import MemoryStore
 
 
 def log(message: str) -> None:

@@ -35,12 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import report  # noqa: E402
-from longterm_data import AGES, NOW, Generated, generate, written  # noqa: E402
+import report
+from longterm_data import AGES, NOW, Generated, generate, written
 
-from memsite import MemoryStore  # noqa: E402
+from memsite import MemoryStore
 from memsite.api import storage_of
-from memsite.foundation.text import match_any, search_terms  # noqa: E402
+from memsite.foundation.text import match_any, search_terms
 
 BUCKETS = ("≤ 1 week", "≤ 1 month", "≤ 6 months", "older")
 
@@ -55,7 +55,8 @@ def build(path: Path, data: Generated) -> dict[str, str]:
     now = [NOW]
     with MemoryStore.init(path, agent="bench", clock=lambda: now[0]) as store:
         settings = store.root / "mkdocs.yml"  # room for a year: capacity is not what is measured
-        text = settings.read_text().replace("max_lines: 500", "max_lines: 100000").replace("min_lines: 400", "min_lines: 90000")
+        text = (settings.read_text().replace("max_lines: 500", "max_lines: 100000")
+                .replace("min_lines: 400", "min_lines: 90000"))
         settings.write_text(text)
     with MemoryStore(path, agent="bench", clock=lambda: now[0], embedder="none") as store:
         day = None
@@ -79,7 +80,7 @@ def split(text: str) -> str:
 
 
 def bucket(days: float) -> str:
-    for (low, high), name in zip(AGES, BUCKETS):
+    for (_, high), name in zip(AGES, BUCKETS):
         if days < high:
             return name
     return BUCKETS[-1]
@@ -93,7 +94,7 @@ def answers(data: Generated, ids: dict[str, str]) -> list[tuple[str, str, set[st
     age = {f.key: (NOW - written(f)).total_seconds() / 86400 for f in data.memories}
     seen = set()
     out = []
-    for kind, question, key in data.questions:
+    for kind, question, _ in data.questions:
         if question not in seen:
             seen.add(question)
             keys = by_text[question]
@@ -105,7 +106,7 @@ def bm25_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
     terms = search_terms(question)
     found = storage_of(store).catalog.lexical(match_any(terms)) if terms else {}
     best = sorted(found, key=found.__getitem__, reverse=True)[:limit]
-    return list(storage_of(store).catalog.ids(best)[n] for n in best)
+    return [storage_of(store).catalog.ids(best)[n] for n in best]
 
 
 def cosine_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
@@ -113,12 +114,13 @@ def cosine_ranking(store: MemoryStore, question: str, limit: int) -> list[str]:
     assert vectors is not None
     close = vectors.closest(storage_of(store).catalog, question, limit)
     best = sorted(close, key=close.__getitem__, reverse=True)[:limit]
-    return list(storage_of(store).catalog.ids(best)[n] for n in best)
+    return [storage_of(store).catalog.ids(best)[n] for n in best]
 
 
 def recall_ranking(ranking: str) -> Callable[[MemoryStore, str, int], list[str]]:
     def ranked(store: MemoryStore, question: str, limit: int) -> list[str]:
-        return [h.memory.id for h in store.explain(question, limit=limit, ranking=ranking) if h.why is None or h.why.kept]
+        return [h.memory.id for h in store.explain(question, limit=limit, ranking=ranking)
+                if h.why is None or h.why.kept]
     return ranked
 
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-NOW = datetime(2026, 11, 28, 17, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 28, 17, 0, tzinfo=UTC)
 DAYS = 395  # thirteen months back from NOW
 AGES = ((0, 7), (7, 30), (30, 182), (182, DAYS))  # days before NOW: the age buckets results are given by
 
@@ -104,7 +104,8 @@ def facts(rng: random.Random) -> list[Fact]:
             ("paraphrase", f"Who should I page when {s} breaks?"), ("keyword", f"{s} owner team"))
         add(f"{s}:db", f"{s} keeps its data in {db}, on the db-{s}-0{rng.randint(1, 4)} cluster.", "entities",
             ("paraphrase", f"Which datastore backs {s}?"), ("keyword", f"{s} database cluster"))
-        add(f"{s}:region", f"{s} runs in {region} with {rng.randint(2, 12)} replicas behind the internal load balancer.",
+        add(f"{s}:region",
+            f"{s} runs in {region} with {rng.randint(2, 12)} replicas behind the internal load balancer.",
             "entities", ("paraphrase", f"In which cloud location is {s} hosted?"),
             ("keyword", f"{s} region replicas"))
         add(f"{s}:deploy", f"Releases of {s} go out through {tool}, usually on {rng.choice(WEEKDAYS)}.", "patterns",
@@ -139,10 +140,11 @@ def facts(rng: random.Random) -> list[Fact]:
             ("paraphrase", f"Which code editor does {first} like to use?"), ("keyword", f"{p} prefers editor"))
         add(f"{p}:away", f"{p} does not work on {rng.choice(WEEKDAYS)}; plan reviews for other days.", "profile",
             ("paraphrase", f"On which day of the week is {first} unavailable?"), ("keyword", f"{p} day off"))
-        add(f"{p}:contact", f"{p} would rather be reached by {rng.choice(['a direct message', 'phone', 'email', 'a ticket'])} "
+        add(f"{p}:contact",
+            f"{p} would rather be reached by {rng.choice(['a direct message', 'phone', 'email', 'a ticket'])} "
             "than in a public channel.", "preferences",
             ("paraphrase", f"What's the best way to get hold of {first}?"), ("keyword", f"{p} reached by"))
-    for i, c in enumerate(CUSTOMERS):
+    for c in CUSTOMERS:
         contact = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
         add(f"{c}:plan", f"{c} is on the {rng.choice(PLANS)} plan, renewing in {rng.choice(MONTHS)}.", "entities",
             ("paraphrase", f"What subscription tier has {c} bought?"), ("keyword", f"{c} plan renewal"))
@@ -151,7 +153,8 @@ def facts(rng: random.Random) -> list[Fact]:
         add(f"{c}:compliance", f"{c} requires every export to be encrypted with their own PGP key before upload.",
             "entities", ("paraphrase", f"What security demand does {c} make about exported files?"),
             ("keyword", f"{c} PGP export"))
-        add(f"{c}:integration", f"{c} integrates through the {rng.choice(['REST', 'SFTP batch', 'webhook', 'GraphQL'])} "
+        add(f"{c}:integration",
+            f"{c} integrates through the {rng.choice(['REST', 'SFTP batch', 'webhook', 'GraphQL'])} "
             f"API and sends about {rng.randint(2, 90)} thousand payments a day.", "entities",
             ("paraphrase", f"How does {c} connect to our platform?"), ("keyword", f"{c} integrates API"))
     symptoms = [("timeouts talking to the bank", "raised the connect timeout to 5 s and added a retry with jitter"),

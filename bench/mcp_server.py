@@ -6,7 +6,8 @@
 The MCP figure is the whole round trip an agent waits for: the SDK's client
 (`ClientSession` over `stdio_client`) sends the call, the `memsite mcp`
 subprocess writes the memory and commits it, and the reply with the commit id
-comes back. (Not named bench/mcp.py: that would shadow the mcp package.) Beside it, in the same repository: `store.remember()` in process
+comes back. (Not named bench/mcp.py: that would shadow the mcp package.)
+Beside it, in the same repository: `store.remember()` in process
 (no protocol) and `memsite remember` as a new process per call (what an agent
 without MCP would run).
 """

@@ -58,7 +58,8 @@ def history(repo: Path, memories: int, commits: int) -> list[str]:
             mid = f"01J{n:023d}"
             memory = Memory(id=mid, category=corpus.category(), abstract=text.split(".")[0][:80], content=text,
                             agent="bench", created=when, updated=when)
-            path = f"content/memories/{memory.category}/{when:%Y-%m}/001/{slugify(memory.abstract)}-{mid[-6:].lower()}.md"
+            path = (f"content/memories/{memory.category}/{when:%Y-%m}/001/"
+                    f"{slugify(memory.abstract)}-{mid[-6:].lower()}.md")
             made.append((memory, path))
             verb = "Remember"
         else:

@@ -209,7 +209,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 and 2,000 memories")
     parser.add_argument("--sizes", help="generated memories added to the 200, comma-separated (default 0,9800,99800)")
     parser.add_argument("--embedder", action="append",
-                        help="an embedder name, repeatable (default: minilm, the default, and wordllama, the one it replaced)")
+                        help="an embedder name, repeatable "
+                             "(default: minilm, the default, and wordllama, the one it replaced)")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / ".tmp",
                         help="where to create the repositories (default: bench/.tmp)")
     parser.add_argument("--tune", action="store_true", help="weights of meaning on validation.tsv")
@@ -231,8 +232,10 @@ def main() -> None:
               for name, qs in sets.items()}
     print(f"\nmemsite recall quality ({sys.platform}, Python {sys.version.split()[0]}): {len(memories)} labelled "
           f"memories; questions: {counts}; hybrid weight of meaning {Config().embedding_weight:g}\n")
-    print("recall@5 as recall() returns it (off-topic: share with no hit); in brackets, the ranking without the floor\n")
-    print("| memories | embedder | questions | kind | words only | meaning only | hybrid | hybrid ranking >= each signal's |")
+    print("recall@5 as recall() returns it (off-topic: share with no hit); "
+          "in brackets, the ranking without the floor\n")
+    print("| memories | embedder | questions | kind | words only | meaning only | hybrid "
+          "| hybrid ranking >= each signal's |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         for embedder in embedders:
@@ -263,9 +266,11 @@ def main() -> None:
             p50, p95 = r[f"{e} latency"]  # type: ignore[misc]
             cells += [f"{p50:.2f} / {p95:.2f} ms", f"{r[f'{e} first']:.1f} s"]
         print(f"| {r['size']:,} | " + " | ".join(cells) + " |")
-    print("\ntargets: held-out paraphrase recall@5 >= 65% (hybrid, the default embedder: minilm) and hybrid >= the best single signal "
+    print("\ntargets: held-out paraphrase recall@5 >= 65% (hybrid, the default embedder: minilm) "
+          "and hybrid >= the best single signal "
           "(words only has no floor: its ranking is what it returns); "
-          "keyword 100%; off-topic >= 95% with no hit at every size; hybrid p50 <= 10 ms at 10,000, <= 30 ms at 100,000")
+          "keyword 100%; off-topic >= 95% with no hit at every size; "
+          "hybrid p50 <= 10 ms at 10,000, <= 30 ms at 100,000")
     report.publish("quality", skip=args.quick)
 
 

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import zlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import report
@@ -48,7 +48,7 @@ def log(message: str) -> None:
 
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def seed(path: Path, corpus: Corpus, count: int) -> MemoryStore:
@@ -74,7 +74,7 @@ def scan(root: Path, query: str, now: datetime, limit: int = 5) -> list[tuple[fl
         relevance = sum(lowered.count(w) for w in words)
         if not relevance:
             continue
-        created = datetime.strptime(CREATED.search(text).group(1), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        created = datetime.strptime(CREATED.search(text).group(1), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         age = (now - created).total_seconds() / 86400
         hits.append((relevance * 2 ** (-age / 30), path.name))
     hits.sort(reverse=True)
@@ -124,7 +124,8 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
         start = time.perf_counter()
         store.fresh()
         after_git.append((time.perf_counter() - start) * 1000)
-    results["after_memsite_ms"], results["after_git_ms"] = statistics.median(after_memsite), statistics.median(after_git)
+    results["after_memsite_ms"] = statistics.median(after_memsite)
+    results["after_git_ms"] = statistics.median(after_git)
     results["after_memsite_max"], results["after_git_max"] = max(after_memsite), max(after_git)
 
     log(f"hybrid recall at {size:,} (a {HashingEmbedder.dimensions}-dimension stand-in embedder) ...")
@@ -187,7 +188,7 @@ def main() -> None:
         target = targets.get(size)
         met = "" if target is None else ("yes" if r["recall_p50"] <= target else "NO")
         print(f"| recall p50 at {size:,} | {r['recall_p50']:.2f} ms | {r['scan_p50']:,.0f} ms | "
-              f"{r['scan_p50'] / r['recall_p50']:,.0f}x | {'<= %g ms' % target if target else ''} | {met} |")
+              f"{r['scan_p50'] / r['recall_p50']:,.0f}x | {f'<= {target:g} ms' if target else ''} | {met} |")
         print(f"| recall p95 at {size:,} | {r['recall_p95']:.2f} ms | {r['scan_p95']:,.0f} ms | | | |")
         print(f"| recalls that flushed the journal at {size:,} | {int(r['flushes'])}, median {r['flush_ms']:.0f} ms "
               "| | | | |")

@@ -26,7 +26,7 @@ import re
 import shlex
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +94,7 @@ def to_markdown(printed: str) -> str:
 
 def section(name: str, printed: str, *, when: datetime | None = None, argv: list[str] | None = None) -> str:
     """The text between benchmark ``name``'s markers for a run that printed ``printed``."""
-    when = when or datetime.now(timezone.utc)
+    when = when or datetime.now(UTC)
     argv = sys.argv if argv is None else argv
     script = Path(argv[0])
     command = shlex.join(["python", f"bench/{script.name}", *argv[1:]])

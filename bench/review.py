@@ -41,7 +41,7 @@ def seed(path: Path, corpus: Corpus, count: int, changed: int) -> None:
         subprocess.run(["git", "tag", "base"], cwd=path, check=True)
         log(f"changing {changed:,} memories, one commit each ...")
         created, updated = changed * 2 // 5, changed * 2 // 5
-        for n in range(created):
+        for _ in range(created):
             store.remember(corpus.text(), category=corpus.category(), dedupe=False)
         for mid in ids[:updated]:
             store.update(mid, content=corpus.text(), tags=("reviewed",))

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def log(message: str) -> None:
 
 def seed(path: Path, corpus: Corpus, count: int) -> None:
     """``count`` memories created in one month (the current one, up to now), a few recalled, in batches."""
-    end = datetime.now(timezone.utc).replace(microsecond=0)
+    end = datetime.now(UTC).replace(microsecond=0)
     start = end.replace(day=1, hour=0, minute=0, second=0)
     clock = _Clock(start)
     step = (end - start) / count
@@ -197,7 +197,8 @@ def browse(site: Path, queries: list[str], pages: list[str]) -> dict[str, float]
                 context = browser.new_context()  # a cold cache: everything the query needs is fetched
                 page = context.new_page()
                 sizes: dict[str, int] = {}
-                page.on("requestfinished", lambda r, sizes=sizes: sizes.__setitem__(r.url, r.sizes()["responseBodySize"]))
+                page.on("requestfinished",
+                        lambda r, sizes=sizes: sizes.__setitem__(r.url, r.sizes()["responseBodySize"]))
                 page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
                 page.goto(url)
                 page.wait_for_load_state("networkidle")  # Material's search worker set up (and Pagefind's)
@@ -254,7 +255,8 @@ def main() -> None:
             engines(workdir, 1 if args.quick else args.runs)
         if args.kills:
             kills(workdir, 200 if args.quick else 1_000)
-        report.publish("site-engines" if args.engines else "site-kills", skip=args.quick or (args.engines and args.kills))
+        report.publish("site-engines" if args.engines else "site-kills",
+                       skip=args.quick or (args.engines and args.kills))
         return
     runs = 1 if args.quick else args.runs
     sizes = [1_000] if args.quick else [1_000, 10_000] + ([100_000] if args.large else [])
@@ -365,7 +367,7 @@ def kills(workdir: Path, count: int) -> None:
                             with urllib.request.urlopen(base + address, timeout=10) as response:
                                 response.read()
                             fetched[0] += 1
-                        except Exception as exc:  # noqa: BLE001 (any failure a reader would see)
+                        except Exception as exc:  # any failure a reader would see
                             failed.append(f"{address}: {exc}")
 
             with MemoryStore(repo, agent="bench") as store:  # something new for the stopped build to add

@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from corpus import CATEGORIES, Corpus
 
 from memsite import MemoryStore
 
-START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 DAYS = 200
 
 
@@ -55,7 +55,7 @@ def log(message: str) -> None:
 
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 class Clock:
@@ -82,7 +82,8 @@ def plan(count: int, chains: int, seed: int) -> list[tuple[str, str, int | None]
     return items
 
 
-def seed(path: Path, items: list[tuple[str, str, int | None]], supersede: bool, per_commit: int) -> tuple[MemoryStore, Clock]:
+def seed(path: Path, items: list[tuple[str, str, int | None]], supersede: bool,
+         per_commit: int) -> tuple[MemoryStore, Clock]:
     MemoryStore.init(path, agent="bench", clock=Clock(START - timedelta(days=1))).close()
     clock = Clock(START)
     store = MemoryStore(path, agent="bench", embedder="none", clock=clock, llm=False)
@@ -214,7 +215,7 @@ def main() -> None:
     log(f"seeding {count:,} memories with {chains * 4:,} supersessions ...")
     changed, clock = seed(workdir / "changed", items, True, per_commit=count // 100)
     log(f"seeding the same {count:,} memories without them ...")
-    plain, plain_clock = seed(workdir / "plain", items, False, per_commit=count // 100)
+    plain, _ = seed(workdir / "plain", items, False, per_commit=count // 100)
     os.sync()
 
     corpus = Corpus(seed=7)

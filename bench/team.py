@@ -83,7 +83,7 @@ def percentile(values: list[float], pct: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 # --- the processes -----------------------------------------------------------------------------------
@@ -349,9 +349,11 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
             run.conflicts, run.unlisted = world_conflicts_listed(remote)
         else:
             on_main = {line.rpartition("/")[2] for line in
-                       git(remote, "ls-tree", "-r", "--name-only", "main", "--", "content/memories").stdout.splitlines()}
+                       git(remote, "ls-tree", "-r", "--name-only", "main", "--",
+                           "content/memories").stdout.splitlines()}
         run.lost = len(set(run.acked) - on_main)
-        bad = [str(p.name) for p in [remote, *paths] if git(p, "fsck", "--strict", "--no-progress", check=False).returncode]
+        bad = [str(p.name) for p in [remote, *paths]
+               if git(p, "fsck", "--strict", "--no-progress", check=False).returncode]
         run.fsck = "clean" if not bad else "FAILED: " + ", ".join(bad)
     finally:
         if not keep:
@@ -540,7 +542,8 @@ def main() -> None:
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"paced, {n} clones x {d} s, {kind}", kind, n, pace=(2, 8), duration=d, count=0,
                                  integrate=kind == "memsite", keep=args.keep, hosted=hosted))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+            # (progress)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)
     if "cli" in chosen:
         n, d = (4, 20) if q else (12, 180)
         runs.append(scenario(f"paced CLI ('memsite sync' processes), {n} clones x {d} s", "cli", n, pace=(2, 6),
@@ -565,7 +568,8 @@ def main() -> None:
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
             runs.append(scenario(f"stress, {n} clones x {w} back to back, {kind}", kind, n, pace=None, duration=0,
                                  count=w, integrate=kind == "memsite", keep=args.keep, hosted=hosted))
-            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
+            # (progress)
+            print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)
     print()
     print("| run | acknowledged | lost | failed syncs | queued | sync p50 / p95 / max | on the shared branch after "
           "its sync, p50 / p95 / max | all on it, after the last write | fsck --strict |")

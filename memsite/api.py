@@ -10,6 +10,7 @@ SQLite and git failures below it into memsite's errors there, and nowhere else.
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -456,7 +457,7 @@ class MemoryStore:
         """The language model that judges possible contradictions (see :func:`contradictions.judge`), asked for once."""
         if self._llm is None or self._llm is True:
             self._llm = contradictions.judge() or False
-        return self._llm or None  # type: ignore[return-value]
+        return self._llm or None  # type: ignore[return-value]  # False: asked, none found
 
     def dismiss(self, id: str, of: str | None = None) -> Memory:
         """Say the memory ``id``, flagged as possibly contradicting ``of`` (every memory it was flagged
@@ -491,7 +492,7 @@ class MemoryStore:
         """
         return self._store.supersede(old, new, reason)
 
-    def chain(self, id: str) -> list[Memory]:
+    def chain(self, id: str) -> builtins.list[Memory]:
         """The memories that replaced one another, oldest first, that the memory ``id`` belongs to.
 
         ``[memory]`` for a memory that never replaced another nor was replaced.
@@ -554,7 +555,7 @@ class MemoryStore:
         """
         return purge(self._store, ids, reason, matching=matching, remote=remote, dry_run=dry_run)
 
-    def trim(self, category: str) -> list[str]:
+    def trim(self, category: str) -> builtins.list[str]:
         """Apply the category's capacity marks now; returns the ids trimmed."""
         return self._store.trim(category)
 
@@ -622,18 +623,22 @@ class MemoryStore:
         """
         return self._store.publish_vectors()
 
-    def heal(self, cause: object = "PRAGMA integrity_check failed") -> list[str]:
+    def heal(self, cause: object = "PRAGMA integrity_check failed") -> builtins.list[str]:
         """Set aside every damaged file in .memsite/ (one warning each) and open new ones; returns their names."""
         return self._store.heal(cause)
 
     # --- sharing ------------------------------------------------------------
 
     def sync(self, remote: str = "origin", branch: str | None = None) -> SyncResult:
-        """Share this clone's memory through ``remote``: merge, publish, integrate (see :func:`memsite.features.sync.sync`)."""
+        """Share this clone's memory through ``remote``: merge, publish, integrate.
+
+        See :func:`memsite.features.sync.sync`."""
         return sync(self._store, remote, branch)
 
     def integrate(self, remote: str = "origin", branch: str = "main") -> IntegrateResult:
-        """Merge every published agent branch into ``branch`` on ``remote`` (see :func:`memsite.features.sync.integrate`)."""
+        """Merge every published agent branch into ``branch`` on ``remote``.
+
+        See :func:`memsite.features.sync.integrate`."""
         return integrate(self._store, remote, branch)
 
     # --- recall -------------------------------------------------------------
@@ -641,7 +646,7 @@ class MemoryStore:
     def recall(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                until: datetime | str | None = None, ranking: str = "relevance", include_superseded: bool = False,
-               as_of: datetime | str | None = None, record_time: bool = False) -> list[Hit]:
+               as_of: datetime | str | None = None, record_time: bool = False) -> builtins.list[Hit]:
         """The memories that best match ``query``: relevance decides what is found, time orders what is close.
 
         See :mod:`memsite.features.retrieval` for the whole ranking.
@@ -731,7 +736,7 @@ class MemoryStore:
         """
         return ingest(self._store, messages, extractor, session_key, batch_size=batch_size, progress=progress)
 
-    def incomplete_ingests(self) -> list[str]:
+    def incomplete_ingests(self) -> builtins.list[str]:
         """Session keys of ingests that were interrupted and left a checkpoint."""
         return incomplete(self._store)
 
@@ -747,7 +752,8 @@ class MemoryStore:
         """
         return resume(self._store, session_key, extractor, progress=progress)
 
-    def skill_candidates(self, threshold: int = 5, llm: Callable[[str], str] | None = None) -> list[SkillCandidate]:
+    def skill_candidates(self, threshold: int = 5,
+                         llm: Callable[[str], str] | None = None) -> builtins.list[SkillCandidate]:
         """Patterns recalled at least ``threshold`` times that could become agent skills, best first.
 
         With ``llm`` the pattern is analysed by it (confidence below 0.7: no
@@ -767,7 +773,7 @@ class MemoryStore:
         hits = self.recall(query, limit=limit)
         return f"Relevant memories (best first):\n{format_hits(hits)}" if hits else ""
 
-    def tools(self) -> list[dict[str, Any]]:
+    def tools(self) -> builtins.list[dict[str, Any]]:
         """The memory tools an LLM may call: name, description, JSON-Schema parameters each.
 
         For OpenAI-style APIs wrap each as ``{"type": "function", "function": tool}``.
@@ -776,7 +782,7 @@ class MemoryStore:
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
         """Run a tool from :meth:`tools`; returns text for the LLM (an error too, never an exception)."""
-        return call_tool(self, self.recall, name, arguments)
+        return call_tool(self._store, self.recall, name, arguments)
 
     def migrate(self, progress: Callable[[int, int], None] | None = None) -> Migration:
         """Move memory files of an earlier layout (or a wrong month folder) to their month's numbered folders.
@@ -788,7 +794,7 @@ class MemoryStore:
     def explain(self, query: str, limit: int = 5, category: str | None = None, tags: Iterable[str] = (),
                 agent: str | None = None, min_score: float = 0.0, *, since: datetime | str | None = None,
                 until: datetime | str | None = None, ranking: str = "relevance",
-                include_superseded: bool = False) -> list[Hit]:
+                include_superseded: bool = False) -> builtins.list[Hit]:
         """Why recall returns what it does for ``query``; raises no recall count.
 
         Takes the arguments of :meth:`recall`.
@@ -808,7 +814,7 @@ class MemoryStore:
         return [*hits, *retrieval.recall(self._store, asked, below=True)]
 
     def rank(self, limit: int | None = None, category: str | None = None, *,
-             include_superseded: bool = False) -> list[Hit]:
+             include_superseded: bool = False) -> builtins.list[Hit]:
         """Every memory (or one category's) still holding ranked by decay x boost: the site's ranking. Not a recall.
 
         ``include_superseded``: those replaced by another too.
@@ -856,7 +862,7 @@ class MemoryStore:
         now = self.now()
         return topic_text([m for m in self.list(category=category) if m.valid_at(now)])
 
-    def recent(self, n: int = 10) -> list[str]:
+    def recent(self, n: int = 10) -> builtins.list[str]:
         """The texts of this agent's ``n`` most recent memories still holding, oldest first (never empty ones)."""
         now = self.now()
         return recent_texts([m for m in self.list(agent=self.agent) if m.valid_at(now)], n)

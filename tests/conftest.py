@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ import pytest
 from memsite import MemoryStore
 from memsite.api import storage_of
 
-START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 1, 9, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +104,8 @@ def assert_clean(repo: Path) -> None:
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(repo, "diff-index", "--cached", "HEAD") == ""
     staged = sorted(line.split()[1] + " " + line.split("\t")[1] for line in git(repo, "ls-files", "-s").splitlines())
-    committed = sorted(line.split()[2] + " " + line.split("\t")[1] for line in git(repo, "ls-tree", "-r", "HEAD").splitlines())
+    committed = sorted(line.split()[2] + " " + line.split("\t")[1]
+                       for line in git(repo, "ls-tree", "-r", "HEAD").splitlines())
     assert staged == committed
     while (repo / ".git" / "gc.pid").exists():  # a gc started by a killed writer
         time.sleep(0.05)
@@ -114,7 +115,7 @@ def assert_clean(repo: Path) -> None:
     # No git lock file or owner record left behind once writers are done.
     git_dir = repo / ".git"
     assert not (git_dir / "index.lock").exists()
-    assert not [p for p in (git_dir / "refs").rglob("*.lock")]
+    assert not list((git_dir / "refs").rglob("*.lock"))
     assert lock_records(repo) == []
 
 

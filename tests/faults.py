@@ -96,7 +96,7 @@ def recover_and_verify(repo: Path, memories: set[str], sessions: set[str], stder
                                       f"survivor {new_id()}", "-c", "events"])
     if result.exit_code != 0:
         failures.append(f"wedged: the next write failed: {result.output.strip()}")
-    if "Traceback" in result.output or result.exc_info and result.exc_info[0] not in (SystemExit,):
+    if "Traceback" in result.output or (result.exc_info and result.exc_info[0] not in (SystemExit,)):
         failures.append(f"traceback in the next write: {result.exc_info}")
     with MemoryStore(repo, agent="checker") as store:
         ids = {m.id for m in store.list()}
@@ -308,7 +308,7 @@ def damaged_file_round(template: Path, work: Path, name: str, how: str, ids: set
             failures.append(f"wedged: index rebuild: {rebuilt.output.strip()}")
     except MemsiteError as exc:
         failures.append(f"wedged: {type(exc).__name__}: {exc}")
-    except Exception as exc:  # noqa: BLE001 - counted, not hidden
+    except Exception as exc:  # counted, not hidden
         failures.append(f"traceback: {type(exc).__name__}: {exc}")
     finally:
         logger.removeHandler(handler)
@@ -453,7 +453,7 @@ def try_hostile(repo: Path) -> Tally:
                     tally.survived += 1
                 else:
                     tally.failures.append(f"{name}: refused but committed")
-            except Exception as exc:  # noqa: BLE001 - counted, not hidden
+            except Exception as exc:  # counted, not hidden
                 tally.tracebacks += 1
                 tally.failures.append(f"{name}: {type(exc).__name__} is not a MemsiteError: {exc}")
             else:

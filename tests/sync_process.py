@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.features.sync import sync
 
 
@@ -22,9 +23,9 @@ def main() -> None:
                                category="entities", dedupe=False)
             print(f"ACK {m.id} {m.commit}", flush=True)
             if n % every == every - 1:
-                sync(store)
+                sync(storage_of(store))
             store.world.merge({f"agent.{agent}.progress": str(n + 1)})
-        sync(store)
+        sync(storage_of(store))
 
 
 if __name__ == "__main__":

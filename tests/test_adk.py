@@ -16,19 +16,19 @@ import pytest
 
 pytest.importorskip("google.adk")
 
-from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.memory.memory_entry import MemoryEntry  # noqa: E402
-from google.adk.models.base_llm import BaseLlm  # noqa: E402
-from google.adk.models.llm_response import LlmResponse  # noqa: E402
-from google.adk.runners import InMemoryRunner  # noqa: E402
-from google.adk.tools import load_memory  # noqa: E402
-from google.genai import types  # noqa: E402
+from google.adk.agents import LlmAgent
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import InMemoryRunner
+from google.adk.tools import load_memory
+from google.genai import types
 
-from memsite import Extractor, MemoryStore  # noqa: E402
-from memsite.integrations.adk import MemsiteMemoryService, stated_facts  # noqa: E402
+from memsite import Extractor, MemoryStore
+from memsite.integrations.adk import MemsiteMemoryService, stated_facts
 
-from .conftest import git  # noqa: E402
-from .test_llm import Endpoint, chat  # noqa: E402
+from .conftest import git
+from .test_llm import Endpoint, chat
 
 APP = "travel"
 
@@ -37,7 +37,7 @@ class ScriptedModel(BaseLlm):
     """A model that asks load_memory about a question, answers from what it returns, and notes anything else."""
 
     model: str = "scripted"
-    calls: list[str] = []
+    calls: list[str] = []  # noqa: RUF012 (a pydantic field: each model has its own copy)
 
     async def generate_content_async(self, llm_request: Any, stream: bool = False
                                      ) -> AsyncGenerator[LlmResponse, None]:
@@ -137,7 +137,7 @@ def test_search_memory_is_recall_with_dates_and_delete_forgets(store: MemoryStor
     assert found.memories[0].custom_metadata["category"] == "general"
     assert elsewhere.memories == []
     assert [entry.content.parts[0].text for entry in after.memories] == ["Passport expires in March 2027"]
-    user_tag = [t for t in store.list()[0].tags if t.startswith("adk-user-")][0]
+    user_tag = next(t for t in store.list()[0].tags if t.startswith("adk-user-"))
     assert len(user_tag) == len("adk-user-") + 16  # (an e-mail is no valid tag: its hash is)
 
 

@@ -23,14 +23,14 @@ from .conftest import Clock, git
 pytest.importorskip("agentscope")
 if pytest.importorskip("memsite.integrations.agentscope").MAJOR != 2:
     pytest.skip("AgentScope 2.x is not installed (test_agentscope1.py tests 1.x)", allow_module_level=True)
-from agentscope.agent import Agent  # noqa: E402
-from agentscope.credential import CredentialBase  # noqa: E402
-from agentscope.formatter import OpenAIChatFormatter  # noqa: E402
-from agentscope.message import TextBlock, ToolCallBlock, UserMsg  # noqa: E402
-from agentscope.model import ChatModelBase, ChatResponse  # noqa: E402
-from agentscope.tool import Toolkit  # noqa: E402
+from agentscope.agent import Agent
+from agentscope.credential import CredentialBase
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import TextBlock, ToolCallBlock, UserMsg
+from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.tool import Toolkit
 
-from memsite.integrations.agentscope import MemsiteMiddleware  # noqa: E402
+from memsite.integrations.agentscope import MemsiteMiddleware
 
 FACT = "The staging cluster is called vega"
 CALLS = itertools.count()

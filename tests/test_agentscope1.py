@@ -22,12 +22,12 @@ from .conftest import Clock, git
 pytest.importorskip("agentscope")
 if pytest.importorskip("memsite.integrations.agentscope").MAJOR != 1:
     pytest.skip("AgentScope 1.x is not installed (test_agentscope.py tests 2.x)", allow_module_level=True)
-from agentscope.agent import ReActAgent  # noqa: E402
-from agentscope.formatter import OpenAIChatFormatter  # noqa: E402
-from agentscope.message import Msg, TextBlock, ToolUseBlock  # noqa: E402
-from agentscope.model import ChatModelBase, ChatResponse  # noqa: E402
+from agentscope.agent import ReActAgent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg, TextBlock, ToolUseBlock
+from agentscope.model import ChatModelBase, ChatResponse
 
-from memsite.integrations.agentscope import MemsiteLongTermMemory  # noqa: E402
+from memsite.integrations.agentscope import MemsiteLongTermMemory
 
 FACT = "The staging cluster is called vega"
 Step = Callable[[str], ChatResponse]

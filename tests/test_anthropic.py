@@ -1,4 +1,5 @@
-"""Claude's memory tool on memsite: conformance with the SDK's own tool, the SDK's tool runner, bad input, writers at once.
+"""Claude's memory tool on memsite: conformance with the SDK's own tool, the SDK's tool runner, bad input,
+writers at once.
 
 The conformance scripts run each list of commands against the SDK's
 ``BetaLocalFilesystemMemoryTool`` on a plain folder and against
@@ -23,15 +24,15 @@ import pytest
 
 pytest.importorskip("anthropic")
 
-from anthropic import Anthropic  # noqa: E402
-from anthropic.tools import BetaLocalFilesystemMemoryTool, ToolError  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
+from anthropic import Anthropic
+from anthropic.tools import BetaLocalFilesystemMemoryTool, ToolError
+from click.testing import CliRunner
 
-from memsite import MemoryStore, NotFound  # noqa: E402
-from memsite.cli import main  # noqa: E402
-from memsite.integrations.anthropic import MemsiteAsyncMemoryTool, MemsiteMemoryTool  # noqa: E402
+from memsite import MemoryStore, NotFound
+from memsite.cli import main
+from memsite.integrations.anthropic import MemsiteAsyncMemoryTool, MemsiteMemoryTool
 
-from .conftest import ROOT, git, head  # noqa: E402
+from .conftest import ROOT, git, head
 
 Command = dict[str, Any]
 
@@ -123,7 +124,8 @@ SCRIPTS: dict[str, list[Command]] = {
     "text in many scripts": [create(NOTES, "café ☕ 😀 日本語\n"), view(NOTES), view("/memories")],
     "a file without a final newline": [create(NOTES, "no newline"), view(NOTES), view("/memories")],
     "hidden files are not listed": [create("/memories/.hidden.md", "h\n"), create("/memories/.d/x.md", "x\n"),
-                                    create("/memories/seen.md", "s\n"), view("/memories"), view("/memories/.hidden.md")],
+                                    create("/memories/seen.md", "s\n"), view("/memories"),
+                                    view("/memories/.hidden.md")],
     "double slashes and dots": [create("/memories//p/./a.md", "a\n"), view("/memories/p/a.md")],
     # --- scripts whose results differ (DIFFERENT says why) ---
     "'..' that stays inside": [create("/memories/p/../a.md", "a\n")],
@@ -286,7 +288,8 @@ def test_a_person_who_edits_the_file_in_review_is_what_claude_reads_next(store: 
     tool = MemsiteMemoryTool(store)
     tell(tool, command="create", path="/memories/notes.md", file_text="Deploys  \r\non Fridays\n")
     tell(tool, command="create", path="/memories/plain.md", file_text="Deploys on Fridays\n")
-    assert tell(tool, command="view", path="/memories/notes.md").endswith("1\tDeploys  \r\n     2\ton Fridays\n     3\t")
+    assert tell(tool, command="view", path="/memories/notes.md").endswith(
+        "1\tDeploys  \r\n     2\ton Fridays\n     3\t")
     for path in sorted((store.root / "content" / "memories").rglob("*.md")):  # a reviewer fixes both bodies by hand
         head, body = path.read_text().split("\n---\n", 1)
         path.write_text(f"{head}\n---\n{body.replace('on Fridays', 'on Thursdays')}")
@@ -387,7 +390,7 @@ class ScriptedAPI(ThreadingHTTPServer):
         api = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["content-length"]))
                 api.requests.append(json.loads(body))
                 reply = json.dumps(api.replies.pop(0)).encode()
@@ -482,7 +485,8 @@ def test_the_async_tool_runs_the_same_commands(store: MemoryStore) -> None:
         return told
 
     told = asyncio.run(conversation())
-    assert told[3] == "Here's the content of /memories/archive/notes.md with line numbers:\n     1\t# Notes\n     2\tSecond"
+    assert told[3] == ("Here's the content of /memories/archive/notes.md with line numbers:\n"
+                       "     1\t# Notes\n     2\tSecond")
     assert told[4].endswith("0B\t/memories")
     assert len(git(store.root, "log", "--format=%s").splitlines()) == 5  # init + create, insert, rename, delete
     check(store.root)

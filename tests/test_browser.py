@@ -165,7 +165,8 @@ def test_hostile_memories_execute_nothing_and_request_no_other_host(browser: Bro
             assert live == [], words  # search never shows live markup
         search(page, url, "notes")
         page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
-        assert "<script>window.__pwned='abstract'</script>Deploy notes" in page.locator(".md-search-result").inner_text()
+        shown = page.locator(".md-search-result").inner_text()
+        assert "<script>window.__pwned='abstract'</script>Deploy notes" in shown
         assert visit.dialogs == []
         assert visit.hosts == {"127.0.0.1"}, visit.hosts
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -173,7 +173,8 @@ def test_python_dash_m_and_the_console_script_agree(repo: Path) -> None:
         assert [m.agent for m in store.list()] == ["proc", "proc"]
     failed = subprocess.run([sys.executable, "-m", "memsite", "-C", str(repo), "show", "nope00"],
                             capture_output=True, text=True)
-    assert failed.returncode == 1 and failed.stderr.strip() == "Error: no memory with id 'nope00'; 'memsite list' shows the ids"
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == "Error: no memory with id 'nope00'; 'memsite list' shows the ids"
 
 
 # --- ids as people type them ------------------------------------------------------
@@ -267,7 +268,7 @@ def test_an_id_forgotten_already_says_when_by_whom_and_in_which_commit(repo: Pat
     run(repo, "remember", "Unrelated afterwards", agent="other")
     assert run(repo, "forget", "01M8CFNYKZ0000000000000001", "-r", "moved to the wiki", agent="cleaner").exit_code == 0
     sha, stamp = git(repo, "log", "-1", "--format=%H %at").split()
-    when = datetime.fromtimestamp(int(stamp), timezone.utc)
+    when = datetime.fromtimestamp(int(stamp), UTC)
     run(repo, "remember", "Written after the forget")
     before = git(repo, "rev-parse", "HEAD")
     for command in (["forget", "01M8CFNYKZ0000000000000001"], ["show", "01m8cfnykz0000000000000001"]):
@@ -290,7 +291,8 @@ def test_the_group_options_also_follow_the_command(repo: Path, tmp_path: Path, m
     made = CliRunner().invoke(main, ["remember", "Deploys go through make release", "-C", str(repo), "--agent", "late"])
     assert made.exit_code == 0, made.output
     assert git(repo, "log", "-1", "--format=%an").strip() == "late"
-    assert CliRunner().invoke(main, ["world", "set", "ci.status", "green", "--agent", "w", "-C", str(repo)]).exit_code == 0
+    set_by_w = CliRunner().invoke(main, ["world", "set", "ci.status", "green", "--agent", "w", "-C", str(repo)])
+    assert set_by_w.exit_code == 0
     assert git(repo, "log", "-1", "--format=%an").strip() == "w"
     assert CliRunner().invoke(main, ["world", "-C", str(repo), "show"]).output == "ci.status: green\n"
     after = CliRunner().invoke(main, ["--agent", "early", "-C", str(repo), "remember", "Builds run on orion",
@@ -377,7 +379,8 @@ def test_standard_input_over_the_cap_is_refused_unread(repo: Path, command: list
     assert result.returncode == 1
     assert result.stderr.decode() == (f"Error: standard input: more than 2000 bytes, over the 2000-byte cap "
                                       f"(plugins.memsite.{key}); "
-                                      f"{'split it into smaller memories' if 'remember' in command else 'keep large text in a memory and refer to it'}\n")
+                                      + ("split it into smaller memories" if "remember" in command
+                                         else "keep large text in a memory and refer to it") + "\n")
     assert sent < 64 << 20  # it stopped reading long before the end
     assert git(repo, "rev-parse", "HEAD") == before
     fits = CliRunner().invoke(main, ["-C", str(repo), *command], input="y" * 1500)
@@ -392,7 +395,8 @@ def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, m
     assert piped.output == "Error: standard input: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
     (repo.parent / "chat.json").write_text(conversation)
     filed = run(repo, "ingest", str(repo.parent / "chat.json"))
-    assert filed.output == f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; ingest it in parts\n"
+    assert filed.output == (f"Error: {repo.parent / 'chat.json'}: more than 1000 bytes, over the 1000-byte limit; "
+                            "ingest it in parts\n")
 
 
 def test_list_filtered_to_nothing_does_not_say_the_memory_is_empty(repo: Path) -> None:
@@ -413,3 +417,24 @@ def test_binary_input_is_named_as_binary_not_as_a_surrogate(repo: Path) -> None:
         assert result.output.endswith(": not UTF-8 text (byte 0x89 at byte 0, line 1): binary data (an image, an "
                                       "archive?) cannot be remembered; send UTF-8 text\n")
     assert git(repo, "rev-parse", "HEAD") == before
+
+
+def test_sync_integrate_and_propose_run_from_the_command_line(repo: Path, tmp_path: Path) -> None:
+    """The sharing commands reach the remote through the facade (they once handed the library's features a
+    MemoryStore, which has no repository of its own: AttributeError)."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    assert run(repo, "remember", "The staging cluster is vega", "-c", "entities").exit_code == 0
+    synced = run(repo, "sync")
+    assert synced.exit_code == 0, synced.output
+    assert synced.output.startswith("Synced with origin/main")
+    mine = git(repo, "rev-parse", "main").strip()
+    assert git(bare, "rev-parse", "main").strip() == mine
+    assert git(bare, "rev-parse", "agent/cli-agent").strip() == mine
+    integrated = run(repo, "integrate", "--json")
+    assert integrated.exit_code == 0, integrated.output
+    assert json.loads(integrated.output)["merged"] == []
+    proposed = run(repo, "propose")
+    assert proposed.exit_code == 1 and "nothing to propose" in proposed.output
+    assert "AttributeError" not in synced.output + integrated.output + proposed.output

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.cli import main
 from memsite.features.sync import sync
 from tests.conftest import assert_clean, git
@@ -34,7 +35,7 @@ def test_clone_joins_a_remote_whose_head_names_master_and_that_holds_agent_branc
     git(store.root, "remote", "add", "origin", str(bare))
     written = store.remember("Deploys go through make release on Tuesdays", category="patterns")
     store.world.merge({"deploy.target": "staging"})
-    sync(store)  # main and agent/planner
+    sync(storage_of(store))  # main and agent/planner
     assert git(bare, "symbolic-ref", "HEAD").strip() == "refs/heads/master"
     assert sorted(git(bare, "for-each-ref", "--format=%(refname:short)").split()) == ["agent/planner", "main"]
 
@@ -52,7 +53,7 @@ def test_clone_joins_a_remote_whose_head_names_master_and_that_holds_agent_branc
         assert joined.recall("how do deploys happen")[0].memory.id == written.id
         assert joined.world.read() == {"deploy.target": "staging"}
         mine = joined.remember("The staging cluster is vega", category="entities")
-        assert sync(joined).status == "integrated"
+        assert sync(storage_of(joined)).status == "integrated"
     assert git(bare, "log", "-1", "--format=%an", "main").strip() == "coder" and mine.commit
     assert_clean(laptop)
 
@@ -68,7 +69,8 @@ def test_init_remote_publishes_a_memory_that_a_plain_git_clone_checks_out(tmp_pa
     assert (tmp_path / "by-git" / "mkdocs.yml").is_file()  # checked out, not "remote HEAD refers to nonexistent ref"
     again = CliRunner().invoke(main, ["init", str(tmp_path / "second"), "--remote", str(bare)])
     assert again.exit_code == 1 and not (tmp_path / "second").exists()
-    assert again.output == f"Error: {bare} already has a branch main; join that memory with 'memsite clone {bare}' instead\n"
+    assert again.output == (f"Error: {bare} already has a branch main; "
+                            f"join that memory with 'memsite clone {bare}' instead\n")
 
 
 def test_clone_of_an_empty_remote_makes_a_new_memory_and_publishes_it(tmp_path: Path) -> None:

@@ -121,7 +121,8 @@ def test_without_a_model_it_is_flagged_listed_by_check_and_confirmed(store: Memo
             f"with 'memsite dismiss {paris.id} {berlin.id}'") in checked.output
     confirmed = run(store.root, "supersede", berlin.id, paris.id)
     assert confirmed.exit_code == 0, confirmed.output
-    assert "contradicts" not in store.get(paris.id).extra and "possible contradiction" not in run(store.root, "check").output
+    assert "contradicts" not in store.get(paris.id).extra
+    assert "possible contradiction" not in run(store.root, "check").output
     with MemoryStore(store.root) as now:  # (the CLI wrote at the real time, after the test clock's)
         assert texts(now) == [PARIS, "The user prefers tabs over spaces."]
 

@@ -49,7 +49,8 @@ def test_the_recent_section_is_left_out_when_the_agent_has_none(store: MemorySto
 
 @fixture_ok
 @given(st.integers(0, 6), st.integers(0, 6), st.integers(0, 60))
-def test_load_core_returns_min_of_its_lines_and_the_limit(store: MemoryStore, keys: int, memories: int, limit: int) -> None:
+def test_load_core_returns_min_of_its_lines_and_the_limit(store: MemoryStore, keys: int, memories: int,
+                                                          limit: int) -> None:
     store.world.merge({f"key.{i}": f"value {i}" for i in range(keys)})
     with store.transaction() as tx:
         for i in range(memories):

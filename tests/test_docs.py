@@ -217,7 +217,8 @@ def test_every_bench_script_has_its_section_on_the_benchmarks_page() -> None:
 # A measured duration or speed-up: "4 ms", "~1.5 s", "0.25 seconds", "3x faster", "twice as fast",
 # "2,000 memories/s".
 TIMING = re.compile(r"(?<![\w.])~?\d[\d,]*(\.\d+)?\s?(ms|µs|us|ns|s|secs?|seconds?|minutes?|min|hours?)\b(?!-)"
-                    r"|\b(\d+(\.\d+)?x|(\d+|two|three|four|five|six|seven|eight|nine|ten) times) (faster|slower|quicker)\b"
+                    r"|\b(\d+(\.\d+)?x|(\d+|two|three|four|five|six|seven|eight|nine|ten) times) "
+                    r"(faster|slower|quicker)\b"
                     r"|\btwice as (fast|slow)\b"
                     r"|\d[\d,.]* ?(commits|memories|writes|files|items)/s\b", re.I)
 

@@ -175,7 +175,8 @@ def test_bad_files_and_copies_need_a_person_and_misplaced_memories_move(store: M
     assert result.exit_code == 1
     assert "repair: moved 1 memory files to numbered folders of their month in commit " in result.output
     assert "field 'active_count'" in result.output
-    assert f"the-staging-cluster-is-vega-{first.id[-6:].lower()}.md: field 'id': {first.id} is also the id of " in result.output
+    assert (f"the-staging-cluster-is-vega-{first.id[-6:].lower()}.md: field 'id': {first.id} is also the id of "
+            in result.output)
     assert "Error: 2 problem(s) found\n" in result.output
     assert "in the flat layout" not in result.output.split("repair: moved")[1]
     assert_clean(store.root)

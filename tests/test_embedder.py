@@ -99,7 +99,8 @@ def test_filters_and_decay_apply_to_meaning_as_to_words(hybrid: MemoryStore, clo
 
 def test_the_weight_comes_from_configuration(store: MemoryStore, hybrid: MemoryStore, clock: Clock) -> None:
     settings = store.root / "mkdocs.yml"
-    settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      weight: 0\n    decay:\n", 1))
+    settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      weight: 0\n    decay:\n",
+                                                     1))
     git(store.root, "commit", "-qam", "words only")
     with MemoryStore(store.root, agent="planner", clock=clock, embedder=ConceptEmbedder()) as words_only:
         assert words_only.recall("car") == []
@@ -123,7 +124,8 @@ def test_a_failing_embedder_is_a_clear_error_and_a_tool_result(store: MemoryStor
         raise RuntimeError("model server unreachable")
 
     with MemoryStore(store.root, agent="planner", clock=clock, embedder=broken) as failing:
-        with pytest.raises(InvalidInput, match=r"embedder .*broken failed on memory \w+: RuntimeError: model server unreachable"):
+        with pytest.raises(InvalidInput,
+                           match=r"embedder .*broken failed on memory \w+: RuntimeError: model server unreachable"):
             failing.recall("anything")
         result = failing.call_tool("retrieve_from_memory", {"keywords": ["anything"]})
         assert result.startswith("Error: embedder") and "model server unreachable" in result
@@ -199,7 +201,8 @@ def test_a_model_neither_a_folder_nor_cached_is_not_downloaded_unless_allowed(
     assert asked == [("minishlab/potion-base-8M", True), ("minishlab/potion-base-8M", False)]
     monkeypatch.delenv("MEMSITE_EMBEDDING_DOWNLOAD")
     settings = store.root / "mkdocs.yml"
-    settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      download: true\n    decay:\n", 1))
+    settings.write_text(settings.read_text().replace("    decay:\n",
+                                                     "    embedding:\n      download: true\n    decay:\n", 1))
     git(store.root, "commit", "-qam", "models may be downloaded")
     with pytest.raises(ConfigError, match="could not be downloaded"):
         MemoryStore(store.root, agent="planner", embedder="model2vec:minishlab/potion-base-8M")

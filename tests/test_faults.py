@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Tuple, Union
 
 import pytest
 from click.testing import CliRunner
@@ -142,7 +141,7 @@ def test_a_vectors_file_with_its_header_intact_and_garbage_after_heals_for_the_d
 
 # Damage anywhere in a file: cut there, or bytes from there overwritten (garbage, zeros, 0xff: text no longer UTF-8).
 # ``at`` is a fraction of the file, or (text, distance): the bytes that far from where that text is stored.
-Where = Union[float, Tuple[bytes, int]]
+Where = float | tuple[bytes, int]
 
 
 def damage_at(path: Path, at: Where, length: int, fill: str, rng: random.Random) -> None:

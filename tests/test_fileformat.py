@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -37,7 +37,7 @@ def test_a_valid_file_parses_into_every_field() -> None:
     memory = parse_memory(VALID, "x.md", category="preferences")
     assert memory.id == "01JD3X4K9Q2W8E5R7T6Y1V3A0P"
     assert memory.abstract == "User prefers tabs over spaces"
-    assert memory.created == datetime(2026, 11, 20, 14, 3, tzinfo=timezone.utc)
+    assert memory.created == datetime(2026, 11, 20, 14, 3, tzinfo=UTC)
     assert memory.tags == ("python", "style")
     assert memory.active_count == 3
     assert memory.pinned is False
@@ -146,7 +146,7 @@ any_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=200
 )
 times = st.datetimes(
-    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(timezone.utc)
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
 ).map(lambda d: d.replace(microsecond=0))
 
 

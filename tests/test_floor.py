@@ -23,8 +23,10 @@ MEMORIES = {
                     "Commit messages in imperative mood, subject under 72 characters"],
     "entities": ["Staging is the vega cluster in eu-west-1; production is the orion cluster",
                  "Secrets are stored in HashiCorp Vault under secret/payments"],
-    "events": ["Release 1.4 shipped without a rollback.", "The payments team moved from Jenkins to Buildkite in August"],
-    "patterns": ["Rotate a service certificate:\n\n1. Issue it from Vault PKI\n2. Update the secret\n3. Roll the deployment"],
+    "events": ["Release 1.4 shipped without a rollback.",
+               "The payments team moved from Jenkins to Buildkite in August"],
+    "patterns": ["Rotate a service certificate:\n\n"
+                 "1. Issue it from Vault PKI\n2. Update the secret\n3. Roll the deployment"],
 }
 OFF_TOPIC = ["banana smoothie recipe", "how tall is mount everest", "who won the football world cup in 2018",
              "how do I knit a scarf", "best beaches in the Algarve"]
@@ -109,8 +111,10 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
         hybrid: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     root = str(hybrid.root)
     hybrid.close()
-    result = CliRunner().invoke(main, ["-C", root, "recall", "python tabs", "--explain"])  # words only (the tests' default)
-    assert result.output.splitlines()[1].strip() == "words 1.00 (python, tabs), bm25 #1: words only, any shared word is kept"
+    # Words only (the tests' default):
+    result = CliRunner().invoke(main, ["-C", root, "recall", "python tabs", "--explain"])
+    assert (result.output.splitlines()[1].strip()
+            == "words 1.00 (python, tabs), bm25 #1: words only, any shared word is kept")
     assert result.output.splitlines()[2].strip().startswith("written 2026-11-01, 0 recalls: x prior ")
     monkeypatch.setenv("MEMSITE_EMBEDDING", "minilm")
     result = CliRunner().invoke(main, ["-C", root, "recall", "tabs", "--explain"])

@@ -264,7 +264,8 @@ def test_memsite_merges_the_packs_it_wrote_and_leaves_the_others_alone(store: Me
     made = [store.remember(f"memory number {i} about pack number {i * 7}", category="events") for i in range(80)]
     listed = listed_packs()
     assert len(listed) < 24 and theirs <= pack_names(root)
-    assert len(pack_names(root)) == len(listed) + len(theirs)  # every pack memsite wrote is listed; merged ones are gone
+    # Every pack memsite wrote is listed; merged ones are gone.
+    assert len(pack_names(root)) == len(listed) + len(theirs)
     sizes = sorted(int(line.split()[1]) for line in listed)
     assert max(sizes) > 7  # merged: more than one write's objects in a pack
     assert int(dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())["packs"]) < 50
@@ -504,7 +505,8 @@ def test_another_process_writes_while_memsite_merges_its_packs_and_its_pack_stay
 
     monkeypatch.setattr(maintenance, "whole_entries", copy_while_another_process_writes)
     listed_before = pack_names(root)
-    monkeypatch.setattr(storage_of(store).repo.objects.maintenance, "merge_at", 1)  # this write's merge is due: it runs once its lock is free
+    # This write's merge is due: it runs once its lock is free.
+    monkeypatch.setattr(storage_of(store).repo.objects.maintenance, "merge_at", 1)
     store.remember("the write after which the merge runs", category="events")
     assert len(during) == 2
     listed = listed_packs(root)
@@ -522,8 +524,10 @@ def test_a_failed_merge_of_packs_never_fails_a_write(store: MemoryStore, monkeyp
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(PackMaintenance, "merge_own_packs", full_disk)
-    topics = "cache deploy canary rollback schema index queue retry quota shard token backup alert audit billing".split()
-    made = [store.remember(f"the {a} notes mention the {b} owner", category="events") for a in topics[:6] for b in topics[6:11]]
+    topics = ("cache deploy canary rollback schema index queue retry quota shard token backup alert audit billing"
+              .split())
+    made = [store.remember(f"the {a} notes mention the {b} owner", category="events")
+            for a in topics[:6] for b in topics[6:11]]
     assert all(m.commit for m in made) and len(store.list()) == 30
     assert "merging memsite's packs failed" in caplog.text
     assert_clean(store.root)
@@ -767,7 +771,8 @@ def test_git_variables_a_hook_passes_on_point_no_command_at_another_repository(
         assert store.get(store.list(category="events")[0].id).abstract == "written from another repository's hook"
         subjects = [commit.subject for commit in history.read(store.root)]  # what the site's history shows
         assert "Work" not in subjects and "Remember events: written from another repository's hook" in subjects
-        storage_of(store).repo.maintain(storage_of(store).repo.refs.head_commit())  # (its 'git gc --auto' when the commit is sampled)
+        # (Its 'git gc --auto' when the commit is sampled.)
+        storage_of(store).repo.maintain(storage_of(store).repo.refs.head_commit())
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
         monkeypatch.delenv(name)
     assert_clean(tmp_path / "memory")

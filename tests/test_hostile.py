@@ -260,7 +260,8 @@ def test_sync_tells_no_remote_unknown_remote_and_unreachable_remote_apart(tmp_pa
     unreachable = run(repo, "sync")
     assert unreachable.exit_code == 1
     assert unreachable.output.startswith("Error: cannot reach the remote origin (")
-    assert "does not appear to be a git repository" in unreachable.output and "push" not in unreachable.output.split(")")[0]
+    assert "does not appear to be a git repository" in unreachable.output
+    assert "push" not in unreachable.output.split(")")[0]
     assert head(repo) == before
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "missing.git")], check=True)
     created = run(repo, "sync")

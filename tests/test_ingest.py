@@ -124,7 +124,8 @@ def test_calling_ingest_again_with_the_key_resumes_instead_of_asking_again(store
 def test_a_bad_session_key_is_refused_before_anything_is_written(store: MemoryStore) -> None:
     with pytest.raises(MemsiteError, match="session key '../x'"):
         store.ingest(CONVERSATION, Extractor(Scripted(CANDIDATES)), session_key="../x")
-    assert not (storage_of(store).repo.state_dir / "checkpoints").exists() or not any((storage_of(store).repo.state_dir / "checkpoints").iterdir())
+    checkpoints = storage_of(store).repo.state_dir / "checkpoints"
+    assert not checkpoints.exists() or not any(checkpoints.iterdir())
 
 
 def test_the_cli_ingests_a_conversation_file_through_an_http_llm(store: MemoryStore, tmp_path: Path,

@@ -29,10 +29,10 @@ from memsite.foundation.errors import InvalidInput
 from .conftest import git, head
 
 pytest.importorskip("langgraph")
-from langgraph.store.base import InvalidNamespaceError, PutOp  # noqa: E402
-from langgraph.store.memory import InMemoryStore  # noqa: E402
+from langgraph.store.base import InvalidNamespaceError, PutOp
+from langgraph.store.memory import InMemoryStore
 
-from memsite.integrations.langgraph import MemsiteStore  # noqa: E402
+from memsite.integrations.langgraph import MemsiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,8 @@ values = st.builds(lambda n, kind, rest: {**rest, "n": n, "kind": kind}, st.inte
                    st.sampled_from(["note", "pref"]), st.dictionaries(st.sampled_from(["text", "tags", "meta"]),
                                                                        json_values, max_size=2))
 filters = st.one_of(st.none(), st.fixed_dictionaries({"kind": st.sampled_from(["note", "pref"])}),
-                    st.builds(lambda op, n: {"n": {op: n}}, st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]),
+                    st.builds(lambda op, n: {"n": {op: n}},
+                              st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]),
                               st.integers(0, 5)))
 operations = st.one_of(
     st.tuples(st.just("put"), namespaces, keys, values),
@@ -113,7 +114,8 @@ def test_any_sequence_of_operations_gives_what_inmemorystore_gives(sequence: lis
             every = run(reference, ("search", prefix, wanted, 1000, 0))
             own_order = run(store, ("search", prefix, wanted, 1000, 0))
             assert sorted(map(repr, own_order)) == sorted(map(repr, every)), f"step {step}: {operation}"
-            assert run(store, operation) == own_order[offset:][:limit] and len(expected) == len(own_order[offset:][:limit])
+            page = own_order[offset:][:limit]
+            assert run(store, operation) == page and len(expected) == len(page)
         again = MemsiteStore(MemoryStore(memory.root, agent="reader"))  # what the repository holds, read afresh
         assert sorted(map(repr, run(again, ("search", (), None, 1000, 0)))) == \
             sorted(map(repr, run(reference, ("search", (), None, 1000, 0))))
@@ -257,7 +259,8 @@ def test_keys_with_path_separators_are_kept_as_inmemorystore_keeps_them(store: M
     for each in (graph, reference):
         each.put(("users",), "../../etc/passwd", {"n": 1})
         each.put(("users",), "a\\b", {"n": 2})
-    assert [(i.key, i.value) for i in graph.search(("users",))] == [(i.key, i.value) for i in reference.search(("users",))]
+    assert ([(i.key, i.value) for i in graph.search(("users",))]
+            == [(i.key, i.value) for i in reference.search(("users",))])
     assert not (store.root / "etc").exists() and git(store.root, "status", "--porcelain") == ""
 
 

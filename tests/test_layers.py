@@ -165,3 +165,20 @@ def test_a_git_process_started_outside_memsite_git_is_caught(tmp_path: Path) -> 
         "memsite/site/search.py:2: starts a process (subprocess.run)",  # allowed a process, but not git
         "memsite/sync.py:1: imports GitPython (git)",
     ]
+
+
+def test_only_the_site_package_imports_mkdocs() -> None:
+    """docs/design.md says so: MkDocs stays behind memsite/site/ (its plugin, hooks and build)."""
+    outside = []
+    for name, path in MODULES.items():
+        if name == "memsite.site" or name.startswith("memsite.site."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                sources = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                sources = [node.module or ""]
+            else:
+                continue
+            outside += [f"{name} imports {source}" for source in sources if source.split(".")[0] == "mkdocs"]
+    assert outside == []

@@ -268,7 +268,8 @@ def test_an_unreadable_archived_file_of_the_flat_layout_is_named_by_check_and_st
     before = head(store.root)
     migrated = run(store, "migrate")
     assert migrated.exit_code != 0
-    assert "content/archive/cases/broken.md: " in migrated.output and "move it out of content/archive/" in migrated.output
+    assert "content/archive/cases/broken.md: " in migrated.output
+    assert "move it out of content/archive/" in migrated.output
     assert head(store.root) == before
 
 
@@ -298,7 +299,8 @@ def test_diff_and_check_base_read_a_migration_as_files_moved(store: MemoryStore)
 
 
 @pytest.mark.slow
-def test_the_site_reads_both_layouts_at_once_and_a_memorys_address_survives_migration(store: MemoryStore, tmp_path: Path) -> None:
+def test_the_site_reads_both_layouts_at_once_and_a_memorys_address_survives_migration(store: MemoryStore,
+                                                                                     tmp_path: Path) -> None:
     flat = write_flat(store, OLD)
     sharded = store.remember("Staging deploys need the vega VPN", category="entities")  # beside a flat file
     written = git(store.root, "log", "-1", "--format=%s").strip()

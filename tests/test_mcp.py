@@ -23,8 +23,8 @@ from memsite.cli import main
 from .conftest import git, head
 
 pytest.importorskip("mcp")
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 pytestmark = pytest.mark.slow  # MCP servers as processes
 
@@ -229,7 +229,8 @@ def test_a_call_the_tools_cannot_take_is_a_one_line_tool_error_and_the_server_go
 
 
 def test_a_client_that_disconnects_mid_call_leaves_the_repository_whole(store: MemoryStore, tmp_path: Path) -> None:
-    """The client leaves while a write is under way: the server exits by itself, the write landed whole or not at all."""
+    """The client leaves while a write is under way: the server exits by itself, the write landed whole or
+    not at all."""
     repo = store.root
     exit_code = tmp_path / "server-exit-code"
     command = (f"{sys.executable} -m memsite mcp --repo {repo} --agent claude; echo $? > {exit_code}")
@@ -255,7 +256,7 @@ def test_a_client_that_disconnects_mid_call_leaves_the_repository_whole(store: M
             raise
         killed_by_the_client = True  # ... and then kills the server at once: what is left must be whole all the same
     for _ in range(100):  # the SDK stops waiting for the server after a while; the server goes on exiting
-        if killed_by_the_client or exit_code.exists() and exit_code.read_text().strip():
+        if killed_by_the_client or (exit_code.exists() and exit_code.read_text().strip()):
             break
         time.sleep(0.1)
     if not killed_by_the_client:

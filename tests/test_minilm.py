@@ -98,7 +98,8 @@ def test_without_its_runtime_asking_for_minilm_is_a_clear_error(
         memories: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     settings = memories / "mkdocs.yml"
-    settings.write_text(settings.read_text().replace("    decay:\n", "    embedding:\n      model: minilm\n    decay:\n", 1))
+    settings.write_text(settings.read_text().replace("    decay:\n",
+                                                     "    embedding:\n      model: minilm\n    decay:\n", 1))
     git(memories, "commit", "-qam", "embedding model minilm")
     with pytest.raises(ConfigError, match=r"^embedding.model: minilm: onnxruntime or tokenizers is not installed; "
                                           r"pip install 'memsite\[embed\]', or set the model to none$"):

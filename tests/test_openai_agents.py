@@ -17,16 +17,16 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, Runner, set_tracing_disabled  # noqa: E402
-from agents.items import ModelResponse  # noqa: E402
-from agents.mcp import MCPServerStdio  # noqa: E402
-from agents.models.interface import Model  # noqa: E402
-from agents.usage import Usage  # noqa: E402
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText  # noqa: E402
+from agents import Agent, Runner, set_tracing_disabled
+from agents.items import ModelResponse
+from agents.mcp import MCPServerStdio
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from memsite import MemoryStore  # noqa: E402
+from memsite import MemoryStore
 
-from .conftest import ROOT, git  # noqa: E402
+from .conftest import ROOT, git
 
 set_tracing_disabled(True)
 

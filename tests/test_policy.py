@@ -40,7 +40,8 @@ def test_every_name_and_alias_routes_to_its_folder(store: MemoryStore, route: tu
     alias, name, folder = route
     memory = store.remember(f"routed through {alias}", category=spelling(alias))
     assert memory.category == name
-    assert memory.path is not None and memory.path.parent == store.root / "content" / "memories" / folder / "2026-11" / "001"
+    assert memory.path is not None
+    assert memory.path.parent == store.root / "content" / "memories" / folder / "2026-11" / "001"
 
 
 def test_the_original_aliases_route_as_specified(store: MemoryStore) -> None:
@@ -130,7 +131,8 @@ def test_trimming_by_lines_keeps_pinned_memories_and_can_delete(store: MemorySto
 def test_trim_applies_lowered_marks_on_demand(store: MemoryStore) -> None:
     ids = [store.remember(f"case {i}", category="cases").id for i in range(4)]
     assert store.trim("cases") == []
-    set_memsite_config(store.root, categories={"cases": {"capacity": {"entries": {"high": 2, "low": 1}}}, "general": {}})
+    set_memsite_config(store.root, categories={"cases": {"capacity": {"entries": {"high": 2, "low": 1}}},
+                                               "general": {}})
     with MemoryStore(store.root, agent="planner") as capped:
         assert capped.trim("cases") == ids[:3]
         assert git(capped.root, "log", "-1", "--format=%s").strip() == "Trim cases"
@@ -201,7 +203,8 @@ def assert_nothing_written(store: MemoryStore, before: str) -> None:
         ({"content": "x" * 70_000}, InvalidInput, r"content: is 70000 bytes, over the 65536-byte cap"),
         ({"content": "before\x00after"}, InvalidInput, r"content: contains a NUL byte \(line 1\)"),
         ({"content": b"caf\xe9"}, InvalidInput, r"content: not valid UTF-8 \(byte 3\)"),
-        ({"content": "lone \ud800 surrogate"}, InvalidInput, r"content: not valid text \(a lone surrogate, U\+D800, at character 5"),
+        ({"content": "lone \ud800 surrogate"}, InvalidInput,
+         r"content: not valid text \(a lone surrogate, U\+D800, at character 5"),
         ({"content": 42}, InvalidInput, r"content: expected text, got int"),
         ({"content": "x", "tags": ["../x"]}, InvalidInput, r"tag '\.\./x'"),
         ({"content": "x", "tags": ["/etc/passwd"]}, InvalidInput, r"tag '/etc/passwd'"),
@@ -257,7 +260,7 @@ def test_secrets_are_refused_naming_rule_and_line_never_the_secret(store: Memory
     message = str(info.value)
     assert f"rule {rule}" in message
     assert re.search(r"content line \d+:", message)
-    secret_like = [token for token in re.findall(r"[A-Za-z0-9_+/=.$#-]{12,}", text)]
+    secret_like = list(re.findall(r"[A-Za-z0-9_+/=.$#-]{12,}", text))
     assert not any(token in message for token in secret_like)
     assert_nothing_written(store, before)
 
@@ -348,7 +351,8 @@ def test_the_literal_triggers_never_hide_what_the_rules_find(text: str) -> None:
 
 
 @settings(max_examples=500)
-@given(st.lists(secret_like | st.sampled_from(["\n\n", "# ", "> ", "-", "\t", "      ", "token:", "aB3dE6gH9jK2mN5pQ8sT"]),
+@given(st.lists(secret_like | st.sampled_from(["\n\n", "# ", "> ", "-", "\t", "      ", "token:",
+                                              "aB3dE6gH9jK2mN5pQ8sT"]),
                max_size=6).map("".join))
 @example("token:      aB3dE6gH9jK2mN5pQ8sT")
 def test_a_derived_abstract_and_overview_are_refused_exactly_as_when_scanned_in_full(text: str) -> None:

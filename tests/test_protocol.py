@@ -58,7 +58,8 @@ def test_a_task_closes_with_one_commit_of_all_four_steps(store: MemoryStore, clo
     ])
     assert store.recall("arithmetic helpers")[0].memory.id == learned["general"].id  # recall finds a learning
     record = parse_session((store.root / "content/sessions/2026-11-01_debug_undefined_var_add.md").read_text(), "s")
-    assert (record.agent, record.type, record.keywords, record.outcome) == ("planner", "debug", ("undefined var", "add"), "succeeded")
+    assert ((record.agent, record.type, record.keywords, record.outcome)
+            == ("planner", "debug", ("undefined var", "add"), "succeeded"))
     assert (record.rounds, record.seconds) == (1, 95)
     assert record.problem == "add() referenced an undefined variable"
     assert record.learnings == ("pattern: undefined variable -> define it before first use",
@@ -75,7 +76,8 @@ def test_a_task_closes_with_one_commit_of_all_four_steps(store: MemoryStore, clo
     assert "No task in progress." in process_file(store).read_text()
     trailers = git(store.root, "log", "-1", "--format=%(trailers:only,unfold)")
     assert "Session: 2026-11-01_debug_undefined_var_add" in trailers and "Outcome: succeeded" in trailers
-    assert git(store.root, "log", "-1", "--format=%an %s").strip() == "planner Task debug: undefined var, add (succeeded)"
+    assert (git(store.root, "log", "-1", "--format=%an %s").strip()
+            == "planner Task debug: undefined var, add (succeeded)")
     assert_clean(store.root)
 
 
@@ -343,7 +345,8 @@ def test_the_protocol_driven_from_a_shell(store: MemoryStore) -> None:
         assert result.exit_code == 0, result.output
         return result.output
 
-    assert "- [ ] find the cause" in run("start", "debug", "undefined var", "add", "--plan", "find the cause", "--plan", "fix")
+    started = run("start", "debug", "undefined var", "add", "--plan", "find the cause", "--plan", "fix")
+    assert "- [ ] find the cause" in started
     run("check", "find the cause", "--note", "NameError in add()")
     run("round")
     assert "- [x] find the cause (NameError in add())" in run("show")

@@ -149,8 +149,8 @@ def keep_one(store: MemoryStore) -> str:
     return store.list()[0].id
 
 
-def test_a_remote_that_moved_since_the_fetch_is_not_overwritten(store: MemoryStore, remote: Path,
-                                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_remote_that_moved_since_the_fetch_is_not_overwritten(store: MemoryStore, remote: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     secret, _ = write_history(store)
     store.sync()
     other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
@@ -230,7 +230,8 @@ def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: M
     store.close()
     memsite("-C", str(store.root), "build", home=tmp_path)
     site = store.root / "site"
-    grep = subprocess.run(["grep", "-r", "-l", "-a", "Jane Roe", str(site)], capture_output=True, text=True, check=False)
+    grep = subprocess.run(["grep", "-r", "-l", "-a", "Jane Roe", str(site)], capture_output=True, text=True,
+                          check=False)
     assert grep.stdout == ""  # pages, history, week pages, search index
     home = (site / "index.html").read_text()
     latest = home[home.index("Latest changes"):]

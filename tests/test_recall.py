@@ -333,7 +333,8 @@ def test_recall_counts_from_two_branches_add_up_when_merged(store: MemoryStore, 
         store.recall("kafka retention")
     store.update(made.id, tags=["kafka", "ops"], content="Kafka topic retention is 7 days\n\nSet in topics.yaml.")
     store.flush_activity()  # main: 4
-    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True, text=True)
+    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     merged = store.get(made.id)
     assert merged.active_count == 1 + 2 + 3
@@ -418,7 +419,8 @@ def test_a_large_transaction_dedups_and_indexes_as_a_small_one(store: MemoryStor
 def _sketch_questions(store: MemoryStore) -> list[str]:
     """Dedup's queries of the catalog's sketches, as the store's read connection runs them from now on."""
     asked: list[str] = []
-    storage_of(store).catalog.db.set_trace_callback(lambda sql: asked.append(sql) if "FROM sketches WHERE k" in sql else None)
+    storage_of(store).catalog.db.set_trace_callback(
+        lambda sql: asked.append(sql) if "FROM sketches WHERE k" in sql else None)
     return asked
 
 

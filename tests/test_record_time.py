@@ -64,7 +64,7 @@ def test_every_commit_reads_as_a_catalog_of_that_commit_alone(tmp_path: Path, st
             assert inner.at_commit(commit, held) == held(alone), commit
             assert inner.at_commit(commit, lambda past: past.count()) == alone.count()
             for word in ("canary", "manager", "refunds"):
-                found = inner.at_commit(commit, lambda past: sorted(past.ids(past.lexical(word)).values()))
+                found = inner.at_commit(commit, lambda past, w=word: sorted(past.ids(past.lexical(w)).values()))
                 assert found == sorted(alone.ids(alone.lexical(word)).values()), (commit, word)
     finally:
         alone.close()

@@ -211,7 +211,7 @@ def test_large_categories_are_paginated_and_every_memory_keeps_its_anchor(tmp_pa
     assert not (site / "memories" / "entities" / "page-4").exists()
     listed = [re.findall(r'<h3 id="([0-9A-Z]+)"', p) for p in pages]
     assert [len(x) for x in listed] == [PER_PAGE, PER_PAGE, 7]
-    assert sorted(sum(listed, [])) == sorted(ids)
+    assert sorted(id for page in listed for id in page) == sorted(ids)
     assert 'href="../page-3/"' in pages[1]
 
 

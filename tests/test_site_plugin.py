@@ -112,7 +112,7 @@ def test_memsite_build_says_to_reinstall_when_the_plugin_is_not_registered(
     """A checkout pulled past the plugin, with memsite installed before it: MkDocs would only say 'not installed'."""
     import mkdocs.plugins
 
-    monkeypatch.setattr(mkdocs.plugins, "get_plugins", lambda: {})  # what an install without the entry point has
+    monkeypatch.setattr(mkdocs.plugins, "get_plugins", dict)  # what an install without the entry point has
     built = CliRunner().invoke(main, ["-C", str(repo), "build", "--site-dir", str(tmp_path / "site")])
     assert built.exit_code == 1
     assert "names the memsite plugin, which MkDocs finds only once memsite is installed" in built.stderr

@@ -67,7 +67,8 @@ def test_an_llm_decides_with_its_confidence(store: MemoryStore, pattern) -> None
 
     [candidate] = store.skill_candidates(threshold=5, llm=confident)
     assert "Publish the wheel with twine" in prompts[0]
-    assert (candidate.name, candidate.steps, candidate.analysis) == ("release-package", ("tag", "wait", "publish"), "llm")
+    assert ((candidate.name, candidate.steps, candidate.analysis)
+            == ("release-package", ("tag", "wait", "publish"), "llm"))
     doubtful = lambda prompt: json.dumps({"name": "x", "steps": ["a"], "confidence": 0.6})  # noqa: E731
     assert store.skill_candidates(threshold=5, llm=doubtful) == []
 

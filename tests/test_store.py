@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ def test_remember_commits_one_file_authored_by_the_agent(store: MemoryStore) -> 
     assert memory.commit == head(store.root)
     assert git(store.root, "rev-parse", f"{memory.commit}^").strip() == before
     assert memory.path is not None and memory.path.exists()
-    assert memory.path.parent == store.root / "content" / "memories" / "preferences" / "2026-11" / "001"  # month created
+    # In the folder of the month it was created.
+    assert memory.path.parent == store.root / "content" / "memories" / "preferences" / "2026-11" / "001"
     assert git(store.root, "show", "--name-only", "--format=", memory.commit).split() == [
         memory.path.relative_to(store.root).as_posix()
     ]
@@ -55,7 +57,8 @@ def test_the_stored_file_carries_every_field(store: MemoryStore, clock: Clock) -
     on_disk = parse_memory(memory.path.read_text(), "m.md", category="patterns")  # type: ignore[union-attr]
     assert on_disk == memory
     assert (on_disk.agent, on_disk.created, on_disk.updated) == ("planner", clock.now, clock.now)
-    assert (on_disk.abstract, on_disk.overview, on_disk.pinned) == ("Release through make", "Never push tags by hand.", True)
+    assert ((on_disk.abstract, on_disk.overview, on_disk.pinned)
+            == ("Release through make", "Never push tags by hand.", True))
     assert store.get(memory.id) == memory
     assert store.get(memory.id).commit == memory.commit
 
@@ -107,7 +110,8 @@ def test_forget_deletes_the_file_and_history_keeps_it(store: MemoryStore) -> Non
     assert not memory.path.exists()  # type: ignore[union-attr]
     with pytest.raises(NotFound):
         store.get(memory.id)
-    assert ("Action", "forgotten") in trailers(store.root) and ("Reason", "server decommissioned") in trailers(store.root)
+    assert ("Action", "forgotten") in trailers(store.root)
+    assert ("Reason", "server decommissioned") in trailers(store.root)
     rel = memory.path.relative_to(store.root).as_posix()  # type: ignore[union-attr]
     assert "10.0.0.5" in git(store.root, "show", f"{commit}^:{rel}")
     assert_clean(store.root)
@@ -195,9 +199,10 @@ def test_a_persons_untracked_file_where_a_write_creates_one_is_never_overwritten
     (store.root / rel).parent.mkdir(parents=True, exist_ok=True)
     (store.root / rel).write_text("my own notes, not committed\n")
     before = head(store.root)
-    with storage_of(store).repo.locked(), pytest.raises(InvalidInput, match=f"{rel}: has changes that are not committed"):
-        storage_of(store).repo.commit("refs/heads/main", before, {rel: b"memsite's notes\n", "content/notes/planner/other.md": b"x\n"},
-                          message="Notes", author=Author("planner", "planner@memsite"), when=0)
+    repo = storage_of(store).repo
+    with repo.locked(), pytest.raises(InvalidInput, match=f"{rel}: has changes that are not committed"):
+        repo.commit("refs/heads/main", before, {rel: b"memsite's notes\n", "content/notes/planner/other.md": b"x\n"},
+                    message="Notes", author=Author("planner", "planner@memsite"), when=0)
     assert (store.root / rel).read_text() == "my own notes, not committed\n"
     assert head(store.root) == before
 
@@ -324,10 +329,11 @@ def test_a_tree_git_wrote_reads_back_entry_for_entry(tmp_path: Path, entries: di
     repo = tmp_path / "trees"
     if not repo.exists():
         git(tmp_path, "init", "-q", str(repo))
-    listing = b"".join(b"%s %s %s\t%s\x00" % (mode.encode(), b"tree" if mode == "40000" else b"blob", sha.hex().encode(),
-                                              name.encode("utf-8", "surrogateescape"))
+    listing = b"".join(b"%s %s %s\t%s\x00" % (mode.encode(), b"tree" if mode == "40000" else b"blob",
+                                              sha.hex().encode(), name.encode("utf-8", "surrogateescape"))
                        for name, (mode, sha) in entries.items())
-    made = subprocess.run(["git", "mktree", "-z", "--missing"], cwd=repo, input=listing, capture_output=True, check=True)
+    made = subprocess.run(["git", "mktree", "-z", "--missing"], cwd=repo, input=listing, capture_output=True,
+                          check=True)
     data = subprocess.run(["git", "cat-file", "tree", made.stdout.decode().strip()], cwd=repo, capture_output=True,
                           check=True).stdout
     tree = Tree.parse(data)
@@ -697,9 +703,9 @@ def test_a_journal_record_torn_before_it_was_cut_to_length_is_ignored(store: Mem
 
 
 def test_memory_objects_compare_by_content_not_location() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    when = datetime(2026, 1, 1, tzinfo=UTC)
     a = Memory(id="01JD3X4K9Q2W8E5R7T6Y1V3A0P", category="general", abstract="a", content="a", agent="x",
                created=when, updated=when)
     assert a == a.replace(path=Path("/elsewhere"), commit="abc")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from memsite.foundation.record import short_id
 
 from .conftest import Clock, assert_clean, git
 
-MARCH = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
+MARCH = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 TOMAS = "The user's manager is Tomas Novak, head of payments."
 ANA = "The user's manager is now Ana Silva; Tomas Novak moved to the risk team."
 QUESTION = "who is the user's manager?"
@@ -92,7 +92,8 @@ def test_one_commit_writes_the_new_memory_and_marks_the_old_in_its_file(team: Me
     removed = set(old_file.splitlines()) - set(marked.splitlines())
     added = [line for line in marked.splitlines() if line not in old_file.splitlines()]
     assert removed == {"updated: '2026-03-01T09:00:00Z'"}  # every other line as it was, the new ones at the end
-    assert added == ["updated: '2026-06-09T09:00:00Z'", f"superseded_by: {new.id}", "valid_until: '2026-06-09T09:00:00Z'"]
+    assert added == ["updated: '2026-06-09T09:00:00Z'", f"superseded_by: {new.id}",
+                     "valid_until: '2026-06-09T09:00:00Z'"]
     assert marked.index("valid_until") > marked.index("pinned: false")
     assert f"supersedes: {old.id}\n---" in new.path.read_text()
     changed = git(team.root, "show", "--name-only", "--format=%s", "HEAD").split()
@@ -248,9 +249,11 @@ def test_valid_time_and_record_time_differ_for_a_correction_made_later(team: Mem
     ana = team.remember(ANA, category="profile", supersedes=tomas.id)
     # later someone finds Tomas had left already in April: the file is corrected by hand
     path = team.get(tomas.id).path
-    path.write_text(path.read_text().replace("valid_until: '2026-06-10T09:00:00Z'", "valid_until: '2026-04-15T00:00:00Z'"))
+    path.write_text(path.read_text().replace("valid_until: '2026-06-10T09:00:00Z'",
+                                             "valid_until: '2026-04-15T00:00:00Z'"))
     git(team.root, "commit", "-qam", "Tomas left in April")
-    assert abstracts(team.recall(QUESTION, as_of="2026-05-01")) == []  # valid time: Tomas no longer held, Ana not yet written
+    # Valid time: Tomas no longer held, Ana not yet written.
+    assert abstracts(team.recall(QUESTION, as_of="2026-05-01")) == []
     assert abstracts(team.recall(QUESTION, as_of="2026-05-01", record_time=True)) == [TOMAS]  # believed then
     assert abstracts(team.recall(QUESTION, as_of="2026-04-01")) == [TOMAS]
     assert team.get(ana.id).supersedes == tomas.id

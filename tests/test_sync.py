@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsite import MemoryStore
+from memsite.api import storage_of
 from memsite.cli import main
 from memsite.features.sync import integrate, sync
 from memsite.foundation.record import short_id
@@ -26,7 +27,7 @@ def remote(tmp_path: Path, store: MemoryStore) -> Path:
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
     git(store.root, "remote", "add", "origin", str(bare))
-    sync(store)
+    sync(storage_of(store))
     return bare
 
 
@@ -54,11 +55,11 @@ def test_memories_written_in_two_clones_end_up_on_the_remote_once(store: MemoryS
     other = clone(remote, tmp_path / "b", "coder")
     mine = store.remember("The build server is orion", category="entities")
     theirs = other.remember("Deploys happen on Tuesdays", category="events")
-    first = sync(store)
+    first = sync(storage_of(store))
     assert first.pushed >= 1
-    second = sync(other)
+    second = sync(storage_of(other))
     assert (second.fetched, second.pushed) >= (1, 1)
-    sync(store)
+    sync(storage_of(store))
     files = on_remote(remote)
     assert len(files) == 2 and any(mine.id[-6:].lower() in f for f in files)
     assert {m.id for m in store.list()} == {m.id for m in other.list()} == {mine.id, theirs.id}
@@ -74,17 +75,17 @@ def test_world_state_merges_by_key_and_a_key_set_two_ways_keeps_the_value_writte
     other = clone(remote, tmp_path / "b", "coder", clock)
     store.world.merge({"deploy.target": "staging"})
     other.world.merge({"db.version": "16"})
-    sync(store)
-    sync(other)
-    sync(store)
+    sync(storage_of(store))
+    sync(storage_of(other))
+    sync(storage_of(store))
     assert store.world.read() == other.world.read() == {"deploy.target": "staging", "db.version": "16"}
 
     other.world.merge({"ci.status": "red", "release": "1.4"})
     clock.advance(seconds=30)
     store.world.merge({"ci.status": "green", "release": "1.5"})  # written last
-    sync(store)
-    assert sync(other).status == "integrated"  # no sync is wedged by a key set two ways
-    sync(store)
+    sync(storage_of(store))
+    assert sync(storage_of(other)).status == "integrated"  # no sync is wedged by a key set two ways
+    sync(storage_of(store))
     assert store.world.read() == other.world.read() == {"deploy.target": "staging", "db.version": "16",
                                                         "ci.status": "green", "release": "1.5"}
     message = git(other.root, "log", "-1", "--format=%B", "--merges")
@@ -94,9 +95,9 @@ def test_world_state_merges_by_key_and_a_key_set_two_ways_keeps_the_value_writte
     clock.advance(seconds=30)  # the same moment on both sides: the agent name that sorts last is kept
     other.world.merge({"owner": "coder"})
     store.world.merge({"owner": "planner"})
-    sync(other)
-    sync(store)
-    sync(other)
+    sync(storage_of(other))
+    sync(storage_of(store))
+    sync(storage_of(other))
     assert store.world.read()["owner"] == other.world.read()["owner"] == "planner"
     checked = CliRunner().invoke(main, ["-C", str(other.root), "check"])
     assert checked.exit_code == 0, checked.output
@@ -116,8 +117,8 @@ def test_memories_a_sync_brings_name_the_commit_that_last_changed_them(store: Me
     other.forget(written[1].id, reason="retired")
     updated = other.update(written[2].id, content="Service 2 listens on port 9102 since the move")
     store.remember("The build server is orion", category="entities")
-    sync(other)
-    sync(store)  # a merge of four commits from the other clone
+    sync(storage_of(other))
+    sync(storage_of(store))  # a merge of four commits from the other clone
     for memory in (written[0], updated):
         path = store.get(memory.id).path.relative_to(store.root).as_posix()
         assert store.get(memory.id).commit == git(store.root, "log", "-1", "--format=%H", "--", path).strip()
@@ -126,7 +127,7 @@ def test_memories_a_sync_brings_name_the_commit_that_last_changed_them(store: Me
 def test_recall_counts_from_two_clones_add_up(store: MemoryStore, remote: Path, tmp_path: Path,
                                              clock: Clock) -> None:
     shared = store.remember("The staging cluster is vega", category="entities")
-    sync(store)
+    sync(storage_of(store))
     other = clone(remote, tmp_path / "b", "coder", clock)
     for _ in range(2):
         store.recall("staging cluster vega")
@@ -134,9 +135,9 @@ def test_recall_counts_from_two_clones_add_up(store: MemoryStore, remote: Path, 
         other.recall("staging cluster vega")
     store.flush_activity()
     other.flush_activity()
-    sync(store)
-    sync(other)
-    sync(store)
+    sync(storage_of(store))
+    sync(storage_of(other))
+    sync(storage_of(store))
     assert store.get(shared.id).active_count == other.get(shared.id).active_count == 5
     other.close()
 
@@ -155,8 +156,8 @@ def test_clones_writing_and_syncing_concurrently_lose_nothing(store: MemoryStore
         assert proc.returncode == 0, err
         acked += [line.split()[1] for line in out.splitlines() if line.startswith("ACK ")]
     assert len(acked) == 27
-    integrate(store)  # a sync that lost the race to main left its commits queued on its agent branch
-    sync(store)
+    integrate(storage_of(store))  # a sync that lost the race to main left its commits queued on its agent branch
+    sync(storage_of(store))
     ids = [m.id for m in store.list()]
     assert sorted(ids) == sorted(acked)  # every memory, exactly once
     assert len(on_remote(remote)) == 27
@@ -179,14 +180,15 @@ def test_an_agent_proposes_its_branch_with_the_change_report(store: MemoryStore,
         assert_clean(coder.root)
         from memsite.features.sync import propose
 
-        branch, body = propose(coder)
+        branch, body = propose(storage_of(coder))
     assert branch == "review/coder"
     assert short_id(m.id) in body and "## Created (1)" in body
     assert git(remote, "rev-parse", "review/coder").strip() == m.commit
     assert on_remote(remote) == []  # main is untouched until the pull request is merged
     from memsite.features.sync import integrate
 
-    assert integrate(store).commit is None and on_remote(remote) == []  # the merge queue leaves it to the review
+    # the merge queue leaves it to the review
+    assert integrate(storage_of(store)).commit is None and on_remote(remote) == []
 
 
 def test_propose_with_nothing_to_propose_pushes_nothing(store: MemoryStore, remote: Path, tmp_path: Path) -> None:

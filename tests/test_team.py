@@ -18,6 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 from memsite import ConfigError, ConflictError, MemoryStore, RepositoryError
+from memsite.api import storage_of
 from memsite.cli import main
 from memsite.features.sync import integrate, sync
 from memsite.foundation.config import parse_config
@@ -35,7 +36,7 @@ def remote(tmp_path: Path, store: MemoryStore) -> Path:
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
     git(store.root, "remote", "add", "origin", str(bare))
-    sync(store)
+    sync(storage_of(store))
     return bare
 
 
@@ -62,7 +63,8 @@ def protect_main(remote: Path, hook: str = "update") -> Path:
     ``update`` refuses that ref alone, as GitHub does; ``pre-receive`` refuses the whole push.
     """
     allow = remote / "allow-main"
-    check = f'[ "$ref" = refs/heads/main ] && [ ! -e "{allow}" ] && {{ echo "main is protected: CI integrates"; exit 1; }}'
+    check = (f'[ "$ref" = refs/heads/main ] && [ ! -e "{allow}" ] && '
+             '{ echo "main is protected: CI integrates"; exit 1; }')
     body = (f'ref="$1"\n{check}\nexit 0\n' if hook == "update"
             else f'while read old new ref; do {check}; done\nexit 0\n')
     path = remote / "hooks" / hook
@@ -73,11 +75,11 @@ def protect_main(remote: Path, hook: str = "update") -> Path:
 
 def test_sync_publishes_the_agents_branch_and_integrates_into_main(store: MemoryStore, remote: Path) -> None:
     memory = store.remember("The build server is orion", category="entities")
-    result = sync(store)
+    result = sync(storage_of(store))
     assert (result.status, result.published, result.pushed) == ("integrated", "agent/planner", 1)
     assert tip(remote, "main") == tip(remote, "agent/planner") == head(store.root)
     assert on_main(remote, memory.commit)
-    again = sync(store)
+    again = sync(storage_of(store))
     assert (again.status, again.pushed) == ("up to date", 0)
 
 
@@ -86,15 +88,15 @@ def test_a_protected_main_leaves_commits_queued_until_integrate(store: MemorySto
     allow = protect_main(remote, hook)
     memory = store.remember("Deploys happen on Tuesdays", category="events")
     before = tip(remote, "main")
-    result = sync(store)
+    result = sync(storage_of(store))
     assert result.status == "queued" and "main is protected: CI integrates" in result.note
     assert tip(remote, "agent/planner") == memory.commit and tip(remote, "main") == before
     allow.touch()  # the integrator (a CI job) may push main
     with clone(remote, "integrator") as queue:
-        merged = integrate(queue)
+        merged = integrate(storage_of(queue))
         assert merged.merged == ("agent/planner",) and merged.left_out == ()
         assert on_main(remote, memory.commit)
-        assert integrate(queue).commit is None  # nothing is merged twice
+        assert integrate(storage_of(queue)).commit is None  # nothing is merged twice
     assert_clean(remote.parent / "integrator")
 
 
@@ -103,18 +105,18 @@ def test_while_the_merge_queue_runs_syncs_leave_main_to_it(store: MemoryStore, r
     newest commit (under two minutes old), a sync publishes only; once it is older, syncs push main again."""
     allow = protect_main(remote)
     store.remember("The release train leaves on Thursdays", category="events")
-    assert sync(store).status == "queued"
+    assert sync(storage_of(store)).status == "queued"
     allow.touch()
     with clone(remote, "integrator", clock=clock) as queue:
-        assert integrate(queue).merged == ("agent/planner",)
+        assert integrate(storage_of(queue)).merged == ("agent/planner",)
     merged = tip(remote, "main")
     assert git(remote, "log", "-1", "--format=%s", "main").strip() == "Integrate agent branches: agent/planner"
     second = store.remember("Hotfixes skip the train", category="events")
-    result = sync(store)
+    result = sync(storage_of(store))
     assert (result.status, result.note) == ("queued", "the merge queue is running")
     assert tip(remote, "main") == merged and on_main(remote, second.commit, "agent/planner")
     clock.advance(seconds=121)  # nothing merged for two minutes: as far as a sync can tell, the queue stopped
-    assert sync(store).status == "integrated" and on_main(remote, second.commit)
+    assert sync(storage_of(store)).status == "integrated" and on_main(remote, second.commit)
 
 
 @pytest.mark.parametrize("mode", ["push", "queue"])
@@ -127,13 +129,13 @@ def test_sync_integrate_pushes_main_always_or_never(store: MemoryStore, remote: 
     git(store.root, "commit", "-qam", f"sync.integrate: {mode}")
     allow = protect_main(remote)
     store.remember("The release train leaves on Thursdays", category="events")
-    assert sync(store).status == "queued"
+    assert sync(storage_of(store)).status == "queued"
     allow.touch()
     with clone(remote, "integrator", clock=clock) as queue:
-        assert integrate(queue).commit == tip(remote, "main")  # the queue's merge is main's newest commit
+        assert integrate(storage_of(queue)).commit == tip(remote, "main")  # the queue's merge is main's newest commit
         with MemoryStore(store.root, agent="planner", clock=clock) as configured:
             memory = configured.remember("Hotfixes skip the train", category="events")
-            result = sync(configured)
+            result = sync(storage_of(configured))
     expected = ("integrated", "") if mode == "push" else ("queued", "sync.integrate: queue")
     assert (result.status, result.note) == expected
     assert on_main(remote, memory.commit) == (mode == "push")
@@ -153,11 +155,11 @@ cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && date +
 """)
     hook.chmod(0o755)
     memory = store.remember("The staging cluster is vega", category="entities")
-    result = sync(store, attempts=2)
+    result = sync(storage_of(store), attempts=2)
     assert (result.status, result.attempts) == ("queued", 2) and "kept moving" in result.note
     assert tip(remote, "agent/planner") is not None and not on_main(remote, memory.commit)
     hook.unlink()
-    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+    assert sync(storage_of(store)).status == "integrated" and on_main(remote, memory.commit)
     assert (store.root / "moved.txt").exists()  # what the other clone pushed was merged in
     assert_clean(store.root)
 
@@ -172,12 +174,13 @@ def test_with_no_merge_queue_a_sync_that_lost_the_race_tries_again_until_it_inte
     hook.write_text(f"""#!/bin/sh
 unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE
 [ "$(cat "{other}/moves" 2>/dev/null)" = 3 ] && exit 0
-cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && echo $(( $(cat moves 2>/dev/null || echo 0) + 1 )) > moves \\
+cd "{other}" && git fetch -q origin && git reset -q --hard origin/main \\
+  && echo $(( $(cat moves 2>/dev/null || echo 0) + 1 )) > moves \\
   && git add moves && git -c user.name=p -c user.email=p@e commit -qm moved && git push -q origin HEAD:main
 """)
     hook.chmod(0o755)
     memory = store.remember("The staging cluster is vega", category="entities")
-    result = sync(store)
+    result = sync(storage_of(store))
     assert (result.status, result.attempts) == ("integrated", 4)
     assert on_main(remote, memory.commit) and (store.root / "moves").read_text() == "3\n"
     assert_clean(store.root)
@@ -189,20 +192,21 @@ def test_beside_a_running_merge_queue_a_sync_that_lost_the_race_is_queued_at_onc
     trying main again and again would keep its pushes losing; a sync that lost the race leaves it queued."""
     allow = protect_main(remote)
     store.remember("The release train leaves on Thursdays", category="events")
-    assert sync(store).status == "queued"
+    assert sync(storage_of(store)).status == "queued"
     allow.touch()
     with clone(remote, "integrator", clock=clock) as queue:
-        assert integrate(queue).merged == ("agent/planner",)
+        assert integrate(storage_of(queue)).merged == ("agent/planner",)
     other = remote.parent / "person"
     git(remote.parent, "clone", "-q", str(remote), str(other))
     move = (f'cd "{other}" && git fetch -q origin && git reset -q --hard origin/main && date +%s%N > moved.txt '
-            "&& git add moved.txt && git -c user.name=p -c user.email=p@e commit -qm moved && git push -q origin HEAD:main")
+            "&& git add moved.txt && git -c user.name=p -c user.email=p@e commit -qm moved "
+            "&& git push -q origin HEAD:main")
     subprocess.run(["sh", "-c", move], check=True)  # main's newest commit is no longer the queue's merge
     hook = store.root / ".git" / "hooks" / "pre-push"
     hook.write_text(f"#!/bin/sh\nunset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE\n{move}\n")
     hook.chmod(0o755)
     store.remember("Hotfixes skip the train", category="events")
-    result = sync(store)
+    result = sync(storage_of(store))
     assert (result.status, result.attempts) == ("queued", 1) and "kept moving" in result.note
 
 
@@ -214,7 +218,7 @@ def test_remember_goes_on_while_a_sync_waits_for_the_network(store: MemoryStore,
     hook.chmod(0o755)
     store.remember("Written before the sync", category="events")
     results = []
-    syncing = threading.Thread(target=lambda: results.append(sync(store)))
+    syncing = threading.Thread(target=lambda: results.append(sync(storage_of(store))))
     syncing.start()
     while not started.exists():
         time.sleep(0.01)
@@ -223,14 +227,14 @@ def test_remember_goes_on_while_a_sync_waits_for_the_network(store: MemoryStore,
     release.touch()
     syncing.join()
     assert results[0].status == "integrated"
-    assert sync(store).status == "integrated" and on_main(remote, during.commit)
+    assert sync(storage_of(store)).status == "integrated" and on_main(remote, during.commit)
     assert_clean(store.root)
 
 
 def test_integrate_merges_in_one_commit_and_leaves_out_a_conflict(store: MemoryStore, remote: Path,
                                                                    clock: Clock) -> None:
     shared = store.remember("The payments service owns refunds", category="entities")
-    sync(store)
+    sync(storage_of(store))
     allow = protect_main(remote)
     base = tip(remote, "main")
     alpha, beta, gamma = (clone(remote, name, clock=clock) for name in ("alpha", "beta", "gamma"))
@@ -241,7 +245,7 @@ def test_integrate_merges_in_one_commit_and_leaves_out_a_conflict(store: MemoryS
     made = gamma.remember("The ledger service owns invoices", category="entities")
     gamma.world.merge({"ci.status": "red"})  # set last: kept
     for agent in (alpha, beta, gamma):
-        assert sync(agent).status == "queued"
+        assert sync(storage_of(agent)).status == "queued"
     allow.touch()
     result = CliRunner().invoke(main, ["-C", str(store.root), "integrate", "--json"])
     assert result.exit_code == 1  # a branch was left out: someone has to look
@@ -256,7 +260,7 @@ def test_integrate_merges_in_one_commit_and_leaves_out_a_conflict(store: MemoryS
     assert "## ci.status\n\nred\n" in git(remote, "show", "main:content/world_state.md")
     assert "World-Conflict: ci.status: kept 'red' (gamma, " in git(remote, "log", "-1", "--format=%B", "main")
     with pytest.raises(ConflictError, match=r"content/memories/.*published on agent/beta"):
-        sync(beta)
+        sync(storage_of(beta))
     assert beta.get(shared.id).content == "The billing service owns refunds"  # nothing merged
     for agent in (alpha, beta, gamma):
         agent.close()
@@ -267,7 +271,7 @@ def test_two_integrators_at_once_merge_each_branch_once(store: MemoryStore, remo
     agents = [clone(remote, f"agent{i}") for i in range(4)]
     for agent in agents:
         agent.remember(f"{agent.agent} knows the port of service {agent.agent}", category="entities")
-        assert sync(agent).status == "queued"
+        assert sync(storage_of(agent)).status == "queued"
         agent.close()
     allow.touch()
     runners = []
@@ -289,12 +293,12 @@ def test_a_rewound_main_is_noticed_and_what_it_lost_published_again(store: Memor
     start = tip(remote, "main")
     first = store.remember("Release 1.4 shipped on Monday", category="events")
     second = store.remember("Release 1.5 is planned for June", category="events")
-    sync(store)
+    sync(storage_of(store))
     person = remote.parent / "person"
     git(remote.parent, "clone", "-q", str(remote), str(person))
     git(person, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")  # a person rewinds main
     with caplog.at_level(logging.WARNING, logger="memsite"):
-        result = sync(store)
+        result = sync(storage_of(store))
     assert result.status == "integrated" and result.restored == 2
     assert [r.message for r in caplog.records if "rewound" in r.message] == [
         "origin/main was rewound (a force-push?): 2 commit(s) this clone had seen there are gone; publishing them "
@@ -307,7 +311,7 @@ def test_a_rewound_main_is_noticed_and_what_it_lost_published_again(store: Memor
 def test_a_deleted_agent_branch_and_a_hand_commit_on_main(store: MemoryStore, remote: Path) -> None:
     allow = protect_main(remote)
     memory = store.remember("The cache is flushed nightly", category="patterns")
-    assert sync(store).status == "queued"
+    assert sync(storage_of(store)).status == "queued"
     git(store.root, "push", "-q", "origin", ":refs/heads/agent/planner")  # someone deleted the agent branch
     allow.touch()
     person = remote.parent / "person"
@@ -317,11 +321,11 @@ def test_a_deleted_agent_branch_and_a_hand_commit_on_main(store: MemoryStore, re
     git(person, "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qm", "A person's note")
     git(person, "push", "-q", "origin", "main")
     with clone(remote, "integrator") as queue:
-        assert integrate(queue).commit is None  # nothing published: nothing to merge
+        assert integrate(storage_of(queue)).commit is None  # nothing published: nothing to merge
         allow.unlink()
-        assert sync(store).status == "queued"  # the branch is published again
+        assert sync(storage_of(store)).status == "queued"  # the branch is published again
         allow.touch()
-        assert integrate(queue).merged == ("agent/planner",)
+        assert integrate(storage_of(queue)).merged == ("agent/planner",)
     assert on_main(remote, memory.commit) and on_main(remote, head(person))
     assert git(remote, "show", "main:NOTES.txt") == "a person's note\n"
 
@@ -333,7 +337,7 @@ def test_an_unreachable_remote_is_one_line_and_loses_nothing(store: MemoryStore,
     assert result.exit_code == 1 and result.output.startswith("Error: cannot reach the remote origin (")
     assert result.output.count("\n") == 1
     git(store.root, "remote", "set-url", "origin", str(remote))
-    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+    assert sync(storage_of(store)).status == "integrated" and on_main(remote, memory.commit)
 
 
 def test_a_hook_refusing_a_push_is_named(store: MemoryStore, remote: Path) -> None:
@@ -342,9 +346,9 @@ def test_a_hook_refusing_a_push_is_named(store: MemoryStore, remote: Path) -> No
     hook.chmod(0o755)
     memory = store.remember("The release freeze starts Friday", category="events")
     with pytest.raises(RepositoryError, match="refused agent/planner: pre-receive hook declined: pushes are frozen"):
-        sync(store)
+        sync(storage_of(store))
     hook.unlink()
-    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+    assert sync(storage_of(store)).status == "integrated" and on_main(remote, memory.commit)
 
 
 def test_a_merge_bringing_an_executable_keeps_its_mode(store: MemoryStore, remote: Path) -> None:
@@ -358,7 +362,7 @@ def test_a_merge_bringing_an_executable_keeps_its_mode(store: MemoryStore, remot
     git(person, "-c", "user.name=p", "-c", "user.email=p@e", "commit", "-qm", "A deploy script")
     git(person, "push", "-q", "origin", "main")
     store.remember("Deploys go through tools/deploy.sh", category="patterns")
-    assert sync(store).status == "integrated"
+    assert sync(storage_of(store)).status == "integrated"
     assert os.access(store.root / "tools" / "deploy.sh", os.X_OK)
     assert_clean(store.root)
 
@@ -420,9 +424,9 @@ def test_killed_syncs_and_integrations_lose_nothing(store: MemoryStore, remote: 
         proc.kill()
         proc.wait()
     with MemoryStore(agent_clone, agent="kenji") as agent:
-        sync(agent)
+        sync(storage_of(agent))
     with MemoryStore(integrator, agent="ci") as queue:
-        integrate(queue)
+        integrate(storage_of(queue))
     files = git(remote, "ls-tree", "-r", "--name-only", "main", "content/memories").split()
     assert acked and all(any(ident[-6:].lower() in name for name in files) for ident in acked)
     for repo in (agent_clone, integrator):
@@ -441,7 +445,7 @@ def test_a_full_disk_during_sync_is_one_line_and_the_next_sync_finishes(store: M
             for n in range(60):
                 tx.remember(f"Service {n} listens on port {9000 + n}; its owner is team {n % 7}. " * 20,
                             category="entities", dedupe=False)
-        sync(other)
+        sync(storage_of(other))
     filler = fill(small_disk)
     result = CliRunner().invoke(main, ["-C", str(where), "--agent", "kenji", "sync"])
     assert result.exit_code == 1 and result.output.startswith(f"Error: disk full at {where}")
@@ -449,7 +453,7 @@ def test_a_full_disk_during_sync_is_one_line_and_the_next_sync_finishes(store: M
     for path in small_disk.glob("filler*"):
         path.unlink()
     assert not filler.exists()
-    assert sync(agent).status == "integrated" and on_main(remote, mine.commit)
+    assert sync(storage_of(agent)).status == "integrated" and on_main(remote, mine.commit)
     agent.close()
     assert_clean(where)
 
@@ -463,7 +467,7 @@ def test_a_remote_that_hangs_up_mid_push_is_one_line_and_loses_nothing(store: Me
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
     assert "origin" in result.output and "Traceback" not in result.output
     hook.unlink()
-    assert sync(store).status == "integrated" and on_main(remote, memory.commit)
+    assert sync(storage_of(store)).status == "integrated" and on_main(remote, memory.commit)
     assert_clean(store.root)
 
 

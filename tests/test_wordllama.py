@@ -36,7 +36,8 @@ def memories(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def set_model(root: Path, model: str) -> None:
     settings = root / "mkdocs.yml"
-    settings.write_text(settings.read_text().replace("    decay:\n", f"    embedding:\n      model: {model}\n    decay:\n", 1))
+    settings.write_text(settings.read_text().replace("    decay:\n",
+                                                     f"    embedding:\n      model: {model}\n    decay:\n", 1))
     git(root, "commit", "-qam", f"embedding model {model}")
 
 
@@ -48,7 +49,8 @@ def test_wordllama_finds_a_paraphrase(memories: Path, clock: Clock) -> None:
     with MemoryStore(memories, agent="planner", clock=clock, embedder="none") as words_only:
         assert words_only.embedder is None
         assert words_only.recall(PARAPHRASE) == []
-    # Each memory was embedded once, kept under the model's name, as were the background questions (the off-topic baseline).
+    # Each memory was embedded once, kept under the model's name, as were the background questions
+    # (the off-topic baseline).
     db = sqlite3.connect(memories / ".memsite" / "vectors.sqlite3")
     models = db.execute("SELECT model, count(*) FROM vectors GROUP BY model").fetchall()
     db.close()
@@ -79,7 +81,8 @@ def test_the_configuration_and_the_environment_choose_the_model(
     with MemoryStore(memories, agent="planner", clock=clock) as store:
         assert store.recall(PARAPHRASE)[0].memory.content == REFUNDS
     monkeypatch.setenv("MEMSITE_EMBEDDING", "all-MiniLM-L6-v2")
-    with pytest.raises(ConfigError, match=r"MEMSITE_EMBEDDING: expected one of auto, minilm, wordllama, none, or model2vec:<model>, "
+    with pytest.raises(ConfigError, match=r"MEMSITE_EMBEDDING: expected one of auto, minilm, wordllama, none, "
+                       r"or model2vec:<model>, "
                        r"sentence-transformers:<model>, fastembed:<model>, got 'all-minilm-l6-v2'"):
         MemoryStore(memories, agent="planner")
     with pytest.raises(InvalidInput, match=r"embedder: expected a callable \(text -> vector\) or one of auto"):
@@ -105,6 +108,7 @@ def test_auto_means_wordllama_without_onnxruntime_and_words_only_without_either(
         assert store.recall(PARAPHRASE) == []
         assert store.recall("refunds")[0].memory.content == REFUNDS
     set_model(memories, "wordllama")
-    with pytest.raises(ConfigError, match=r"^embedding.model: wordllama: wordllama is not installed; pip install wordllama, "
+    with pytest.raises(ConfigError, match=r"^embedding.model: wordllama: wordllama is not installed; "
+                                          r"pip install wordllama, "
                                           r"or set the model to none$"):
         MemoryStore(memories, agent="planner")

@@ -79,7 +79,8 @@ def test_a_file_that_cannot_be_read_safely_is_never_overwritten(store: MemorySto
 def test_people_may_edit_the_file_and_agents_keep_their_edits(store: MemoryStore) -> None:
     store.world.merge({"a": "1"})
     path = store.root / "content" / "world_state.md"
-    path.write_text(path.read_text().replace("# World state", "# World state of the deploy team") + "\n## z.note\n\nby hand\n")
+    path.write_text(path.read_text().replace("# World state", "# World state of the deploy team")
+                    + "\n## z.note\n\nby hand\n")
     git(store.root, "commit", "-qam", "hand edit")
     store.world.merge({"b": "2"})
     assert store.world.read() == {"a": "1", "b": "2", "z.note": "by hand"}
@@ -88,7 +89,8 @@ def test_people_may_edit_the_file_and_agents_keep_their_edits(store: MemoryStore
 
 @pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.dictionaries(keys, values, max_size=4), st.lists(keys, max_size=2)), min_size=1, max_size=6))
+@given(st.lists(st.tuples(st.dictionaries(keys, values, max_size=4), st.lists(keys, max_size=2)),
+                min_size=1, max_size=6))
 def test_merges_never_lose_a_key_they_were_not_told_to_drop(store: MemoryStore, merges) -> None:
     expected = store.world.read()
     for updates, remove in merges:
@@ -159,7 +161,8 @@ def test_git_merge_of_two_branches_that_touched_different_keys_is_clean(store: M
     store.world.merge({"m.theirs": "from feature"})  # lands between a and z
     checkout(store, "-q", "main")
     store.world.merge({"m.ours": "from main"})  # lands between a and z too: a line merge would conflict
-    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True, text=True)
+    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert store.world.read() == {"a": "first", "m.ours": "from main", "m.theirs": "from feature", "z": "last"}
     assert_clean(store.root)
@@ -181,7 +184,8 @@ def test_the_same_key_changed_differently_is_a_conflict_git_reports(store: Memor
     store.world.merge({"a": "feature says"})
     checkout(store, "-q", "main")
     store.world.merge({"a": "main says", "z": "changed on main only"})
-    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True, text=True)
+    result = subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=store.root, capture_output=True,
+                            text=True)
     assert result.returncode != 0
     assert "world state keys changed on both sides" in result.stderr and "a" in result.stderr
     text = (store.root / "content" / "world_state.md").read_text()
@@ -229,7 +233,7 @@ def test_unset_names_only_the_keys_it_removed_and_show_says_when_the_world_is_em
 
     from memsite.cli import main
 
-    def run(*args: str):  # noqa: ANN202
+    def run(*args: str):
         return CliRunner().invoke(main, ["-C", str(store.root), "--agent", "planner", "world", *args])
 
     empty = run("show")

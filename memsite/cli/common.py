@@ -33,7 +33,7 @@ def errors_as_messages(func: F) -> F:
         except KeyboardInterrupt:
             raise click.Abort() from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # wraps F, same signature
 
 
 def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:

@@ -8,7 +8,8 @@ from .common import Context, echo, errors_as_messages, main, pass_context, repo_
 
 
 @main.command()
-@click.option("--fix", is_flag=True, help="Repair what is safe: memsite's own locks left by a killed writer are taken back; "
+@click.option("--fix", is_flag=True,
+              help="Repair what is safe: memsite's own locks left by a killed writer are taken back; "
               "anyone else's lock is never removed.")
 @pass_context
 @errors_as_messages

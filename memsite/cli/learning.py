@@ -105,14 +105,14 @@ def _read_conversation(file: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise MemsiteError(f"{what}: cannot read it ({exc})") from None
     try:
-        data = json.loads(text)
+        parsed = json.loads(text)
     except json.JSONDecodeError as exc:
         raise MemsiteError(f"{file}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    if isinstance(data, dict):
-        data = data.get("messages")
-    if not isinstance(data, list):
+    if isinstance(parsed, dict):
+        parsed = parsed.get("messages")
+    if not isinstance(parsed, list):
         raise MemsiteError(f"{file}: expected a list of messages or an object with a 'messages' list")
-    return data
+    return parsed
 
 
 @main.command()

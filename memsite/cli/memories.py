@@ -15,6 +15,7 @@ from ..foundation.config import memory_url, site_url
 from ..foundation.errors import MemsiteError
 from ..foundation.record import Memory, format_time, short_id
 from ..foundation.terminal import safe
+from ..storage.vectors import model_name
 from .common import (
     COUNT,
     LINES,
@@ -87,7 +88,7 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
                                       progress=ProgressBar("Making recall ready"))) as store:
         shared, new = store.cloned or ("main", False)
         count = storage_of(store).catalog.count()
-        model = store.embedder.model if store.embedder is not None else None
+        model = model_name(store.embedder) if store.embedder is not None else None
         root, agent = store.root, store.agent
         branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
     how = f"by meaning ({model}) and words" if model else "by words (no embedder installed)"
@@ -205,7 +206,8 @@ def dismiss(ctx: Context, id: str, old: str | None) -> None:
     """
     with ctx.store() as store:
         memory = store.dismiss(id, old)
-    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {memory.commit[:12] if memory.commit else '-'})")
+    commit = memory.commit[:12] if memory.commit else "-"
+    echo(f"Dismissed: {memory.id} contradicts {old or 'nothing'} (commit {commit})")
 
 
 @main.command()
@@ -562,7 +564,8 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @click.option("-c", "--category", help="Only this category (or alias).")
 @click.option("-t", "--tag", "tags", multiple=True, help="Only memories with this tag; repeat for several.")
 @click.option("--by", "by_agent", help="Only memories written by this agent.")
-@click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Drop hits scoring below this.")
+@click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Drop hits scoring below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
 @click.option("--since", help="Only memories written since then: 2026-03-01, '2 weeks ago', 'yesterday'.")
 @click.option("--until", help="Only memories written until then (a date alone: to its end).")
@@ -607,8 +610,8 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
 
     if record_time and as_of is None:
         raise click.UsageError("--record-time needs --as-of")
-    asked = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score, since=since,
-                 until=until, ranking=ranking, include_superseded=include_superseded)
+    asked: dict[str, Any] = dict(limit=limit, category=category, tags=tags, agent=by_agent, min_score=min_score,
+                                 since=since, until=until, ranking=ranking, include_superseded=include_superseded)
     with ctx.store() as store:
         if explain:
             if as_of is not None:
@@ -762,7 +765,7 @@ def index_embed(ctx: Context, publish: bool) -> None:
     with ctx.store() as store:
         count = store.embed()
         published, commit = store.publish_vectors() if publish else (0, None)
-        model = store.embedder.model if store.embedder is not None else None
+        model = model_name(store.embedder) if store.embedder is not None else None
     if model is None:
         echo("No embedder: recall is by words only (see 'embedding.model' in mkdocs.yml)")
         return
@@ -795,7 +798,8 @@ def chain_lines(chain: list[Memory], here: str) -> list[str]:
     lines = []
     for memory, after in zip(chain, [*chain[1:], None]):
         mark = "*" if memory.id == here else " "
-        line = f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), {memory.created:%Y-%m-%d} by {memory.agent}"
+        line = (f"{mark} {short_id(memory.id)} {memory.abstract} ({memory.category}), "
+                f"{memory.created:%Y-%m-%d} by {memory.agent}")
         if memory.valid_until is not None:
             by = f" by {short_id(after.id)}" if after is not None else ""
             who = f" by {after.agent}" if after is not None else ""

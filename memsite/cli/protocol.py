@@ -92,7 +92,7 @@ def world_set(ctx: Context, words: tuple[str, ...]) -> None:
     if not pairs and len(words) != 2:
         raise click.ClickException(f"world set {' '.join(map(repr, words))}: expected KEY VALUE or KEY=VALUE pairs "
                                    "(quote a value that has spaces)")
-    updates = _world_pairs(words) if pairs else dict([words])
+    updates = _world_pairs(words) if pairs else {words[0]: words[1]}
     with ctx.store() as store:
         if not pairs and words[1] == "-":
             updates[words[0]] = read_stdin(store.config.max_world_bytes, "max_world_bytes",

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..api import storage_of
 from ..features.merge import DRIVERS
 from ..features.merge import run as run_merge
 from ..foundation.config import ENGINES
@@ -174,12 +175,10 @@ def sync(ctx: Context, remote: str, branch: str | None, every: float | None, as_
         memsite sync
         memsite sync --every 30        # keep syncing until Ctrl-C
     """
-    from ..features.sync import sync as sync_memory
-
     with ctx.store() as store:
         while True:
             try:
-                result = sync_memory(store, remote, branch)
+                result = store.sync(remote, branch)
             except MemsiteError as exc:
                 if every is None:
                     raise
@@ -226,10 +225,8 @@ def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
     Example:
         memsite --agent integrator integrate --branch main
     """
-    from ..features.sync import integrate as run_integrate
-
     with ctx.store() as store:
-        result = run_integrate(store, remote, branch)
+        result = store.integrate(remote, branch)
     if as_json:
         echo_json(dataclasses.asdict(result))
     elif result.commit is None and not result.left_out:
@@ -261,7 +258,7 @@ def propose(ctx: Context, remote: str, base: str) -> None:
     from ..features.sync import propose as propose_branch
 
     with ctx.store() as store:
-        branch, body = propose_branch(store, remote, base)
+        branch, body = propose_branch(storage_of(store), remote, base)
     echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
     echo(body)
 

@@ -99,7 +99,9 @@ def _memories(root: Path, config: Config) -> tuple[list[str], list[str], int, li
 
 
 def _contradictions(memories: list[tuple[str, Memory]]) -> list[str]:
-    """One line per flag a memory carries that it may contradict another (see :mod:`memsite.features.contradictions`)."""
+    """One line per flag a memory carries that it may contradict another.
+
+    See :mod:`memsite.features.contradictions`."""
     by_id = {memory.id: memory for _, memory in memories}
     lines = []
     for rel, memory in memories:

@@ -96,7 +96,7 @@ def ask(llm: Callable[[str], str], content: str, category: str, shown: list[Memo
     when the model fails or its answer cannot be used. Never raises."""
     try:
         answer = llm(prompt(content, category, shown))
-    except Exception as exc:  # noqa: BLE001 - a failing model costs the judgement, never the memory
+    except Exception as exc:  # noqa: BLE001 (a failing model costs the judgement, never the memory)
         return _unjudged(f"the language model failed ({type(exc).__name__}: {exc})")
     data = find_object(answer) if isinstance(answer, str) else None
     if data is None:
@@ -150,7 +150,7 @@ def write(store: Storage, memory: Memory, near: list[Memory], dedupe: bool | Non
     if not verdict.judged:
         return store.add(memory, dedupe, contradicts=flags, reason=f"not judged, flagged for review: {verdict.why}")
     if verdict.action == "repeat":
-        return store.get(verdict.target).replace(action="skipped")  # type: ignore[arg-type]
+        return store.get(verdict.target).replace(action="skipped")  # type: ignore[arg-type]  # a repeat names its target
     if verdict.action == "merge":
         return store.add(memory, dedupe, merge_into=verdict.target, reason=f"judged by the language model: {why}")
     if verdict.action == "supersede":

@@ -3,7 +3,8 @@
 ``load_core`` puts together the world state, the pinned memories and this
 agent's most recent memories, cut to a number of lines; ``load_topic`` is the
 full text of one category; ``recent`` the bounded list of recent memory texts
-(the original spec's list of the 10 latest, oldest first, empty ones skipped).
+(the 10 latest, oldest first, empty ones skipped, as the specification of a
+bounded recent list asked: docs/design.md, "The founding specifications").
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def first_lines(text: str, limit: int) -> str:
 
 
 def topic_text(memories: Sequence[Memory]) -> str:
-    """All memories of one category in the original spec's entry format, oldest first."""
+    """All memories of one category in the entry format of the persistent-memory specification, oldest first."""
     entries = [
         f"### [{m.created:%Y-%m-%d %H:%M}] {m.category}\n\n{m.content}\n\n---"
         for m in sorted(memories, key=lambda m: (m.created, m.id))

@@ -211,9 +211,10 @@ def _journal(repo: Repository) -> Iterator[Finding]:
 
 
 def _index(repo: Repository) -> Iterator[Finding]:
-    if repo.refs.head_target() is None or (repo.git_dir / "index").exists():
+    target = repo.refs.head_target()
+    if target is None or (repo.git_dir / "index").exists():
         return
-    if repo.refs.read(repo.refs.head_target()) is not None:
+    if repo.refs.read(target) is not None:
         yield Finding("index", ".git/index: missing, so git status shows every file as deleted and untracked; "
                                "--fix rebuilds it from HEAD", fixable=True)
 

@@ -85,7 +85,7 @@ class MiniLMEmbedder:
             return _models[self.model]
 
     def __call__(self, text: str) -> Sequence[float]:
-        return self.embed_many([text])[0]  # type: ignore[no-any-return]
+        return self.embed_many([text])[0]
 
     def embed_many(self, texts: Sequence[str]) -> Any:
         """The vectors of many texts (a numpy array, one row a text, normalised).
@@ -128,7 +128,7 @@ class WordLlamaEmbedder:
             return _models[self.model]
 
     def __call__(self, text: str) -> Sequence[float]:
-        return self._loaded().embed([text])[0]  # type: ignore[no-any-return]
+        return self._loaded().embed([text])[0]
 
     def embed_many(self, texts: Sequence[str]) -> Any:
         """The vectors of many texts at once (a numpy array, one row a text): much faster than one by one."""
@@ -167,6 +167,7 @@ class LibraryEmbedder:
         if self.library == "model2vec":
             from model2vec import StaticModel
 
+            assert self.folder is not None  # (only fastembed keeps no folder)
             return StaticModel.from_pretrained(self.folder)
         if self.library == "sentence-transformers":
             from sentence_transformers import SentenceTransformer
@@ -184,7 +185,7 @@ class LibraryEmbedder:
                               f"{one_line(str(exc))[:300]}){allow}") from exc
 
     def __call__(self, text: str) -> Sequence[float]:
-        return self.embed_many([text])[0]  # type: ignore[no-any-return]
+        return self.embed_many([text])[0]
 
     def embed_many(self, texts: Sequence[str]) -> Any:
         """The vectors of many texts at once (one row a text)."""
@@ -207,7 +208,7 @@ def _cached(library: str, name: str, where: str, download: bool) -> str:
         raise ConfigError(f"{where}: {library}:{name} is not a folder, and huggingface_hub (to find it in the "
                           "model cache) is not installed; name the model's folder") from None
     try:
-        return snapshot_download(name, local_files_only=not download)  # type: ignore[no-any-return]
+        return snapshot_download(name, local_files_only=not download)
     except Exception as exc:
         if not download:
             raise ConfigError(f"{where}: {library}:{name} is not in the local model cache ({HF_HUB_CACHE}); "

@@ -147,7 +147,7 @@ Conversation:{note}
             return []
         try:
             answer = self.llm(self._prompt(said))
-        except Exception as exc:  # noqa: BLE001 - a failing model loses this conversation's memories, nothing more
+        except Exception as exc:  # noqa: BLE001 (a failing model loses this conversation's memories, nothing more)
             self.log.warning("memory extraction skipped: the language model failed (%s: %s)",
                              type(exc).__name__, exc)
             return []
@@ -157,7 +157,8 @@ Conversation:{note}
 def _transcript(messages: Any) -> list[tuple[str, str]]:
     """``(role, text)`` of every non-system message with text, checked."""
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise InvalidInput(f"messages: expected a list of {{'role', 'content'}} mappings, got {type(messages).__name__}")
+        raise InvalidInput("messages: expected a list of {'role', 'content'} mappings, "
+                           f"got {type(messages).__name__}")
     said: list[tuple[str, str]] = []
     for number, message in enumerate(messages, 1):
         if not isinstance(message, Mapping):
@@ -168,7 +169,8 @@ def _transcript(messages: Any) -> list[tuple[str, str]]:
             raise InvalidInput(f"message {number}: 'role' must be text such as 'user' or 'assistant', got {role!r}")
         if isinstance(content, list):  # parts: keep the text ones, skip images and the like
             content = "\n".join(p["text"] for p in content
-                                if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str))
+                                if isinstance(p, Mapping) and p.get("type") == "text"
+                                and isinstance(p.get("text"), str))
         elif content is not None and not isinstance(content, str):
             raise InvalidInput(f"message {number}: 'content' must be text or a list of parts, "
                                f"got {type(content).__name__}")
@@ -292,16 +294,17 @@ def _candidate(entry: Any, number: int, config: Config, log: logging.Logger) -> 
     content = content.strip()
     if not content:
         raise _Dropped("'content' is empty")
-    fields = {"content": content, "abstract": entry.get("abstract"), "overview": entry.get("overview")}
+    summaries: dict[str, str | None] = {}
     for key in ("abstract", "overview"):
-        if fields[key] is not None and not isinstance(fields[key], str):
+        value = entry.get(key)
+        if value is not None and not isinstance(value, str):
             log.info("memory extraction: entry %d: '%s' ignored, it is %s, not text",
-                     number, key, type(fields[key]).__name__)
-            fields[key] = None
-        elif fields[key] is not None:
-            fields[key] = fields[key].strip() or None
-    return Candidate(category=_category(entry.get("category"), number, config, log),
-                     tags=_tags(entry.get("tags"), number, log), **fields)
+                     number, key, type(value).__name__)
+            value = None
+        summaries[key] = (value.strip() or None) if value is not None else None
+    return Candidate(content=content, category=_category(entry.get("category"), number, config, log),
+                     abstract=summaries["abstract"], overview=summaries["overview"],
+                     tags=_tags(entry.get("tags"), number, log))
 
 
 def _category(name: Any, number: int, config: Config, log: logging.Logger) -> str:

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from ..foundation.errors import RepositoryError
@@ -67,11 +67,14 @@ def removal(root: Path, tip: str, mid: str) -> tuple[str, str, datetime, str, st
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", mid):
         return None
     records = Git(root).log(tip, "-E", "-i", "--all-match", f"--grep=^Memory-Id: ({mid}|[A-Za-z0-9_-]*{mid}$)",
-                            "--grep=^Action: (forgotten|trimmed)$", f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}",
+                            "--grep=^Action: (forgotten|trimmed)$",
+                            f"--format=%H{_SEP}%an{_SEP}%at{_SEP}%B{_SEP}{_END}",
                             sep=_END.encode())  # (a record is whole at its end mark)
     for record in records:  # (leaving the loop ends git)
         commit = _commit(record.decode("utf-8", "replace").lstrip("\n"))
-        for found, action, reason in commit.actions if commit else ():  # the trailers say which it removed
+        if commit is None:
+            continue
+        for found, action, reason in commit.actions:  # the trailers say which it removed
             if action in ("forgotten", "trimmed") and (found.lower().startswith(mid.lower())
                                                         or found.lower().endswith(mid.lower())):
                 return commit.sha, commit.author, commit.when, found, action, reason
@@ -90,7 +93,7 @@ def world_conflicts(root: Path, revision: str = "HEAD") -> list[tuple[str, datet
         stamp, _, listed = rest.partition(_SEP)
         if not stamp.isdigit():
             continue  # (what follows the last record)
-        when = datetime.fromtimestamp(int(stamp), tz=timezone.utc)
+        when = datetime.fromtimestamp(int(stamp), tz=UTC)
         found += [(sha, when, line.strip()) for line in listed.split("\x1d") if line.strip()]
     return found
 
@@ -100,7 +103,10 @@ def _commit(record: str) -> Commit | None:
     if len(parts) < 5:
         return None
     sha, author, stamp, message, rest = parts[0], parts[1], parts[2], parts[3], _SEP.join(parts[4:])
-    actions, current, recalls, categories = [], None, [], []
+    actions: list[list[str]] = []
+    current: list[str] | None = None
+    recalls: list[tuple[str, int]] = []
+    categories: list[tuple[str, str]] = []
     purged: str | None = None
     for line in message.splitlines():
         key, _, value = line.strip().partition(": ")
@@ -122,8 +128,8 @@ def _commit(record: str) -> Commit | None:
     skipped = sum(int(n) for n in re.findall(r"^Skipped: (\d+)$", message, re.MULTILINE))
     fields = [f for f in rest.strip("\0\n").split("\0") if f]
     files = tuple((fields[i].strip(), fields[i + 1]) for i in range(0, len(fields) - 1, 2))
-    return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=timezone.utc),
-                  message.split("\n", 1)[0], tuple(tuple(a) for a in actions), skipped, files, tuple(recalls),
+    return Commit(sha, author, datetime.fromtimestamp(int(stamp), tz=UTC),
+                  message.split("\n", 1)[0], tuple((a[0], a[1], a[2]) for a in actions), skipped, files, tuple(recalls),
                   tuple(categories), purged)
 
 

@@ -146,6 +146,6 @@ def _read_archived(config: Config, move: _Move, data: bytes) -> Memory | None:
     try:
         return read_memory(config, move.path, rel, data)
     except FormatError:
-        if place_of(rel).month is None:  # type: ignore[union-attr]  # it is a memory file: _archived chose it
+        if place_of(rel).month is None:  # type: ignore[union-attr]  # _archived chose a memory file
             raise
         return None

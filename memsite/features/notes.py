@@ -58,7 +58,7 @@ class Knowledge:
 
         wanted = {w for w in _WORD.findall(" ".join(keywords).lower()) if w not in STOPWORDS and not w.isdigit()}
         scored = []
-        for position, (text, source) in enumerate(self.patterns):
+        for position, (text, _source) in enumerate(self.patterns):
             words = set(_WORD.findall(text.lower()))  # not the source's name: its type and date say nothing
             score = len(wanted & words)
             if score:
@@ -163,7 +163,8 @@ def parse_process(text: str, where: str) -> TaskState | None:
         return TaskState(
             agent=str(meta["agent"]), type=str(meta["type"]), keywords=[str(k) for k in meta.get("keywords") or []],
             started=parse_time(meta["started"]), rounds=int(meta.get("rounds") or 0),
-            todo=[TodoItem(str(t["item"]), bool(t.get("done")), str(t.get("note") or "")) for t in meta.get("todo") or []],
+            todo=[TodoItem(str(t["item"]), bool(t.get("done")), str(t.get("note") or ""))
+                  for t in meta.get("todo") or []],
             problem=str(meta.get("problem") or ""), solution=str(meta.get("solution") or ""),
             learnings=[str(x) for x in meta.get("learnings") or []],
             world={str(k): str(v) for k, v in (meta.get("world") or {}).items()},

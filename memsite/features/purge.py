@@ -49,7 +49,8 @@ from ..storage import Storage
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
-MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Supersede ")  # a subject '<verb> <category>: <abstract>'
+# A subject '<verb> <category>: <abstract>'.
+MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Supersede ")
 PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
 PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
                   "(never what).\n\n")
@@ -81,7 +82,8 @@ class PurgeResult:
     pushed: tuple[str, ...] = ()  # the remote's branches that took the rewritten history
 
 
-def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *, refs: Iterable[str] = ()) -> PurgePlan:
+def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *,
+         refs: Iterable[str] = ()) -> PurgePlan:
     """Find every version of the memories ``ids`` (or of those whose text, now or ever, holds ``matching``).
 
     Raises:
@@ -187,12 +189,13 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
     assert tip is not None
     when = int(store.now().timestamp())
     tombstone = store.repo.write_commit(_listed(store, tip, reason, when), [tip],
-                                        _tombstone(store.agent, reason, found.ids, when), Author.writer(store.agent), when)
+                                        _tombstone(store.agent, reason, found.ids, when),
+                                        Author.writer(store.agent), when)
     rewritten[ref] = tombstone
     pushed = _publish(root, origin, rewritten) if origin is not None else {}
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
-        rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
-        expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
+        rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]  # pushed: origin is set
+        expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # pushed: origin is set (git push moved it)
     _move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
@@ -215,8 +218,8 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         return None
     expected = _ref_values(root)
     mine = store.repo.refs.read(ref)
-    own = [sha for sha in _git(root, "rev-list", "--reverse", "--topo-order", "--no-merges", mine or theirs,
-                               f"^{seen}", f"^{theirs}").stdout.split()] if mine else []
+    own = _git(root, "rev-list", "--reverse", "--topo-order", "--no-merges", mine or theirs,
+               f"^{seen}", f"^{theirs}").stdout.split() if mine else []
     local = [r for r in _refs(root) if not r.startswith("refs/remotes/")]
     try:
         found: PurgePlan | None = plan(store, ids, refs=[*local, seen])
@@ -232,7 +235,7 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
     # The rewritten image of ``seen`` on ``theirs``: the commit whose tree is seen's without the purged files
     # (the rewrite keeps every other blob, so the trees are equal). Own commits go on it, each with its own
     # files less the purged ones; the sync then merges ``theirs`` in with the merge drivers, as ever.
-    base = purged_tree(seen).hex()  # type: ignore[union-attr]
+    base = purged_tree(seen).hex()  # type: ignore[union-attr]  # a commit has a tree
     current = next((line.split()[0] for line in _git(root, "log", "--format=%H %T", theirs).stdout.splitlines()
                     if line.split()[1] == base), theirs)
     chain = own if mine in own or mine is None else [*own, mine]  # (a merge at the tip: its files too)
@@ -241,7 +244,7 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         lines = [ln for ln in header.split("\n") if not ln.startswith(("tree ", "parent "))]
         touched = any(p in paths for p, _, _ in objects.diff(repo.root_tree(repo.parents(sha)[0]),
                                                              repo.root_tree(sha)))
-        text = (f"tree {purged_tree(sha).hex()}\nparent {current}\n" + "\n".join(lines)  # type: ignore[union-attr]
+        text = (f"tree {purged_tree(sha).hex()}\nparent {current}\n" + "\n".join(lines)  # type: ignore[union-attr]  # a commit has a tree
                 + "\n\n" + _redacted(message, words, touched=touched))
         current = _git(root, "hash-object", "-t", "commit", "-w", "--stdin", input=text).stdout.strip()
     moves = {ref: current}
@@ -378,7 +381,8 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
                                   "pushes denied); nothing changed here or there: allow force pushes for the purge, "
                                   "then run it again")
         raise RepositoryError(f"cannot push the purged history to {origin.name}: "
-                              f"{(result.stderr.strip().splitlines() or ['git push failed'])[-1]}; nothing changed here")
+                              f"{(result.stderr.strip().splitlines() or ['git push failed'])[-1]}; "
+                              "nothing changed here")
     return {name: spec.partition(":")[0] for name, spec in zip(names, specs)}
 
 
@@ -408,7 +412,7 @@ def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) 
 
 def _ref_values(root: Path) -> dict[str, str]:
     listed = _git(root, "for-each-ref", "--format=%(refname) %(objectname)").stdout
-    return dict(line.split(" ", 1) for line in listed.splitlines())  # type: ignore[misc]
+    return dict(line.split(" ", 1) for line in listed.splitlines())
 
 
 def _purge_refs(root: Path) -> list[str]:

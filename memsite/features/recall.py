@@ -2,7 +2,8 @@
 
 ``store.recall`` returns :class:`Hit` objects that carry every part of the
 score, so a person (or the site) can see why a memory ranked where it did.
-The tools follow the original spec's long-term memory interface:
+The tools follow the long-term memory interface of the memory-module
+specification (docs/design.md, "The founding specifications"):
 ``record_to_memory(thinking, content)`` and ``retrieve_from_memory(keywords)``.
 """
 

@@ -26,7 +26,7 @@ floor:
   95% of them (``embedding.floor``) recall nothing, counting those some memory
   answers by words as recalling something. So it follows the number of
   memories and suits any embedder. It is measured again when the number of
-  memories has changed by a tenth, and kept in ``.memsite/vectors.sqlite3``;
+  memories has changed by :data:`RECALIBRATE`, and kept in ``.memsite/vectors.sqlite3``;
 * words >= :data:`WORDS_FLOOR`: the memory holds most of the query's words
   (by rarity), so a keyword query finds what it names.
 

@@ -165,7 +165,7 @@ def find(store: Storage, asked: Request, catalog: Catalog | None = None) -> dict
         closeness = ((s.meaning or 0.0) - low) / spread if spread else 1.0
         relevance = weight * closeness + (1 - weight) * s.bm25 * s.words ** WORDS_POWER
         kept = (s.words > 0 or (s.meaning or 0) > 0) and (
-            s.standing is None or (weight > 0 and s.standing >= line)  # type: ignore[operator]
+            s.standing is None or (weight > 0 and s.standing >= line)  # type: ignore[operator]  # line is set where standing is
             or (weight < 1 and s.words >= WORDS_FLOOR))
         whys[n] = Why(s.meaning, s.words, s.matched, relevance, line, kept, s.standing,
                       by_meaning[n], by_words.get(n))
@@ -174,7 +174,7 @@ def find(store: Storage, asked: Request, catalog: Catalog | None = None) -> dict
 
 def _places(found: dict[int, Signals], value: object) -> dict[int, int]:
     """Row number -> place (1 = best) by ``value(signals)``, of the rows that have a value; equal values share one."""
-    scored = sorted(((v, n) for n, s in found.items() if (v := value(s)) is not None),  # type: ignore[operator]
+    scored = sorted(((v, n) for n, s in found.items() if (v := value(s)) is not None),  # type: ignore[operator]  # values of one kind
                     reverse=True)
     places: dict[int, int] = {}
     for i, (v, n) in enumerate(scored):

@@ -33,7 +33,8 @@ REWORDED = 0.5  # word pairs in common below which an updated text says somethin
 class Change:
     """One memory's change in the range."""
 
-    action: str  # created | superseded | updated | merged | recalled | moved | forgotten | trimmed | deleted | transient
+    # created | superseded | updated | merged | recalled | moved | forgotten | trimmed | deleted | transient
+    action: str
     id: str
     category: str
     abstract: str
@@ -140,8 +141,8 @@ def _change(config: Config, mid: str, old: tuple[str, Memory] | None, new: tuple
     actions = [action for action, _, _ in records]
     reasons = [reason for _, reason, _ in records if reason]
     archive = f"{config.content_dir}/archive/"
-    if old is None or old[0].startswith(archive) and new is not None and not new[0].startswith(archive):
-        path, memory = new  # type: ignore[misc]
+    if old is None or (old[0].startswith(archive) and new is not None and not new[0].startswith(archive)):
+        path, memory = new  # type: ignore[misc]  # new is there when old is not
         return Change("created", mid, memory.category, memory.abstract, memory.agent, path,
                       flags=tuple(flagged(memory)))
     if new is None or (new[0].startswith(archive) and not old[0].startswith(archive)):
@@ -185,7 +186,7 @@ def _supersessions(changes: list[Change], before: dict[str, tuple[str, Memory]],
             continue
         old, successor = now[1], after.get(now[1].superseded_by)
         new_text = successor[1].content if successor else ""
-        change.action, change.superseded_by = "superseded", old.superseded_by
+        change.action, change.superseded_by = "superseded", now[1].superseded_by
         change.reason = change.reason.removeprefix(f"by {old.superseded_by}").removeprefix(": ")
         change.new_abstract = successor[1].abstract if successor else ""
         change.texts = ((was[1] if was else old).content, new_text)
@@ -243,7 +244,7 @@ def _transient(root: Path, config: Config, commits: list[history.Commit], seen: 
     changes = []
     for mid, spec, path in wanted:
         try:
-            memory = _memory(config, _place(config, path), path, blobs.get(spec, b""))  # type: ignore[arg-type]
+            memory = _memory(config, _place(config, path), path, blobs.get(spec, b""))  # type: ignore[arg-type]  # wanted holds memory files only
         except FormatError:
             continue
         if memory.id != mid:
@@ -338,7 +339,8 @@ def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str
         lines.append("")
     sections = (("superseded", "Facts that changed"), ("created", "Created"), ("merged", "Merged"),
                 ("updated", "Updated"), ("forgotten", "Forgotten"),
-                ("trimmed", "Trimmed"), ("transient", "Created then forgotten"), ("deleted", "Deleted without a record"),
+                ("trimmed", "Trimmed"), ("transient", "Created then forgotten"),
+                ("deleted", "Deleted without a record"),
                 ("moved", "Moved to another file, unchanged"))
     for action, title in sections:
         members = [c for c in report.changes if c.action == action]

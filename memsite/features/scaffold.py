@@ -164,8 +164,8 @@ def is_memory(path: Path) -> bool:
     if not settings.is_file():
         return False
     data = read_mkdocs_yml(settings)
-    extra = data.get("extra") if isinstance(data.get("extra"), dict) else {}
-    return "memsite" in extra or plugin_options(data.get("plugins")) is not None
+    extra = data.get("extra")
+    return (isinstance(extra, dict) and "memsite" in extra) or plugin_options(data.get("plugins")) is not None
 
 
 def _appended(path: Path, lines: list[str]) -> str | None:

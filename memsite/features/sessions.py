@@ -1,8 +1,9 @@
 """The event log: one immutable session record per task.
 
 ``sessions/<YYYY-MM-DD>_<type>_<keywords>.md``: frontmatter for tools (the
-site, reports) and the original spec's sections for people: task information,
-problem, solution, execution, learnings.
+site, reports) and, for people, the sections the three-dimensional memory
+specification gave the log (docs/design.md, "The founding specifications"): task
+information, problem, solution, execution, learnings.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def render(record: SessionRecord) -> str:
         meta["error"] = record.error
     outcome = record.outcome + (f" ({record.error})" if record.error else "")
     learnings = "\n".join(f"- {' '.join(item.split())}" for item in record.learnings) or "- (none recorded)"
-    plan = "\n".join(f"- [{'x' if done else ' '}] {' '.join(item.split())}" + (f" — {' '.join(note.split())}" if note else "")
+    plan = "\n".join(f"- [{'x' if done else ' '}] {' '.join(item.split())}"
+                     + (f" — {' '.join(note.split())}" if note else "")
                      for item, done, note in record.plan)
     return (
         f"---\n{dump_yaml(meta)}---\n\n"
@@ -117,7 +119,7 @@ def parse(text: str, where: str) -> SessionRecord:
         value = meta.get(name)
         if value is None and not required:
             return None
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
             raise FormatError(f"{where}: field '{name}': expected {kind.__name__}, got {value!r}; "
                               "session records are written by memsite and never edited")
         return value

@@ -211,7 +211,8 @@ def link_problems(docs_dir: Path, root: Path) -> list[str]:
     for rel, why, is_dir in sorted(_links(docs_dir, root)):
         where = "outside the repository" if why == "out" else "a folder that holds it"
         effect = "stops at it (it would walk it)" if is_dir else "skips it (it would publish that file)"
-        lines.append(f"{rel}: a symlink to {os.readlink(root / rel)}, {where}; the site build {effect}: remove the link")
+        lines.append(f"{rel}: a symlink to {os.readlink(root / rel)}, {where}; "
+                     f"the site build {effect}: remove the link")
     return lines
 
 

@@ -115,7 +115,7 @@ def _by_llm(pattern: Memory, llm: Callable[[str], str]) -> SkillCandidate | None
                                content=pattern.content)
     try:
         answer = find_object(llm(prompt))
-    except Exception as exc:  # an LLM failing is logged, never fatal: no candidate this time
+    except Exception as exc:  # noqa: BLE001 (an LLM failing is logged, never fatal: no candidate this time)
         log.warning("skill analysis of pattern %s failed: %s", pattern.id, exc)
         return None
     if not isinstance(answer, dict):
@@ -128,7 +128,8 @@ def _by_llm(pattern: Memory, llm: Callable[[str], str]) -> SkillCandidate | None
     steps = _strings(answer.get("steps"))
     if confidence < MIN_CONFIDENCE or not steps:
         return None
-    description = answer.get("description") if isinstance(answer.get("description"), str) else pattern.abstract
+    described = answer.get("description")
+    description = described if isinstance(described, str) else pattern.abstract
     return SkillCandidate(
         name=_name(str(answer.get("name") or pattern.abstract), pattern.id),
         description=" ".join(description.split())[:1024] or pattern.abstract,

@@ -147,18 +147,19 @@ def sync(store: Storage, remote: str = "origin", branch: str | None = None, *,
                     log.warning("%s/%s was rewound (a force-push?): %d commit(s) this clone had seen there are gone; "
                                 "publishing them again (forget a memory instead of rewinding the branch)",
                                 remote, shared, gone)
-            if own_moved and publish not in missing:
+            if own_moved and publish is not None and publish not in missing:
                 _take_in(store, ref, refs.read(origin.tracking(publish)), f"{remote}/{publish}")
             brought, mine, pushed = _take_in(store, ref, theirs, f"{remote}/{shared}", publish=publish, origin=origin)
             fetched += brought
             if mine is None or mine == theirs:
                 return SyncResult(remote, shared, UP_TO_DATE, fetched, 0, attempt, publish, restored=restored)
-            queue = publish is not None and _leave_to_queue(store, theirs)
+            # Left to the merge queue: only the agent branch is pushed.
+            queued = publish if publish is not None and _leave_to_queue(store, theirs) else None
             if tries is None and attempt == 1 and publish is not None and _queue_seen(store, theirs):
                 tries = 1  # a merge queue runs: a sync that lost the race is queued, as it has always been
-            updates = {publish: mine} if queue else {shared: mine, **({publish: mine} if publish else {})}
+            updates = {queued: mine} if queued else {shared: mine, **({publish: mine} if publish else {})}
             outcome = _push(origin, updates)
-            if publish and not queue and not outcome[publish].ok and not outcome[publish].rejected \
+            if publish and not queued and not outcome[publish].ok and not outcome[publish].rejected \
                     and not outcome[shared].ok:
                 # A hook refused the whole push for the shared branch's sake (protected): publish alone.
                 outcome[publish] = _push(origin, {publish: mine})[publish]
@@ -167,8 +168,8 @@ def sync(store: Storage, remote: str = "origin", branch: str | None = None, *,
                     raise RepositoryError(f"{remote} refused {publish}: {outcome[publish].reason}; nothing was "
                                           "published (the commits stay in this clone)")
                 own_moved = True
-            if queue:
-                if outcome[publish].ok:  # type: ignore[index]
+            if queued:
+                if outcome[queued].ok:
                     return SyncResult(remote, shared, QUEUED, fetched, pushed, attempt, publish, restored=restored,
                                       note="the merge queue is running" if store.config.sync_integrate == "auto"
                                       else "sync.integrate: queue")
@@ -316,12 +317,12 @@ def _take_in(store: Storage, ref: str, theirs: str | None, label: str, *, publis
             return 0, mine, ahead
         tree: bytes | None = None  # a fast-forward
         settled: list[str] = []
-        if ahead:
-            outcome, settled = _merge(store, mine, theirs)  # type: ignore[arg-type]
+        if ahead and mine is not None:  # (nothing is ahead without a branch of one's own)
+            outcome, settled = _merge(store, mine, theirs)
             if outcome.tree is None:
                 published = ""
                 if publish and origin is not None:  # the agent's work is safe on the remote all the same
-                    if _push(origin, {publish: mine})[publish].ok:  # type: ignore[dict-item]
+                    if _push(origin, {publish: mine})[publish].ok:
                         published = f"; this clone's commits are published on {publish}"
                 raise ConflictError(f"merging {label} left conflicts in {_conflict(outcome)}: both sides changed "
                                     f"the same key or text differently; nothing was merged{published}. Merge by hand "

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -224,7 +224,7 @@ class Setting:
     def describe(self) -> str:
         shown = "(removed)" if self.value is None else " ".join(self.value.split())
         shown = shown if len(shown) <= 80 else shown[:79] + "…"
-        at = datetime.fromtimestamp(self.when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        at = datetime.fromtimestamp(self.when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         return f"{shown!r} ({self.agent}, {at})"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -208,7 +208,8 @@ class Config:
     Chosen with ``bench/longterm.py --set validation``; its held-out questions never took part."""
     embedding_model: str = setting("auto", "embedding.model", _model, null=True)
     """The embedder recall uses: ``minilm``, ``wordllama``, ``none`` (words only), ``auto`` (minilm when
-    onnxruntime is installed, else wordllama when it is, else none), or ``model2vec:``, ``fastembed:`` or ``sentence-transformers:`` followed by a folder or a model name."""
+    onnxruntime is installed, else wordllama when it is, else none), or ``model2vec:``, ``fastembed:`` or
+    ``sentence-transformers:`` followed by a folder or a model name."""
     embedding_floor: float = setting(0.95, "embedding.floor", _number(0, 1))
     """The share of off-topic background questions that must recall nothing: sets the meaning floor
     (see memsite/features/relevance.py); 0 turns the floor off (every query gets its closest memories)."""
@@ -261,7 +262,7 @@ class Config:
         :func:`segment_name`), chosen when it is written.
         """
         top = self.archive_dir if archived else self.memories_dir
-        return f"{top}/{category.folder}/{created.astimezone(timezone.utc):%Y-%m}"
+        return f"{top}/{category.folder}/{created.astimezone(UTC):%Y-%m}"
 
     @property
     def world_path(self) -> str:
@@ -367,7 +368,7 @@ _TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", _ignore_tag)
 def read_mkdocs_yml(path: Path) -> dict[str, Any]:
     """The settings in ``path`` as plain data (tags read as null)."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)  # noqa: S506
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)  # noqa: S506 (a SafeLoader that reads tags as null)
     except FileNotFoundError:
         raise ConfigError(f"{path}: not found; run 'memsite init' to create a memory repository") from None
     except yaml.YAMLError as exc:

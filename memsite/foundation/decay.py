@@ -102,7 +102,8 @@ def plan_trim(
 
     order = sorted(
         (m for m in members if not m.pinned),
-        key=lambda m: (decay_score(1.0, m.created, m.active_count, now, half_life_days, active_weight), m.created, m.id),
+        key=lambda m: (decay_score(1.0, m.created, m.active_count, now, half_life_days, active_weight),
+                       m.created, m.id),
     )
     trimmed: list[str] = []
     for member in order:

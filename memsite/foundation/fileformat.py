@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 from frontmatter.default_handlers import YAMLHandler
+from yaml.representer import SafeRepresenter
 
 from .errors import FormatError
 from .record import FIELD_ORDER, ID_RE, Memory, format_time, parse_time
@@ -45,32 +46,32 @@ class _Restrictions:
         if kind is yaml.ScalarNode and implicit[0]:
             tag = _RESOLVED.get(value)
             if tag is None:
-                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]  # a mixin: the loader has it
                 if len(_RESOLVED) < 4096:
                     _RESOLVED[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)  # type: ignore[misc]
+        return super().resolve(kind, value, implicit)  # type: ignore[misc]  # a mixin: the loader has it
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
-        if node in self.constructed_objects:  # type: ignore[attr-defined]
+        if node in self.constructed_objects:  # type: ignore[attr-defined]  # a mixin: the loader has it
             raise _YamlRefused("anchors and aliases (&name, *name) are not allowed", node.start_mark)
         if isinstance(node, yaml.ScalarNode):
             implicit = (False, True) if node.style else (True, False)  # plain: None (pure), "" (libyaml)
-            expected = self.resolve(yaml.ScalarNode, node.value, implicit)  # type: ignore[attr-defined]
+            expected = self.resolve(yaml.ScalarNode, node.value, implicit)
         elif isinstance(node, yaml.SequenceNode):
             expected = "tag:yaml.org,2002:seq"
         else:
             expected = "tag:yaml.org,2002:map"
         if node.tag != expected:
             raise _YamlRefused(f"YAML tags ({node.tag}) are not allowed", node.start_mark)
-        return super().construct_object(node, deep)  # type: ignore[misc]
+        return super().construct_object(node, deep)  # type: ignore[misc]  # a mixin: the loader has it
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()
         for key_node, _ in node.value:
             text_key = isinstance(key_node, yaml.ScalarNode) and (
                 bool(key_node.style)
-                or self.resolve(yaml.ScalarNode, key_node.value, (True, False)) == "tag:yaml.org,2002:str"  # type: ignore[attr-defined]
+                or self.resolve(yaml.ScalarNode, key_node.value, (True, False)) == "tag:yaml.org,2002:str"
             )
             if not text_key:
                 got = repr(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "a list or mapping"
@@ -78,7 +79,7 @@ class _Restrictions:
             if key_node.value in seen:
                 raise _YamlRefused(f"key {key_node.value!r} appears twice", key_node.start_mark)
             seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]  # a mixin: the loader has it
 
 
 class _RestrictedLoader(_Restrictions, yaml.SafeLoader):
@@ -95,10 +96,10 @@ class _RestrictedLoader(_Restrictions, yaml.SafeLoader):
 
 
 # libyaml parses much faster; the restrictions above apply to it alike.
-_FastLoader: type | None = None
+_FastLoader: type[yaml.CSafeLoader] | None = None
 if hasattr(yaml, "CSafeLoader"):
 
-    class _FastLoader(_Restrictions, yaml.CSafeLoader):  # type: ignore[no-redef]
+    class _FastLoader(_Restrictions, yaml.CSafeLoader):  # type: ignore[no-redef]  # None without libyaml
         """libyaml twin of _RestrictedLoader."""
 
 
@@ -131,10 +132,10 @@ class _CanonicalDumper(yaml.SafeDumper):
 # libyaml's emitter writes the same bytes much faster, except that it escapes
 # characters beyond U+FFFF (emoji) where the reference writes them as they
 # are; it is used only for data without them (tests pin the outputs equal).
-_FastDumper: type | None = None
+_FastDumper: type[yaml.CSafeDumper] | None = None
 if hasattr(yaml, "CSafeDumper"):
 
-    class _FastDumper(yaml.CSafeDumper):  # type: ignore[no-redef]
+    class _FastDumper(yaml.CSafeDumper):  # type: ignore[no-redef]  # None without libyaml
         """libyaml twin of _CanonicalDumper."""
 
 
@@ -144,7 +145,7 @@ _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 _OTHER_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 
 
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
+def _represent_str(dumper: SafeRepresenter, value: str) -> yaml.ScalarNode:
     # YAML also breaks lines at \r, NEL, LS and PS: only double quotes (where
     # they are escaped) keep them; plain or block styles would fold them.
     if _OTHER_BREAKS.search(value):
@@ -154,7 +155,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-def _represent_dict(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> Any:
+def _represent_dict(dumper: SafeRepresenter, value: dict[Any, Any]) -> yaml.MappingNode:
     # Mappings are always one key per line; only lists of plain values go inline.
     return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=False)
 
@@ -226,11 +227,11 @@ def load_yaml(text: str, where: str, *, pure: bool = False) -> Any:
     # and so does whatever libyaml refuses, so the reference decides every refusal.
     if not pure and _FastLoader is not None and "!" not in text:
         try:
-            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - restricted loader
+            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 (the restricted loader)
         except yaml.YAMLError:
             pass
     try:
-        return yaml.load(text, Loader=_RestrictedLoader)  # noqa: S506 - restricted loader
+        return yaml.load(text, Loader=_RestrictedLoader)  # noqa: S506 (the restricted loader)
     except _YamlRefused as exc:
         raise FormatError(f"{where}: line {exc.mark.line + 2}: {exc.message}; write plain values") from None
     except yaml.YAMLError as exc:
@@ -319,10 +320,10 @@ def dump_yaml(data: dict[str, Any], *, pure: bool = False) -> str:
         fast = _fast_dump(data)
         if fast is not None:
             return fast
-    fast = _FastDumper is not None and not pure and not _has_astral(data)
+    emitter = _FastDumper if _FastDumper is not None and not pure and not _has_astral(data) else _CanonicalDumper
     return yaml.dump(
         data,
-        Dumper=_FastDumper if fast else _CanonicalDumper,
+        Dumper=emitter,
         sort_keys=False,
         default_flow_style=None,
         allow_unicode=True,
@@ -407,11 +408,17 @@ def memory_from_fields(
         got = meta.get(name, "<missing>")
         return FormatError(f"{where}: field '{name}': expected {expected}, got {got!r}; {fix}")
 
-    def text_field(name: str, *, required: bool = True) -> str | None:
+    def text_field(name: str) -> str:
         value = meta.get(name)
-        if value is None and not required:
+        if not isinstance(value, str) or not value.strip():
+            raise problem(name, "non-empty text", "quote the value if it looks like a number or date")
+        return value
+
+    def optional_text_field(name: str) -> str | None:
+        value = meta.get(name)
+        if value is None:
             return None
-        if not isinstance(value, str) or (required and not value.strip()):
+        if not isinstance(value, str):
             raise problem(name, "non-empty text", "quote the value if it looks like a number or date")
         return value
 
@@ -422,10 +429,11 @@ def memory_from_fields(
         try:
             return parse_time(value)
         except ValueError:
-            raise problem(name, "an ISO-8601 UTC time like 2026-11-20T14:03:00Z", "write the time in that form") from None
+            raise problem(name, "an ISO-8601 UTC time like 2026-11-20T14:03:00Z",
+                          "write the time in that form") from None
 
     mid = text_field("id")
-    if not ID_RE.match(mid or ""):
+    if not ID_RE.match(mid):
         raise problem("id", "an id of 6-64 letters, digits, '-' or '_'", "keep the id memsite wrote; never edit it")
     cat = text_field("category")
     if category is not None and cat != category:
@@ -446,7 +454,7 @@ def memory_from_fields(
     pinned = meta.get("pinned", False)
     if not isinstance(pinned, bool):
         raise problem("pinned", "true or false", "write true or false")
-    links = {}
+    links: dict[str, str | None] = {}
     for name in ("supersedes", "superseded_by"):
         value = meta.get(name)
         if value is not None and (not isinstance(value, str) or not ID_RE.match(value) or value == mid):
@@ -465,14 +473,15 @@ def memory_from_fields(
         agent=text_field("agent"),
         created=time_field("created"),
         updated=time_field("updated"),
-        source=text_field("source", required=False),
+        source=optional_text_field("source"),
         tags=tuple(tags),
         active_count=count,
         last_recalled=time_field("last_recalled", required=False),
         pinned=pinned,
         valid_until=valid_until,
         content=body,
-        **links,
+        supersedes=links["supersedes"],
+        superseded_by=links["superseded_by"],
         extra={k: v for k, v in meta.items() if k not in known},
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from typing import BinaryIO
 
 from . import secrets
@@ -130,7 +130,8 @@ def tags(values: Iterable[object] | str | None) -> tuple[str, ...]:
     for tag in values:
         if not isinstance(tag, str) or not _TAG_RE.match(tag) or ".." in tag:
             raise InvalidInput(
-                f"tag {tag!r}: use a word of up to 50 letters, digits, '_', '.', '+', '#' or '-' (no '/', spaces or '..')"
+                f"tag {tag!r}: use a word of up to 50 letters, digits, '_', '.', '+', '#' or '-' "
+                "(no '/', spaces or '..')"
             )
         if tag not in result:
             result.append(tag)
@@ -181,7 +182,7 @@ def moment(value: object, what: str, now: datetime, *, end_of_day: bool = False)
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, date):
         return _day(value, end_of_day)
     if not isinstance(value, str):
@@ -204,4 +205,4 @@ def moment(value: object, what: str, now: datetime, *, end_of_day: bool = False)
 
 
 def _day(day: date, end: bool) -> datetime:
-    return datetime.combine(day, time.max if end else time.min, tzinfo=timezone.utc)
+    return datetime.combine(day, time.max if end else time.min, tzinfo=UTC)

@@ -13,7 +13,7 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -152,12 +152,12 @@ def short_id(mid: str) -> str:
 
 def utcnow() -> datetime:
     """Now, in UTC, to the second (the precision memory files keep)."""
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 def format_time(value: datetime) -> str:
     """``2026-11-20T14:03:00Z``: ISO-8601 in UTC, as written to files."""
-    return _format_utc(value.astimezone(timezone.utc))
+    return _format_utc(value.astimezone(UTC))
 
 
 @functools.lru_cache(maxsize=256)  # a write formats each time several times; a transaction, one time for many memories
@@ -165,11 +165,11 @@ def _format_utc(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text: str) -> datetime:
+def parse_time(text: object) -> datetime:
     """Parse a timestamp written by :func:`format_time`; ValueError otherwise."""
     if not isinstance(text, str) or not _ISO_RE.match(text):
         raise ValueError(text)
-    return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)  # the form is checked above
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)  # the form is checked above
 
 
 # --- text helpers ----------------------------------------------------------

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import re
 import zlib
+from itertools import pairwise
 
 _WORD = re.compile(r"\w+")
 
@@ -48,7 +49,7 @@ def fingerprint(text: str) -> str:
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
     found = _word_tuple(text)
-    return set(zip(found, found[1:])) if len(found) >= 2 else {(w,) for w in found}
+    return set(pairwise(found)) if len(found) >= 2 else {(w,) for w in found}
 
 
 def similarity(a: str, b: str) -> float:

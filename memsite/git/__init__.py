@@ -19,5 +19,5 @@ from .repo import Repository
 from .settings import GitConfig, git_environment
 from .worktree import FilesAhead
 
-__all__ = ["PACK_TMP_PREFIX", "Author", "Entry", "FilesAhead", "Git", "GitConfig", "GitFailed", "ObjectDatabase", "RefMoved",
-           "Refs", "Repository", "blob_id", "git_environment", "keep_of", "merge_file"]
+__all__ = ["PACK_TMP_PREFIX", "Author", "Entry", "FilesAhead", "Git", "GitConfig", "GitFailed", "ObjectDatabase",
+           "RefMoved", "Refs", "Repository", "blob_id", "git_environment", "keep_of", "merge_file"]

@@ -310,7 +310,7 @@ class Checkout:
         that checkout (when HEAD has a reflog). An index that matches an
         older tree otherwise holds a person's staged changes.
         """
-        queue, seen = [tip], set()
+        queue, seen = [tip], set[str]()
         while queue and len(seen) < CATCH_UP_COMMITS:
             current = queue.pop(0)
             if current in seen:
@@ -392,7 +392,7 @@ class Checkout:
                 self.match_head(list(files), lock)
                 lock.commit(self.settings.flush("index"))
                 self.journal.end()
-            except Exception:
+            except Exception:  # noqa: BLE001 (the next write repairs it: said below)
                 log.warning("could not repair %s now; the next write will", ", ".join(files))
             if not moved or sha is None:
                 raise

@@ -11,6 +11,7 @@ git only through here (``tests/test_layers.py`` checks).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -108,7 +109,7 @@ class Git:
         """
         proc = subprocess.Popen(["git", *self._global, *args], cwd=self.cwd, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=git_environment())
-        assert proc.stdout is not None
+        assert isinstance(proc.stdout, io.BufferedReader)  # (a buffered pipe: read1 returns what is there)
         try:
             pending = b""
             while True:

@@ -36,6 +36,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TypeVar
 
@@ -84,7 +85,8 @@ BASE_CACHE_SIZE = 8
 # then the names, sorted, NUL-separated (no path holds a NUL); 'exact' when
 # they are the base's own (see _Names). Several writers
 # take turns: after a fold each one's next write needed the new base's names,
-# parsed from the index at far more cost than they are read here. Written and read under ``index.lock``, which serialises them.
+# parsed from the index at far more cost than they are read here. Written and read under ``index.lock``,
+# which serialises them.
 NAMES_FILE = "memsite-index-names"
 
 
@@ -207,7 +209,7 @@ def _exact_names(data: bytes) -> _Names:
     """The names of a shared index, marked exact when each is there once at stage 0 (so a name's place among the
     sorted names is its entry's position); a base with stages is left to git."""
     names = _names(data)
-    exact = all(a < b for a, b in zip(names, names[1:]))  # git writes them sorted: one pass to check
+    exact = all(a < b for a, b in pairwise(names))  # git writes them sorted: one pass to check
     return _Names(names, exact=exact)
 
 

@@ -254,11 +254,12 @@ class PackMaintenance:
             for binsha, crc, entry in found:
                 entries.setdefault(binsha, (crc, entry))
             merged.append(name)
-        kept = []
+        kept: list[str] = []
         for name in gone:
             remove_pack(folder, name, kept)
         if len(merged) >= 2:
-            new = write_pack(folder, [(binsha, crc, entry) for binsha, (crc, entry) in entries.items()], self._flush_pack)
+            new = write_pack(folder, [(binsha, crc, entry) for binsha, (crc, entry) in entries.items()],
+                             self._flush_pack)
             for name in merged:
                 del listed[name]
                 remove_pack(folder, name, kept)

@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # (Windows: the file lock alone)
 
 
 class LockTimeout(Exception):

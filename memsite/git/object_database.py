@@ -156,7 +156,8 @@ class ObjectDatabase:
             pass  # not loose here (or not ours to touch): write it loose
         # Written to a temporary name then renamed: a kill leaves a tmp_obj_*
         # file (git's own prefix, removed by git gc), never a truncated object.
-        compressed = zlib.compress(b"%s %d\x00%s" % (kind, len(data), data), 0 if is_large_tree(kind, data) else self._level)
+        level = 0 if is_large_tree(kind, data) else self._level
+        compressed = zlib.compress(b"%s %d\x00%s" % (kind, len(data), data), level)
         files.store(path, f"{folder}/tmp_obj_{os.getpid()}_{next(_tmp_counter)}", compressed, mode=0o444,
                     flush=self._flush_loose)
         return True
@@ -395,7 +396,8 @@ class ObjectDatabase:
             else:
                 yield path, entry
 
-    def diff(self, old: bytes | None, new: bytes | None, prefix: str = "") -> Iterator[tuple[str, Entry | None, Entry | None]]:
+    def diff(self, old: bytes | None, new: bytes | None,
+             prefix: str = "") -> Iterator[tuple[str, Entry | None, Entry | None]]:
         """Files that differ between two trees as (path, old entry, new entry).
 
         Folders with the same id are skipped without reading them, so a diff
@@ -410,12 +412,12 @@ class ObjectDatabase:
             if a == b:
                 continue
             path = f"{prefix}{name}"
-            a_dir = a is not None and a.is_tree
-            b_dir = b is not None and b.is_tree
-            if a_dir or b_dir:
-                yield from self.diff(a.sha if a_dir else None, b.sha if b_dir else None, path + "/")
-            if (a is not None and not a_dir) or (b is not None and not b_dir):
-                yield path, (None if a_dir else a), (None if b_dir else b)
+            a_tree = a.sha if a is not None and a.is_tree else None
+            b_tree = b.sha if b is not None and b.is_tree else None
+            if a_tree is not None or b_tree is not None:
+                yield from self.diff(a_tree, b_tree, path + "/")
+            if (a is not None and a_tree is None) or (b is not None and b_tree is None):
+                yield path, (None if a_tree is not None else a), (None if b_tree is not None else b)
 
     def _changed_entries(self, old: bytes | None, new: bytes | None) -> tuple[dict[str, Entry], dict[str, Entry]]:
         """The entries of each tree that the other lacks (or has differently), by name."""

@@ -93,7 +93,8 @@ class Remote:
             result = _git(self.root, *args, check=False)
             if result.returncode == 0:
                 return missing
-            gone = [b for b in wanted if b not in missing and f"couldn't find remote ref refs/heads/{b}" in result.stderr]
+            gone = [b for b in wanted
+                    if b not in missing and f"couldn't find remote ref refs/heads/{b}" in result.stderr]
             if not gone:
                 self.check()  # (no such remote: say so rather than 'not a git repository')
                 raise _failure(self.name, "fetch", result.stderr, self.root)

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import overload
 
 from ..foundation.errors import RepositoryError
 from .checkout import Checkout
@@ -53,8 +54,8 @@ DELTAS_TIMEOUT_SECONDS = 60.0  # how long closing a store waits for git to store
 # It is run instead after commits whose id starts with these characters: one
 # write in 256, the rate at which git samples objects/17/ to decide.
 GC_SAMPLE = "17"
+_FULL_ID = re.compile(r"[0-9a-fA-F]{40}")  # a revision that is a commit id already: read, not asked of git
 # git operations that leave the checkout between two states, and how to end each.
-_FULL_ID = re.compile(r"[0-9a-fA-F]{40}")
 OPERATIONS = (
     ("rebase-merge", "a rebase", "git rebase --continue or --abort"),
     ("rebase-apply/applying", "git am", "git am --continue or --abort"),
@@ -112,7 +113,8 @@ class Repository:
                                  settings=self.settings)
         # Checked before every write, as plain strings (cheap next to a write).
         self._operations = [(str(self.git_dir / name), what, fix) for name, what, fix in OPERATIONS]
-        self._write_folders = [str(folder) for folder in (self.common_dir / "objects", self.common_dir / "refs" / "heads",
+        self._write_folders = [str(folder) for folder in (self.common_dir / "objects",
+                                                          self.common_dir / "refs" / "heads",
                                                           self.git_dir, self.state_dir, self.root)]
 
     @property
@@ -163,7 +165,7 @@ class Repository:
             try:
                 maintenance.wait_for_deltas(DELTAS_TIMEOUT_SECONDS)  # (other writers go on meanwhile)
                 maintenance.merge_own_packs(wait=DELTAS_TIMEOUT_SECONDS)
-            except Exception as exc:  # its packs stay; a later 'git gc' tidies them
+            except Exception as exc:  # noqa: BLE001 (its packs stay; a later 'git gc' tidies them)
                 log.warning("could not take in git's pack of memsite's objects (%s)", exc)
         self.locks.close()  # (the files of locks taken outside the write lock too)
         self.objects.close()
@@ -254,9 +256,9 @@ class Repository:
                 then = "write to it once that is done, or to another branch"
             raise RepositoryError(f"{ref.removeprefix('refs/heads/')}: is {how} in the worktree {folder}; {then}")
         folders = self._write_folders if here else self._write_folders[:-1]
-        for folder in folders:
-            if not os.access(folder, os.W_OK):
-                raise RepositoryError(f"{self.locks.show(Path(folder))}: is read-only, so memsite cannot write "
+        for writable in folders:
+            if not os.access(writable, os.W_OK):
+                raise RepositoryError(f"{self.locks.show(Path(writable))}: is read-only, so memsite cannot write "
                                       "memories here; make it writable, or write from a clone you can write to")
 
     def _in_use_elsewhere(self, ref: str) -> tuple[Path, str] | None:
@@ -282,6 +284,12 @@ class Repository:
                 return folder, how
         return None
 
+    @overload
+    def root_tree(self, commit: str) -> bytes: ...
+    @overload
+    def root_tree(self, commit: None) -> None: ...
+    @overload
+    def root_tree(self, commit: str | None) -> bytes | None: ...
     def root_tree(self, commit: str | None) -> bytes | None:
         """The root tree id of ``commit`` (None for no commit)."""
         return self.commits.root_tree(commit)
@@ -408,7 +416,7 @@ class Repository:
             if not built:
                 with self.objects.batch():  # the commit's objects: one pack, stored before the branch moves
                     written = [path for path, data in files.items() if data is not None]
-                    shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]
+                    shas = self.objects.write_many(b"blob", [files[path] for path in written])  # type: ignore[misc]  # written: not None
                     entries: dict[str, Entry | None] = {path: None for path, data in files.items() if data is None}
                     entries.update((path, Entry(MODE_FILE, sha)) for path, sha in zip(written, shas))
                     built.append(self.commits.write_change(base, entries, parent, message, author, when))
@@ -432,7 +440,7 @@ class Repository:
                 made = built[0] if built else None
                 try:
                     landed = made is not None and self.refs.read(ref) == made
-                except Exception:
+                except Exception:  # noqa: BLE001 (the write's own error is raised below)
                     landed = False  # the catalog then catches up from git
                 _settle(settle, made if landed else None)
             raise
@@ -466,7 +474,8 @@ class Repository:
 
         def build() -> str:
             if not made:
-                made.append(theirs if tree is None else self.commits.write(tree, [parent, theirs], message, author, when))
+                made.append(theirs if tree is None
+                            else self.commits.write(tree, [parent, theirs], message, author, when))
             return made[0]
 
         def move(sha: str) -> None:
@@ -482,9 +491,9 @@ class Repository:
                                       f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}")
             return sha
         files = {path: None if new is None else self.objects.read_blob(new.sha) for path, _, new in changes}
-        sha = self.checkout.commit_locked(ref, parent, files, base, build, move, None, None)
-        assert sha is not None
-        return sha
+        merged = self.checkout.commit_locked(ref, parent, files, base, build, move, None, None)
+        assert merged is not None
+        return merged
 
     def with_file(self, tree: bytes, path: str, data: bytes) -> bytes:
         """``tree`` with the file at ``path`` holding ``data`` (objects written; no branch moves)."""
@@ -499,7 +508,7 @@ class Repository:
         maintenance still works."""
         try:
             self.objects.maintenance.maintain()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (maintenance is optional: the commit has landed)
             log.warning("merging memsite's packs failed (%s); they stay as they are", exc)
         if commit.startswith(GC_SAMPLE):
             self.git.run("gc", "--auto", "--quiet", capture=False, idle=True)  # (it detaches: no pipe to wait on)
@@ -531,7 +540,7 @@ def _settle(settle: Callable[[str | None], None], sha: str | None) -> None:
     """Tell the caller's record of a commit whether it landed; its failure never hides the commit."""
     try:
         settle(sha)
-    except Exception as exc:  # the commit stands; the reader catches up from git
+    except Exception as exc:  # noqa: BLE001 (the commit stands; the reader catches up from git)
         if sha is not None:
             log.warning("commit %s landed; recording it in the catalog failed (%s)", sha[:12], exc)
 

@@ -142,7 +142,8 @@ def _bool(value: Any, key: str) -> bool:
     try:
         return int(text) != 0
     except ValueError:
-        raise RepositoryError(f"git config {key} = {value!r} is not a boolean; fix it with 'git config {key} true'") from None
+        raise RepositoryError(f"git config {key} = {value!r} is not a boolean; "
+                              f"fix it with 'git config {key} true'") from None
 
 
 def _level(value: Any) -> int:

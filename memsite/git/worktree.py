@@ -78,7 +78,7 @@ class Background(Generic[T]):
     def _run(self) -> None:
         try:
             self.value = self._work()
-        except BaseException as exc:  # handed to the caller by result()
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller by result())
             self._error = exc
 
     def __enter__(self) -> Background[T]:
@@ -99,7 +99,7 @@ class Background(Generic[T]):
     def result(self) -> T:
         if self._error is not None:
             raise self._error
-        return self.value  # type: ignore[return-value]
+        return self.value  # type: ignore[return-value]  # set, as work did not fail
 
 
 # The program of the process that writes a commit's files ahead (see FilesAhead): frames of

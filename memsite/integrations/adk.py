@@ -62,7 +62,7 @@ TAG = "adk"
 SEARCH_LIMIT = 10  # as ADK's InMemoryMemoryService
 
 
-class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
+class MemsiteMemoryService(BaseMemoryService):
     """An ADK memory service whose memories are in a memsite repository.
 
     Args:
@@ -138,8 +138,8 @@ class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
     def _write(self, app_name: str, user_id: str, session_id: str | None,
                found: Iterable[tuple[str, str, Iterable[str]]]) -> None:
         """Remember what is new for this app and user, in one commit (none when nothing is)."""
-        found = [(content, category, tags, _key(app_name, user_id, content)) for content, category, tags in found]
-        if not found:
+        keyed = [(content, category, tags, _key(app_name, user_id, content)) for content, category, tags in found]
+        if not keyed:
             return
         scope = _scope_tags(app_name, user_id)
         source = f"adk session {session_id}" if session_id else "adk"
@@ -148,7 +148,7 @@ class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
             # memsite's dedup is by category, across users: this one is by app and user, exact.
             known = {key for _, _, key in storage_of(self.store).catalog.with_field("adk_key")}
             new = 0
-            for content, category, tags, key in found:
+            for content, category, tags, key in keyed:
                 if key not in known:
                     known.add(key)
                     tx.remember(content, category=category, tags=[*_valid_tags(tags), *scope], source=source,
@@ -175,7 +175,8 @@ class MemsiteMemoryService(BaseMemoryService):  # type: ignore[misc]
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _LEAD_IN = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind)(?:\s+that)?[:,]?\s+", re.IGNORECASE)
 _ABOUT_ME = re.compile(r"^(?:i|i'm|i am|i've|i have|i'd|i was|i will|i'll|my|we|we're|we are|our)\b", re.IGNORECASE)
-_ASKING = re.compile(r"^(?:i\s+(?:wonder|think|guess|see|mean|need help|want to know|would like to know|'d like to know)"
+_ASKING = re.compile(r"^(?:i\s+(?:wonder|think|guess|see|mean|need help|want to know"
+                     r"|would like to know|'d like to know)"
                      r"|i\s+(?:want|need)\s+you\b)", re.IGNORECASE)
 _PREFERENCE = re.compile(r"\b(?:prefer|like|love|enjoy|hate|dislike|favou?rite|rather|don't like|do not like)\b",
                          re.IGNORECASE)
@@ -238,7 +239,7 @@ def _tag(prefix: str, name: object) -> str:
 
 def _valid_tags(tags: Iterable[str]) -> list[str]:
     """The model's tags that memsite takes (a bad one is dropped, not the memory)."""
-    kept = []
+    kept: list[str] = []
     for tag in tags:
         try:
             kept += inputs.tags([tag])

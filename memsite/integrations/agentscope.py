@@ -15,8 +15,8 @@ It follows the shape of AgentScope's own ``Mem0Middleware``. In
 ``static_control`` the middleware recalls what the user's message is about
 before each reply (the hits go into the agent's context as a hint) and
 records the exchange after it; in ``agent_control`` it offers the model the
-tools ``record_to_memory`` and ``retrieve_from_memory`` (the original spec's
-names), which need no permission step; ``both`` does both. A tool call the
+tools ``record_to_memory`` and ``retrieve_from_memory`` (the names of the
+memory-module specification in docs/design.md), which need no permission step; ``both`` does both. A tool call the
 tool's schema refuses (a missing or unknown argument) is answered by
 AgentScope with an error the model reads, and the reply goes on.
 
@@ -38,6 +38,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from ..api import storage_of
 from ..features.recall import TOOLS, format_hits, record_items, superseded
 from ..foundation.errors import MemsiteError
 from . import unusable
@@ -101,7 +102,7 @@ def _record_items(store: MemoryStore, category: str, thinking: str, content: Ite
         replaced = superseded({"supersedes": supersedes, "content": items})
     except ValueError as exc:
         return f"Error: {exc}"
-    return record_items(store, thinking, items, category, supersedes=replaced)
+    return record_items(storage_of(store), thinking, items, category, supersedes=replaced)
 
 
 def _retrieve_items(store: MemoryStore, keywords: Iterable[str], limit: int) -> str:
@@ -238,7 +239,7 @@ if MAJOR == 2:
         is_concurrency_safe = False
         is_read_only = False
 
-        def run(self, thinking: str, content: list[str], supersedes: str | None = None) -> str:  # type: ignore[override]
+        def run(self, thinking: str, content: list[str], supersedes: str | None = None) -> str:  # type: ignore[override]  # the model sees these names
             return _record_items(self.middleware.store, self.middleware.category, thinking, content, supersedes)
 
     class _RetrieveFromMemory(_MemoryTool):
@@ -246,7 +247,7 @@ if MAJOR == 2:
         is_concurrency_safe = True
         is_read_only = True
 
-        def run(self, keywords: list[str]) -> str:  # type: ignore[override]
+        def run(self, keywords: list[str]) -> str:  # type: ignore[override]  # the model sees these names
             return _retrieve_items(self.middleware.store, keywords, self.middleware.limit)
 
 else:

@@ -244,7 +244,8 @@ class MemoryFiles:
             return
         self.store.fresh()
         files: dict[str, _File] = {}
-        for mid, size, path, newlines, exact in storage_of(self.store).catalog.with_field("file", "file_newlines", "file_text"):
+        fields = storage_of(self.store).catalog.with_field("file", "file_newlines", "file_text")
+        for mid, size, path, newlines, exact in fields:
             where = _file_of(path)
             if where is not None:
                 size = len(exact.encode("utf-8")) if isinstance(exact, str) else size + _newlines(newlines)
@@ -320,7 +321,8 @@ class MemoryFiles:
             entries.append((node[0], f"{name}/"))
             for child in sorted(node[1]):
                 value = node[1][child]
-                entries.append((value[0], f"{name}/{child}/") if isinstance(value, list) else (value, f"{name}/{child}"))
+                entries.append((value[0], f"{name}/{child}/") if isinstance(value, list)
+                               else (value, f"{name}/{child}"))
         head = (f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:\n"
                 f"{_size(total)}\t{path}")
         first, last = _entry_range(view_range, len(entries))
@@ -405,7 +407,7 @@ def _refusals(method: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
-class MemsiteMemoryTool(BetaAbstractMemoryTool):  # type: ignore[misc]
+class MemsiteMemoryTool(BetaAbstractMemoryTool):
     """Claude's memory tool (``memory_20250818``) whose ``/memories`` are memories in a memsite repository.
 
     Args:
@@ -445,7 +447,7 @@ class MemsiteMemoryTool(BetaAbstractMemoryTool):  # type: ignore[misc]
         return _refusals(self.files.clear_all)()
 
 
-class MemsiteAsyncMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc]
+class MemsiteAsyncMemoryTool(BetaAsyncAbstractMemoryTool):
     """:class:`MemsiteMemoryTool` for the SDK's async client: each command runs in a worker thread.
 
     Args:
@@ -483,7 +485,7 @@ class MemsiteAsyncMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc]
 
 
 async def _in_thread(method: Callable[..., str], *args: Any) -> str:
-    return await run_sync(lambda: _refusals(method)(*args))  # type: ignore[no-any-return]
+    return await run_sync(lambda: _refusals(method)(*args))
 
 
 def _arg(command: Any, name: str) -> Any:
@@ -511,8 +513,8 @@ def _relative(path: object) -> str:
         raise ToolError(f"Path {path!r} contains a NUL byte; paths are text")
     if path != ROOT and not path.startswith(ROOT + "/"):
         raise ToolError(f"Path must start with /memories, got: {path}")
-    if _ESCAPE.search(path):
-        raise ToolError(f"Path {path} has percent-encoded characters ({_ESCAPE.search(path).group()}); "  # type: ignore[union-attr]
+    if escaped := _ESCAPE.search(path):
+        raise ToolError(f"Path {path} has percent-encoded characters ({escaped.group()}); "
                         "write the path as plain text")
     if "\\" in path:
         raise ToolError(f"Path {path} has a backslash; separate folders with /")

@@ -38,7 +38,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..foundation import inputs
 from ..foundation.errors import InvalidInput
@@ -133,7 +133,7 @@ class MemsiteStore(BaseStore):
 
     # --- reads --------------------------------------------------------------------------
 
-    def _read(self, op: Op) -> Result:
+    def _read(self, op: GetOp | SearchOp | ListNamespacesOp) -> Result:
         if isinstance(op, GetOp):
             entry = self._items.get(op.namespace, {}).get(op.key)
             return None if entry is None else entry.item(op.namespace, op.key)
@@ -157,6 +157,7 @@ class MemsiteStore(BaseStore):
 
     def _recall(self, op: SearchOp) -> list[SearchItem]:
         """Recall over the items under the prefix, best first; asks recall for more while filters drop hits."""
+        assert op.query  # (a search without a query lists, in order)
         wanted = op.offset + op.limit
         asked = max(wanted, 1)
         while True:
@@ -233,7 +234,7 @@ class MemsiteStore(BaseStore):
 # --- checking what comes in ----------------------------------------------------------------
 
 
-def _checked(op: Op) -> bool:
+def _checked(op: Op) -> TypeGuard[PutOp]:
     """Whether ``op`` is a put; raises what ``put`` would for a namespace it refuses, and for a non-JSON value."""
     if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
         raise TypeError(f"unknown operation {type(op).__name__}; expected GetOp, PutOp, SearchOp or ListNamespacesOp")
@@ -298,7 +299,7 @@ def _abstract(namespace: Namespace, key: str, value: Mapping[str, Any]) -> str:
 
 def _tags(namespace: Namespace) -> list[str]:
     """The labels of ``namespace`` that are valid tags (a label with a space or a '/' is not)."""
-    tags = []
+    tags: list[str] = []
     for label in namespace:
         try:
             tags += inputs.tags([label])

@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError
 try:
     from mcp.server.mcpserver import MCPServer as _Server  # mcp 2.x
 except ImportError:
-    from mcp.server.fastmcp import FastMCP as _Server  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as _Server  # type: ignore[attr-defined, no-redef]  # mcp 1.x
 
 from ..api import MemoryStore
 from ..features.protocol import reworded
@@ -77,7 +77,7 @@ def errors_as_tool_errors(func: F, lock: threading.Lock) -> F:
             except MemsiteError as exc:
                 return tool_error(reworded(str(exc), _TOOL_WORDS))
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # wraps F, same signature
 
 
 def arguments_refused(tool: str, error: ValidationError) -> str:
@@ -90,7 +90,7 @@ def arguments_refused(tool: str, error: ValidationError) -> str:
     return f"{tool}: {'; '.join(problems)}"
 
 
-class _MemsiteServer(_Server):  # type: ignore[misc, valid-type]
+class _MemsiteServer(_Server):
     """The SDK's server, answering a call it cannot make with a tool error of one line."""
 
     tool_names: list[str]
@@ -112,7 +112,9 @@ def summary(memory: Memory) -> dict[str, Any]:
 
 
 def build_server(store: MemoryStore) -> Any:
-    """An MCP server (the SDK's ``MCPServer``, or ``FastMCP`` on mcp 1.x) whose tools use ``store`` as ``store.agent``."""
+    """An MCP server whose tools use ``store`` as ``store.agent``.
+
+    The SDK's ``MCPServer``, or ``FastMCP`` on mcp 1.x."""
     server = _MemsiteServer("memsite", instructions=INSTRUCTIONS, log_level="WARNING")
     server.tool_names = []
     one_at_a_time = threading.Lock()
@@ -154,7 +156,8 @@ def build_server(store: MemoryStore) -> Any:
         limit: Annotated[int, Field(description="At most this many results.", ge=1, le=50)] = 5,
         since: Annotated[str | None, Field(description="Only memories written since then: 2026-03-01, "
                                                        "'2 weeks ago', 'yesterday'.")] = None,
-        until: Annotated[str | None, Field(description="Only memories written until then (a date: to its end).")] = None,
+        until: Annotated[str | None,
+                         Field(description="Only memories written until then (a date: to its end).")] = None,
     ) -> dict[str, Any]:
         """Find the memories that best answer a query, best first (relevance first; recency orders close ones).
 

@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -34,6 +34,9 @@ from . import output
 from .generate import build_time
 from .pages import projection
 from .snapshot import load
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
 
 SERVING = ".memsite/serving.json"  # where a running 'memsite serve' says what it serves (for 'show --url')
 
@@ -62,7 +65,7 @@ def _checked(root: Path) -> Path:
     return path
 
 
-def _mkdocs_config(root: Path, **overrides: object):  # -> MkDocsConfig
+def _mkdocs_config(root: Path, **overrides: Any) -> MkDocsConfig:
     from mkdocs.config import load_config as load_mkdocs
     from mkdocs.exceptions import ConfigurationError
 
@@ -204,7 +207,7 @@ def _zensical(root: Path, config: Any, settings: Config, folder: Path, strict: b
     docs_dir = Path(config.docs_dir)
     generated = generate(root, docs_dir, settings, config.site_name, config.repo_url)
     for problem in generated.snap.problems:
-        logging.getLogger("mkdocs").warning(f"skipped {problem}")
+        logging.getLogger("mkdocs").warning("skipped %s", problem)
     if strict and generated.snap.problems:
         raise MemsiteError(f"{len(generated.snap.problems)} file(s) left out of the site (--strict)")
     # Zensical writes only inside the folder of its mkdocs.yml: one inside the build's own (removed with it if

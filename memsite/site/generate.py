@@ -21,12 +21,12 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..features import history, site_guard
 from ..foundation.config import Config
-from ..foundation.record import utcnow
+from ..foundation.record import Memory, utcnow
 from ..storage.activity import pending_counts
 from ..storage.reading import read_memory
 from . import memory_pages, search, weeks
@@ -67,7 +67,8 @@ CSS = """\
 .memsite-facts dd{margin:0;min-width:0}
 .memsite-gone{text-decoration:line-through}
 .md-typeset .memsite-rank table{display:table;width:100%}
-.md-typeset div:is(.memsite-rank,.memsite-who,.memsite-world) table:not([class]) :is(th,td){min-width:0;padding:.5em .6em}
+.md-typeset div:is(.memsite-rank,.memsite-who,.memsite-world) table:not([class]) :is(th,td){
+  min-width:0;padding:.5em .6em}
 .md-typeset .memsite-rank table:not([class]) :is(td,th):first-child{width:1%;padding-right:0}
 .md-typeset .memsite-rank .memsite-meta{font-size:.9em}
 .md-typeset .memsite-num{text-align:right;white-space:nowrap}
@@ -90,7 +91,8 @@ CSS = """\
 .memsite-search a{display:block;padding:.4rem .6rem;color:inherit;font-size:.7rem;overflow-wrap:anywhere}
 .memsite-search h1{font-size:.8rem;margin:0 0 .2rem;font-weight:700}
 .memsite-search p{margin:0}
-.memsite-search .md-tag{font-size:.6rem;background:var(--md-default-fg-color--lightest);border-radius:.2rem;padding:0 .3rem}
+.memsite-search .md-tag{
+  font-size:.6rem;background:var(--md-default-fg-color--lightest);border-radius:.2rem;padding:0 .3rem}
 @media (min-width:60em){
   .memsite-search{display:block;position:relative;top:auto;left:auto;right:auto;width:12rem;margin:0 .6rem 0 auto;
     padding:0;background:none;box-shadow:none}
@@ -125,7 +127,7 @@ def build_time() -> datetime:
     """Now, or ``SOURCE_DATE_EPOCH`` for a reproducible build."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch and epoch.isdigit():
-        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+        return datetime.fromtimestamp(int(epoch), tz=UTC)
     return utcnow()
 
 
@@ -138,10 +140,11 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     snap = load(docs_dir, settings, build_time(), pending_counts(root))
     commits = history.read(root, "HEAD", settings.content_dir)
 
-    def read(path: str, data: bytes):  # noqa: ANN202 (a memory file as it was, or None)
+    def read(path: str, data: bytes) -> Memory | None:  # a memory file as it was, or None
         return read_memory(settings, path, path.removeprefix(settings.memories_dir + "/"), data)
 
-    site = Site(snap, site_name, commits, repo_url, gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
+    site = Site(snap, site_name, commits, repo_url,
+                gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
                 world_at=weeks.world_history(root, commits, settings.world_path),
                 world_conflicts=history.world_conflicts(root))
     pages = site.pages()
@@ -191,7 +194,9 @@ def as_folder(uri: str) -> str:
 
 
 def page_html(site_dir: Path, uri: str) -> Path:
-    """Where a generator writes the page of ``uri`` (folder addresses: ``x.md`` and ``x/index.md`` -> ``x/index.html``)."""
+    """Where a generator writes the page of ``uri``.
+
+    Folder addresses: ``x.md`` and ``x/index.md`` -> ``x/index.html``."""
     stem = uri.removesuffix(".md")
     if stem == "index" or stem.endswith("/index"):
         return site_dir / (stem + ".html")

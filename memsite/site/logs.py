@@ -6,7 +6,8 @@ finished HTML) they use.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ..features import history
 from ..features.sessions import SessionRecord
@@ -14,9 +15,29 @@ from . import safe, weeks
 from .safe import link, plural, text
 from .snapshot import Scored
 
+if TYPE_CHECKING:
+    from ..features.history import Commit
+    from ..foundation.record import Memory
+    from .snapshot import Snapshot
+    from .summaries import Day
+
 
 class LogPages:
     """Session, agent and report pages of a :class:`pages.Site`."""
+
+    if TYPE_CHECKING:  # what they use of the Site they are mixed into
+        snap: Snapshot
+        commits: list[Commit]
+        days: list[Day]
+        timeline: weeks.Timeline
+
+        def raw(self, html: str) -> str: ...
+        def memory_link(self, here: str, memory: Memory) -> str: ...
+        def named(self, here: str, mid: str) -> str: ...
+        def agent_link(self, here: str, agent: str) -> str: ...
+        def session_link(self, here: str, session: SessionRecord) -> str: ...
+        def digest(self, start: datetime, end: datetime) -> weeks.Digest: ...
+        def digest_body(self, here: str, d: weeks.Digest, *, open_tasks: bool = False) -> str: ...
 
     def session_pages(self) -> dict[str, str]:
         pages = {}
@@ -48,8 +69,9 @@ class LogPages:
         for heading, value in (("Problem", s.problem), ("Solution", s.solution), ("Pattern", s.pattern),
                                ("Error", s.error)):
             if value:
-                searched.append(f"<h2>{heading}</h2>\n" f'<div class="memsite-body">{safe.body(value)}</div>')
-        lines += [self.raw('<div data-pagefind-body data-pagefind-weight="0.5" data-pagefind-meta="category:session">' + "\n".join(searched)
+                searched.append(f'<h2>{heading}</h2>\n<div class="memsite-body">{safe.body(value)}</div>')
+        lines += [self.raw('<div data-pagefind-body data-pagefind-weight="0.5" data-pagefind-meta="category:session">'
+                           + "\n".join(searched)
                            + "</div>"), ""]
         if s.plan:
             lines += ["## Plan", "", "<ul>" + "".join(
@@ -136,14 +158,15 @@ class LogPages:
         for day in sorted(set(reports) | set(summaries), reverse=True):
             here = f"days/{day.isoformat()}.md"
             summary, report = summaries.get(day), reports.get(day)
-            start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+            start = datetime(day.year, day.month, day.day, tzinfo=UTC)
             d = self.digest(start, start + timedelta(days=1))
             week = weeks.iso_week(day)
             lines = [safe.front(f"{day:%A} {day.isoformat()}"), f"# {day:%A} {day.isoformat()}", "",
                      f"Part of {link(here, f'weeks/{week}.md', f'week {week}')}.", ""]
             if summary:
+                by_category = ", ".join(f"{n} {safe.inline(c)}" for c, n in summary.by_category.items() if n)
                 lines += [f"At the end of the day: {plural(summary.total, 'memory').replace('memorys', 'memories')} "
-                          f"in all ({', '.join(f'{n} {safe.inline(c)}' for c, n in summary.by_category.items() if n)}); "
+                          f"in all ({by_category}); "
                           f"{len(summary.new)} new (the day before: {summary.new_before}).", ""]
             if report:
                 c = report.counts

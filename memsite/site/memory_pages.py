@@ -43,8 +43,8 @@ def memory_src(memory_id: str) -> str:
 
 def shell_page() -> str:
     """The Markdown of the shell MkDocs renders once (frontmatter: its template, kept out of Material's search)."""
-    return ("---\n" f"title: {TITLE_TOKEN}\n" "template: memsite-memory.html\n"
-            "search:\n  exclude: true\n---\n\n" f"{CONTENT_TOKEN}\n")
+    return (f"---\ntitle: {TITLE_TOKEN}\ntemplate: memsite-memory.html\n"
+            f"search:\n  exclude: true\n---\n\n{CONTENT_TOKEN}\n")
 
 
 def title(memory: Memory) -> str:
@@ -236,7 +236,8 @@ class Article:
         if after is None:
             return (f'<p class="memsite-superseded" data-pagefind-ignore><strong>No longer holds</strong> since '
                     f"{m.valid_until:%Y-%m-%d}.</p>\n")
-        latest = "" if newest.id == after.id else f' The newest is <a href="../{text(newest.id)}/">{text(title(newest))}</a>.'
+        latest = ("" if newest.id == after.id
+                  else f' The newest is <a href="../{text(newest.id)}/">{text(title(newest))}</a>.')
         return (f'<p class="memsite-superseded" data-pagefind-ignore><strong>Superseded</strong> on '
                 f"{m.valid_until:%Y-%m-%d} by {text(after.agent)}: replaced by "
                 f'<a href="../{text(after.id)}/">{text(title(after))}</a>.{latest}</p>\n')

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..features.doctor import Finding
@@ -163,7 +163,7 @@ class Build:
                                "--site-dir") from None
         owner = current_owner()
         self._record({"pid": owner.pid, "process_started": owner.started, "host": owner.host,
-                      "started": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC", "memsite": version(),
+                      "started": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "memsite": version(),
                       "engine": self.engine, "site": str(self.site_dir)})
         return self.folder
 

@@ -235,7 +235,8 @@ class Site(LogPages):
             counts = [_memories(len(d.new), "new "),
                       safe.plural(len(d.sessions), "task") + " closed",
                       f"{len(d.removed)} forgotten or trimmed", safe.plural(d.commits, "commit")]
-            lines += [f"{d.start:%Y-%m-%d} to {(d.end - timedelta(seconds=1)):%Y-%m-%d}: " + ", ".join(counts) + ".", ""]
+            last = d.end - timedelta(seconds=1)
+            lines += [f"{d.start:%Y-%m-%d} to {last:%Y-%m-%d}: " + ", ".join(counts) + ".", ""]
             lines += ["### What was learned", "", self.raw(self.learned(here, d)), ""]
             if d.changed:
                 lines += ["### Facts that changed", "", self.raw(self.facts_changed(here, d)), ""]
@@ -338,7 +339,8 @@ class Site(LogPages):
         rows = "".join(f"<tr><td>{self.agent_link(here, agent)}</td>" + "".join(
             f'<td class="memsite-num">{c[k]}</td>' for k in (*weeks.AGENT_COLUMNS, "recalls", "sessions")) + "</tr>"
             for agent, c in sorted(d.agents.items()))
-        return f'<div class="memsite-who"><table><thead><tr><th>Agent</th>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+        return (f'<div class="memsite-who"><table><thead><tr><th>Agent</th>{head}</tr></thead>'
+                f'<tbody>{rows}</tbody></table></div>')
 
     def latest_changes(self, here: str) -> str:
         """The newest commits that changed memories: when, who, what, and the commit."""
@@ -388,7 +390,8 @@ class Site(LogPages):
         at_risk = self.trim_forecast()
         if not at_risk:
             return ("No category has a capacity: nothing is ever trimmed. "
-                    f"See {link(here, 'rankings.md', 'the rankings', 'fading-from-recall')} for what recall finds last.")
+                    f"See {link(here, 'rankings.md', 'the rankings', 'fading-from-recall')} "
+                    "for what recall finds last.")
         out = []
         for category, fill, ids in at_risk:
             members = [s for s in self.snap.by_category()[category.name] if s.memory.id in ids]
@@ -479,7 +482,8 @@ class Site(LogPages):
             named = datetime.strptime(month, "%Y-%m").strftime("%B %Y")
             here = f"memories/{folder}/{month}.md"
             intro = [self.raw(f'<p>{_memories(len(members))} created in {named}, oldest first. '
-                              f'{link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first")}.</p>'),
+                              + link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first")
+                              + ".</p>"),
                      ""]
             pages.update(self.paged(here, members, f"{category}: created in {named}", intro, ""))
         return pages
@@ -579,7 +583,7 @@ def summary_days(snap: Snapshot, commits: list[Commit]) -> list[Day]:
 
 def projection(snap: Snapshot, *, include_l1: bool = True, commits: list[Commit] | None = None) -> dict[str, str]:
     """``memsite project``: by-category/<category>.md and summaries/<date>.md, plain Markdown."""
-    plain = lambda value: " ".join(str(value or "").split())  # noqa: E731
+    plain = lambda value: " ".join(str(value or "").split())  # noqa: E731 (a one-line helper)
     files = {}
     grouped = snap.by_category()
     for category in snap.config.categories:

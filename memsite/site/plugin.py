@@ -37,12 +37,16 @@ log = logging.getLogger("mkdocs.plugins.memsite")
 
 
 class _Setting(BaseConfigOption):
-    """A name under the plugin's options (a setting, or a section of them): declared in ``memsite.foundation.config.Config``."""
+    """A name under the plugin's options (a setting, or a section of them).
+
+    Declared in ``memsite.foundation.config.Config``."""
 
 
 class _Options(base.Config):
     def validate(self) -> tuple[list[tuple[str, Exception]], list[tuple[str, str]]]:
-        """Check every setting at once, as ``memsite.foundation.config.load_config`` does (MkDocs' own check stops at the first).
+        """Check every setting at once, as ``memsite.foundation.config.load_config`` does.
+
+        (MkDocs' own check stops at the first.)
 
         An unknown name is a problem too, not only a warning: the Python API
         would refuse to open the repository with it.
@@ -52,10 +56,10 @@ class _Options(base.Config):
 
 
 # The plugin's options: memsite's settings as memsite.foundation.config.Config declares them (unset: Config's default).
-MemsiteOptions: type[base.Config] = type("MemsiteOptions", (_Options,), {name: _Setting() for name in top_level()})
+MemsiteOptions: type[_Options] = type("MemsiteOptions", (_Options,), {name: _Setting() for name in top_level()})
 
 
-class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
+class MemsitePlugin(BasePlugin[_Options]):
     """Renders a memory repository as its website; each build's state is on the instance, reset in on_config.
 
     ``from_hooks``: run as the hooks of ``hooks/memsite_hooks.py`` (a
@@ -100,7 +104,8 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         config.theme["font"] = False  # Material would fetch Google Fonts: the site asks no other host
         quiet_material_search(config)
         if str(THEME) not in config.theme.dirs:
-            config.theme.dirs.append(str(THEME))  # after the site's own overrides and Material's: adds, replaces nothing
+            # After the site's own overrides and Material's: adds, replaces nothing.
+            config.theme.dirs.append(str(THEME))
         if CSS_URI not in config.extra_css:
             config.extra_css.append(CSS_URI)
         if not config.nav:
@@ -138,7 +143,7 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
         except MemsiteError as exc:
             raise PluginError(str(exc)) from None
         for problem in generated.snap.problems:
-            log.warning(f"skipped {problem}")  # --strict fails on it
+            log.warning("skipped %s", problem)  # --strict fails on it
         if SRC in generated.pages and self.default_nav:
             config.nav.append({"Problems": SRC})
         self.generated = generated
@@ -148,12 +153,14 @@ class MemsitePlugin(BasePlugin[MemsiteOptions]):  # type: ignore[valid-type]
             uri = file.src_uri
             if is_source(uri) or uri in generated.pages:
                 files.remove(file)
-            elif file.abs_src_path and file.abs_src_path.startswith(docs_dir) and site_guard.escapes(file.abs_src_path, root):
+            elif (file.abs_src_path and file.abs_src_path.startswith(docs_dir)
+                  and site_guard.escapes(file.abs_src_path, root)):
                 links.add(os.path.relpath(file.abs_src_path, root))  # a link to a file outside: never copied
                 files.remove(file)
         for rel in sorted(links):
-            log.warning(f"{rel}: skipped: a symlink to {os.readlink(root / rel) if os.path.islink(root / rel) else '?'}"
-                        ", outside the repository (it would publish that file)")
+            target = os.readlink(root / rel) if os.path.islink(root / rel) else "?"
+            log.warning("%s: skipped: a symlink to %s, outside the repository (it would publish that file)",
+                        rel, target)
         for uri, text in generated.pages.items():
             files.append(File.generated(config, uri, content=text, inclusion=InclusionLevel.NOT_IN_NAV))
         return files

@@ -120,7 +120,7 @@ def load(docs_dir: Path, config: Config, now: datetime,
         snap.world_preamble, snap.world = _parsed(snap, world_file, root, world.parse) or ("", {})
     for path in sorted((docs_dir / "notes").glob("*/agent_knowledge.md")):
         agent = path.parent.name
-        knowledge = _parsed(snap, path, root, lambda text, where: notes.parse_knowledge(text, where, agent))
+        knowledge = _parsed(snap, path, root, lambda text, where: notes.parse_knowledge(text, where, agent))  # noqa: B023 (called at once)
         if knowledge is not None:
             snap.knowledge[agent] = knowledge
     for path in sorted((docs_dir / "notes").glob("*/task_process.md")):
@@ -134,7 +134,7 @@ def _markdown_files(folder: Path) -> list[tuple[Path, str]]:
     """(path, path under ``folder``) of every ``.md`` file under it, sorted: strings, not a Path per step
     (a hundred thousand memories)."""
     found = []
-    for top, dirs, names in os.walk(folder):
+    for top, _dirs, names in os.walk(folder):
         under = os.path.relpath(top, folder).replace(os.sep, "/")
         prefix = "" if under == "." else under + "/"
         found += [(prefix + name, top) for name in names if name.endswith(".md")]
@@ -143,6 +143,7 @@ def _markdown_files(folder: Path) -> list[tuple[Path, str]]:
 
 
 def _recalled(memory: Memory, recalls: int, last: str) -> Memory:
+    when: datetime | None
     try:
         when = parse_time(last)
     except ValueError:

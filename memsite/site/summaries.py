@@ -1,4 +1,4 @@
-"""Daily summaries and category projections, in the original spec's shapes.
+"""Daily summaries and category projections, in the shapes of the memory-plugin specification (docs/design.md).
 
 The same functions render the site's ``/summaries/`` pages and the files of
 ``memsite project`` (for external Markdown indexers). They take the text
@@ -69,7 +69,7 @@ def days(snap: Snapshot, recalls: Iterable[Recall] = (), removed: Iterable[Remov
         died.setdefault(end, Counter())[category] += 1
     active.update(created, closed, added, born, died)
     result = []
-    total, by_category, top, existing = 0, Counter(), [], set()
+    total, by_category, top, existing = 0, Counter[str](), list[Scored](), set[str]()
     for day in sorted(active):
         new = sorted(created.get(day, ()), key=lambda s: (s.memory.created, s.memory.id))
         total += len(new) + sum(born.get(day, Counter()).values()) - sum(died.get(day, Counter()).values())

@@ -11,8 +11,9 @@ past week's page reads the same whenever it is built.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from ..features import history, world
@@ -59,7 +60,7 @@ class Timeline:
     """Memories, sessions and commits bucketed by day, so a digest of a few days costs those days only."""
 
     def __init__(self, snap: Snapshot, commits: list[Commit], skills: list[SkillCandidate],
-                 world_at: dict[str, dict[str, str]], conflicts: list[tuple[str, datetime, str]] = ()) -> None:
+                 world_at: dict[str, dict[str, str]], conflicts: Sequence[tuple[str, datetime, str]] = ()) -> None:
         self.snap, self.commits, self.skills, self.world_at = snap, commits, skills, world_at
         self.conflicts = list(conflicts)
         self.created: dict[date, list[Scored]] = {}
@@ -92,7 +93,7 @@ class Timeline:
         d.sessions = sorted((r for day in days for r in self.closed.get(day, ()) if start <= r.finished < end),
                             key=lambda r: (r.finished, r.name), reverse=True)
         changed = sorted((m for day in days for m in self.replaced.get(day, ())
-                          if start <= m.valid_until < end), key=lambda m: (m.valid_until, m.id), reverse=True)  # type: ignore[operator]
+                          if start <= m.valid_until < end), key=lambda m: (m.valid_until, m.id), reverse=True)  # type: ignore[operator]  # replaced: valid_until set
         d.changed = [(m, self.by_id.get(m.superseded_by or "")) for m in changed]
         d.review = [s for s in d.new if flagged(s.memory)]
         written = set().union(*(self.written.get(day, set()) for day in days))
@@ -134,7 +135,8 @@ def world_history(root: Path, commits: list[Commit], path: str) -> dict[str, dic
     return states
 
 
-def gone_memories(root: Path, commits: list[Commit], memories_dir: str, read) -> dict[str, Memory]:
+def gone_memories(root: Path, commits: list[Commit], memories_dir: str,
+                  read: Callable[[str, bytes], Memory | None]) -> dict[str, Memory]:
     """The memories forgotten or trimmed, as they were before (id -> memory), to name them by their abstract.
 
     ``read(path, data)`` parses a memory file (None or an exception for what is not one).
@@ -164,7 +166,7 @@ def week_span(name: str) -> tuple[datetime, datetime]:
     """The first moment of the ISO week ``name`` and of the week after it (UTC)."""
     year, week = name.split("-W")
     monday = date.fromisocalendar(int(year), int(week), 1)
-    start = datetime(monday.year, monday.month, monday.day, tzinfo=timezone.utc)
+    start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
     return start, start + timedelta(days=7)
 
 

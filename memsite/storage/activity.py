@@ -73,7 +73,8 @@ class ActivityJournal:
     def record(self, ids: list[str], at: str, agent: str = "") -> int:
         """Note one recall of each of ``ids`` by ``agent``; returns how many recalls await a flush."""
         with transaction(self.db):
-            self.db.executemany("INSERT INTO events (id, at, agent) VALUES (?, ?, ?)", ((mid, at, agent) for mid in ids))
+            self.db.executemany("INSERT INTO events (id, at, agent) VALUES (?, ?, ?)",
+                                ((mid, at, agent) for mid in ids))
             self.db.executemany(
                 "INSERT INTO pending VALUES (?, 1, ?) ON CONFLICT (id) DO UPDATE "
                 "SET n = n + 1, last = max(last, excluded.last)", ((mid, at) for mid in ids))
@@ -142,7 +143,8 @@ def carry_over(damaged: Path, path: Path | str) -> int:
     journal = ActivityJournal(path)
     try:
         with transaction(journal.db):
-            journal.db.executemany("INSERT INTO events (seq, id, at, agent) VALUES (?, ?, ?, ?)", sorted(events.values()))
+            journal.db.executemany("INSERT INTO events (seq, id, at, agent) VALUES (?, ?, ?, ?)",
+                                   sorted(events.values()))
             journal.db.executemany("INSERT INTO batches VALUES (?, ?, ?, ?)", batches)
             journal.db.execute("DELETE FROM pending")
             journal.db.execute(_RECOUNT.format(where=""))

@@ -9,6 +9,7 @@ reads only the folders whose ids changed. Deleting the file rebuilds it.
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import math
@@ -240,7 +241,7 @@ class Catalog:
         sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY m.created, m.id"
         return [self._memory(row) for row in self.db.execute(sql, args)]
 
-    def trim_candidates(self, category: str, valid_at: str) -> list[TrimCandidate]:
+    def trim_candidates(self, category: str, valid_at: str) -> builtins.list[TrimCandidate]:
         """What counts towards ``category``'s capacity: its memories still holding at ``valid_at``
         (one superseded is history, neither counted nor trimmed), but copies of another's id."""
         rows = self.db.execute(
@@ -250,8 +251,10 @@ class Catalog:
         )
         return [TrimCandidate(r[0], parse_time(r[1]), r[2], bool(r[3]), r[4]) for r in rows]
 
-    def dedup_candidates(self, category: str, fingerprint: str | None, hashes: tuple[int, ...], shared: int,
-                         limit: int = 20, seen: bytes | None = None) -> tuple[Memory | None, list[tuple[str, str]]]:
+    def dedup_candidates(
+        self, category: str, fingerprint: str | None, hashes: tuple[int, ...], shared: int, limit: int = 20,
+        seen: bytes | None = None,
+    ) -> tuple[Memory | None, builtins.list[tuple[str, str]]]:
         """What a new memory of ``category`` may duplicate.
 
         Returns the first memory created whose text normalises to the same
@@ -273,7 +276,7 @@ class Catalog:
         wanted = [high | h for h in keys]
         if seen is not None and wanted and sketch_filter.known(seen, wanted) < shared:
             return None, []  # (an exact duplicate has every value of its own)
-        args = [category, fingerprint] if fingerprint is not None else []
+        args: list[object] = [category, fingerprint] if fingerprint is not None else []
         exact, counts = None, dict[str, int]()
         for row in self.db.execute(sql, args + wanted):
             if row[0]:
@@ -305,7 +308,7 @@ class Catalog:
         min_score: float = 0.0,
         relevance: Mapping[int, float] | None = None,
         valid_at: datetime | None = None,
-    ) -> list[tuple[Memory, float, float, float, float]]:
+    ) -> builtins.list[tuple[Memory, float, float, float, float]]:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
         score = relevance x decay x boost, computed in SQLite so that the top
@@ -348,7 +351,7 @@ class Catalog:
         rows = self._search(fts_query, sql, params)
         return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
 
-    def _search(self, fts_query: str | None, sql: str, params: Any) -> list[tuple[Any, ...]]:
+    def _search(self, fts_query: str | None, sql: str, params: Any) -> builtins.list[tuple[Any, ...]]:
         """Run a query; a full-text query SQLite refuses is a ValueError naming it."""
         try:
             return self.db.execute(sql, params).fetchall()
@@ -364,7 +367,8 @@ class Catalog:
         best = min((b for _, b in rows), default=0.0)  # bm25 is negative: lower is better
         return {n: b / best if best else 1.0 for n, b in rows}
 
-    def term_counts(self, terms: Iterable[str], rows: Iterable[int]) -> tuple[dict[str, int], dict[int, list[str]]]:
+    def term_counts(self, terms: Iterable[str],
+                    rows: Iterable[int]) -> tuple[dict[str, int], dict[int, builtins.list[str]]]:
         """(how many memories hold each term, the terms each of ``rows`` holds), as the full-text index matches them.
 
         Terms are words of a query (stemmed by the index, so ``refunds`` holds ``refund``). The
@@ -398,25 +402,26 @@ class Catalog:
         """Memory id -> row number, for these ids."""
         return dict(self._pairs("SELECT id, n FROM memories WHERE id IN", list(ids)))
 
-    def _pairs(self, select: str, values: list[Any]) -> list[tuple[Any, Any]]:
+    def _pairs(self, select: str, values: builtins.list[Any]) -> builtins.list[tuple[Any, Any]]:
         found = []
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
             found += self.db.execute(f"{select} ({', '.join('?' * len(chunk))})", chunk).fetchall()
         return found
 
-    def blobs(self) -> list[tuple[int, str]]:
+    def blobs(self) -> builtins.list[tuple[int, str]]:
         """(row number, blob id) of every memory: a row's text is fixed by its file's content."""
         return self.db.execute("SELECT n, blob FROM memories ORDER BY n").fetchall()
 
-    def texts(self, rows: list[int]) -> list[tuple[int, str, str, str]]:
+    def texts(self, rows: builtins.list[int]) -> builtins.list[tuple[int, str, str, str]]:
         """(row number, id, blob id, text) of these rows: what an embedder reads (the abstract, then the body)."""
         found = []
         for start in range(0, len(rows), 500):
             chunk = rows[start : start + 500]
             found += self.db.execute(
                 "SELECT n, id, blob, CASE WHEN instr(content, abstract) THEN content "
-                f"ELSE abstract || char(10, 10) || content END FROM memories WHERE n IN ({', '.join('?' * len(chunk))})",
+                "ELSE abstract || char(10, 10) || content END FROM memories "
+                f"WHERE n IN ({', '.join('?' * len(chunk))})",
                 chunk).fetchall()
         return found
 
@@ -461,7 +466,7 @@ class Catalog:
         return found
 
     def selective(self, category: str | None, agent: str | None,
-                  tags: Iterable[str]) -> tuple[str | None, str | None, list[str]]:
+                  tags: Iterable[str]) -> tuple[str | None, str | None, builtins.list[str]]:
         """The filters that leave some memory out (one every memory passes filters nothing), rarest tag first,
         for :meth:`matching` and :meth:`ranked`: a LangGraph store's searches name its category and tags that
         all its items have."""
@@ -480,12 +485,12 @@ class Catalog:
         counted = {tag: count("SELECT count(*) FROM memory_tags WHERE tag = ?", tag) for tag in dict.fromkeys(tags)}
         return category, agent, sorted((tag for tag, n in counted.items() if n < total), key=counted.__getitem__)
 
-    def problems(self) -> list[tuple[str, str | None, bool, str]]:
+    def problems(self) -> builtins.list[tuple[str, str | None, bool, str]]:
         """(path, id it claims or None, whether it is a copy of another file's id, message) of each file not read."""
         return [(path, mid, bool(dup), message) for path, mid, dup, message in
                 self.db.execute("SELECT path, id, duplicate, message FROM problems ORDER BY path")]
 
-    def problems_of(self, mid: str) -> list[tuple[str, bool, str]]:
+    def problems_of(self, mid: str) -> builtins.list[tuple[str, bool, str]]:
         """(path, whether a copy, message) of the files claiming ``mid`` that are not read."""
         return [(path, bool(dup), message) for path, dup, message in self.db.execute(
             "SELECT path, duplicate, message FROM problems WHERE id = ? ORDER BY path", (mid,))]
@@ -493,7 +498,7 @@ class Catalog:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
 
-    def with_field(self, name: str, *others: str) -> list[tuple[Any, ...]]:
+    def with_field(self, name: str, *others: str) -> builtins.list[tuple[Any, ...]]:
         """(id, bytes of text, value of ``name``, values of ``others``) of the memories whose frontmatter has
         the field ``name`` (one memsite does not write), oldest first; a missing field's value is None.
 
@@ -601,7 +606,7 @@ class Catalog:
             old, rebuild = None, True
         touched: list[str] = []
         wanted: list[tuple[str, str, bytes]] = []
-        for rel, before, after in repo.objects.diff(old, new):
+        for rel, _before, after in repo.objects.diff(old, new):
             path = f"{memories_dir}/{rel}"
             touched.append(path)
             if after is not None and not after.is_tree:
@@ -657,8 +662,9 @@ class Catalog:
                 log.warning("skipped %s: %s", path, message.removeprefix(f"{path}: "))
 
     def _settle_ids(
-        self, repo: Repository, config: Config, read: list[tuple[Memory, str, str]], gone: set[str] | None,
-    ) -> tuple[list[tuple[Memory, str, str]], list[tuple[str, str, str | None, bool, str]], list[str], set[str]]:
+        self, repo: Repository, config: Config, read: builtins.list[tuple[Memory, str, str]], gone: set[str] | None,
+    ) -> tuple[builtins.list[tuple[Memory, str, str]], builtins.list[tuple[str, str, str | None, bool, str]],
+               builtins.list[str], set[str]]:
         """Which files read hold their id (the first path wins), and which are copies.
 
         ``gone``: paths the diff removed or changed (None: everything is read
@@ -673,7 +679,8 @@ class Catalog:
         for memory, path, blob in read:
             claims.setdefault(memory.id, []).append((memory, path, blob))
         if gone is not None:
-            freed = {mid for path in gone for mid, in self.db.execute("SELECT id FROM memories WHERE path = ?", (path,))}
+            freed = {mid for path in gone
+                     for mid, in self.db.execute("SELECT id FROM memories WHERE path = ?", (path,))}
             for mid in list(claims):
                 for path, blob in self.db.execute("SELECT path, blob FROM memories WHERE id = ?", (mid,)):
                     if path not in gone:
@@ -688,18 +695,20 @@ class Catalog:
             prefix = config.memories_dir + "/"
             for path, blob in waiting:
                 try:
-                    memory = read_memory(config, path, path.removeprefix(prefix), data.get(bytes.fromhex(blob), b""))
+                    waiter = read_memory(config, path, path.removeprefix(prefix), data.get(bytes.fromhex(blob), b""))
                 except FormatError:
                     continue  # no longer readable (the settings changed): it stays a problem
-                if memory is not None:
-                    claims.setdefault(memory.id, []).append((memory, path, blob))
+                if waiter is not None:
+                    claims.setdefault(waiter.id, []).append((waiter, path, blob))
                     settled.append(path)
-        upserts, demoted, promoted = [], [], set()
+        upserts: list[tuple[Memory, str, str]] = []
+        demoted: list[tuple[str, str, str | None, bool, str]] = []
+        promoted: set[str] = set()
         for mid, claimants in claims.items():
             claimants.sort(key=lambda claim: claim[1])
-            memory, kept, blob = claimants[0]
-            if memory is not None:
-                upserts.append((memory, kept, blob))
+            winner, kept, blob = claimants[0]
+            if winner is not None:
+                upserts.append((winner, kept, blob))
                 if kept in settled:
                     promoted.add(kept)
             for _, path, copy_blob in claimants[1:]:

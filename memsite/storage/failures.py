@@ -57,8 +57,8 @@ def translated(func: F) -> F:
             except (OSError, sqlite3.Error, RepositoryError) as exc:
                 _reraise(exc, args, kwargs)
 
-        generator.__translated__ = True  # type: ignore[attr-defined]
-        return generator  # type: ignore[return-value]
+        generator.__translated__ = True  # type: ignore[attr-defined]  # a mark on the function
+        return generator  # type: ignore[return-value]  # wraps F, same signature
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -69,8 +69,8 @@ def translated(func: F) -> F:
         except (OSError, sqlite3.Error, RepositoryError) as exc:
             _reraise(exc, args, kwargs)
 
-    wrapper.__translated__ = True  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+    wrapper.__translated__ = True  # type: ignore[attr-defined]  # a mark on the function
+    return wrapper  # type: ignore[return-value]  # wraps F, same signature
 
 
 def _reraise(exc: BaseException, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -160,7 +160,8 @@ def _sqlite_message(exc: sqlite3.Error, state_dir: Path) -> str:
 
 
 def _root_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Path | None:
-    """The repository a call works on: its object's ``root`` (or its store's), or the path it was given (a constructor)."""
+    """The repository a call works on: its object's ``root`` (or its store's), or the path it was given
+    (a constructor)."""
     owner = args[0] if args else None
     root = getattr(owner, "root", None)  # (None while the constructor has not found it)
     if root is None:  # a transaction: its store's

@@ -12,6 +12,7 @@ on it, and :class:`memsite.MemoryStore` puts them together.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import logging
 import os
@@ -19,7 +20,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -262,9 +263,10 @@ class Storage:
         path = f"{published_folder(vectors.model)}/{self.agent}-{self._publisher()}.vec"
         with self.transaction(f"Vectors of {len(new)} memories ({vectors.model})") as tx:
             mine = tx.read_bytes(path)
-            fresh = mine is None or not decode(mine, vectors.model)  # (a damaged file of ours starts again)
-            tx.write_bytes(path, encode(vectors.model, vectors.dimension, new, header=fresh) if fresh
-                           else mine + encode(vectors.model, vectors.dimension, new, header=False))
+            if mine is None or not decode(mine, vectors.model):  # (a damaged file of ours starts again)
+                tx.write_bytes(path, encode(vectors.model, vectors.dimension, new, header=True))
+            else:
+                tx.write_bytes(path, mine + encode(vectors.model, vectors.dimension, new, header=False))
         return len(new), tx.commit
 
     def _publisher(self) -> str:
@@ -300,7 +302,7 @@ class Storage:
             return open_file(self.state.file(name))
 
     def _set_aside(self, name: str, exc: object, cost: str) -> None:
-        aside = self.state.set_aside(name, datetime.now(timezone.utc))
+        aside = self.state.set_aside(name, datetime.now(UTC))
         if name == "activity.sqlite3" and not self.state.in_memory:  # (in memory, a new journal would not last)
             try:
                 carried = carry_over(aside, self.state.path / name)
@@ -409,7 +411,7 @@ class Storage:
 
     def now(self) -> datetime:
         """The current time as this store sees it (UTC, whole seconds)."""
-        return self._clock().astimezone(timezone.utc).replace(microsecond=0)
+        return self._clock().astimezone(UTC).replace(microsecond=0)
 
     # --- reads -------------------------------------------------------------
 
@@ -457,9 +459,9 @@ class Storage:
         """When the first commit of the store's branch was made (None before there is one); asked of git once."""
         if self._born is None:
             tip = self.tip()
-            stamps = [int(line) for line in self.repo.git.run("log", "--max-parents=0", "--format=%ct", tip).stdout.split()
-                      if line.isdigit()] if tip else []
-            self._born = datetime.fromtimestamp(min(stamps), timezone.utc) if stamps else None
+            roots = self.repo.git.run("log", "--max-parents=0", "--format=%ct", tip).stdout if tip else ""
+            stamps = [int(line) for line in roots.split() if line.isdigit()]
+            self._born = datetime.fromtimestamp(min(stamps), UTC) if stamps else None
         return self._born
 
     def commit_at(self, when: datetime) -> str | None:
@@ -554,7 +556,7 @@ class Storage:
 
         return self.healing(read, reading=True)
 
-    def note_recalls(self, ids: list[str]) -> int | None:
+    def note_recalls(self, ids: builtins.list[str]) -> int | None:
         """Journal one recall of each of ``ids`` by this agent; how many recalls now wait for a flush.
 
         None when the disk is full: the recall is not counted (reading then
@@ -587,7 +589,8 @@ class Storage:
                     if batch is None:
                         continue
                     try:
-                        tx, _ = self.write(lambda tx: tx.record_activity(batch.batch, batch.counts, batch.agent))
+                        tx, _ = self.write(
+                            lambda tx: tx.record_activity(batch.batch, batch.counts, batch.agent))  # noqa: B023 (run at once)
                     except BaseException:
                         self.activity.end_batch(batch, committed=False)
                         raise
@@ -674,7 +677,7 @@ class Storage:
         assert tx.commit is not None
         return tx.commit
 
-    def trim(self, category: str) -> list[str]:
+    def trim(self, category: str) -> builtins.list[str]:
         """Apply the category's capacity marks now; returns the ids trimmed."""
         name = self.config.route(category).name
         tx, _ = self.write(lambda tx: tx.trim_category(name))

@@ -9,7 +9,7 @@ import sqlite3
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +160,7 @@ def set_aside(path: Path, when: datetime) -> Path:
     Kept, not deleted, as what a person may want to look at: the newest
     copy of each file only (see :data:`KEPT_COPIES`), older ones go.
     """
-    stamp = when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     aside = path.with_name(f"{path.name}.damaged-{stamp}")
     n = 1
     while aside.exists():

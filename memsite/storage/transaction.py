@@ -112,7 +112,8 @@ class Transaction:
             if self.parent is None:  # a branch named when the store opened, made now from HEAD
                 self.parent = store.repo.refs.head_commit()
                 if self.parent is not None:
-                    store.repo.refs.update(self.ref, self.parent, None, ident=self._author().ident(int(store.now().timestamp())),
+                    ident = self._author().ident(int(store.now().timestamp()))
+                    store.repo.refs.update(self.ref, self.parent, None, ident=ident,
                                            message=f"branch: created from HEAD by memsite ({store.agent})")
             self._base_tree = store.repo.root_tree(self.parent)
             store.healing(lambda: store.catalog.sync(store.repo, store.config, self.parent))
@@ -345,7 +346,8 @@ class Transaction:
         if memory.action == "skipped":
             return memory
         final = self._pending.get(memory.id, memory) or memory
-        return final.replace(commit=self.commit if self.commit else final.commit, action=_last_action(self.ops, memory.id))
+        return final.replace(commit=self.commit if self.commit else final.commit,
+                             action=_last_action(self.ops, memory.id))
 
     # --- internals ---------------------------------------------------------
 
@@ -502,7 +504,7 @@ class Transaction:
             if repo.refs.head_target() != self.ref:  # (a branch not checked out has no files to write)
                 return
             self._files_ahead = repo.files_ahead()
-        self._files_ahead.add((path, self._files[path]) for path in paths)  # type: ignore[misc]
+        self._files_ahead.add((path, self._files[path]) for path in paths)  # type: ignore[misc]  # paths written, not removed
 
     def _drop_ahead(self) -> None:
         """Remove the files written ahead of a commit that is not made, and those it did not use."""
@@ -583,7 +585,8 @@ class Transaction:
             for mid, memory in self._pending.items():
                 members.pop(mid, None)
                 if memory is not None and memory.category == name and memory.valid_at(now):
-                    members[mid] = TrimCandidate(memory.id, memory.created, memory.active_count, memory.pinned, memory.lines)
+                    members[mid] = TrimCandidate(memory.id, memory.created, memory.active_count, memory.pinned,
+                                                 memory.lines)
             ids = plan_trim(list(members.values()), category.capacity, now,
                             store.config.half_life_days, store.config.active_weight)
             if not ids:
@@ -596,7 +599,8 @@ class Transaction:
                 self._files[path] = None
                 self._pending[mid] = None
                 if store.config.trim == "archive":
-                    archived = memory.replace(extra={**memory.extra, "archived": format_time(now), "archive_reason": reason})
+                    archived = memory.replace(extra={**memory.extra, "archived": format_time(now),
+                                                     "archive_reason": reason})
                     folder = self.segment(store.config.memory_folder(category, memory.created, archived=True))
                     self._files[f"{folder}/{Path(path).name}"] = format_memory(archived).encode("utf-8")
                 self.ops.append(_Op("trimmed", memory, reason))
@@ -618,7 +622,9 @@ class Transaction:
         return Author.writer(name)
 
     def _record(self) -> Callable[[str | None], None]:
-        """Start recording this transaction's memories in the catalog while the commit is made (see Repository.commit)."""
+        """Start recording this transaction's memories in the catalog while the commit is made.
+
+        See Repository.commit."""
         upserts, moves = [], []
         for mid, memory in self._pending.items():
             if memory is not None:
@@ -701,7 +707,8 @@ def _extra(fields: Mapping[str, Any]) -> dict[str, Any]:
     """Frontmatter fields of an integration, checked: none of memsite's own names."""
     taken = sorted(set(fields) & set(FIELD_ORDER))
     if taken:
-        raise InvalidInput(f"extra: {', '.join(taken)} are memsite's own fields; name the integration's fields otherwise")
+        raise InvalidInput(f"extra: {', '.join(taken)} are memsite's own fields; "
+                           "name the integration's fields otherwise")
     return dict(fields)
 
 

@@ -204,7 +204,8 @@ class Vectors:
         found = self._known.get(query)
         if found is None:
             if len(self._known) > sum(map(len, self._references)):
-                self._known = {text: v for texts, vectors in self._references.items() for text, v in zip(texts, vectors)}
+                self._known = {text: v for texts, vectors in self._references.items()
+                               for text, v in zip(texts, vectors)}
             found = self._known[query] = self.embed(query, "the query")
         return found
 

@@ -75,5 +75,6 @@ def memsite_commit(repository: Repository, files: dict[str, bytes | None], messa
                    ref: str = "refs/heads/main", when: int = WHEN, **options: object) -> str | None:
     """``Repository.commit`` of ``files`` on top of where ``ref`` is, under the repository lock, by agent planner."""
     with repository.locked():
-        return repository.commit(ref, repository.refs.read(ref), files, message=message, author=Author.writer("planner"),
+        return repository.commit(ref, repository.refs.read(ref), files, message=message,
+                                 author=Author.writer("planner"),
                                  when=when, **options)  # type: ignore[arg-type]

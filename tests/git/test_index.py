@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -279,7 +280,8 @@ def test_new_files_of_any_name_go_into_the_index_as_git_update_index_puts_them(t
                                                                                executable: bool) -> None:
     # No path may be another's folder (a file and a folder of one name), nor a differently normalized twin.
     paths = sorted(files)
-    if any(b.startswith(f"{a}/") for a, b in zip(paths, paths[1:])) or len({p.encode("utf-8", "surrogateescape") for p in paths}) < len(paths):
+    if (any(b.startswith(f"{a}/") for a, b in pairwise(paths))
+            or len({p.encode("utf-8", "surrogateescape") for p in paths}) < len(paths)):
         return
     runs = len(list(tmp_path.iterdir()))
     ours, theirs = tmp_path / f"ours-{runs}", tmp_path / f"theirs-{runs}"

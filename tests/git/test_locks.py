@@ -74,7 +74,7 @@ def test_a_lock_a_running_git_command_holds_is_waited_for_never_taken(repo: Path
     assert git_lock.exists()
     # Waiting longer: git finishes its transaction meanwhile, and memsite takes the lock after it.
     patient = Locks(repo / ".git", repo, timeout=30)
-    finish = threading.Timer(0.3, lambda: (person.stdin.write("commit\n"), person.stdin.close()))  # type: ignore
+    finish = threading.Timer(0.3, lambda: (person.stdin.write("commit\n"), person.stdin.close()))  # type: ignore[union-attr]
     finish.start()
     started = time.monotonic()
     lock = patient.acquire(repo / ".git" / "refs" / "heads" / "main")

@@ -48,7 +48,7 @@ def test_the_lock_is_held_while_its_holder_lives_handed_over_on_release_and_free
         with pytest.raises(LockTimeout):
             lock.acquire(0)
         started = time.monotonic()
-        threading.Timer(0.3, lambda: (other.stdin.write("go\n"), other.stdin.flush())).start()  # type: ignore
+        threading.Timer(0.3, lambda: (other.stdin.write("go\n"), other.stdin.flush())).start()  # type: ignore[union-attr]
         lock.acquire(10)  # waits in the kernel, and has it the moment the other lets go
         assert 0.2 <= time.monotonic() - started < 5
         lock.acquire(1)  # re-entrant

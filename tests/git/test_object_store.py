@@ -145,7 +145,8 @@ def test_removing_a_path_below_a_file_changes_nothing_as_in_git(store: tuple[Pat
     assert root.hex() == git_tree(repo, {"a": (MODE_FILE, blob), "keep.md": (MODE_FILE, blob)})
 
 
-def test_a_folder_replaced_by_a_file_of_its_name_in_one_change_keeps_the_file(store: tuple[Path, ObjectDatabase]) -> None:
+def test_a_folder_replaced_by_a_file_of_its_name_in_one_change_keeps_the_file(
+        store: tuple[Path, ObjectDatabase]) -> None:
     repo, objects = store
     one, two = objects.write(b"blob", b"in the folder\n"), objects.write(b"blob", b"the file that replaces it\n")
     root = objects.apply(None, {"a/b.md": Entry(MODE_FILE, one), "keep.md": Entry(MODE_FILE, one)})

@@ -124,8 +124,8 @@ def test_a_windowed_diff_of_two_trees_finds_what_git_diff_tree_finds(bare: Path,
     if window is None:  # (allowed: the caller then parses both trees whole)
         return
     before, after = window
-    found = {(name, (before.get(name).mode, before.get(name).sha.hex()) if name in before else None,  # type: ignore
-              (after.get(name).mode, after.get(name).sha.hex()) if name in after else None)  # type: ignore
+    found = {(name, (before.get(name).mode, before.get(name).sha.hex()) if name in before else None,  # type: ignore[union-attr]
+              (after.get(name).mode, after.get(name).sha.hex()) if name in after else None)  # type: ignore[union-attr]
              for name in before.keys() | after.keys()}
     old_id, new_id = object_id(b"tree", old).hex(), object_id(b"tree", new).hex()
     by_git = set()

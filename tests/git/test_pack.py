@@ -152,7 +152,7 @@ def test_a_pack_git_wrote_is_read_whole_objects_by_memsite_and_deltas_left_to_gi
     assert [sha.hex() for sha in reader.names()] == sorted(indexed)
     assert dict(zip((sha.hex() for sha in reader.names()), reader.crcs())) == {s: c for s, (_, c) in indexed.items()}
     for sha, data in ids.items():
-        kind, size, offset, delta = listed[sha]
+        _, _, offset, delta = listed[sha]
         assert reader.find(bytes.fromhex(sha)) == offset == indexed[sha][0]
         assert reader.read(offset) == (None if delta else ("blob", data))
     with pytest.raises(ValueError, match="holds deltas"):

@@ -63,7 +63,8 @@ def test_fetch_brings_branches_and_patterns_prunes_and_names_what_the_remote_lac
     assert listed == text(remote, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/agent") \
         .replace("refs/heads/", "refs/remotes/origin/")
     assert origin.unmerged("agent/*", "main") == {
-        "agent/a": text(remote, "rev-parse", "agent/a").strip(), "agent/b": text(remote, "rev-parse", "agent/b").strip()}
+        "agent/a": text(remote, "rev-parse", "agent/a").strip(),
+        "agent/b": text(remote, "rev-parse", "agent/b").strip()}
     run(remote, "update-ref", "-d", "refs/heads/agent/a")
     origin.fetch([], ["agent/*"])
     assert text(ours, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/agent").split() == [
