@@ -49,6 +49,7 @@ from .sqlite import intact, is_damage
 from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
 from .transaction import Transaction, refuse_unreadable
 from .vectors import Embedder, Vectors, decode, encode, keys, model_name, published_folder
+from .versions import Versions
 
 T = TypeVar("T")
 log = logging.getLogger("memsite")
@@ -89,7 +90,7 @@ class Storage:
     ) -> None:
         self.repo = Repository(path)
         self.vectors: Vectors | None = None
-        self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
+        self.past: Versions | None = None  # the memories at past commits (see at_commit), once asked for
         self._born: datetime | None = None  # see born()
         self._embedder = embedder
         self._published: tuple[bytes, frozenset[bytes]] | None = None  # (folder's tree id, the text keys in it)
@@ -496,31 +497,39 @@ class Storage:
         return self._born
 
     def commit_at(self, when: datetime) -> str | None:
-        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none."""
+        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none.
+
+        Looked up in the table of past versions (see :meth:`at_commit`), which numbers the branch's commits.
+        """
         tip = self.tip()
-        found = self.repo.git.run("rev-list", "-1", "--first-parent", f"--before={int(when.timestamp())}",
-                                  tip).stdout.strip() if tip else ""
-        return found or None
+        if tip is None:
+            return None
+        return self._past(lambda past: past.commit_at(self.repo, self.config, tip, int(when.timestamp()),
+                                                      self._progress))
 
     def at_commit(self, commit: str, work: Callable[[Catalog], T]) -> T:
         """``work(catalog)`` on a catalog of the memories at ``commit`` (a past one: as-of reads in record time).
 
-        A second catalog, ``past.sqlite3``, made once as a copy of the catalog
-        and then moved from commit to commit by diffing their trees, as the
-        catalog follows the tip: a read as of a nearby moment costs the files
-        that differ. It is derived, like the catalog, and rebuilt when lost.
+        The catalog is the table of every version of every memory along the
+        branch (:class:`~memsite.storage.versions.Versions`, ``past.sqlite3``),
+        built once and extended as the branch grows: a read as of any commit
+        it holds is a look-up. It is derived, like the catalog, and rebuilt when lost.
         """
         self.fresh()
 
+        def read(past: Versions) -> T:
+            past.sync(self.repo, self.config, commit, self._progress)
+            return work(past)
+
+        return self._past(read)
+
+    def _past(self, work: Callable[[Versions], T]) -> T:
+        """``work(versions)`` on the table of past versions, opened once, under the locks that keep it whole."""
         def read() -> T:
             with self.repo.thread_lock, self.state.locked():
                 if self.past is None:
-                    self.past = self._opened("past.sqlite3", lambda path: Catalog(path, self.root, self.activity.path),
+                    self.past = self._opened("past.sqlite3", lambda path: Versions(path, self.root, self.activity.path),
                                              REBUILT)
-                    if self.past.commit is None:  # new: start from the tip's rows, not from every file
-                        self.catalog.settle_pending()
-                        self.catalog.db.backup(self.past.db, name="main")
-                self.past.sync(self.repo, self.config, commit, self._progress)
                 return work(self.past)
 
         return self.healing(read, reading=True)
