@@ -704,7 +704,8 @@ class MemoryStore:
 
         They go under ``vectors/<model>/`` (outside the site), in a file only this clone writes,
         so merges never conflict on them; a fresh clone then reads them instead of embedding
-        every memory (:meth:`embed`). Memories without vectors yet are embedded first.
+        every memory (:meth:`embed`). Memories without vectors yet are embedded first. Every
+        :meth:`sync` publishes, of the configured model, what this clone has embedded already.
 
         Returns:
             How many vectors were published, and the commit (None when there was nothing to publish

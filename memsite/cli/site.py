@@ -31,27 +31,31 @@ def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 @click.option("--engine", type=click.Choice(ENGINES),
               help="What renders the pages (default: the engine setting in mkdocs.yml, else mkdocs).")
+@click.option("--clean", is_flag=True, help="Write every memory page again instead of keeping unchanged ones.")
 @pass_context
-def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None) -> None:
+def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None, clean: bool) -> None:
     """Build the memory website (Material theme) from the repository.
 
     The site is written into a fresh folder and replaces the previous one
     only once whole: a build that fails or is interrupted leaves the site as
-    it was. The site is made to be served (its links are folder URLs and its
-    search runs in a web worker): publish the folder on any web server, or
-    look at it with 'memsite serve'.
+    it was. A memory page that did not change since the previous build is
+    kept (the same file), not written again; --clean writes them all. The
+    site is made to be served (its links are folder URLs and its search
+    runs in a web worker): publish the folder on any web server, or look at
+    it with 'memsite serve'.
 
     \b
     Examples:
         memsite build --site-dir public/
         memsite build --engine zensical
+        memsite build --clean
     """
     from ..site.build import build as build_site
 
     root = repo_root(ctx)
     try:
-        out = build_site(root, site_dir, strict=strict, engine=engine, announce=lambda line: echo(f"note: {line}",
-                                                                                                   err=True))
+        out = build_site(root, site_dir, strict=strict, engine=engine, clean=clean,
+                         announce=lambda line: echo(f"note: {line}", err=True))
     except KeyboardInterrupt:
         echo("Interrupted: the site was not replaced; it is the previous build, whole", err=True)
         raise click.exceptions.Exit(130) from None
