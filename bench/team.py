@@ -14,11 +14,20 @@ Every clone is a process of its own, on this disk, with one bare remote:
   ``memsite sync`` process of its own;
 * ``bare``: 12 clones writing every 2-6 s, each sync a ``memsite sync``
   process, on a plain ``git init --bare`` remote (its HEAD names ``master``)
-  with no merge queue running: the simplest team set-up;
+  with no merge queue running: the simplest team set-up (``--recall``: each
+  agent also recalls after each write, so its clone embeds the memories and
+  its syncs publish their vectors);
 * ``world``: 12 clones setting the same five world keys every 2-6 s for 2
   minutes, each sync a ``memsite sync`` process, on the same plain remote
   with no merge queue: reports the keys merges found set two ways and
   whether each merge commit lists them;
+* ``purge``: 12 clones writing every 2-6 s and syncing after each write
+  (``store.sync()``) on a plain bare remote, while a clone of its own purges
+  (``MemoryStore.purge``) the oldest memory of one agent a third of the way
+  in: reports how long the purge took, the syncs that failed after it, the
+  acknowledged memories lost (the purged one aside), and every place in the
+  remote (after the host's gc) and in the clones (after their last sync) that
+  still holds its text;
 * ``clone``: a new machine joining a 10,000-memory memory: ``memsite clone``
   (git clone, the index, the vectors) beside a plain ``git clone``;
 * ``stress``: 50 clones x 20 memories back to back, syncing after every write;
@@ -135,9 +144,12 @@ def worker(args: argparse.Namespace) -> None:
         if args.pace:
             lo, hi = args.pace
             time.sleep(rng.uniform(lo, hi))
-        ident, filename = write(corpus.text())
+        text = corpus.text()
+        ident, filename = write(text)
         written += 1
         say(ack=ident, file=filename)
+        if args.recall and args.kind != "git":  # (recall by meaning embeds the new memory: a sync publishes it)
+            store.recall(" ".join(text.split()[:8]))
         started = time.time()
         status = sync()
         say(sync=time.time() - started, status=status, file=filename, at=time.time())
@@ -194,6 +206,45 @@ def integrator(args: argparse.Namespace) -> None:
     print(json.dumps({"cpu": cpu_seconds()}), flush=True)
 
 
+def purger(args: argparse.Namespace) -> None:
+    """At ``--start``, purge the oldest memory ``agent00`` wrote, as a person answering an erasure request."""
+    from memsite import MemoryStore, MemsiteError
+
+    store = MemoryStore(args.clone, agent="purger")
+    while time.time() < args.start:
+        time.sleep(0.05)
+    store.sync()
+    target = store.list(agent="agent00")[0]  # (oldest first)
+    print(json.dumps({"target": target.id, "text": target.content, "file": target.path.name,
+                      "age": (store.now() - target.created).total_seconds()}), flush=True)
+    started = time.time()
+    for attempt in range(1, 4):
+        try:
+            result = store.purge(target.id, reason="erasure request (benchmark)")
+            print(json.dumps({"purged": time.time() - started, "at": time.time(), "attempts": attempt,
+                              "tombstone": result.tombstone}), flush=True)
+            return
+        except MemsiteError as exc:
+            print(json.dumps({"purge_error": str(exc)}), flush=True)
+    print(json.dumps({"purged": None, "at": time.time()}), flush=True)
+
+
+def holds(repo: Path, text: str) -> list[str]:
+    """Where the repository at ``repo`` still holds ``text``: its history and reflogs, any object, any file."""
+    found = []
+    log = subprocess.run(["git", "log", "--all", "-p", "--reflog"], cwd=repo, capture_output=True, text=True,
+                         errors="replace").stdout
+    if text in log:
+        found.append("git log --all -p --reflog")
+    listed = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").stdout
+    objects = subprocess.run(["git", "cat-file", "--batch"], cwd=repo, input=listed.encode(),
+                             capture_output=True).stdout
+    if text.encode() in objects:
+        found.append("an object")
+    grep = subprocess.run(["grep", "-r", "-l", "-a", "-F", text, "."], cwd=repo, capture_output=True, text=True)
+    return found + [f"file {line}" for line in grep.stdout.split()]
+
+
 def cpu_seconds() -> tuple[float, float]:
     """CPU seconds of this process, and of the processes it started and waited for (git, and git's own)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -230,6 +281,8 @@ class Run:
     cpu: dict[str, float] = field(default_factory=dict)  # where the machine's CPU went during the run
     conflicts: int = 0  # world keys set two ways that merges settled (the world run)
     unlisted: int = 0  # of those, how many no merge commit lists
+    purge: dict[str, object] = field(default_factory=dict)  # the purge run: what, how long, where its text is left
+    published: tuple[int, int] | None = None  # vectors the syncs published on main, and the commits that did
 
     def delays(self) -> list[float]:
         return [max(0.0, self.seen_at[f] - self.synced_at[f]) for f in self.synced_at if f in self.seen_at]
@@ -271,7 +324,8 @@ def watch(remote: Path, run: Run, stop: threading.Event) -> None:
 
 
 def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | None, duration: float,
-             count: int, integrate: bool, keep: bool, hosted: bool, bare: bool = False) -> Run:
+             count: int, integrate: bool, keep: bool, hosted: bool, bare: bool = False,
+             purge_at: float | None = None, recall: bool = False) -> Run:
     run = Run(name)
     root = Path(tempfile.mkdtemp(prefix=f"memsite-team-{kind}-"))
     try:
@@ -289,6 +343,8 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                        "--count", str(count)]
             if pace:
                 command += ["--pace", str(pace[0]), str(pace[1])]
+            if recall:
+                command.append("--recall")
             procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           cwd=HERE.parent))
         stop_file = root / "stop-integrator"
@@ -299,6 +355,13 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
             integrator_proc = subprocess.Popen([sys.executable, __file__, "_integrator", "--clone", str(path),
                                                 "--stop", str(stop_file), "--interval", "1"],
                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        purger_proc = None
+        if purge_at is not None:
+            path = root / "purger"
+            git(root, "clone", "-q", "--branch", "main", str(remote), str(path))
+            purger_proc = subprocess.Popen([sys.executable, __file__, "_purger", "--clone", str(path), "--start",
+                                            str(start + purge_at)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           text=True, cwd=HERE.parent)
         stop = threading.Event()
         watchers = [threading.Thread(target=watch, args=(remote, run, stop), daemon=True)]
         if hosted:
@@ -344,6 +407,22 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                     run.final_failed += event["final"].startswith("failed")
                     run.cpu["agents"] = run.cpu.get("agents", 0.0) + event["cpu"][0]
                     run.cpu["their git"] = run.cpu.get("their git", 0.0) + event["cpu"][1]
+        if purger_proc is not None:
+            out, err = purger_proc.communicate(timeout=600)
+            for line in out.splitlines():
+                run.purge.update(json.loads(line))
+            if "text" not in run.purge:
+                run.purge["error"] = (err.strip().splitlines() or ["?"])[-1]
+            purged_at = run.purge.get("at") or float("inf")
+            run.purge["failed after"] = sum(1 for out, _ in outputs for line in out.splitlines()
+                                            if '"sync"' in line and json.loads(line)["status"].startswith("failed")
+                                            and json.loads(line)["at"] > purged_at)
+            run.acked.pop(str(run.purge.get("file")), None)  # (erased on purpose)
+            text = str(run.purge.get("text", ""))[:60]
+            git(remote, "reflog", "expire", "--expire=now", "--all")  # what the host's gc does after a force push
+            git(remote, "gc", "--prune=now", "--quiet")
+            run.purge["left"] = [f"{p.name}: {where}" for p in [remote, *paths, root / "purger"]
+                                 for where in (holds(p, text) if text else [])]
         if kind == "world":  # each acknowledged commit is on main; each key a merge found set two ways is listed
             on_main = set(git(remote, "rev-list", "main").stdout.split())
             run.conflicts, run.unlisted = world_conflicts_listed(remote)
@@ -352,6 +431,14 @@ def scenario(name: str, kind: str, clones: int, *, pace: tuple[float, float] | N
                        git(remote, "ls-tree", "-r", "--name-only", "main", "--",
                            "content/memories").stdout.splitlines()}
         run.lost = len(set(run.acked) - on_main)
+        if recall:  # how many memories' vectors the syncs published, in how many commits
+            from memsite.storage.vectors import decode
+
+            files = git(remote, "ls-tree", "-r", "--name-only", "main", "--", "vectors").stdout.split()
+            data = [subprocess.run(["git", "show", f"main:{f}"], cwd=remote, capture_output=True).stdout for f in files]
+            model = next((d.split(b" ", 3)[3].split(b"\n")[0].decode() for d in data if d), "")
+            run.published = (sum(len(decode(d, model)) for d in data),
+                             len(git(remote, "log", "--format=%H", "main", "--", "vectors").stdout.split()))
         bad = [str(p.name) for p in [remote, *paths]
                if git(p, "fsck", "--strict", "--no-progress", check=False).returncode]
         run.fsck = "clean" if not bad else "FAILED: " + ", ".join(bad)
@@ -499,6 +586,17 @@ def cpu_line(run: Run) -> str:
             f"({', '.join(parts)}, other {other:.0f} s: background gc, the remote's, the watcher){queue}")
 
 
+def purge_line(run: Run) -> str:
+    """The purge of a run: what it erased, how long it took, the syncs that failed after it, where its text is."""
+    p = run.purge
+    if "error" in p or p.get("purged") is None:
+        return f"  purge FAILED: {p.get('error') or p.get('purge_error')}"
+    left = p.get("left") or []
+    return (f"  purge of {p['target']} (written {float(p['age']):.0f} s before): {float(p['purged']):.1f} s, "  # type: ignore[arg-type]
+            f"{p['attempts']} attempt(s); failed syncs after it: {p['failed after']}; its text found in: "
+            f"{', '.join(left) if left else 'nothing (the remote after its gc, every clone after its last sync)'}")
+
+
 def failures(run: Run) -> str:
     """The distinct reasons syncs failed, with how many each (what to look at when the column is not 0)."""
     counted: dict[str, int] = {}
@@ -521,15 +619,18 @@ def row(run: Run) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small smoke run (minutes)")
-    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "world", "clone", "stress", "during"])
+    parser.add_argument("--only", nargs="*", choices=["paced", "cli", "bare", "world", "purge", "clone", "stress",
+                                                     "during"])
     parser.add_argument("--keep", action="store_true", help="keep the repositories (printed) for a look")
     parser.add_argument("--clones", type=int, help="clones of the paced run (default 50)")
     parser.add_argument("--seconds", type=int, help="length of the paced runs (default 180)")
     parser.add_argument("--no-baseline", action="store_true", help="memsite alone (while tuning; quote runs with it)")
+    parser.add_argument("--recall", action="store_true",
+                        help="agents recall after each write (with the default model: syncs publish vectors)")
     parser.add_argument("--remote", choices=["hosted", "plain"], default="hosted",
                         help="a remote that keeps pushes as packs, as a hosting service (default), or git's defaults")
     args = parser.parse_args()
-    chosen = args.only or ["paced", "cli", "bare", "world", "clone", "stress", "during"]
+    chosen = args.only or ["paced", "cli", "bare", "world", "purge", "clone", "stress", "during"]
     q = args.quick
     hosted = args.remote == "hosted"
     print(f"memsite team benchmark: {os.cpu_count()} cores, git {git(HERE, '--version').stdout.split()[-1]}, "
@@ -551,9 +652,10 @@ def main() -> None:
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "bare" in chosen:
         n, d = (4, 20) if q else (12, args.seconds or 180)
-        runs.append(scenario(f"paced CLI on a plain 'git init --bare' remote, no merge queue, {n} clones x {d} s",
-                             "cli", n, pace=(2, 6), duration=d, count=0, integrate=False, keep=args.keep,
-                             hosted=False, bare=True))
+        recalling = ", a recall after each write" if args.recall else ""
+        runs.append(scenario(f"paced CLI on a plain 'git init --bare' remote, no merge queue, {n} clones x {d} s"
+                             f"{recalling}", "cli", n, pace=(2, 6), duration=d, count=0, integrate=False,
+                             keep=args.keep, hosted=False, bare=True, recall=args.recall))
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
     if "world" in chosen:
         n, d = (4, 20) if q else (12, args.seconds or 120)
@@ -563,6 +665,12 @@ def main() -> None:
         print(row(runs[-1]) + "\n" + cpu_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)  # (progress)
         print(f"  world keys set two ways and settled: {runs[-1].conflicts}, not listed: {runs[-1].unlisted}",
               file=sys.stderr, flush=True)
+    if "purge" in chosen:
+        n, d = (4, 30) if q else (12, args.seconds or 180)
+        runs.append(scenario(f"a purge while {n} clones write every 2-6 s x {d} s, store.sync() after each, "
+                             "plain bare remote", "memsite", n, pace=(2, 6), duration=d, count=0, integrate=False,
+                             keep=args.keep, hosted=False, bare=True, purge_at=d / 3))
+        print(row(runs[-1]) + "\n" + purge_line(runs[-1]) + failures(runs[-1]), file=sys.stderr, flush=True)
     if "stress" in chosen:
         n, w = (8, 5) if q else (50, 20)
         for kind in ("memsite",) if args.no_baseline else ("memsite", "git"):
@@ -580,6 +688,11 @@ def main() -> None:
         print(cpu_line(run) + failures(run))
         if run.name.startswith("world"):
             print(f"  {run.name}: world keys set two ways and settled {run.conflicts}, not listed {run.unlisted}")
+        if run.purge:
+            print(purge_line(run))
+        if run.published is not None:
+            print(f"  {run.name}: syncs published the vectors of {run.published[0]} memories in "
+                  f"{run.published[1]} commits")
     if "clone" in chosen:
         count = 1000 if q else 10_000
         print()
@@ -595,7 +708,7 @@ def main() -> None:
         for label, values in (("while a sync of the same clone runs", during), ("no sync running (baseline)", idle)):
             print(f"| {label} | {percentile(values, 50) * 1000:.1f} ms | {percentile(values, 95) * 1000:.1f} ms | "
                   f"{max(values) * 1000:.1f} ms | {len(values)} |")
-    report.publish("team", skip=args.quick)
+    report.publish("team-purge" if chosen == ["purge"] else "team", skip=args.quick)
 
 
 def _subcommand() -> None:
@@ -611,8 +724,9 @@ def _subcommand() -> None:
     parser.add_argument("--pace", type=float, nargs=2)
     parser.add_argument("--stop")
     parser.add_argument("--interval", type=float, default=1)
+    parser.add_argument("--recall", action="store_true")
     args = parser.parse_args()
-    (worker if args.role == "_worker" else integrator)(args)
+    {"_worker": worker, "_integrator": integrator, "_purger": purger}[args.role](args)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,16 @@ covered without a decorator of its own.
 """
 
 from .api import MemoryStore, from_env
+from .features.check import CheckResult
+from .features.doctor import Finding
 from .features.extract import Candidate, Extractor
+from .features.history import DayReport
 from .features.migrate import Migration
 from .features.protocol import Task
 from .features.purge import PurgePlan, PurgeResult
 from .features.recall import Hit
 from .features.relevance import Why
+from .features.review import Change, Diff
 from .features.skills import SkillCandidate, render_skill
 from .features.sync import IntegrateResult, SyncResult
 from .features.world import World
@@ -46,11 +50,16 @@ __all__ = [
     "Candidate",
     "Capacity",
     "Category",
+    "Change",
+    "CheckResult",
     "Config",
     "ConfigError",
     "ConflictError",
+    "DayReport",
+    "Diff",
     "DiskFull",
     "Extractor",
+    "Finding",
     "FormatError",
     "Hit",
     "IntegrateResult",

@@ -15,12 +15,13 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .features import contradictions, retrieval
+from .features import contradictions, history, retrieval
 from .features.asof import moment
+from .features.check import CheckResult, check_working_tree
 from .features.core_memory import (
     DEFAULT_DIR,
     FALSE,
@@ -32,23 +33,39 @@ from .features.core_memory import (
     recent_texts,
     topic_text,
 )
+from .features.doctor import Finding, diagnose, repair
 from .features.embedders import by_name, chosen_name, download_allowed, normal
 from .features.extract import Extractor, message_texts
+from .features.history import DayReport
 from .features.ingest import incomplete, ingest, resume
+from .features.llm import OpenAICompatible
+from .features.merge import DRIVERS
+from .features.merge import run as merge_file
 from .features.migrate import Migration, migrate
 from .features.opening import open_storage
 from .features.protocol import Task, start
 from .features.purge import PurgeResult, purge
 from .features.recall import TOOLS, Hit, call_tool, format_hits
 from .features.relevance import floor
+from .features.review import Diff, compare
 from .features.scaffold import check_publishable, clone_repository, create_repository, destination, is_memory, publish
-from .features.skills import SkillCandidate, candidates
-from .features.sync import IntegrateResult, Syncer, SyncResult, integrate, review_branch, sync
+from .features.skills import SkillCandidate, candidates, write_drafts
+from .features.sync import (
+    IntegrateResult,
+    Syncer,
+    SyncResult,
+    integrate,
+    propose,
+    publish_branch,
+    review_branch,
+    sync,
+)
 from .features.world import World
 from .foundation import inputs
 from .foundation.config import Config
-from .foundation.errors import ConfigError, InvalidInput, NotFound
+from .foundation.errors import ConfigError, FormatError, InvalidInput, NotFound
 from .foundation.record import Memory, format_time, utcnow
+from .git import Repository
 from .storage import Storage, Transaction
 from .storage.chain import chain
 from .storage.ids import lookup
@@ -258,6 +275,57 @@ class MemoryStore:
             raise
         return store
 
+    @staticmethod
+    def check(path: str | os.PathLike[str], base: str | None = None) -> CheckResult:
+        """Check the memory repository at ``path``: every problem and warning at once, one line each.
+
+        Reads the files on disk without opening a store, so a repository a
+        store cannot open (a broken ``mkdocs.yml``, a Python tag in it) is
+        checked too: that is one of the problems named.
+
+        Args:
+            path: the repository's working tree.
+            base: a revision; also check what changed since (session records
+                are append-only; memories flagged since then).
+
+        Returns:
+            A :class:`CheckResult`: ``problems`` (the repository is not valid
+            while there is one), ``warnings`` (an earlier layout, possible
+            contradictions), ``build_warnings`` (code ``mkdocs.yml`` adds to
+            the site build) and ``count``, the memory files read. A ``base``
+            that names no commit is a problem too.
+        """
+        return check_working_tree(Path(path), base=base)
+
+    @staticmethod
+    def diagnose(path: str | os.PathLike[str]) -> list[Finding]:
+        """What killed writers, hand edits and damaged caches left in the repository at ``path``; changes nothing.
+
+        Works without opening a store (a repository no store opens is what
+        it is for): git locks (and whose they may be), dead writers'
+        temporary files, an interrupted write, a missing ``.git/index``,
+        damaged files in ``.memsite/``, memory files that cannot be read or
+        are in the wrong folder.
+
+        Returns:
+            Findings: each ``problem`` (or a note), with its ``message`` and whether :meth:`repair` can fix it.
+        """
+        return diagnose(Path(path))
+
+    @staticmethod
+    def repair(path: str | os.PathLike[str], findings: Iterable[Finding], agent: str | None = None) -> list[str]:
+        """Repair what is safe among ``findings`` (from :meth:`diagnose`); one line per repair made.
+
+        memsite's own locks left by a killed writer are taken back (never
+        anyone else's), dead writers' temporary files removed, an interrupted
+        write finished, a missing index and the derived files rebuilt,
+        misplaced memory files moved (one commit, by ``agent``).
+
+        Raises:
+            MemsiteError: the repository is read-only for this process (nothing is repaired).
+        """
+        return repair(Path(path), list(findings), agent=agent)
+
     def _keep_agent(self) -> None:
         """Make this store's agent the one every later command in this clone writes as (``memsite.agent``)."""
         self._store.repo.git.run("config", AGENT_SETTING, self.agent, check=True)
@@ -324,11 +392,21 @@ class MemoryStore:
         return None if self._store.vectors is None else self._store.vectors.embedder
 
     @property
+    def embedding_model(self) -> str | None:
+        """The name of the model recall embeds with (its vectors are kept under it); None by words only."""
+        return None if self._store.vectors is None else self._store.vectors.model
+
+    @property
     def world(self) -> World:
         """The shared world state: ``store.world.read()``, ``store.world.merge({...})``."""
         return World(self._store)
 
     # --- the store's reads and writes ------------------------------------------
+
+    def count(self) -> int:
+        """How many memories the branch tip holds (all categories, superseded ones too)."""
+        self._store.fresh()
+        return self._store.catalog.count()
 
     def tip(self) -> str | None:
         """The commit reads see: the store's branch (HEAD's commit while that branch does not exist yet,
@@ -492,15 +570,26 @@ class MemoryStore:
         """
         return self._store.supersede(old, new, reason)
 
-    def chain(self, id: str) -> builtins.list[Memory]:
+    def chain(self, id: str, *, as_of: datetime | str | None = None) -> builtins.list[Memory]:
         """The memories that replaced one another, oldest first, that the memory ``id`` belongs to.
 
         ``[memory]`` for a memory that never replaced another nor was replaced.
+        ``as_of``: the chain as the repository held it then (record time, see
+        :meth:`get`): the memory as it was, and those it had replaced by then.
 
         Raises:
-            NotFound: no memory has that id.
+            NotFound: no memory has that id (or had it then).
+            InvalidInput: ``as_of`` is not a time, in the future, or before the first commit.
         """
-        return chain(self._store.get(id), self._store.get)
+        if as_of is None:
+            return chain(self._store.get(id), self._store.get)
+        links = [self.get(id, as_of=as_of)]
+        while links[0].supersedes:
+            try:
+                links.insert(0, self.get(links[0].supersedes, as_of=as_of))
+            except (NotFound, FormatError):  # (forgotten since, or unreadable then: the chain starts here)
+                break
+        return links
 
     def update(self, id: str, /, **changes: Any) -> Memory:
         """Change fields of a memory in one commit; it keeps its id (or a unique prefix of it, as for :meth:`get`).
@@ -615,7 +704,8 @@ class MemoryStore:
 
         They go under ``vectors/<model>/`` (outside the site), in a file only this clone writes,
         so merges never conflict on them; a fresh clone then reads them instead of embedding
-        every memory (:meth:`embed`). Memories without vectors yet are embedded first.
+        every memory (:meth:`embed`). Memories without vectors yet are embedded first. Every
+        :meth:`sync` publishes, of the configured model, what this clone has embedded already.
 
         Returns:
             How many vectors were published, and the commit (None when there was nothing to publish
@@ -640,6 +730,77 @@ class MemoryStore:
 
         See :func:`memsite.features.sync.integrate`."""
         return integrate(self._store, remote, branch)
+
+    def publish_branch(self) -> str | None:
+        """The branch :meth:`sync` publishes this agent's commits to (``sync.publish``: ``agent/<agent>``);
+        None when agents publish none."""
+        return publish_branch(self._store)
+
+    def propose(self, remote: str = "origin", base: str = "main") -> tuple[str, str]:
+        """Push this agent's review branch (``review/<agent>``) for a pull request into ``base``.
+
+        The store writes to that branch from then on (as ``agent_branch=True``).
+
+        Returns:
+            (the branch pushed, the pull request's body: :meth:`diff` of it as Markdown).
+
+        Raises:
+            RepositoryError: the branch cannot be pushed.
+            MemsiteError: the branch has no commit ``base`` lacks (nothing is pushed).
+        """
+        return propose(self._store, remote, base)
+
+    # --- review and history ---------------------------------------------------
+
+    def diff(self, base: str, head: str = "HEAD") -> Diff:
+        """What changed in memory between the revisions ``base`` and ``head``: what a reviewer reads in a PR.
+
+        Memories created, updated (what changed in text and fields), merged,
+        superseded, forgotten and trimmed (with the reason), created then
+        forgotten inside the range, world-state keys and sessions added.
+
+        Returns:
+            A :class:`Diff`: ``changes`` (highlights first), ``world``, ``sessions_added``; ``to_json()``.
+
+        Raises:
+            RepositoryError: a revision names no commit.
+            FormatError: a changed memory file cannot be read (file, field, fix).
+        """
+        return compare(self.root, base, head)
+
+    def reports(self, day: date | str | None = None, since: date | str | None = None,
+                rev: str = "HEAD") -> builtins.list[DayReport]:
+        """Daily reports from the history: sessions, created / merged / skipped / trimmed, highlights, per agent.
+
+        Computed from the commits, so the same at every clone and at any revision.
+
+        Args:
+            day: the report of this day (a date, or ``2026-11-20``).
+            since: one report per day with activity from this day on.
+            rev: the history up to this revision.
+
+        Returns:
+            Reports, newest first; without ``day`` or ``since``, the latest day with activity only
+            ([] when there is none). Each report's ``abstracts`` names what was created, while it is
+            still in memory.
+
+        Raises:
+            InvalidInput: both ``day`` and ``since``, or a day that is not a date.
+        """
+        if day is not None and since is not None:
+            raise InvalidInput("give day or since, not both")
+        reports = history.daily(history.read(self.root, rev, self.config.content_dir), self.config.sessions_dir)
+        if day is not None:
+            reports = [r for r in reports if r.day == _day(day, "day")]
+        elif since is not None:
+            reports = [r for r in reports if r.day >= _day(since, "since")]
+        else:
+            reports = reports[:1]
+        created = {mid for r in reports for mid in r.highlights}
+        abstracts = {m.id: m.abstract for m in self.list() if m.id in created} if created else {}
+        for r in reports:
+            r.abstracts = {mid: abstracts[mid] for mid in r.highlights if mid in abstracts}
+        return reports
 
     # --- recall -------------------------------------------------------------
 
@@ -761,6 +922,29 @@ class MemoryStore:
         from its abstract and tags. :func:`memsite.render_skill` drafts the SKILL.md.
         """
         return candidates(self._store, threshold, llm)
+
+    def draft_skills(self, folder: str | os.PathLike[str], threshold: int = 5,
+                     llm: Callable[[str], str] | None = None) -> builtins.list[tuple[SkillCandidate, Path, str]]:
+        """Write a SKILL.md draft for each of :meth:`skill_candidates` into ``folder/<name>/SKILL.md``.
+
+        A draft a person edited is never written over.
+
+        Returns:
+            (candidate, its file, what happened) each: ``written`` (new), ``updated`` (memsite's earlier
+            draft, unedited), ``unchanged``, or ``kept`` (edited by a person: left alone).
+        """
+        return write_drafts(self.skill_candidates(threshold, llm), Path(folder))
+
+    def language_model(self) -> Callable[[str], str] | None:
+        """The language model extraction and skills ask: the ``llm`` this store was given, else the
+        OpenAI-compatible endpoint ``MEMSITE_LLM_*`` names; None when there is none (or ``llm=False``).
+
+        Raises:
+            ConfigError: ``MEMSITE_LLM_*`` holds something that cannot name an endpoint.
+        """
+        if callable(self._llm):
+            return self._llm
+        return None if self._llm is False else OpenAICompatible.from_env()
 
     def retrieve(self, query_or_messages: str | Iterable[Mapping[str, Any]], limit: int = 5) -> str:
         """Memories relevant to a query (or to the last user message) as text for a system prompt; '' if none."""
@@ -890,6 +1074,18 @@ class MemoryStore:
         return start(self._store, type, keywords, plan)
 
 
+def _day(value: date | str, name: str) -> date:
+    """``value`` as a day: a date (a datetime's day) or ISO text (``2026-11-20``)."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise InvalidInput(f"{name}: expected a day as YYYY-MM-DD, got {value!r}") from None
+
+
 def from_env(environ: Mapping[str, str] | None = None) -> MemoryStore | None:
     """The memory store the environment asks for, or None when memory is disabled.
 
@@ -915,6 +1111,31 @@ def from_env(environ: Mapping[str, str] | None = None) -> MemoryStore | None:
         store = MemoryStore(path, agent=agent)
     store.auto_load_lines = auto_load_lines(environ, store.auto_load_lines)
     return store
+
+
+def root_of(path: str | os.PathLike[str]) -> Path:
+    """The top folder of the git working tree ``path`` is in, without opening a store.
+
+    For memsite's own surfaces that work where no store opens (the site, ``doctor``).
+
+    Raises:
+        RepositoryError: ``path`` is not in a git working tree.
+    """
+    repo = Repository(path)
+    try:
+        return repo.root
+    finally:
+        repo.close()
+
+
+MERGE_DRIVERS = tuple(driver.kind for driver in DRIVERS)
+"""What ``memsite merge-driver KIND`` merges: the kinds of file memsite registers a git merge driver for."""
+
+
+def merge_driver(kind: str, base: Path, ours: Path, theirs: Path, label: str = "") -> int:
+    """What git runs to merge a file memsite registered a driver for: ``theirs`` into ``ours`` (in place),
+    given ``base``, key by key; 0 when clean, 1 when conflict markers were written into ``ours``."""
+    return merge_file(kind, base, ours, theirs, label)
 
 
 def storage_of(store: MemoryStore) -> Storage:

@@ -24,8 +24,11 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     "rewritten": (purging, "_rewrite", "after"),
     "tombstone-written": (purging, "_listed", "after"),
     "published": (purging, "_publish", "after"),
+    "expiry-noted": (purging, "_pending", "after"),
     "refs-moved": (purging, "_move_refs", "after"),
-    "reflogs-expired": (Storage, "rebuild_caches", "before"),
+    "reflogs-expired": (purging, "_drop_entries", "after"),
+    "objects-dropped": (purging, "_drop_objects", "after"),
+    "vectors-erased": (purging, "_erase_vectors", "after"),
     "caches-rebuilt": (Storage, "rebuild_caches", "after"),
 }
 

@@ -25,6 +25,7 @@ KILL_POINTS: dict[str, tuple[Any, str, int]] = {
     "page-written": (mkdocs_build, "_build_page", 3),
     "theme-written": (mkdocs_build, "_build_theme_template", 1),
     "shell-read": (memory_pages.Shell, "__init__", 1),
+    "memory-pages-kept": (memory_pages, "reuse", 1),  # the unchanged pages linked from the site served
     "memory-page-written": (memory_pages.Shell, "fill", 2),  # some memory pages written, not all
     "memory-pages-written": (memory_pages, "write_all", 1),
     "redirects-written": (generate, "redirects", 1),

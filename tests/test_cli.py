@@ -298,9 +298,11 @@ def test_the_group_options_also_follow_the_command(repo: Path, tmp_path: Path, m
     after = CliRunner().invoke(main, ["--agent", "early", "-C", str(repo), "remember", "Builds run on orion",
                                       "--agent", "later"])
     assert after.exit_code == 0 and git(repo, "log", "-1", "--format=%an").strip() == "later"  # the last one given
-    # A command's own option of that name keeps its meaning: list --agent filters by author.
-    listed = CliRunner().invoke(main, ["-C", str(repo), "--agent", "late", "list", "--agent", "later"])
+    # --agent means who writes wherever it is given; list filters by author with --by, as recall does.
+    listed = CliRunner().invoke(main, ["-C", str(repo), "--agent", "late", "list", "--by", "later"])
     assert "Builds run on orion" in listed.output and "make release" not in listed.output
+    unfiltered = CliRunner().invoke(main, ["-C", str(repo), "list", "--agent", "later"])
+    assert "Builds run on orion" in unfiltered.output and "make release" in unfiltered.output
     version = CliRunner().invoke(main, ["list", "--version"])
     assert version.exit_code == 0 and version.output == CliRunner().invoke(main, ["--version"]).output
 
@@ -401,10 +403,10 @@ def test_a_conversation_to_ingest_over_the_limit_is_refused_unread(repo: Path, m
 
 def test_list_filtered_to_nothing_does_not_say_the_memory_is_empty(repo: Path) -> None:
     run(repo, "remember", "Deploys go through make release", "-c", "patterns")
-    nobody = CliRunner().invoke(main, ["-C", str(repo), "list", "--agent", "nobody"])
+    nobody = CliRunner().invoke(main, ["-C", str(repo), "list", "--by", "nobody"])
     assert nobody.exit_code == 0
     assert nobody.output == "No memories by agent nobody; the repository has 1 ('memsite list' shows them all).\n"
-    both = CliRunner().invoke(main, ["-C", str(repo), "list", "-c", "cases", "--agent", "nobody"])
+    both = CliRunner().invoke(main, ["-C", str(repo), "list", "-c", "cases", "--by", "nobody"])
     assert "No memories in category cases and by agent nobody; the repository has 1" in both.output
 
 

@@ -238,7 +238,8 @@ def test_every_bench_script_has_its_section_on_the_benchmarks_page() -> None:
                  for name in re.findall(r'"([\w-]+)"', call.split("skip=")[0])}
     assert published == {"commit", "commit-import", "commit-large", "commit-month", "dulwich-trial", "faults",
                          "fresh-clone", "langgraph-store", "longterm", "mcp-server", "memory-tool", "quality",
-                         "purge", "recall", "review", "site", "site-engines", "site-kills", "supersede", "team"}
+                         "purge", "recall", "review", "site", "site-engines", "site-kills", "supersede", "team",
+                         "team-purge"}
     assert [name for name in sorted(published)
             if page.count(f"<!-- bench:{name} -->") != 1 or page.count(f"<!-- /bench:{name} -->") != 1] == []
 

@@ -646,6 +646,49 @@ def test_the_index_stays_right_across_folds_and_a_person_staging_files_between_w
     assert 1 <= folds.count(True) <= 4, folds
 
 
+def test_memories_changed_superseded_and_forgotten_go_into_the_index_without_git_beside_a_persons_commit(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rewrite or removal of a file already in the index (in the shared base or in the delta) is written into
+    the delta as git would write it: no ``git update-index`` runs (it was most of an update's time), git sees
+    the index as its own, and a person's ``git commit -a`` whose hook runs meanwhile lands beside the writes."""
+    root = store.root
+    old = [store.remember(f"memory {i} about the ledger owner", category="events", dedupe=False) for i in range(6)]
+    git(root, "update-index", "--split-index")  # (a person's git command folds the delta: the files are in the base)
+    fresh = store.remember("memory 6, only in the delta", category="events", dedupe=False)
+    folds = _folds_counted(monkeypatch)
+    store.update(old[0].id, content="memory 0 about the ledger owner, now corrected")  # in the base
+    assert_clean(root)
+    store.remember("The ledger owner is now Ana.", category="events", supersedes=old[1].id, dedupe=False)
+    assert_clean(root)
+    store.forget(old[2].id)
+    assert_clean(root)
+    store.update(fresh.id, content="memory 6, changed in the delta")
+    store.forget(fresh.id)
+    store.update(old[0].id, content="memory 0, corrected twice")  # its replacing entry replaced
+    assert_clean(root)
+    assert folds == []
+
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch .git/hook-running\nsleep 1\n")
+    hook.chmod(0o755)
+    (root / "content" / "index.md").write_text("# Changed by a person\n")
+    person = subprocess.Popen(["git", "commit", "-a", "-q", "-m", "A file by hand"], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not (root / ".git" / "hook-running").exists():
+        assert time.monotonic() < deadline, "the hook never ran"
+        time.sleep(0.01)
+    store.update(old[3].id, content="memory 3, changed while a person commits")
+    store.forget(old[4].id)
+    _, err = person.communicate(timeout=30)
+    assert person.returncode == 0, err
+    assert git(root, "log", "-3", "--format=%s").splitlines()[2] == "A file by hand"
+    assert git(root, "show", "HEAD:content/index.md") == "# Changed by a person\n"
+    assert "memory 3, changed while a person commits" in (root / store.get(old[3].id).path).read_text()
+    assert_clean(root)
+
+
 def test_a_writer_takes_the_names_of_a_new_shared_index_from_the_writer_that_made_it(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

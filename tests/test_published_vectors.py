@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 import hashlib
 import math
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
-from memsite.storage.vectors import decode, encode, published_folder
+from memsite.features.embedders import MiniLMEmbedder
+from memsite.features.sync import PUBLISH_AT_LEAST
+from memsite.storage.vectors import Vectors, decode, encode, published_folder
 
 from .conftest import Clock, git
 
@@ -132,3 +135,87 @@ def test_a_file_naming_the_model_with_vectors_of_another_size_is_passed_over(
     with MemoryStore(tmp_path / "clone", agent="reader", clock=clock, embedder=embedder) as clone:
         assert clone.recall("who owns payments-api?")[0].memory.abstract.startswith("Marta")
     assert sorted(embedder.memories_embedded()) == sorted(TEXTS)  # embedded again, not read at 8 dimensions
+
+
+def _memories_embedded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the memory texts any store embeds from now on (reference texts and queries left out)."""
+    embedded: list[str] = []
+    real = Vectors._embed_batch
+
+    def recording(self: Vectors, todo: list[tuple[bytes, str, str]]) -> list[tuple[bytes, bytes]]:
+        embedded.extend(text for _, what, text in todo if what.startswith("memory"))
+        return real(self, todo)
+
+    monkeypatch.setattr(Vectors, "_embed_batch", recording)
+    return embedded
+
+
+@pytest.fixture
+def shared(store: MemoryStore, tmp_path: Path) -> Path:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(store.root, "remote", "add", "origin", str(bare))
+    store.sync()
+    store.close()
+    return bare
+
+
+def test_syncs_publish_what_clones_embedded_and_a_fresh_memsite_clone_embeds_nothing(
+        store: MemoryStore, shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSITE_EMBEDDING", raising=False)
+    runner = CliRunner()
+    texts = [f"Service {i} is owned by team {i % 7} and deploys from the {i}th pipeline"
+             for i in range(PUBLISH_AT_LEAST + 8)]
+    with MemoryStore(store.root, agent="planner") as agent:  # the configured model: auto, memsite's own minilm
+        folder = store.root / published_folder(MiniLMEmbedder.model)
+        for text in texts[:8]:
+            agent.remember(text, category="entities", dedupe=False)
+        assert agent.recall("who owns service 3?")  # (every memory embedded, as an agent's first recall does)
+        agent.sync()
+        assert not folder.exists()  # too few waiting: a fresh clone embeds eight in a blink
+        for text in texts[8:]:
+            agent.remember(text, category="entities", dedupe=False)
+    result = runner.invoke(main, ["-C", str(store.root), "--agent", "planner", "recall", "who owns service 30?"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["-C", str(store.root), "--agent", "planner", "sync"])  # (a process of its own)
+    assert result.exit_code == 0, result.output
+    (vec,) = folder.iterdir()  # published by the sync, and on the remote
+    on_remote = subprocess.run(["git", "show", f"main:{vec.relative_to(store.root)}"], cwd=shared,
+                               capture_output=True, check=True).stdout
+    assert len(decode(on_remote, MiniLMEmbedder.model)) == len(texts)
+
+    embedded = _memories_embedded(monkeypatch)
+    with MemoryStore.clone(str(shared), tmp_path / "laptop", agent="newcomer") as joined:
+        assert joined.recall("who owns service 30?")[0].memory.abstract == texts[30]
+    assert embedded == []  # not one memory embedded again, and nobody ran a command for it
+
+
+def test_a_sync_never_publishes_vectors_of_a_model_the_repository_does_not_configure(
+        store: MemoryStore, shared: Path, clock: Clock) -> None:
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder=Counting()) as agent:
+        for i in range(PUBLISH_AT_LEAST + 1):
+            agent.remember(f"Fact {i}: the nightly job {i} writes to bucket b{i}", dedupe=False)
+        assert agent.recall("which bucket does job 4 write to?")
+        agent.sync()
+    assert git(shared, "ls-tree", "-r", "--name-only", "main").count("vectors/") == 0
+
+
+def test_a_clone_leaves_another_agents_new_memories_to_their_writer_and_publishes_them_once_they_are_old(
+        store: MemoryStore, shared: Path, tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSITE_EMBEDDING", raising=False)
+    with MemoryStore(store.root, agent="planner", clock=clock) as writer:  # it never recalls: embeds nothing
+        for i in range(PUBLISH_AT_LEAST + 2):
+            writer.remember(f"Queue {i} drains into the warehouse at {i}:00 UTC", category="entities", dedupe=False)
+        writer.sync()
+    git(tmp_path, "clone", "-q", str(shared), "reader")
+    with MemoryStore(tmp_path / "reader", agent="reader", clock=clock) as reader:
+        assert reader.recall("when does queue 7 drain?")  # every memory embedded here
+        reader.sync()
+        assert "vectors/" not in git(shared, "ls-tree", "-r", "--name-only", "main")  # the writer's to publish
+        clock.advance(hours=2)
+        reader.sync()  # an hour on, nobody has: this clone publishes them
+    listed = git(shared, "ls-tree", "-r", "--name-only", "main", "--", "vectors").split()
+    assert [Path(f).name.split("-")[0] for f in listed] == ["reader"]
+    on_remote = subprocess.run(["git", "show", f"main:{listed[0]}"], cwd=shared, capture_output=True,
+                               check=True).stdout
+    assert len(decode(on_remote, MiniLMEmbedder.model)) == PUBLISH_AT_LEAST + 2

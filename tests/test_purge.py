@@ -3,6 +3,8 @@ and the other clones after their sync; everything else stays byte for byte."""
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +14,11 @@ from click.testing import CliRunner
 
 from memsite import InvalidInput, MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
+from memsite.storage.vectors import decode, published_folder
 from tests.conftest import Clock, assert_clean, git
 from tests.purge_process import KILL_POINTS
 from tests.sites import ROOT, memsite
+from tests.test_published_vectors import Counting
 
 SECRET = "Customer Jane Roe lives at 12 Elm Street, card 4111-1111"
 ABSTRACT = "Jane Roe address for the refund case"
@@ -23,7 +27,9 @@ ABSTRACT = "Jane Roe address for the refund case"
 def holds_text(repo: Path, text: str = "Jane Roe") -> list[str]:
     """Where the repository at ``repo`` (a clone or a bare remote) still holds ``text``: every way to look."""
     found = []
-    if text in git(repo, "log", "--all", "-p", "--reflog"):
+    log = subprocess.run(["git", "log", "--all", "-p", "--reflog"], cwd=repo, capture_output=True, text=True,
+                         errors="replace", check=True).stdout  # (published vectors are bytes)
+    if text in log:
         found.append("git log --all -p")
     listed = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split()
     batch = subprocess.run(["git", "cat-file", "--batch"], cwd=repo, input="\n".join(listed) + "\n",
@@ -32,7 +38,8 @@ def holds_text(repo: Path, text: str = "Jane Roe") -> list[str]:
         found.append("git cat-file --batch-all-objects")
     unreachable = git(repo, "fsck", "--unreachable", "--no-reflogs", "--no-progress").split()
     for sha in unreachable:
-        if len(sha) == 40 and text in git(repo, "cat-file", "-p", sha, check=False):
+        if len(sha) == 40 and text in subprocess.run(["git", "cat-file", "-p", sha], cwd=repo, capture_output=True,
+                                                     text=True, errors="replace", check=False).stdout:
             found.append(f"unreachable {sha}")
     grep = subprocess.run(["grep", "-r", "-l", "-a", text, "."], cwd=repo, capture_output=True, text=True,
                           check=False).stdout
@@ -57,16 +64,44 @@ def remote(tmp_path: Path, store: MemoryStore) -> Path:
     return bare
 
 
-def write_history(store: MemoryStore) -> tuple[str, list[str]]:
-    """A memory holding personal data, updated and forgotten among others; (its id, the other ids)."""
+def write_history(store: MemoryStore, vectors: Counting | None = None) -> tuple[str, list[str]]:
+    """A memory holding personal data, updated and forgotten among others; (its id, the other ids).
+
+    With ``vectors``, an embedder: the vectors of every version are published on the way, as a sync does.
+    """
     keep = [store.remember("The build server is orion", category="entities").id]
     store.world.merge({"deploy.target": "staging"})
     secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
     keep.append(store.remember("Deploys happen on Tuesdays", category="events").id)
+    publish(store, vectors)
     store.update(secret.id, content=SECRET + " (confirmed by Jane Roe)")
     keep.append(store.remember("Use ruff for linting", category="preferences").id)
+    publish(store, vectors)
     store.forget(secret.id, reason="asked to be removed")
     return secret.id, keep
+
+
+def publish(store: MemoryStore, embedder: Counting | None) -> None:
+    if embedder is not None:
+        with MemoryStore(store.root, agent=store.agent, embedder=embedder) as hybrid:
+            assert hybrid.publish_vectors()[0]
+
+
+def secret_keys(embedder: Counting) -> set[bytes]:
+    """The text keys of the secret's vectors (every version embedded)."""
+    return {hashlib.sha1(text.encode()).digest() for text in embedder.texts if "Jane Roe" in text}
+
+
+def holds_vectors(repo: Path, keys: set[bytes]) -> list[str]:
+    """Where the repository at ``repo`` still holds one of the vectors ``keys``: in an object, or a file."""
+    listed = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split()
+    batch = subprocess.run(["git", "cat-file", "--batch"], cwd=repo, input=("\n".join(listed) + "\n").encode(),
+                           capture_output=True, check=False).stdout
+    found = ["git cat-file --batch-all-objects"] if any(key in batch for key in keys) else []
+    for path in sorted(p for p in repo.rglob("*") if p.is_file() and "objects" not in p.parts):
+        if any(key in path.read_bytes() for key in keys):
+            found.append(str(path.relative_to(repo)))
+    return found
 
 
 def test_a_purge_leaves_the_text_nowhere_and_everything_else_as_it_was(store: MemoryStore, remote: Path) -> None:
@@ -149,8 +184,34 @@ def keep_one(store: MemoryStore) -> str:
     return store.list()[0].id
 
 
-def test_a_remote_that_moved_since_the_fetch_is_not_overwritten(store: MemoryStore, remote: Path, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_others_push_while_the_purge_runs_is_purged_too_and_kept(store: MemoryStore, remote: Path,
+                                                                       tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    from memsite.features import purge as purging
+    real = purging._rewrite
+    written = []
+
+    def rewrite_while_another_clone_pushes(*args: object, **kwargs: object) -> dict[str, str]:
+        if len(written) < 2:  # (a busy team: twice the remote moves before the purge can publish)
+            written.append(other.remember(f"Written while the purge ran ({len(written)})", category="events"))
+            other.sync()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(purging, "_rewrite", rewrite_while_another_clone_pushes)
+    store.purge(secret, reason="erasure")
+    assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []
+    assert [store.get(m.id).content for m in written] == [m.content for m in written]  # on the remote, purged
+    assert git(remote, "rev-parse", "main") == git(store.root, "rev-parse", "main")
+    other.sync()
+    assert holds_text(other.root) == [] and {m.id for m in written} <= {m.id for m in other.list()}
+    other.close()
+
+
+def test_a_purge_that_cannot_publish_while_others_push_gives_up_and_changes_nothing(
+        store: MemoryStore, remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret, _ = write_history(store)
     store.sync()
     other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
@@ -158,18 +219,16 @@ def test_a_remote_that_moved_since_the_fetch_is_not_overwritten(store: MemorySto
     real = purging._rewrite
 
     def rewrite_while_another_clone_pushes(*args: object, **kwargs: object) -> dict[str, str]:
-        other.remember("Written while the purge ran", category="events")
+        other.remember("Written while the purge ran", category="events", dedupe=False)
         other.sync()
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(purging, "_rewrite", rewrite_while_another_clone_pushes)
+    monkeypatch.setattr(purging, "RACE_SECONDS", 0.0)
     tip = git(store.root, "rev-parse", "main")
     with pytest.raises(RepositoryError, match="origin moved since the purge fetched it.*run the purge again"):
         store.purge(secret, reason="erasure")
-    assert git(store.root, "rev-parse", "main") == tip
-    monkeypatch.setattr(purging, "_rewrite", real)
-    store.purge(secret, reason="erasure")
-    assert holds_text(store.root) == []
+    assert git(store.root, "rev-parse", "main") == tip and holds_text(store.root)
     other.close()
 
 
@@ -244,7 +303,8 @@ def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: M
     pytest.param(point, marks=() if point == "published" else pytest.mark.slow) for point in sorted(KILL_POINTS)])
 def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_finishes_it(
         store: MemoryStore, remote: Path, point: str) -> None:
-    secret, _ = write_history(store)
+    embedder = Counting()
+    secret, _ = write_history(store, embedder)
     store.sync()
     before = git(store.root, "rev-parse", "main").strip()
     store.close()
@@ -259,8 +319,8 @@ def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_fi
     finished = subprocess.run([sys.executable, "-m", "tests.purge_process", str(store.root), secret],
                               cwd=ROOT, capture_output=True, text=True, check=False)
     assert finished.returncode == 0, finished.stderr
-    assert holds_text(store.root) == []
-    assert _after_hosting_gc(remote) == []
+    assert holds_text(store.root) == [] and holds_vectors(store.root, secret_keys(embedder)) == []
+    assert _after_hosting_gc(remote) == [] and holds_vectors(remote, secret_keys(embedder)) == []
     assert git(remote, "rev-parse", "main") == git(store.root, "rev-parse", "main")
     assert_clean(store.root)
 
@@ -323,3 +383,82 @@ def test_the_catalog_of_past_commits_forgets_the_purged_text_too(store: MemorySt
     assert holds_text(store.root) == []
     with pytest.raises(NotFound):
         store.get(secret, as_of=then)
+
+
+def test_the_purged_memorys_vectors_leave_the_published_files_their_history_and_the_cache(
+        store: MemoryStore, remote: Path, tmp_path: Path, clock: Clock) -> None:
+    embedder = Counting()
+    secret, keep = write_history(store, embedder)
+    store.sync()
+    keys = secret_keys(embedder)
+    assert len(keys) == 2 and holds_vectors(store.root, keys)  # both versions, published and cached
+
+    plan = store.purge(secret, reason="erasure").plan
+
+    assert plan.vectors and plan.vectors[0].startswith(published_folder("counting/1"))
+    assert holds_vectors(store.root, keys) == []  # no version of a vector file, no cache, no working file
+    assert _after_hosting_gc(remote) == [] and holds_vectors(remote, keys) == []
+    (vec,) = (store.root / published_folder("counting/1")).iterdir()
+    assert len(decode(vec.read_bytes(), "counting/1")) == len(keep)  # every other memory's vector stays published
+    cache = sqlite3.connect(store.root / ".memsite" / "vectors.sqlite3")
+    assert cache.execute("SELECT count(*) FROM vectors").fetchone()[0] == len(keep)  # and cached
+    cache.close()
+    again = Counting()
+    with MemoryStore(store.root, agent="planner", clock=clock, embedder=again) as hybrid:
+        assert hybrid.recall("build server")[0].memory.abstract.startswith("The build server")
+    assert again.memories_embedded() == []  # nothing embedded again
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    assert holds_vectors(other.root, keys) == []
+    assert_clean(store.root)
+    other.close()
+
+
+def test_a_purge_leaves_a_persons_stashes_and_reflog_entries_that_never_held_the_memory(
+        store: MemoryStore, remote: Path) -> None:
+    index = store.root / "content" / "index.md"
+    for n in (1, 2):  # a person's work in progress, put aside
+        index.write_text(index.read_text() + f"\nDraft {n} of the welcome text.\n")
+        git(store.root, "stash", "-q")
+    before = git(store.root, "reflog", "show", "--format=%H %gs", "HEAD").splitlines()
+    secret, _ = write_history(store)
+    store.sync()
+
+    store.purge(secret, reason="erasure")
+
+    assert holds_text(store.root) == []
+    assert len(git(store.root, "stash", "list").splitlines()) == 2
+    assert "Draft 1" in git(store.root, "stash", "show", "-p", "stash@{1}")
+    after = git(store.root, "reflog", "show", "--format=%H %gs", "HEAD").splitlines()
+    assert after[-len(before):] == before  # HEAD's entries from before the memory was written stay
+
+
+def test_a_clone_in_queue_mode_shows_its_commits_once_after_following_a_purge(
+        store: MemoryStore, remote: Path, tmp_path: Path) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    root = _clone(remote, tmp_path / "b")
+    settings = root / "mkdocs.yml"
+    settings.write_text(settings.read_text().replace("  memsite:\n", "  memsite:\n    sync: {integrate: queue}\n", 1))
+    git(root, "commit", "-qam", "sync.integrate: queue")
+    other = MemoryStore(root, agent="coder")
+    assert other.config.sync_integrate == "queue"
+    other.remember("The staging database is on port 5433", category="entities")
+    assert other.sync().status == "queued"
+    store.integrate()  # the merge queue takes it in
+    other.remember("The staging cache is redis 7", category="entities")
+    assert other.sync().status == "queued"  # published, waiting for the queue
+    store.sync()
+    store.purge(secret, reason="erasure")
+
+    other.sync()
+    store.integrate()
+    other.sync()
+    store.sync()
+
+    for where in (remote, other.root, store.root):
+        subjects = git(where, "log", "--format=%s", "main").splitlines()
+        for text in ("The staging database is on port 5433", "The staging cache is redis 7",
+                     "sync.integrate: queue"):
+            assert sum(text in subject for subject in subjects) == 1, (where, text, subjects)
+    assert holds_text(other.root) == []
+    other.close()

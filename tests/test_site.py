@@ -54,7 +54,9 @@ def test_every_contract_url_of_the_demo_exists_with_its_content(demo: Path) -> N
         assert f'id="{m.id}"' in listing and f'href="../../m/{m.id}/"' in listing
         month = page(site, f"/memories/{m.category}/{m.created:%Y-%m}/")
         assert f'href="../../../m/{m.id}/"' in month
-    assert {p.name for p in (site / "m").iterdir()} == {m.id for m in every}  # no other page there
+    assert {p.name for p in (site / "m").iterdir() if p.is_dir()} == {m.id for m in every}  # no other page there
+    shared = {p.name for p in (site / "m").iterdir() if p.is_file()}  # the icons and scripts every page names
+    assert shared and all(re.fullmatch(r"(icons-[0-9a-f]{12}\.svg|script-[0-9a-f]{12}\.js)", n) for n in shared)
 
     rankings = page(site, "/rankings/")
     assert "half-life of 30 days" in rankings and "ln(1 + recalls)" in rankings and "Fading" in rankings

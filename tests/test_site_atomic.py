@@ -43,8 +43,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
         store.remember("The user prefers tabs over spaces", category="preferences")
     assert run_build(repo, home=base).returncode == 0
     old = tree(repo / "site")
-    with MemoryStore(repo, agent="planner") as store:
+    with MemoryStore(repo, agent="planner") as store:  # three pages to write: a build can stop between them
         store.remember("Postgres locks the table during a migration", category="cases")
+        store.remember("The billing service deploys on Thursdays", category="events")
+        store.remember("Staging uses the vega VPN", category="entities")
     result = run_build(repo, "--site-dir", str(base / "expected"), home=base)
     assert result.returncode == 0, result.stderr
     new = tree(base / "expected")

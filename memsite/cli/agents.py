@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, errors_as_messages, main, pass_context
+from .common import Context, main, pass_context
 
 
 @main.command()
 @click.option("--repo", "repo", help="The memory repository (default: -C / MEMSITE_DIR, else the current folder).")
 @click.option("--agent", "agent", help="Who writes: the commit author (default: --agent / MEMSITE_AGENT).")
 @pass_context
-@errors_as_messages
 def mcp(ctx: Context, repo: str | None, agent: str | None) -> None:
     """Serve the memory repository to an MCP client over stdio.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,9 +9,9 @@ from typing import Any, TypeVar
 
 import click
 
-from ..api import MemoryStore
-from ..foundation import inputs
+from ..api import MemoryStore, root_of
 from ..foundation.errors import MemsiteError
+from ..foundation.inputs import read_capped
 from ..foundation.record import Memory, short_id
 from ..foundation.terminal import json_text, safe
 
@@ -20,20 +19,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Every number a command takes has bounds, so none reaches SQLite or git as an overflow.
 COUNT = click.IntRange(1, 1_000_000)
 LINES = click.IntRange(0, 1_000_000)
-
-
-def errors_as_messages(func: F) -> F:
-    """A ``MemsiteError`` becomes one line and exit status 1; Ctrl-C becomes click's 'Aborted!'."""
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except MemsiteError as exc:
-            raise click.ClickException(safe(str(exc))) from None
-        except KeyboardInterrupt:
-            raise click.Abort() from None
-
-    return wrapper  # type: ignore[return-value]  # wraps F, same signature
 
 
 def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
@@ -47,12 +32,15 @@ def echo_json(data: Any) -> None:
 
 
 class MemsiteGroup(click.Group):
-    """The ``memsite`` group: no command shows a traceback unless ``--debug`` asks for it.
+    """The ``memsite`` group, the one place where every command's errors are handled.
 
-    A ``MemsiteError`` is one line (as :func:`errors_as_messages` makes it); any
-    other exception is one line naming it, with the hint to rerun with ``--debug``.
-    The group's options are also taken after a command (``memsite remember x
-    --agent a``), unless the command has an option of the same name.
+    No command shows a traceback unless ``--debug`` asks for it: a
+    ``MemsiteError`` is one line on stderr and exit status 1 (:meth:`message`
+    words it; a group of commands may reword it for the shell), any other
+    exception one line naming it, with the hint to rerun with ``--debug``;
+    Ctrl-C is click's 'Aborted!'. The group's options are also taken after a
+    command (``memsite remember x --agent a``), unless the command has an
+    option of the same name.
     """
 
     group_class = type  # its groups (world, task, index) are MemsiteGroups too
@@ -71,7 +59,7 @@ class MemsiteGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except MemsiteError as exc:
-            raise click.ClickException(safe(str(exc))) from None
+            raise click.ClickException(safe(self.message(exc))) from None
         except Exception as exc:
             chosen = ctx.find_object(Context)
             if chosen is not None and chosen.debug:
@@ -79,6 +67,10 @@ class MemsiteGroup(click.Group):
             message = safe(" ".join(str(exc).split()), multiline=False)[:500]
             raise click.ClickException(f"unexpected {type(exc).__name__}: {message or '(no message)'}; "
                                        "rerun with --debug for the traceback") from None
+
+    def message(self, error: MemsiteError) -> str:
+        """What the user reads for ``error`` (its message; a group may put it in the words of the shell)."""
+        return str(error)
 
 
 class Context:
@@ -97,6 +89,33 @@ class Context:
         if self.agent is not None and store.agent != self.agent:
             echo(f"writing as {store.agent}", err=True)
         return store
+
+
+def json_option(what: str) -> Callable[[F], F]:
+    """``--json``, as every command that prints data takes it: ``what`` the JSON holds ("the hits")."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
+
+
+def by_option(func: F) -> F:
+    """``--by NAME``: only memories written by that agent (``--agent`` says who writes, everywhere)."""
+    return click.option("--by", "by_agent", metavar="AGENT", help="Only memories written by this agent.")(func)
+
+
+def category_option(func: F) -> F:
+    """``-c/--category``: only one category (a filter; ``remember`` takes the category it writes to)."""
+    return click.option("-c", "--category", help="Only this category (or alias).")(func)
+
+
+def superseded_option(func: F) -> F:
+    """``--all``: memories replaced by another too."""
+    return click.option("--all", "include_superseded", is_flag=True,
+                        help="Also memories replaced by another (marked 'superseded').")(func)
+
+
+def as_of_option(what: str) -> Callable[[F], F]:
+    """``--as-of WHEN``: ``what`` as it stood at a past moment."""
+    return click.option("--as-of", "as_of", metavar="WHEN",
+                        help=f"{what} (2026-03-01: the end of that day, or an ISO time).")
 
 
 def _global_options() -> list[click.Option]:
@@ -180,19 +199,13 @@ def main(ctx: click.Context, repo: str, agent: str | None, debug: bool) -> None:
 def read_stdin(max_bytes: int, setting: str, fix: str) -> str:
     """Standard input as text, read no further than ``max_bytes`` + 1 bytes (refused past the cap, naming
     ``setting``). Bytes that are not UTF-8 are kept as lone surrogates, which the checks of the text name."""
-    data = inputs.read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
+    data = read_capped(sys.stdin.buffer, "standard input", max_bytes=max_bytes, setting=setting, fix=fix)
     return data.decode("utf-8", "surrogateescape")
 
 
 def repo_root(ctx: Context) -> Path:
     """The working tree's top folder (for commands that need no store)."""
-    from ..git import Repository
-
-    repo = Repository(ctx.repo)
-    try:
-        return repo.root
-    finally:
-        repo.close()
+    return root_of(ctx.repo)
 
 
 def as_dict(memory: Memory) -> dict[str, Any]:

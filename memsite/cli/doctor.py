@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, echo, errors_as_messages, main, pass_context, repo_root
+from ..api import MemoryStore
+from .common import Context, echo, main, pass_context, repo_root
 
 
 @main.command()
@@ -12,7 +13,6 @@ from .common import Context, echo, errors_as_messages, main, pass_context, repo_
               help="Repair what is safe: memsite's own locks left by a killed writer are taken back; "
               "anyone else's lock is never removed.")
 @pass_context
-@errors_as_messages
 def doctor(ctx: Context, fix: bool) -> None:
     """Find what killed writers, hand edits and damaged caches left behind.
 
@@ -33,15 +33,15 @@ def doctor(ctx: Context, fix: bool) -> None:
         memsite doctor
         memsite doctor --fix
     """
-    from ..features.doctor import diagnose, repair
     from ..site import output
 
     root = repo_root(ctx)
-    findings = diagnose(root) + output.findings(root)
+    findings = MemoryStore.diagnose(root) + output.findings(root)
     if fix and any(f.fixable for f in findings):
-        for line in repair(root, [f for f in findings if f.kind != "site"], agent=ctx.agent) + output.repair(findings):
+        repaired = MemoryStore.repair(root, [f for f in findings if f.kind != "site"], agent=ctx.agent)
+        for line in repaired + output.repair(findings):
             echo(f"repair: {line}", err=True)
-        findings = diagnose(root) + output.findings(root)
+        findings = MemoryStore.diagnose(root) + output.findings(root)
     problems = [f for f in findings if f.problem]
     for finding in findings:
         echo(f"{'problem' if finding.problem else 'note'}: {finding.message}", err=True)

@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
+from .. import Extractor
 from ..api import MemoryStore
 from ..foundation.errors import MemsiteError
-from .common import COUNT, Context, echo, errors_as_messages, main, pass_context
+from .common import COUNT, Context, echo, main, pass_context
 
 
 class _IngestProgress:
@@ -35,17 +36,16 @@ class _IngestProgress:
             self._bar = None
 
 
-def _extractor(store: MemoryStore, required: bool) -> Any:
-    from ..features.extract import Extractor
-    from ..features.llm import OpenAICompatible
+def _extractor(store: MemoryStore) -> Extractor | None:
+    llm = store.language_model()
+    return None if llm is None else Extractor(llm, config=store.config)
 
-    llm = OpenAICompatible.from_env()
-    if llm is None:
-        if required:
-            raise MemsiteError("no LLM configured to extract memories with: set MEMSITE_LLM_BASE_URL and "
-                               "MEMSITE_LLM_MODEL (and MEMSITE_LLM_API_KEY if the endpoint needs one)")
-        return None
-    return Extractor(llm, config=store.config)
+
+def _required(extractor: Extractor | None) -> Extractor:
+    if extractor is None:
+        raise MemsiteError("no LLM configured to extract memories with: set MEMSITE_LLM_BASE_URL and "
+                           "MEMSITE_LLM_MODEL (and MEMSITE_LLM_API_KEY if the endpoint needs one)")
+    return extractor
 
 
 def _echo_stats(key: str, stats: dict[str, int]) -> None:
@@ -57,7 +57,6 @@ def _echo_stats(key: str, stats: dict[str, int]) -> None:
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--session-key", help="Names the checkpoint (default: derived from the conversation).")
 @pass_context
-@errors_as_messages
 def ingest(ctx: Context, file: str, session_key: str | None) -> None:
     """Turn a conversation into memories through an LLM, resumably.
 
@@ -76,7 +75,7 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
     with ctx.store() as store:
         progress = _IngestProgress()
         try:
-            stats = store.ingest(messages, _extractor(store, required=True), session_key, progress=progress)
+            stats = store.ingest(messages, _required(_extractor(store)), session_key, progress=progress)
         except KeyboardInterrupt:
             progress.close()
             echo("Interrupted: nothing is lost; 'memsite resume --all' finishes the ingest.", err=True)
@@ -88,12 +87,12 @@ def ingest(ctx: Context, file: str, session_key: str | None) -> None:
 
 def _read_conversation(file: str) -> Any:
     from ..features.ingest import MAX_CONVERSATION_BYTES
-    from ..foundation import inputs
+    from ..foundation.inputs import read_capped
 
     what = "standard input" if file == "-" else file
 
     def read(stream: Any) -> bytes:
-        return inputs.read_capped(stream, what, max_bytes=MAX_CONVERSATION_BYTES, fix="ingest it in parts")
+        return read_capped(stream, what, max_bytes=MAX_CONVERSATION_BYTES, fix="ingest it in parts")
 
     try:
         if file == "-":
@@ -119,7 +118,6 @@ def _read_conversation(file: str) -> Any:
 @click.argument("key", required=False)
 @click.option("--all", "resume_all", is_flag=True, help="Resume every unfinished ingest.")
 @pass_context
-@errors_as_messages
 def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
     """Finish interrupted ingests (without KEY or --all: list them).
 
@@ -137,7 +135,7 @@ def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
             if not keys:
                 echo("No unfinished ingests.", err=True)
             return
-        extractor = _extractor(store, required=False)
+        extractor = _extractor(store)
         for waiting in keys:
             progress = _IngestProgress()
             try:
@@ -155,7 +153,6 @@ def resume(ctx: Context, key: str | None, resume_all: bool) -> None:
 @click.option("--llm/--no-llm", "use_llm", default=True, show_default=True,
               help="Analyse patterns with the LLM in MEMSITE_LLM_* when one is configured.")
 @pass_context
-@errors_as_messages
 def skills(ctx: Context, threshold: int, folder: Path | None, use_llm: bool) -> None:
     """List patterns used often enough to become agent skills, or draft them.
 
@@ -164,18 +161,19 @@ def skills(ctx: Context, threshold: int, folder: Path | None, use_llm: bool) -> 
         memsite skills
         memsite skills --threshold 3 --write skills/
     """
-    from ..features.llm import OpenAICompatible
-    from ..features.skills import write_drafts
-
-    llm = OpenAICompatible.from_env() if use_llm else None
     with ctx.store() as store:
-        found = store.skill_candidates(threshold=threshold, llm=llm)
+        llm = store.language_model() if use_llm else None
+        if folder is None:
+            found = store.skill_candidates(threshold=threshold, llm=llm)
+        else:
+            drafted = store.draft_skills(folder, threshold=threshold, llm=llm)
+            found = [candidate for candidate, _, _ in drafted]
     if folder is None:
         for c in found:
             echo(f"{c.name}  {c.confidence:.0%}  recalled {c.recalls}x  from {c.source_pattern_id}  "
                  f"{c.description}")
     else:
-        for _, path, status in write_drafts(found, folder):
+        for _, path, status in drafted:
             echo(f"{status:<9} {path}" + ("  (edited by a person: left alone)" if status == "kept" else ""))
     if not found:
         echo(f"No pattern has been recalled {threshold} times yet.", err=True)

@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from ..api import MemoryStore, storage_of
+from .. import DayReport
+from ..api import MemoryStore
 from ..features.purge import MATCHING_WITHOUT_YES
 from ..foundation.config import memory_url, site_url
-from ..foundation.errors import MemsiteError
 from ..foundation.record import Memory, format_time, short_id
-from ..foundation.terminal import safe
-from ..storage.vectors import model_name
+from ..foundation.terminal import json_safe, safe
 from .common import (
     COUNT,
     LINES,
     Context,
     ProgressBar,
     as_dict,
+    as_of_option,
+    by_option,
+    category_option,
     echo,
     echo_json,
-    errors_as_messages,
+    json_option,
     main,
     pass_context,
     read_stdin,
-    repo_root,
+    superseded_option,
 )
 
 
@@ -36,7 +37,6 @@ from .common import (
 @click.argument("path", default=".", type=click.Path(file_okay=False))
 @click.option("--remote", metavar="URL", help="An empty git remote to publish the new memory to (as origin's main).")
 @pass_context
-@errors_as_messages
 def init(ctx: Context, path: str, remote: str | None) -> None:
     """Create a memory repository in PATH (runs git init if needed).
 
@@ -64,7 +64,6 @@ def init(ctx: Context, path: str, remote: str | None) -> None:
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.option("--branch", help="The memory's branch on the remote (default: main, else the remote's HEAD).")
 @pass_context
-@errors_as_messages
 def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> None:
     """Join a team's memory: clone URL into DIRECTORY, ready to recall.
 
@@ -87,10 +86,10 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
     with ctx.opened(MemoryStore.clone(url, directory, agent=ctx.agent, branch=branch,
                                       progress=ProgressBar("Making recall ready"))) as store:
         shared, new = store.cloned or ("main", False)
-        count = storage_of(store).catalog.count()
-        model = model_name(store.embedder) if store.embedder is not None else None
+        count = store.count()
+        model = store.embedding_model
         root, agent = store.root, store.agent
-        branch_of = store.config.sync_publish.format(agent=agent) if store.config.sync_publish else None
+        branch_of = store.publish_branch()
     how = f"by meaning ({model}) and words" if model else "by words (no embedder installed)"
     if new:
         echo(f"{url} was empty: made a new memory in {root} and published it there (branch main)")
@@ -115,10 +114,8 @@ def clone(ctx: Context, url: str, directory: str | None, branch: str | None) -> 
 @click.option("--pinned", is_flag=True, help="Exempt from decay and trimming.")
 @click.option("--supersedes", metavar="ID",
               help="The memory this one replaces: marked superseded (valid_until, superseded_by) in the same commit.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the memory as JSON, with 'action' (created, merged, skipped) and 'duplicate_of'.")
+@json_option("the memory, with 'action' (created, merged, skipped) and 'duplicate_of',")
 @pass_context
-@errors_as_messages
 def remember(ctx: Context, content: str | None, category: str, abstract: str | None, overview: str | None,
              tags: tuple[str, ...], source: str | None, pinned: bool, supersedes: str | None, as_json: bool) -> None:
     """Remember CONTENT (or standard input when CONTENT is '-' or absent).
@@ -167,7 +164,6 @@ def remember(ctx: Context, content: str | None, category: str, abstract: str | N
 @click.argument("new")
 @click.option("-r", "--reason", help="Why OLD no longer holds (kept in the commit).")
 @pass_context
-@errors_as_messages
 def supersede(ctx: Context, old: str, new: str, reason: str | None) -> None:
     """Mark the memory OLD replaced by the memory NEW, in one commit.
 
@@ -191,7 +187,6 @@ def supersede(ctx: Context, old: str, new: str, reason: str | None) -> None:
 @click.argument("id")
 @click.argument("old", required=False)
 @pass_context
-@errors_as_messages
 def dismiss(ctx: Context, id: str, old: str | None) -> None:
     """Say the memory ID contradicts OLD after all not: both hold (one commit).
 
@@ -212,14 +207,11 @@ def dismiss(ctx: Context, id: str, old: str | None) -> None:
 
 @main.command()
 @click.argument("id")
-@click.option("--json", "as_json", is_flag=True, help="Print the memory as JSON.")
+@json_option("the memory")
 @click.option("--url", "as_url", is_flag=True,
               help="Print only the address of its page on the site (site_url; else the running 'memsite serve').")
-@click.option("--as-of", "as_of", metavar="WHEN",
-              help="The memory as it was after the last commit before WHEN (2026-03-01: the end of that day, "
-                   "or an ISO time).")
+@as_of_option("The memory as it was after the last commit before WHEN")
 @pass_context
-@errors_as_messages
 def show(ctx: Context, id: str, as_json: bool, as_url: bool, as_of: str | None) -> None:
     """Show the memory with ID: its fields and full text.
 
@@ -238,14 +230,7 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool, as_of: str | None) 
     with ctx.store() as store:
         memory = store.get(id, as_of=as_of)
         root = store.root
-        chain = store.chain(memory.id) if memory.supersedes or memory.superseded_by else [memory]
-        if as_of is not None and len(chain) > 1:  # its links as they were then
-            chain = [memory]
-            while chain[0].supersedes:
-                try:
-                    chain.insert(0, store.get(chain[0].supersedes, as_of=as_of))
-                except MemsiteError:
-                    break
+        chain = store.chain(memory.id, as_of=as_of)
     if as_url:
         from ..site.build import serving
 
@@ -283,22 +268,21 @@ def show(ctx: Context, id: str, as_json: bool, as_url: bool, as_of: str | None) 
 
 
 @main.command("list")
-@click.option("-c", "--category", help="Only this category (or alias).")
-@click.option("--agent", "by_agent", help="Only memories written by this agent.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@category_option
+@by_option
+@json_option("the memories (a list)")
 @pass_context
-@errors_as_messages
 def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: bool) -> None:
     """List memories, oldest first: id, category, agent, date and abstract.
 
     \b
     Examples:
         memsite list
-        memsite list --category cases --agent planner
+        memsite list --category cases --by planner
     """
     with ctx.store() as store:
         memories = store.list(category=category, agent=by_agent)
-        total = len(memories) if memories else storage_of(store).catalog.count()
+        total = len(memories) if memories else store.count()
     if as_json:
         echo_json([as_dict(m) for m in memories])
         return
@@ -317,7 +301,6 @@ def list_(ctx: Context, category: str | None, by_agent: str | None, as_json: boo
 @click.argument("id")
 @click.option("-r", "--reason", default="", help="Why it is forgotten (kept in the commit).")
 @pass_context
-@errors_as_messages
 def forget(ctx: Context, id: str, reason: str) -> None:
     """Forget the memory with ID (its file is deleted; git history keeps it).
 
@@ -345,7 +328,6 @@ def forget(ctx: Context, id: str, reason: str) -> None:
 @click.option("--remote", default="origin", show_default=True,
               help="The remote to push the rewritten branches to, with a lease.")
 @pass_context
-@errors_as_messages
 def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None, dry_run: bool, yes: bool,
           remote: str) -> None:
     """Erase memories with IDS from history, here and on the remote (forget keeps them in history).
@@ -387,7 +369,6 @@ def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None,
 @main.command()
 @click.argument("category")
 @pass_context
-@errors_as_messages
 def trim(ctx: Context, category: str) -> None:
     """Apply CATEGORY's capacity marks now, trimming the lowest-ranked memories.
 
@@ -414,7 +395,6 @@ def trim(ctx: Context, category: str) -> None:
 @main.command()
 @click.option("--base", help="Also check the changes since this revision (e.g. origin/main in a PR).")
 @pass_context
-@errors_as_messages
 def check(ctx: Context, base: str | None) -> None:
     """Check the memory repository; one line per problem.
 
@@ -437,12 +417,9 @@ def check(ctx: Context, base: str | None) -> None:
     Example:
         memsite check --base origin/main && git push
     """
-    from ..features.check import check_working_tree
-    from ..features.site_guard import config_warnings
-
-    for warning in config_warnings(Path(ctx.repo)):
+    checked = MemoryStore.check(ctx.repo, base=base)
+    for warning in checked.build_warnings:
         echo(f"warning: {warning}", err=True)
-    checked = check_working_tree(Path(ctx.repo), base=base)
     for warning in checked.warnings:
         echo(f"warning: {warning}")
     for problem in checked.problems:
@@ -455,7 +432,6 @@ def check(ctx: Context, base: str | None) -> None:
 
 @main.command()
 @pass_context
-@errors_as_messages
 def migrate(ctx: Context) -> None:
     """Move memory files to the numbered folders of their month, all in one commit.
 
@@ -486,12 +462,11 @@ def migrate(ctx: Context) -> None:
 @main.command()
 @click.argument("base")
 @click.argument("head", default="HEAD")
-@click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")
+@json_option("the changes")
 @click.option("--format", "form", type=click.Choice(["text", "markdown"]),
               help="text: as it reads in a terminal; markdown: escaped for a PR comment or job summary "
                    "(default: text on a terminal, markdown when piped).")
 @pass_context
-@errors_as_messages
 def diff(ctx: Context, base: str, head: str, as_json: bool, form: str | None) -> None:
     """Report what changed in memory between BASE and HEAD, for a pull request.
 
@@ -505,10 +480,10 @@ def diff(ctx: Context, base: str, head: str, as_json: bool, form: str | None) ->
         memsite diff origin/main
         memsite diff v1.0 HEAD --json
     """
-    from ..features.review import compare, markdown
-    from ..foundation.terminal import json_safe
+    from ..features.review import markdown
 
-    report = compare(repo_root(ctx), base, head)
+    with ctx.store() as store:
+        report = store.diff(base, head)
     if as_json:
         click.echo(json_safe(report.to_json()))
     else:
@@ -519,9 +494,8 @@ def diff(ctx: Context, base: str, head: str, as_json: bool, form: str | None) ->
 @click.option("--date", "day", type=click.DateTime(["%Y-%m-%d"]), help="The report of this day (YYYY-MM-DD).")
 @click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="One report per day from this day on.")
 @click.option("--rev", default="HEAD", show_default=True, help="Report the history up to this revision.")
-@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@json_option("the counts")
 @pass_context
-@errors_as_messages
 def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
     """Daily reports from the history: sessions, created / merged / skipped / trimmed, highlights, per agent.
 
@@ -533,40 +507,35 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
         memsite report --date 2026-11-20
         memsite report --since 2026-11-01 --json
     """
-    from ..features import history
+    from ..features.history import render_day
 
     if day and since:
         raise click.UsageError("give --date or --since, not both")
     with ctx.store() as store:
-        abstracts = {m.id: m.abstract for m in store.list()}
-        reports = history.daily(history.read(store.root, rev, store.config.content_dir),
-                                store.config.sessions_dir)
-    if day:
-        reports = [r for r in reports if r.day == day.date()]
-    elif since:
-        reports = [r for r in reports if r.day >= since.date()]
-    else:
-        reports = reports[:1]
+        reports = store.reports(day=day, since=since, rev=rev)
     if as_json:
-        echo(json.dumps([{"day": r.day.isoformat(), "commits": r.commits, "sessions": r.sessions,
-                          "counts": dict(r.counts), "created": r.highlights,
-                          "agents": {a: dict(c) for a, c in r.agents.items()}} for r in reports], indent=2))
+        echo_json([r.as_dict() for r in reports])
         return
     for r in reports[::-1]:
-        echo(history.render_day(r, lambda mid: abstracts.get(mid, f"{mid} (no longer in memory)"), str))
+        echo(render_day(r, _abstract_of(r), str))
     if not reports:
         echo("No activity on that day." if day else "No activity yet.", err=True)
 
 
+
+def _abstract_of(report: DayReport) -> Callable[[str], str]:
+    """A highlight of ``report`` by its abstract, or by its id once it is no longer in memory."""
+    return lambda mid: report.abstracts.get(mid, f"{mid} (no longer in memory)")
+
 @main.command()
 @click.argument("query")
 @click.option("-n", "--limit", default=5, show_default=True, type=COUNT, help="At most this many.")
-@click.option("-c", "--category", help="Only this category (or alias).")
+@category_option
 @click.option("-t", "--tag", "tags", multiple=True, help="Only memories with this tag; repeat for several.")
-@click.option("--by", "by_agent", help="Only memories written by this agent.")
+@by_option
 @click.option("--min-score", default=0.0, show_default=True, type=click.FloatRange(min=0),
               help="Drop hits scoring below this.")
-@click.option("--json", "as_json", is_flag=True, help="Print the hits with their score parts as JSON.")
+@json_option("the hits with their score parts")
 @click.option("--since", help="Only memories written since then: 2026-03-01, '2 weeks ago', 'yesterday'.")
 @click.option("--until", help="Only memories written until then (a date alone: to its end).")
 @click.option("--ranking", type=click.Choice(["relevance", "freshness"]), default="relevance", show_default=True,
@@ -574,14 +543,11 @@ def report(ctx: Context, day: Any, since: Any, rev: str, as_json: bool) -> None:
 @click.option("--explain", is_flag=True,
               help="Show why each hit was kept (meaning, words, the floor), what time took off, and what the floor "
                    "left out; counts nothing.")
-@click.option("--all", "include_superseded", is_flag=True,
-              help="Also memories replaced by another (marked 'superseded').")
-@click.option("--as-of", "as_of", metavar="WHEN",
-              help="Memory as it stood then (2026-03-01: the end of that day, or an ISO time); counts nothing.")
+@superseded_option
+@as_of_option("Memory as it stood then; counts nothing")
 @click.option("--record-time", is_flag=True,
               help="With --as-of: what the memory held after the last commit before WHEN (what was believed then).")
 @pass_context
-@errors_as_messages
 def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tuple[str, ...],
            by_agent: str | None, min_score: float, as_json: bool, since: str | None, until: str | None,
            ranking: str, explain: bool, include_superseded: bool, as_of: str | None, record_time: bool) -> None:
@@ -628,11 +594,10 @@ def recall(ctx: Context, query: str, limit: int, category: str | None, tags: tup
 
 @main.command()
 @click.option("-n", "--limit", type=COUNT, help="Only the best this many.")
-@click.option("-c", "--category", help="Only this category (or alias).")
-@click.option("--json", "as_json", is_flag=True, help="Print the ranking with score parts as JSON.")
-@click.option("--all", "include_superseded", is_flag=True, help="Also memories replaced by another.")
+@category_option
+@json_option("the ranking with score parts")
+@superseded_option
 @pass_context
-@errors_as_messages
 def rank(ctx: Context, limit: int | None, category: str | None, as_json: bool, include_superseded: bool) -> None:
     """Rank memories by decay x boost, the order the site shows (nothing is recalled).
 
@@ -698,7 +663,6 @@ def _print_hits(hits: list[Any], as_json: bool) -> None:
 
 @main.command()
 @pass_context
-@errors_as_messages
 def flush(ctx: Context) -> None:
     """Commit the recall counts waiting in the activity journal, in one commit.
 
@@ -723,7 +687,6 @@ def index() -> None:
 
 @index.command("rebuild")
 @pass_context
-@errors_as_messages
 def index_rebuild(ctx: Context) -> None:
     """Rebuild the catalog and full-text index from the memory files.
 
@@ -744,7 +707,6 @@ def index_rebuild(ctx: Context) -> None:
 @click.option("--publish", is_flag=True,
               help="Then commit the vectors the repository lacks under vectors/<model>/, for other clones to read.")
 @pass_context
-@errors_as_messages
 def index_embed(ctx: Context, publish: bool) -> None:
     """Embed the memories recall has no vectors for yet, ahead of the first recall.
 
@@ -765,7 +727,7 @@ def index_embed(ctx: Context, publish: bool) -> None:
     with ctx.store() as store:
         count = store.embed()
         published, commit = store.publish_vectors() if publish else (0, None)
-        model = model_name(store.embedder) if store.embedder is not None else None
+        model = store.embedding_model
     if model is None:
         echo("No embedder: recall is by words only (see 'embedding.model' in mkdocs.yml)")
         return
@@ -777,9 +739,8 @@ def index_embed(ctx: Context, publish: bool) -> None:
 
 @main.command()
 @click.option("--lines", type=LINES, help="At most this many lines (default: auto_load_lines).")
-@click.option("--as-of", "as_of", metavar="WHEN", help="The core memory as it stood then (2026-03-01, or an ISO time).")
+@as_of_option("The core memory as it stood then")
 @pass_context
-@errors_as_messages
 def core(ctx: Context, lines: int | None, as_of: str | None) -> None:
     """Print the core memory an agent loads at start: world state, pinned
     memories and this agent's recent memories (none that was replaced).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -10,8 +9,7 @@ import click
 
 from ..features.protocol import reworded
 from ..foundation.errors import MemsiteError
-from ..foundation.terminal import safe
-from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, read_stdin
+from .common import Context, MemsiteGroup, echo, echo_json, json_option, main, pass_context, read_stdin
 
 # The protocol's errors name the Python calls; from a shell, name the commands and options.
 _CLI_WORDS = (
@@ -24,15 +22,11 @@ _CLI_WORDS = (
 )
 
 
-def _shell_words(func: Callable[..., Any]) -> Callable[..., Any]:
-    """A protocol error as one line in the words of the command line."""
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except MemsiteError as exc:
-            raise click.ClickException(safe(reworded(str(exc), _CLI_WORDS))) from None
-    return wrapper
+class ShellWords(MemsiteGroup):
+    """The task commands: a protocol error is one line in the words of the command line."""
+
+    def message(self, error: MemsiteError) -> str:
+        return reworded(str(error), _CLI_WORDS)
 
 
 @main.group()
@@ -49,9 +43,8 @@ def world() -> None:
 
 @world.command("show")
 @click.argument("key", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the keys and values as JSON.")
+@json_option("the keys and values")
 @pass_context
-@errors_as_messages
 def world_show(ctx: Context, key: str | None, as_json: bool) -> None:
     """Show the world state, or the value of KEY.
 
@@ -77,7 +70,6 @@ def world_show(ctx: Context, key: str | None, as_json: bool) -> None:
 @world.command("set")
 @click.argument("words", nargs=-1, required=True, metavar="KEY=VALUE... | KEY VALUE")
 @pass_context
-@errors_as_messages
 def world_set(ctx: Context, words: tuple[str, ...]) -> None:
     """Set keys, as KEY=VALUE pairs (one commit) or as KEY VALUE ('-' reads
     VALUE from standard input); every other key is kept.
@@ -119,7 +111,6 @@ def _world_pairs(words: tuple[str, ...]) -> dict[str, str]:
 @world.command("unset")
 @click.argument("keys", nargs=-1, required=True)
 @pass_context
-@errors_as_messages
 def world_unset(ctx: Context, keys: tuple[str, ...]) -> None:
     """Remove KEYS from the world state (keys that do not exist are named, and left alone).
 
@@ -139,7 +130,7 @@ def world_unset(ctx: Context, keys: tuple[str, ...]) -> None:
         echo(f"Nothing removed: {missing}" if absent else "Nothing to remove")
 
 
-@main.group()
+@main.group(cls=ShellWords)
 def task() -> None:
     """The task protocol for agents that drive memsite from a shell.
 
@@ -169,7 +160,6 @@ def _show_task(t: Any, resumed: bool = False) -> None:
 @click.argument("keywords", nargs=-1)
 @click.option("--plan", "plan", multiple=True, help="A TODO item; repeat for several.")
 @pass_context
-@_shell_words
 def task_start(ctx: Context, type: str, keywords: tuple[str, ...], plan: tuple[str, ...]) -> None:
     """Start a task of TYPE about KEYWORDS (or resume the same unfinished one).
 
@@ -203,7 +193,6 @@ def _progress(t: Any) -> str:
 
 @task.command("show")
 @pass_context
-@_shell_words
 def task_show(ctx: Context) -> None:
     """Show the task in progress: its TODO and the patterns it matched.
 
@@ -218,7 +207,6 @@ def task_show(ctx: Context) -> None:
 @click.argument("item")
 @click.option("--note", help="What was found.")
 @pass_context
-@_shell_words
 def task_check(ctx: Context, item: str, note: str | None) -> None:
     """Mark the TODO ITEM done.
 
@@ -236,7 +224,6 @@ def task_check(ctx: Context, item: str, note: str | None) -> None:
 @task.command("add")
 @click.argument("item")
 @pass_context
-@_shell_words
 def task_add(ctx: Context, item: str) -> None:
     """Add ITEM to the TODO.
 
@@ -254,7 +241,6 @@ def task_add(ctx: Context, item: str) -> None:
 @task.command("drop")
 @click.argument("item")
 @pass_context
-@_shell_words
 def task_drop(ctx: Context, item: str) -> None:
     """Remove ITEM from the TODO (it turned out not to be needed).
 
@@ -271,7 +257,6 @@ def task_drop(ctx: Context, item: str) -> None:
 
 @task.command("round")
 @pass_context
-@_shell_words
 def task_round(ctx: Context) -> None:
     """Count one more round of work on the task.
 
@@ -295,7 +280,6 @@ def task_round(ctx: Context) -> None:
 @click.option("--unset", "unset", multiple=True, help="A world key to remove; repeat.")
 @click.option("--force", is_flag=True, help="Close it although plan items are not checked: the outcome is partial.")
 @pass_context
-@_shell_words
 def task_finish(ctx: Context, problem: str | None, solution: str | None, learnings: tuple[str, ...],
                 world_pairs: tuple[str, ...], unset: tuple[str, ...], force: bool) -> None:
     """Close the task: session record, knowledge, world state, cleared TODO, one commit.
@@ -335,7 +319,6 @@ def task_finish(ctx: Context, problem: str | None, solution: str | None, learnin
 @task.command("abandon")
 @click.argument("reason")
 @pass_context
-@_shell_words
 def task_abandon(ctx: Context, reason: str) -> None:
     """Close the task without finishing it; the session records REASON.
 

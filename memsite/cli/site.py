@@ -10,12 +10,11 @@ from typing import Any
 
 import click
 
-from ..api import storage_of
-from ..features.merge import DRIVERS
-from ..features.merge import run as run_merge
+from ..api import MERGE_DRIVERS
+from ..api import merge_driver as run_merge
 from ..foundation.config import ENGINES
 from ..foundation.errors import MemsiteError
-from .common import Context, echo, echo_json, errors_as_messages, main, pass_context, repo_root
+from .common import Context, echo, echo_json, json_option, main, pass_context, repo_root
 
 
 def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -32,28 +31,31 @@ def _address_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 @click.option("--engine", type=click.Choice(ENGINES),
               help="What renders the pages (default: the engine setting in mkdocs.yml, else mkdocs).")
+@click.option("--clean", is_flag=True, help="Write every memory page again instead of keeping unchanged ones.")
 @pass_context
-@errors_as_messages
-def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None) -> None:
+def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None, clean: bool) -> None:
     """Build the memory website (Material theme) from the repository.
 
     The site is written into a fresh folder and replaces the previous one
     only once whole: a build that fails or is interrupted leaves the site as
-    it was. The site is made to be served (its links are folder URLs and its
-    search runs in a web worker): publish the folder on any web server, or
-    look at it with 'memsite serve'.
+    it was. A memory page that did not change since the previous build is
+    kept (the same file), not written again; --clean writes them all. The
+    site is made to be served (its links are folder URLs and its search
+    runs in a web worker): publish the folder on any web server, or look at
+    it with 'memsite serve'.
 
     \b
     Examples:
         memsite build --site-dir public/
         memsite build --engine zensical
+        memsite build --clean
     """
     from ..site.build import build as build_site
 
     root = repo_root(ctx)
     try:
-        out = build_site(root, site_dir, strict=strict, engine=engine, announce=lambda line: echo(f"note: {line}",
-                                                                                                   err=True))
+        out = build_site(root, site_dir, strict=strict, engine=engine, clean=clean,
+                         announce=lambda line: echo(f"note: {line}", err=True))
     except KeyboardInterrupt:
         echo("Interrupted: the site was not replaced; it is the previous build, whole", err=True)
         raise click.exceptions.Exit(130) from None
@@ -65,7 +67,6 @@ def build(ctx: Context, site_dir: Path | None, strict: bool, engine: str | None)
 @click.option("-a", "--dev-addr", metavar="IP:PORT", help="Address and port in one (overrides --host and --port).")
 @click.option("--open", "open_in_browser", is_flag=True, help="Open the site in a browser.")
 @pass_context
-@errors_as_messages
 def serve(ctx: Context, host: str, port: int, dev_addr: str | None, open_in_browser: bool) -> None:
     """Serve the memory website locally, rebuilding it as memories change.
 
@@ -92,7 +93,6 @@ def serve(ctx: Context, host: str, port: int, dev_addr: str | None, open_in_brow
 @click.option("--no-l1", is_flag=True, help="Leave out the overviews (L1): abstracts only.")
 @click.option("--by-category", is_flag=True, help="Also write by-category/<category>.md.")
 @pass_context
-@errors_as_messages
 def project(ctx: Context, out: Path, no_l1: bool, by_category: bool) -> None:
     """Write daily summaries (and category views) as Markdown for external indexers.
 
@@ -111,7 +111,6 @@ def project(ctx: Context, out: Path, no_l1: bool, by_category: bool) -> None:
 @click.option("--serve", "and_serve", is_flag=True, help="Serve the site afterwards (see --host and --port).")
 @_address_options
 @click.option("--weeks", default=6, show_default=True, type=click.IntRange(1, 52), help="Weeks to simulate.")
-@errors_as_messages
 def demo(folder: Path, and_serve: bool, host: str, port: int, weeks: int) -> None:
     """Create a demo memory repository and build its website.
 
@@ -155,9 +154,8 @@ def _shell(path: Path) -> str:
 @click.option("--branch", help="The shared branch (default: the checked-out branch's name).")
 @click.option("--every", type=click.FloatRange(min=1), metavar="SECONDS",
               help="Keep syncing, every SECONDS, until Ctrl-C.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @pass_context
-@errors_as_messages
 def sync(ctx: Context, remote: str, branch: str | None, every: float | None, as_json: bool) -> None:
     """Share this clone's memory through a git remote: merge, publish, integrate.
 
@@ -209,9 +207,8 @@ def _synced(result: Any) -> str:
 @main.command()
 @click.option("--remote", default="origin", show_default=True, help="The git remote the agent branches are on.")
 @click.option("--branch", default="main", show_default=True, help="The shared branch to merge them into.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @pass_context
-@errors_as_messages
 def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
     """Merge every published agent branch into the shared branch: a merge queue.
 
@@ -244,7 +241,6 @@ def integrate(ctx: Context, remote: str, branch: str, as_json: bool) -> None:
 @click.option("--remote", default="origin", show_default=True, help="The git remote to push the branch to.")
 @click.option("--base", default="main", show_default=True, help="The branch the pull request goes into.")
 @pass_context
-@errors_as_messages
 def propose(ctx: Context, remote: str, base: str) -> None:
     """Push this agent's review branch (review/<name>) and print the pull request body.
 
@@ -255,16 +251,14 @@ def propose(ctx: Context, remote: str, base: str) -> None:
     Example:
         memsite --agent coder propose | gh pr create --base main --head review/coder --body-file -
     """
-    from ..features.sync import propose as propose_branch
-
     with ctx.store() as store:
-        branch, body = propose_branch(storage_of(store), remote, base)
+        branch, body = store.propose(remote, base)
     echo(f"Pushed {branch} to {remote}; open a pull request into {base} with this body:", err=True)
     echo(body)
 
 
 @main.command("merge-driver")
-@click.argument("kind", type=click.Choice([d.kind for d in DRIVERS]))
+@click.argument("kind", type=click.Choice(MERGE_DRIVERS))
 @click.argument("base", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("ours", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("theirs", type=click.Path(exists=True, dir_okay=False, path_type=Path))

@@ -18,36 +18,40 @@ WARNINGS_SHOWN = 10  # misplaced files named one by one; the rest are counted
 
 
 @dataclass
-class Checked:
-    """What ``memsite check`` found: problems fail it, warnings do not."""
+class CheckResult:
+    """What ``memsite check`` found (``MemoryStore.check``): problems fail it, warnings do not. One line each."""
 
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     count: int = 0  # memory files read
+    build_warnings: list[str] = field(default_factory=list)  # code mkdocs.yml adds to the site build (hooks, plugins)
 
 
-def check_working_tree(root: Path, base: str | None = None) -> Checked:
+def check_working_tree(root: Path, base: str | None = None) -> CheckResult:
     """Check the memory repository's files on disk under ``root``.
 
     Args:
         base: a revision; session records that existed there must be unchanged.
 
     Returns:
-        One line per problem and per warning, and the number of memory files read.
+        One line per problem and per warning, the number of memory files read, and what ``mkdocs.yml`` adds
+        to the site build.
     """
-    from .site_guard import build_problems
+    from .site_guard import build_problems, config_warnings
 
+    added = config_warnings(root)
     try:
         config = load_config(root)
     except ConfigError as exc:
-        return Checked(build_problems(root, None) + str(exc).splitlines())
+        return CheckResult(build_problems(root, None) + str(exc).splitlines(), build_warnings=added)
     problems = build_problems(root, config.content_dir) + _world(root, config) + _records(root, config)
     if base is not None:
-        problems += _sessions_since(root, config, base) + _memories_since(root, config, base)
+        unknown = _not_a_commit(root, base)
+        problems += [unknown] if unknown else _sessions_since(root, config, base) + _memories_since(root, config, base)
     memory_problems, misplaced, count, flags = _memories(root, config)
-    return Checked(problems + memory_problems,
-                   _misplaced_warnings(misplaced + _archive(root, config)) + flags + _world_conflicts(root, base),
-                   count)
+    return CheckResult(problems + memory_problems,
+                       _misplaced_warnings(misplaced + _archive(root, config)) + flags + _world_conflicts(root, base),
+                       count, added)
 
 
 def _world_conflicts(root: Path, base: str | None) -> list[str]:
@@ -203,6 +207,20 @@ def _records(root: Path, config: Config) -> list[str]:
         except (FormatError, UnicodeDecodeError) as exc:
             problems.append(str(exc) if isinstance(exc, FormatError) else f"{rel}: not valid UTF-8")
     return problems
+
+
+def _not_a_commit(root: Path, base: str) -> str | None:
+    """Why ``base`` names no commit (one line, said once for every check made since it), or None."""
+    from ..git import Repository
+
+    repo = Repository(root)
+    try:
+        repo.resolve(base)
+    except RepositoryError as exc:
+        return str(exc)
+    finally:
+        repo.close()
+    return None
 
 
 def _sessions_since(root: Path, config: Config, base: str) -> list[str]:

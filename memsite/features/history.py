@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 from ..foundation.errors import RepositoryError
 from ..git import Git
@@ -37,12 +38,22 @@ class Commit:
 
 @dataclass
 class DayReport:
+    """One day of the history (``store.reports``, ``memsite report``): what was written, and by whom."""
+
     day: date
     commits: int = 0
     sessions: list[str] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)  # created / merged / skipped / trimmed / ...
     highlights: list[str] = field(default_factory=list)  # ids of what was created
     agents: dict[str, Counter] = field(default_factory=dict)
+    abstracts: dict[str, str] = field(default_factory=dict)  # highlight id -> its abstract, while it is in memory
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain data for JSON: ``day`` (ISO), ``commits``, ``sessions``, ``counts``,
+        ``created`` (the highlights' ids) and ``agents`` (agent -> counts)."""
+        return {"day": self.day.isoformat(), "commits": self.commits, "sessions": self.sessions,
+                "counts": dict(self.counts), "created": self.highlights,
+                "agents": {agent: dict(counts) for agent, counts in self.agents.items()}}
 
 
 def read(root: Path, revision: str = "HEAD", folder: str = "content") -> list[Commit]:

@@ -18,35 +18,45 @@ leaves the clone as it was or purged, and ``--dry-run`` lists exactly what the
 same filter changes. filter-repo would move the refs itself as it goes, remove
 the ``origin`` remote of a fresh clone, and expire and repack by its own rules.
 
-After the refs moved, what still holds the text in the clone goes: reflogs
-are expired, ``ORIG_HEAD`` dropped, every pack (memsite's own included) repacked
-with the unreachable objects pruned, and the catalog and vectors in
-``.memsite/`` rebuilt. Other clones follow on their next sync (see
-:func:`follow`): they read the tombstones of a rewritten shared branch and
-move their unpublished commits onto it, purged the same way.
+After the refs moved, what still holds the text in the clone goes, and only
+that (see :func:`expire`): the reflog entries naming a commit that held it,
+the objects only those commits reach, its vectors, and the catalogs, built
+again. Its vectors go from every version of the published vector files too.
+When others push while a purge runs, what they pushed is rewritten as well,
+incrementally (``marks``), and the push tried again. Other clones follow on
+their next sync (see :func:`follow`): they read the tombstones of a rewritten
+shared branch and write their branches again the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import random
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..foundation.errors import InvalidInput, NotFound, RepositoryError
+from ..foundation.errors import InvalidInput, MemsiteError, NotFound, RepositoryError
+from ..foundation.fileformat import parse_memory
 from ..git import Author
 from ..git.commands import Git
 from ..git.maintenance import keep_of
 from ..git.objects import MODE_FILE, Entry
-from ..git.remote import Remote
+from ..git.remote import Remote, is_ancestor, merge_trees
 from ..git.rewrite import rewrite
 from ..storage import Storage
+from ..storage.vectors import PUBLISHED, erase, text_key, without
 
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
+PENDING = "purging"  # in .memsite/: what a purge that moved the refs has still to expire
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
 # A subject '<verb> <category>: <abstract>'.
@@ -54,10 +64,15 @@ MEMORY_VERBS = ("Remember ", "Update ", "Forget ", "Merge into ", "Recall ", "Su
 PURGED_PAGE = "content/purged.md"  # the purges, listed for people and the site (never what was purged)
 PURGED_HEADING = ("# Purged memories\n\nMemories erased from the history of this repository: when, by whom and why "
                   "(never what).\n\n")
+RACE_SECONDS = 120.0  # how long a purge keeps publishing while others push to the remote first
 MATCHING_WITHOUT_YES = 3  # more memories than this matching a pattern: the purge asks for --yes
 MEMORIES = "content/memories/"
 _ID_LINE = re.compile(rb"^id: *['\"]?([0-9A-Za-z]+)['\"]?\s*$", re.MULTILINE)
 _FIELD = re.compile(rb"^(abstract|overview): *(.+)$", re.MULTILINE)
+
+
+class RemoteMoved(RepositoryError):
+    """The remote's branch moved since the purge fetched it (others pushed): nothing changed here or there."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,9 @@ class PurgePlan:
     messages: tuple[str, ...]  # of those, the commits whose message changes
     refs: tuple[str, ...]  # the refs of this clone that reach them
     words: tuple[str, ...] = field(default=(), repr=False)  # what is taken out of commit messages
+    vectors: tuple[str, ...] = ()  # the published vector files that held their vectors
+    keys: tuple[bytes, ...] = field(default=(), repr=False)  # the text keys of every version (their vectors)
+    blobs: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)  # vector file versions, anew
 
 
 @dataclass(frozen=True)
@@ -120,19 +138,21 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
                     and _id_of(_blob(root, commit, path)) == mid:
                 found_paths.add(path)
     paths = sorted({p for found in wanted.values() for p in found})
-    words = _words(root, reach, paths)
+    words, keys = _words(root, reach, paths)
     if matching is not None:
         words.add(matching)
     touched = set(_git(root, "log", "--format=%H", *reach, "--", *paths).stdout.split()) if paths else set()
+    blobs, vector_paths, vector_commits = _published_without(root, reach, keys)
     messages = set()
     for record in _git(root, "log", "--format=%H%x00%B%x01", *reach).stdout.split("\x01"):
         sha, _, body = record.strip("\n").partition("\x00")
         if sha and _redacted(body, words, touched=sha in touched) != body:
             messages.add(sha)
-    changed = touched | messages
+    changed = touched | messages | vector_commits
     holding = [ref for ref in reach if changed and _reaches(root, ref, changed)]
     return PurgePlan(tuple(sorted(wanted)), tuple(paths), tuple(sorted(changed)), tuple(sorted(messages)),
-                     tuple(holding), tuple(sorted(words, key=len, reverse=True)))
+                     tuple(holding), tuple(sorted(words, key=len, reverse=True)), tuple(sorted(vector_paths)),
+                     tuple(sorted(keys)), blobs)
 
 
 def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching: str | None = None,
@@ -184,30 +204,90 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
     if dry_run or not found.commits:
         return PurgeResult(found, None, branch)
     expected = _ref_values(root)  # what the rewrite starts from: a ref that moves meanwhile stops the purge
-    rewritten = _rewrite(root, found.refs, found.paths, found.words)
-    tip = rewritten.get(ref) or store.repo.refs.read(ref)
-    assert tip is not None
     when = int(store.now().timestamp())
-    tombstone = store.repo.write_commit(_listed(store, tip, reason, when), [tip],
-                                        _tombstone(store.agent, reason, found.ids, when),
-                                        Author.writer(store.agent), when)
-    rewritten[ref] = tombstone
-    pushed = _publish(root, origin, rewritten) if origin is not None else {}
+    marks = Path(tempfile.mkdtemp(prefix="purge-", dir=store.state.path))
+    started = time.monotonic()
+    try:
+        for attempt in itertools.count(1):
+            rewritten = _rewrite(root, found.refs, found, marks)
+            tree, parents = _joined(store, ref, rewritten, origin)
+            tombstone = store.repo.write_commit(_listed(store, tree, reason, when), parents,
+                                                _tombstone(store.agent, reason, found.ids, when),
+                                                Author.writer(store.agent), when)
+            rewritten[ref] = tombstone
+            try:
+                pushed = _publish(root, origin, rewritten) if origin is not None else {}
+                break
+            except RemoteMoved:
+                if time.monotonic() - started > RACE_SECONDS:
+                    raise
+            # Others pushed meanwhile (a busy team): what they pushed is rewritten too, on what is done.
+            time.sleep(random.uniform(0, min(2.0, 0.05 * 2 ** attempt)))
+            before = _ref_values(root)
+            origin.fetch(patterns=["*"])  # type: ignore[union-attr]
+            found = _extended(store, found, before)
+            expected.update((r, sha) for r, sha in _ref_values(root).items() if r.startswith("refs/remotes/"))
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
-        rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]  # pushed: origin is set
-        expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # pushed: origin is set (git push moved it)
+        rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
+        expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
+    _pending(store, found)
     _move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
 
 
+def _joined(store: Storage, ref: str, rewritten: dict[str, str], origin: Remote | None) -> tuple[bytes, list[str]]:
+    """The tree and parents of the tombstone: the rewritten branch, merged with the remote's rewritten copy of
+    it when that holds commits this clone has not merged yet (else they would leave the remote).
+
+    Raises:
+        RepositoryError: the two changed the same text differently (a sync merges them first, or says why).
+    """
+    mine = rewritten.get(ref) or store.repo.refs.read(ref)
+    assert mine is not None
+    theirs = None
+    if origin is not None:
+        tracking = origin.tracking(ref.removeprefix("refs/heads/"))
+        theirs = rewritten.get(tracking) or store.repo.refs.read(tracking)
+    if theirs is None or is_ancestor(store.root, theirs, mine):
+        return store.repo.root_tree(mine), [mine]
+    if is_ancestor(store.root, mine, theirs):
+        return store.repo.root_tree(theirs), [theirs]
+    merged = merge_trees(store.root, mine, theirs)
+    if merged.tree is None:
+        raise RepositoryError(f"{store.root}: {ref.removeprefix('refs/heads/')} and its copy on {origin.name} "  # type: ignore[union-attr]
+                              f"changed {', '.join(merged.conflicts)} differently; nothing changed: run memsite sync, "
+                              "then the purge again")
+    return merged.tree, [mine, theirs]
+
+
+def _extended(store: Storage, found: PurgePlan, before: dict[str, str]) -> PurgePlan:
+    """The plan, with the refs a fetch brought (``before`` it: every ref's commit) and the versions of published
+    vector files they wrote."""
+    root = store.root
+    changed = set(found.commits)
+    now, values = _refs(root), _ref_values(root)
+    new_tips = [r for r in now if before.get(r) != values.get(r)]
+    blobs, paths, commits = _published_without(root, [*new_tips, "--not", *set(before.values())], set(found.keys)) \
+        if new_tips else ({}, set(), set())
+    changed |= commits
+    holding = sorted({*found.refs, *(r for r in new_tips if _reaches(root, r, changed))} & set(now))
+    return replace(found, refs=tuple(holding), commits=tuple(sorted(changed)),
+                   vectors=tuple(sorted({*found.vectors, *paths})), blobs={**found.blobs, **blobs})
+
+
 def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "origin") -> str | None:
     """Take in a shared branch that a purge elsewhere rewrote: ``seen`` was its commit before, ``theirs`` now.
 
-    The branch's own commits the remote never had are moved onto the
-    rewritten history (each keeping its author, date and message, less the
-    purged files and words; the sync then merges ``theirs`` in as ever), and
-    what held the purged memories here expires.
+    The clone's branches are written again by the same rewrite the purge
+    made (the same commits give the same new ones), so the history they
+    share with ``theirs`` becomes ``theirs``'s, and their own commits the
+    remote never had (or has on an agent branch, rewritten there too) keep
+    their author, date and message, less the purged files and words. The
+    sync then merges ``theirs`` in as ever, and what held the purged
+    memories here expires.
 
     Returns:
         The branch's new commit (None: ``theirs`` holds no tombstone this clone has not followed).
@@ -217,74 +297,171 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
     if not ids:
         return None
     expected = _ref_values(root)
-    mine = store.repo.refs.read(ref)
-    own = _git(root, "rev-list", "--reverse", "--topo-order", "--no-merges", mine or theirs,
-               f"^{seen}", f"^{theirs}").stdout.split() if mine else []
     local = [r for r in _refs(root) if not r.startswith("refs/remotes/")]
     try:
         found: PurgePlan | None = plan(store, ids, refs=[*local, seen])
     except NotFound:  # (this clone never had them)
         found = None
-    paths = set(found.paths if found else ())
-    words = found.words if found else ()
-    repo, objects = store.repo, store.repo.objects
-
-    def purged_tree(commit: str) -> bytes | None:
-        return objects.apply(repo.root_tree(commit), dict.fromkeys(paths))
-
-    # The rewritten image of ``seen`` on ``theirs``: the commit whose tree is seen's without the purged files
-    # (the rewrite keeps every other blob, so the trees are equal). Own commits go on it, each with its own
-    # files less the purged ones; the sync then merges ``theirs`` in with the merge drivers, as ever.
-    base = purged_tree(seen).hex()  # type: ignore[union-attr]  # a commit has a tree
-    current = next((line.split()[0] for line in _git(root, "log", "--format=%H %T", theirs).stdout.splitlines()
-                    if line.split()[1] == base), theirs)
-    chain = own if mine in own or mine is None else [*own, mine]  # (a merge at the tip: its files too)
-    for sha in chain:
-        header, _, message = _git(root, "cat-file", "commit", sha).stdout.partition("\n\n")
-        lines = [ln for ln in header.split("\n") if not ln.startswith(("tree ", "parent "))]
-        touched = any(p in paths for p, _, _ in objects.diff(repo.root_tree(repo.parents(sha)[0]),
-                                                             repo.root_tree(sha)))
-        text = (f"tree {purged_tree(sha).hex()}\nparent {current}\n" + "\n".join(lines)  # type: ignore[union-attr]  # a commit has a tree
-                + "\n\n" + _redacted(message, words, touched=touched))
-        current = _git(root, "hash-object", "-t", "commit", "-w", "--stdin", input=text).stdout.strip()
-    moves = {ref: current}
-    for other in local:  # the clone's other refs: the purged memories go from them too
-        if other != ref and found and other in found.refs:
-            moves.update(_rewrite(root, (other,), found.paths, found.words))
-    _move_refs(store, moves, expected)
+    if found is not None:
+        _pending(store, found)
+        moves = _rewrite(root, [r for r in local if r in found.refs], found)
+        if moves:
+            _move_refs(store, moves, expected)
     # The remote's other branches (agent branches) were rewritten too: this clone's copies of them follow.
     _git(root, "fetch", "--quiet", "--prune", "--no-write-fetch-head", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
-    expire(store)
-    return current
+    if found is not None:
+        expire(store)
+    return store.repo.refs.read(ref) or theirs
 
 
 def expire(store: Storage) -> None:
-    """Drop what in this clone still holds objects no ref reaches: reflogs, ORIG_HEAD, packs, the catalog.
+    """Drop what in this clone still holds the purged memories, and only that: the reflog entries naming a
+    commit that held them, the objects only those commits reach, their vectors in the cache; then the
+    catalogs (text in SQLite's free pages) are built again from the files.
 
-    Every pack, memsite's own included, is repacked into one and the
-    unreachable objects pruned; the catalog and vectors in ``.memsite/`` are
-    set aside and built again from the files (the purged memory is in none).
+    What to drop was written down (``.memsite/purging``) before any ref moved, so a purge killed on the
+    way finishes here on its next run. A person's other reflog entries, stashes and unreachable objects
+    stay for git to expire by its own rules.
     """
+    found = _pending(store)
+    if found is None:
+        return
+    commits, keys, noted = found
     root, git_dir = store.root, store.repo.git_dir
-    for name in ("ORIG_HEAD", "FETCH_HEAD"):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(git_dir / name)
-    # Under the repository lock: no write of this clone is between its objects and its ref, so the
-    # .keep files memsite puts on a pack until then guard nothing now, and nothing reachable is pruned.
-    with store.repo.locked():
-        _git(root, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-        store.repo.objects.release()
-        for keep in (git_dir / "objects" / "pack").glob("*.keep"):
-            if (keep_of(str(keep)) or b"").startswith(b"memsite "):
-                with contextlib.suppress(FileNotFoundError):
-                    keep.unlink()
-        _git(root, "-c", "gc.autoDetach=false", "gc", "--prune=now", "--quiet")
+    with store.repo.locked():  # (no write of this clone is between its objects and its ref meanwhile)
+        tainted = noted | _tainted(root, commits)
+        if tainted - noted:  # (noted before the reflogs that find them go: a killed run finds them there)
+            with open(store.state.path / PENDING, "a", encoding="ascii") as file:
+                file.write("".join(f"tainted {sha}\n" for sha in sorted(tainted - noted)))
+                file.flush()
+                os.fsync(file.fileno())
+        _drop_entries(store, tainted)
+        for name in ("ORIG_HEAD", "FETCH_HEAD"):  # (naming such a commit: one naming another commit stays)
+            with contextlib.suppress(FileNotFoundError):
+                if any(line[:40] in tainted for line in (git_dir / name).read_text(errors="replace").splitlines()):
+                    os.remove(git_dir / name)
+        _drop_objects(store, tainted)
+    _erase_vectors(store, keys)
     store.rebuild_caches()
+    with contextlib.suppress(FileNotFoundError):
+        (store.state.path / PENDING).unlink()
 
 
-def _listed(store: Storage, tip: str, reason: str, when: int) -> bytes:
-    """The tree of ``tip`` with the purge listed in ``content/purged.md`` (a page of the site: when, who, why)."""
-    objects, tree = store.repo.objects, store.repo.root_tree(tip)
+def _pending(store: Storage, found: PurgePlan | None = None) -> tuple[set[str], set[bytes], set[str]] | None:
+    """Write down what a purge must expire (the commits it rewrote, the text keys of its vectors) before any
+    ref moves; with no plan, read it back, with the commits :func:`expire` found holding them (None:
+    nothing is left to expire)."""
+    path = store.state.path / PENDING
+    if found is not None:
+        lines = [f"commit {sha}" for sha in found.commits] + [f"key {key.hex()}" for key in found.keys]
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text("\n".join(lines) + "\n", encoding="ascii")
+        os.replace(temporary, path)
+        return None
+    try:
+        lines = path.read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    pairs = list(zip(lines[::2], lines[1::2]))
+    return ({v for k, v in pairs if k == "commit"}, {bytes.fromhex(v) for k, v in pairs if k == "key"},
+            {v for k, v in pairs if k == "tainted"})
+
+
+def _tainted(root: Path, changed: set[str]) -> set[str]:
+    """The commits no ref reaches any more (reflogs only) that hold a purged memory: the purge's ``changed``
+    commits and every commit after them."""
+    tainted: set[str] = set()
+    for line in _git(root, "rev-list", "--topo-order", "--reverse", "--parents", "--reflog", "--not", "--all"
+                     ).stdout.splitlines():
+        sha, *parents = line.split()
+        if sha in changed or not tainted.isdisjoint(parents):
+            tainted.add(sha)
+    return tainted
+
+
+def _drop_entries(store: Storage, tainted: set[str]) -> None:
+    """Delete the reflog entries naming a ``tainted`` commit, and those alone (a reflog's other entries, a
+    person's among them, stay), each log written again under its ref's lock as git does.
+
+    (``git reflog delete`` takes one entry at a time and rewrites the log each time: hours at 20,000.)
+    """
+    logs = store.repo.common_dir / "logs"
+    if not tainted or not logs.is_dir():
+        return
+    for path in sorted(p for p in logs.rglob("*") if p.is_file() and not p.name.endswith(".lock")):
+        data = path.read_bytes()
+        if not any(sha.encode() in data for sha in tainted):
+            continue
+        ref = path.relative_to(logs)
+        locks = store.repo.locks
+        ref_lock = locks.acquire(store.repo.common_dir / ref)  # (as git's reflog expire: the ref, then its log)
+        try:
+            log_lock = locks.acquire(path)
+            try:
+                kept, previous = [], None
+                for line in path.read_bytes().splitlines(keepends=True):
+                    old, new = line[:40].decode(errors="replace"), line[41:81].decode(errors="replace")
+                    if new in tainted:
+                        continue
+                    if old in tainted:  # (as ``--rewrite`` does: the entry now follows the one kept before it)
+                        line = (previous or b"0" * 40) + line[40:]
+                    kept.append(line)
+                    previous = line[41:81]
+                log_lock.write(b"".join(kept))
+                log_lock.commit()
+            finally:
+                log_lock.rollback()
+        finally:
+            ref_lock.rollback()
+    store.repo.locks.drop_retired()
+
+
+def _drop_objects(store: Storage, tainted: set[str]) -> None:
+    """Delete the objects only ``tainted`` commits reach: every pack is written again without them (memsite's
+    own packs included; a pack someone else keeps is left alone), and loose ones are deleted."""
+    root, objects = store.root, store.repo.git_dir / "objects"
+    if not tainted:
+        return
+    # (``rev-list --objects A --not B`` leaves out only what B's own trees hold: the sets are compared here)
+    doomed = set(_git(root, "rev-list", "--objects", "--no-object-names", "--ignore-missing", "--missing=allow-any",
+                      "--stdin", input="".join(f"{sha}\n" for sha in tainted)).stdout.split())
+    doomed -= set(_git(root, "rev-list", "--objects", "--no-object-names", "--all", "--reflog",
+                       "--indexed-objects").stdout.split())
+    if not doomed:
+        return
+    store.repo.objects.release()
+    packs = objects / "pack"
+    for keep in packs.glob("*.keep"):  # (a pack memsite keeps until its ref moves: the lock is held, so none)
+        if (keep_of(str(keep)) or b"").startswith(b"memsite "):
+            with contextlib.suppress(FileNotFoundError):
+                keep.unlink()
+    kept = {p.with_suffix(".pack") for p in packs.glob("*.keep")}
+    holding = [p for p in packs.glob("*.pack") if p not in kept]
+    if holding:
+        listed = _git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").stdout.split()
+        made = _git(root, "pack-objects", "-q", "--delta-base-offset", str(packs / "pack"),
+                    input="".join(f"{sha}\n" for sha in listed if sha not in doomed)).stdout.strip()
+        for pack in holding:
+            if pack.stem != f"pack-{made}":
+                for suffix in (".pack", ".idx", ".rev", ".bitmap", ".mtimes"):
+                    with contextlib.suppress(FileNotFoundError):
+                        pack.with_suffix(suffix).unlink()
+        _git(root, "prune-packed", "-q")
+    for sha in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            (objects / sha[:2] / sha[2:]).unlink()
+
+
+def _erase_vectors(store: Storage, keys: set[bytes]) -> None:
+    """The purged memories' vectors go from the cache; every other memory's stay."""
+    if store.vectors is not None:
+        store.vectors.close()
+    erase(Path(store.state.path) / "vectors.sqlite3", keys)
+
+
+def _listed(store: Storage, tree: bytes, reason: str, when: int) -> bytes:
+    """``tree`` with the purge listed in ``content/purged.md`` (a page of the site: when, who, why)."""
+    objects = store.repo.objects
     entry = objects.lookup(tree, PURGED_PAGE)
     text = objects.read_blob(entry.sha) if entry else PURGED_HEADING.encode()
     text += f"- {_stamp(when)} by {store.agent}: {reason}\n".encode()
@@ -323,13 +500,15 @@ def _tombstoned(root: Path, seen: str, theirs: str) -> list[str]:
     return sorted(set(re.findall(r"^Purged-Memory: (\S+)$", text, re.MULTILINE)))
 
 
-def _rewrite(root: Path, refs: Iterable[str], paths: Iterable[str], words: Iterable[str]) -> dict[str, str]:
-    """Write ``refs`` again without ``paths`` and ``words``, into refs of memsite's; {ref: its new commit}.
+def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan, marks: Path | None = None) -> dict[str, str]:
+    """Write ``refs`` again without the plan's files, words and vectors, into refs of memsite's;
+    {ref: its new commit}.
 
     No ref of the clone moves here.
     """
-    words = list(words)
-    return rewrite(root, refs, paths, lambda message, touched: _redacted(message, words, touched=touched), PURGE_REFS)
+    words = found.words
+    return rewrite(root, refs, found.paths, lambda message, touched: _redacted(message, words, touched=touched),
+                   PURGE_REFS, found.blobs, marks)
 
 
 def _redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
@@ -374,7 +553,7 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
         said = (result.stdout + result.stderr).lower()
         _drop_purge_refs(root)
         if "stale info" in said or "fetch first" in said:
-            raise RepositoryError(f"{origin.name} moved since the purge fetched it; nothing changed here or there: "
+            raise RemoteMoved(f"{origin.name} moved since the purge fetched it; nothing changed here or there: "
                                   "run the purge again (it fetches first)")
         if "non-fast-forward" in said or "denied" in said or "protected" in said or "declined" in said:
             raise RepositoryError(f"{origin.name} refused to rewrite {', '.join(names)} (a protected branch: force "
@@ -402,6 +581,8 @@ def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) 
         moved = _git(root, "update-ref", "--stdin", input="\n".join(lines) + "\n", check=False)
         if moved.returncode:
             _drop_purge_refs(root)
+            with contextlib.suppress(FileNotFoundError):
+                (store.state.path / PENDING).unlink()
             raise RepositoryError(f"{store.root}: a branch moved while the purge ran (a write landed); nothing "
                                   "changed in this clone: run the purge again")
         if head in moves and expected.get(head):
@@ -474,19 +655,73 @@ def _versions(root: Path, refs: list[str], path: str) -> list[bytes]:
     return [b for b in (_blob(root, sha, path) for sha in shas) if b]
 
 
-def _words(root: Path, refs: list[str], paths: list[str]) -> set[str]:
-    """What of the memories' text a commit message could hold: abstracts, overviews, body lines."""
+def _words(root: Path, refs: list[str], paths: list[str]) -> tuple[set[str], set[bytes]]:
+    """What of the memories' text a commit message could hold (abstracts, overviews, body lines), and the
+    text keys their vectors have (of every version)."""
     words: set[str] = set()
+    keys: set[bytes] = set()
     for path in paths:
         for blob in _versions(root, refs, path):
             text = blob.decode("utf-8", "replace")
+            with contextlib.suppress(MemsiteError):  # (a version that does not parse had no vector)
+                memory = parse_memory(text, path)
+                keys.add(text_key(memory.abstract, memory.content))
             front, _, body = text.partition("\n---\n")
             for match in _FIELD.finditer(front.encode()):
                 value = match.group(2).decode("utf-8", "replace").strip().strip("'\"")
                 if len(value) >= 4:
                     words.add(value)
             words.update(line.strip() for line in body.splitlines() if len(line.strip()) >= 8)
-    return words
+    return words, keys
+
+
+def _published_without(root: Path, refs: list[str], keys: set[bytes]) -> tuple[dict[str, bytes], set[str], set[str]]:
+    """Every version of the published vector files that holds one of ``keys``, without it:
+    ({its blob id: the file without those records}, the files' paths, the commits that wrote them)."""
+    if not keys:
+        return {}, set(), set()
+    written: dict[str, tuple[str, str]] = {}  # blob -> (path, a commit that wrote it)
+    commit = ""
+    for line in _git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
+                     PUBLISHED).stdout.splitlines():
+        if line.startswith("\x00"):
+            commit = line[1:]
+        elif line.startswith(":"):
+            fields, _, path = line.partition("\t")
+            sha = fields.split()[3]
+            if sha.strip("0"):
+                written.setdefault(sha, (path, commit))
+    blobs, paths, commits = {}, set(), set()
+    for sha, data in _read_blobs(root, list(written)).items():
+        purged = without(data, keys)
+        if purged is not None:
+            blobs[sha] = purged
+            paths.add(written[sha][0])
+    if blobs:  # (each commit that wrote such a version: a blob can be written by more than one)
+        for line in _git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
+                         *sorted(paths)).stdout.splitlines():
+            if line.startswith("\x00"):
+                commit = line[1:]
+            elif line.startswith(":") and line.split()[3] in blobs:
+                commits.add(commit)
+    return blobs, paths, commits
+
+
+def _read_blobs(root: Path, shas: list[str]) -> dict[str, bytes]:
+    """The content of each of the blobs ``shas``, read by one ``git cat-file --batch``."""
+    if not shas:
+        return {}
+    out = Git(root).run("cat-file", "--batch", input="".join(f"{sha}\n" for sha in shas).encode(), text=False).stdout
+    found, pos = {}, 0
+    for sha in shas:
+        header = out[pos : out.index(b"\n", pos)]
+        pos += len(header) + 1
+        parts = header.split()
+        if len(parts) == 3:
+            size = int(parts[2])
+            found[sha] = out[pos : pos + size]
+            pos += size + 1
+    return found
 
 
 def _blob(root: Path, commit: str, path: str) -> bytes:

@@ -52,7 +52,9 @@ class Change:
 
 
 @dataclass
-class Report:
+class Diff:
+    """What changed in memory between two revisions (``store.diff``, ``memsite diff``): a pull request's review."""
+
     base: str
     head: str
     commits: int
@@ -63,13 +65,15 @@ class Report:
     site_url: str = ""  # where the memory website is published (mkdocs.yml): memories link to their pages
 
     def count(self, action: str) -> int:
+        """How many memories changed by ``action`` (``created``, ``forgotten``...)."""
         return sum(c.action == action for c in self.changes)
 
     def to_json(self) -> str:
+        """The whole diff as indented JSON: its fields, each change with its fields."""
         return json.dumps(asdict(self), indent=2, ensure_ascii=False, default=str)
 
 
-def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -> Report:
+def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -> Diff:
     """The changes to memory between ``base`` and ``head`` in the repository at ``root``.
 
     With ``strict=False`` a changed file that breaks the memory format is
@@ -90,7 +94,7 @@ def compare(root: Path, base: str, head: str = "HEAD", *, strict: bool = True) -
         trailers, log = _trailers(root, base_sha, head_sha, config.content_dir)
     finally:
         repo.close()
-    report = Report(base, head, len(log), site_url=site_url(root))
+    report = Diff(base, head, len(log), site_url=site_url(root))
     before: dict[str, tuple[str, Memory]] = {}
     after: dict[str, tuple[str, Memory]] = {}
     for path, old, new in entries:
@@ -294,7 +298,7 @@ def _value(value: Any) -> str:
     return "none" if value is None or value == "" else str(value)
 
 
-def markdown(report: Report, limit: int = 200, *, terminal: bool = False) -> str:
+def markdown(report: Diff, limit: int = 200, *, terminal: bool = False) -> str:
     """The report for a pull request: totals and highlights first, then each kind of change.
 
     ``terminal=True`` leaves agent text as it is (no Markdown escapes) for a

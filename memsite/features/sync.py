@@ -15,6 +15,10 @@ recall counts adding up), computed by ``git merge-tree`` outside any lock;
 only moving the local branch to the merge takes the repository lock, for a
 few milliseconds, so the agent's own writes go on while a sync waits for the
 network. One sync or integrate runs at a time in a clone.
+
+A sync also publishes the vectors its clone has embedded for recall by
+meaning and the repository lacks (:func:`publish_vectors`), so that a clone
+made later reads them rather than embedding every memory.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TypeVar
 
 from ..foundation.errors import ConflictError, MemsiteError, RepositoryError
@@ -44,7 +49,9 @@ from ..git.remote import (
     trailers,
 )
 from ..storage import Storage
+from ..storage.vectors import model_name
 from . import world
+from .embedders import by_name, normal
 from .purge import follow
 
 log = logging.getLogger("memsite")
@@ -58,6 +65,8 @@ BUSY_ATTEMPTS = 5  # tries of a fetch or push while another git command in this 
 SYNC_LOCK_SECONDS = 600.0  # how long a sync waits for another one of this clone (a slow network) to end
 QUEUE_RUNNING_SECONDS = 120.0  # a merge of the queue this recent on the shared branch: the queue is running
 INTEGRATE_SUBJECT = "Integrate agent branches: "  # the first line of the merge queue's commits
+PUBLISH_AT_LEAST = 32  # vectors waiting before a sync publishes them (a fresh clone embeds fewer in a blink)
+PUBLISH_OTHERS_AFTER = timedelta(hours=1)  # another agent's memory: published by this clone only once this old
 
 INTEGRATED, QUEUED, UP_TO_DATE = "integrated", "queued", "up to date"
 
@@ -130,6 +139,7 @@ def sync(store: Storage, remote: str = "origin", branch: str | None = None, *,
         raise RepositoryError(f"sync: attempts must be 1 or more, got {tries}")
     refs = store.repo.refs
     with _one_at_a_time(store):
+        publish_vectors(store)
         restored = fetched = 0
         own_moved = False  # the agent branch holds commits this clone lacks (the same agent on another machine)
         note = ""
@@ -197,6 +207,34 @@ def sync(store: Storage, remote: str = "origin", branch: str | None = None, *,
                               note=note)
         hint = "" if publish else " (or publish agent branches: sync.publish in mkdocs.yml)"
         raise RepositoryError(f"{note}: the push was rejected {attempt} times; nothing was lost; sync again{hint}")
+
+
+def publish_vectors(store: Storage) -> int:
+    """Publish with the repository the vectors this clone has embedded already and the repository lacks, once
+    ``PUBLISH_AT_LEAST`` are waiting, in a commit the sync then shares: a fresh clone reads them rather than
+    embedding every memory. Only the configured model's (``embedding.model``) are published, and nothing is
+    embedded here; another agent's memory only when it is ``PUBLISH_OTHERS_AFTER`` old (its writer publishes
+    it first; twelve clones syncing at once published each memory five times over); how many were published.
+    """
+    vectors = store.vectors
+    if vectors is None or vectors.model != configured_model(store):
+        return 0
+    try:
+        return store.publish_vectors(PUBLISH_AT_LEAST, embed=False, others_after=PUBLISH_OTHERS_AFTER)[0]
+    except MemsiteError as exc:  # (the sync goes on: a fresh clone embeds what is not published)
+        log.warning("vectors not published: %s", exc)
+        return 0
+
+
+def configured_model(store: Storage) -> str | None:
+    """The name of the model the repository's settings choose (``embedding.model``; ``auto`` is memsite's own
+    minilm, whatever this machine has installed), None when it is words only or not installed here."""
+    name = store.config.embedding_model or "none"
+    try:
+        chosen = by_name(normal("minilm" if name == "auto" else name), "embedding.model")
+    except MemsiteError:
+        return None
+    return None if chosen is None else model_name(chosen)
 
 
 def integrate(store: Storage, remote: str = "origin", branch: str = "main", *,

@@ -179,7 +179,7 @@ class Checkout:
                         move(sha)
                     return sha
                 self._refuse_unsaved_edits(base, files, owned or {})
-                return self._commit_checked_out(ref, {**catch_up, **files}, files, base, build, move, lock, ahead)
+                return self._commit_checked_out(ref, {**catch_up, **files}, build, move, lock, ahead)
             except _Unsettled as unsettled:
                 seen, until = self._checkout_state(ref), unsettled.until
             finally:
@@ -340,17 +340,12 @@ class Checkout:
         self,
         ref: str,
         files: Mapping[str, bytes | None],
-        committed: Mapping[str, bytes | None],
-        base: bytes | None,
         build: Callable[[], str | None],
         move: Callable[[str], None],
         lock: LockFile,
         ahead: FilesAhead | None,
     ) -> str | None:
-        """Commit with the working tree and the index: ``files`` are written there (``committed`` and any catch-up)."""
-        new_paths = [path for path, data in committed.items()
-                     if data is not None and self.objects.lookup(base, path) is None]
-
+        """Commit with the working tree and the index: ``files`` are written there (the commit's and any catch-up)."""
         index: list[IndexUpdate] = []
 
         def update_working_tree() -> None:
@@ -362,8 +357,8 @@ class Checkout:
                     remove_file(self.root, path)
                 elif ahead is None or not ahead.place(path, f"{root}/{path}", data):
                     atomic_write(f"{root}/{path}", data)
-            new_files = {path: blob_id(committed[path]) for path in new_paths}  # type: ignore[arg-type]  # new paths have bytes
-            index.append(IndexUpdate(self.root, self.git_dir, lock, files, new_files))
+            blobs = {path: None if data is None else blob_id(data) for path, data in files.items()}
+            index.append(IndexUpdate(self.root, self.git_dir, lock, files, blobs))
 
         # The working tree and the index are updated while other work goes
         # on: with many files, on a second thread while the objects are built

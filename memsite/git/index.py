@@ -1,16 +1,24 @@
-"""A fast path for the most common index update: new files in a split index.
+"""A fast path for memsite's index updates: files added, changed and removed in a split index.
 
 ``git update-index`` reads the whole index and costs a process start:
 together, most of a memsite write. With
 ``core.splitIndex`` (set by ``memsite init``) the index is a large shared base
-file plus a small delta file, ``.git/index``. Adding a file that is in neither
-only has to rewrite that delta, which this module does directly.
+file plus a small delta file, ``.git/index``, whose ``link`` extension names
+the base and holds two bitmaps over the base's entries: those deleted, and
+those replaced by an entry of the delta (git's index-format documentation,
+"Split index"). Adding a file that is in neither file, changing or removing
+one, only has to rewrite that delta, which this module does directly: a new
+file goes among the delta's own entries; a changed one replaces its entry
+there, or, if it is in the base, sets its bit in the replace bitmap and adds
+the replacing entry; a removed one leaves the delta, or sets its bit in the
+delete bitmap.
 
 The path is deliberately narrow. It is taken only when every precondition
 holds: index version 2 or 3, a ``link`` extension (split mode), no other
-required extension, every path new to both files, a delta still small (or, for
-a batch of new files, within git's own limit for it). In any other case it
-says so and the caller runs ``git update-index``. Optional
+required extension, no stages (a merge in progress), a base whose names are
+each once in it, no file removed from the base coming back, a delta still
+small (or, for a batch of new files, within git's own limit for it). In any
+other case it says so and the caller runs ``git update-index``. Optional
 cache extensions (cache-tree, untracked cache, offset tables) are dropped
 rather than patched, so git recomputes them instead of trusting stale data.
 The new index is written into the ``index.lock`` the caller already holds;
@@ -28,6 +36,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TypeVar
 
@@ -52,8 +61,15 @@ MAX_DELTA_ENTRIES = 200
 # way a run of transactions folds once every few, and the next single write
 # folds what is left.
 BATCH_DELTA_SHARE = 0.2
+# Entries of the base replaced in the delta (files changed since the fold)
+# are not counted above, as git does not count them: a fold keeps the
+# entries of files changed within the same second in the delta (racily
+# clean), a few dozen in a run of writes, so counting them would fold again
+# at once. Past this many (each write rewrites them all, 64 bytes or more
+# each), or past git's share of the base when that is more, the delta is folded.
+MAX_REPLACED = 1000
 
-# What add_new_files did.
+# What update_files did.
 ADDED = "added"
 NOT_APPLICABLE = "not-applicable"
 RESPLIT = "resplit"  # the delta is large: run git with --split-index to fold it
@@ -65,8 +81,9 @@ RESPLIT = "resplit"  # the delta is large: run git with --split-index to fold it
 _base_names: OrderedDict[Path, _Names] = OrderedDict()
 BASE_CACHE_SIZE = 8
 # The names of the last shared index a memsite process read (or made by
-# folding), for the others: '<base id> <count> <SHA-1 of the rest>\n', then
-# the names, sorted, NUL-separated (no path holds a NUL). Several writers
+# folding), for the others: '<base id> <count> <SHA-1 of the rest>[ exact]\n',
+# then the names, sorted, NUL-separated (no path holds a NUL); 'exact' when
+# they are the base's own (see _Names). Several writers
 # take turns: after a fold each one's next write needed the new base's names,
 # parsed from the index at far more cost than they are read here. Written and read under ``index.lock``,
 # which serialises them.
@@ -75,15 +92,26 @@ NAMES_FILE = "memsite-index-names"
 
 class _Names:
     """The names of a shared index, sorted, asked by bisection (no set to build: hashing a large base's names
-    costs more than the bisections); a name too many only sends that name's write to git."""
+    costs more than the bisections); a name too many only sends that name's write to git.
 
-    def __init__(self, names: list[bytes]) -> None:
+    ``exact``: the names are the base's own, read from it, so a name's place
+    among them is its entry's position in the base (what the link bitmaps
+    count); otherwise they may hold a few more (see note_fold).
+    """
+
+    def __init__(self, names: list[bytes], exact: bool = False) -> None:
         names.sort()  # (the order git wrote them in: sorting a sorted list is one pass)
         self.sorted = names
+        self.exact = exact
 
     def __contains__(self, name: bytes) -> bool:
         i = bisect.bisect_left(self.sorted, name)
         return i < len(self.sorted) and self.sorted[i] == name
+
+    def position(self, name: bytes) -> int | None:
+        """The place of ``name`` among the names (of exact names: its entry's in the base), or None."""
+        i = bisect.bisect_left(self.sorted, name)
+        return i if i < len(self.sorted) and self.sorted[i] == name else None
 
     def plus(self, *more: list[bytes]) -> _Names:
         return _Names([*self.sorted, *(name for names in more for name in names)])
@@ -100,6 +128,7 @@ class _Delta:
     names: list[bytes]  # the files not in the base, sorted
     added: list[bytes]  # their entries, in the same order
     extensions: list[tuple[bytes, bytes]]
+    link: tuple[bytes, list[int], list[int]] | None = None  # its link extension read (see _split_link), once known
 
     def has(self, name: bytes) -> bool:
         i = bisect.bisect_left(self.names, name)
@@ -163,16 +192,25 @@ def _parse(data: bytes, verify: bool = True) -> tuple[int, list[tuple[bytes, byt
     return version, entries, extensions
 
 
-def _shared_names(git_dir: Path, base: bytes) -> _Names:
+def _shared_names(git_dir: Path, base: bytes, exact: bool = False) -> _Names:
+    """The names of shared index ``base``; read from it if ``exact`` and those known may hold more."""
     path = git_dir / f"sharedindex.{base.hex()}"
     names = _base_names.get(path)
-    if names is None:
+    if names is None or (exact and not names.exact):
         names = _published_names(git_dir, base)
-        if names is None:
-            names = _Names(_names(path.read_bytes()))
+        if names is None or (exact and not names.exact):
+            names = _exact_names(path.read_bytes())
             _publish_names(git_dir, base, names)
     _keep(_base_names, path, names)
     return names
+
+
+def _exact_names(data: bytes) -> _Names:
+    """The names of a shared index, marked exact when each is there once at stage 0 (so a name's place among the
+    sorted names is its entry's position); a base with stages is left to git."""
+    names = _names(data)
+    exact = all(a < b for a, b in pairwise(names))  # git writes them sorted: one pass to check
+    return _Names(names, exact=exact)
 
 
 def _published_names(git_dir: Path, base: bytes) -> _Names | None:
@@ -184,16 +222,18 @@ def _published_names(git_dir: Path, base: bytes) -> _Names | None:
         return None
     header, _, body = data.partition(b"\n")
     fields = header.split(b" ")
-    if len(fields) != 3 or fields[0] != base.hex().encode() or fields[2] != hashlib.sha1(body).hexdigest().encode():
+    if len(fields) not in (3, 4) or fields[0] != base.hex().encode() \
+            or fields[2] != hashlib.sha1(body).hexdigest().encode():
         return None
     names = body.split(b"\x00") if body else []
-    return _Names(names) if fields[1] == str(len(names)).encode() else None
+    return _Names(names, exact=fields[3:] == [b"exact"]) if fields[1] == str(len(names)).encode() else None
 
 
 def _publish_names(git_dir: Path, base: bytes, names: _Names) -> None:
     """Leave the names of shared index ``base`` (exactly, or more) for the other writers (see NAMES_FILE)."""
     body = b"\x00".join(names.sorted)
-    header = b"%s %d %s\n" % (base.hex().encode(), len(names.sorted), hashlib.sha1(body).hexdigest().encode())
+    header = b"%s %d %s%s\n" % (base.hex().encode(), len(names.sorted), hashlib.sha1(body).hexdigest().encode(),
+                                 b" exact" if names.exact else b"")
     with contextlib.suppress(OSError):  # (they parse the base instead)
         gitfiles.store(str(git_dir / NAMES_FILE), str(git_dir / f"{NAMES_FILE}.tmp"), header + body, mode=0o644)
 
@@ -262,7 +302,9 @@ def note_fold(git_dir: Path, lock: LockFile, data: bytes, paths: list[str],
         _publish_names(git_dir, new, names)
 
 
-def _entry(root: str, name: bytes, sha: bytes) -> bytes:
+def _entry(root: str, name: bytes, sha: bytes, *, named: bool = True) -> bytes:
+    """The index entry of file ``name`` (its blob ``sha``), with its stat data; without its name if not ``named``
+    (an entry that replaces one of the shared index)."""
     st = os.stat(f"{root}/{os.fsdecode(name)}")
     mode = 0o100755 if st.st_mode & 0o100 else 0o100644
     fields = (
@@ -271,6 +313,8 @@ def _entry(root: str, name: bytes, sha: bytes) -> bytes:
         st.st_dev & 0xFFFFFFFF, st.st_ino & 0xFFFFFFFF, mode,
         st.st_uid & 0xFFFFFFFF, st.st_gid & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF,
     )
+    if not named:
+        name = b""
     raw = _ENTRY.pack(*fields, sha, min(len(name), _NAME_MASK)) + name
     return raw + b"\x00" * (8 - len(raw) % 8)
 
@@ -305,54 +349,148 @@ def _as_delta(st: os.stat_result, checksum: bytes, version: int, entries: list[t
                   extensions)
 
 
-def add_new_files(root: Path, git_dir: Path, files: Mapping[str, bytes], lock: LockFile) -> str:
-    """Write into the held ``lock`` the index with entries for ``files`` (path -> blob id) added.
+def _bitmap(data: bytes, pos: int) -> tuple[list[int], int]:
+    """The set bits of the EWAH bitmap at ``pos`` of ``data`` (git's ewah_read_mmap and ewah_each_bit), ascending,
+    and the offset after it."""
+    _bit_size, count = struct.unpack_from(">II", data, pos)
+    words = struct.unpack_from(f">{count}Q", data, pos + 8)
+    pos += 8 + 8 * count + 4  # (then the place of the last marker word: only for appending)
+    if pos > len(data):
+        raise _NotApplicable
+    bits: list[int] = []
+    at = i = 0
+    while i < count:
+        marker = words[i]  # bit 0: the run's bit; 32 bits: words of that bit; 31 bits: literal words after them
+        run = (marker >> 1) & 0xFFFFFFFF
+        if marker & 1:
+            bits.extend(range(at, at + 64 * run))
+        at += 64 * run
+        literals = marker >> 33
+        if i + literals >= count:
+            raise _NotApplicable
+        for word in words[i + 1 : i + 1 + literals]:
+            while word:
+                low = word & -word
+                bits.append(at + low.bit_length() - 1)
+                word ^= low
+            at += 64
+        i += 1 + literals
+    return bits, pos
 
-    Every file is new and already written in the working tree.
+
+def _ewah(bits: list[int]) -> bytes:
+    """The EWAH bitmap of ``bits`` (ascending), as git serialises one: runs of empty words, then literal words."""
+    words: dict[int, int] = {}
+    for bit in bits:
+        words[bit >> 6] = words.get(bit >> 6, 0) | 1 << (bit & 63)
+    out: list[int] = []
+    last_marker = covered = 0
+    keys = sorted(words)
+    start = 0
+    while start < len(keys):
+        end = start
+        while end + 1 < len(keys) and keys[end + 1] == keys[end] + 1:
+            end += 1
+        last_marker = len(out)
+        out.append((keys[start] - covered) << 1 | (end - start + 1) << 33)
+        out.extend(words[k] for k in keys[start : end + 1])
+        covered = keys[end] + 1
+        start = end + 1
+    if not out:
+        out = [0]  # (git's empty bitmap: one marker word of nothing)
+    return struct.pack(f">II{len(out)}QI", bits[-1] + 1 if bits else 0, len(out), *out, last_marker)
+
+
+def _split_link(data: bytes) -> tuple[bytes, list[int], list[int]]:
+    """(shared index id, deleted positions, replaced positions) of a ``link`` extension."""
+    if len(data) == 20:  # (git writes no bitmaps when it has none)
+        return data, [], []
+    deleted, pos = _bitmap(data, 20)
+    replaced, pos = _bitmap(data, pos)
+    if pos != len(data):
+        raise _NotApplicable
+    return data[:20], deleted, replaced
+
+
+def update_files(root: Path, git_dir: Path, files: Mapping[str, bytes | None], lock: LockFile) -> str:
+    """Write into the held ``lock`` the index with ``files`` updated: path -> blob id, or None for a file removed.
+
+    What ``git update-index --add --remove --info-only`` would write for
+    those paths, each already as given in the working tree (written, or
+    gone).
 
     Returns:
         ADDED if the lock now holds the new index. Otherwise nothing was
         written and ``git update-index`` must run: with ``--split-index`` for RESPLIT.
     """
     index = git_dir / "index"
+    names = {name.encode("utf-8", "surrogateescape"): sha for name, sha in files.items()}
     try:
         delta = _delta(index)
         if delta is None:
             return NOT_APPLICABLE
-        link = _link(delta.extensions)
+        links = [data for name, data in delta.extensions if name == b"link"]
         required = [name for name, _ in delta.extensions if not name[:1].isupper() and name != b"link"]
-        if link is None or required:
+        if len(links) != 1 or required:
             return NOT_APPLICABLE
-        # Only new names count: a fold keeps racily-clean entries (files as
-        # new as the index) in the delta, as replacements of their base
-        # entries, so counting those would fold again at once. The next fold,
-        # a second or more later, moves them to the base.
-        count = len(delta.names) + len(files)
-        batch = len(files) >= MAX_DELTA_ENTRIES
+        link, deleted, replaced_at = delta.link or _split_link(links[0])
+        if len(replaced_at) != len(delta.replaced):
+            return NOT_APPLICABLE
+        base_names = _shared_names(git_dir, link)
+        if any(not delta.has(name) and name in base_names for name in names):
+            # changed or removed in the base: the positions of their entries there are needed
+            base_names = _shared_names(git_dir, link, exact=True)
+            if not base_names.exact or max(deleted + replaced_at, default=-1) >= len(base_names.sorted):
+                return NOT_APPLICABLE
+        # Only new names count here (see MAX_REPLACED).
+        new = [name for name, sha in names.items() if sha is not None and not delta.has(name)
+               and name not in base_names]
+        count = len(delta.names) + len(new)
+        batch = len(new) >= MAX_DELTA_ENTRIES
         if count > MAX_DELTA_ENTRIES and not batch:
             return RESPLIT
-        base_names = _shared_names(git_dir, link)
         if count > MAX_DELTA_ENTRIES and count > BATCH_DELTA_SHARE * len(base_names.sorted):
             return RESPLIT
     except (_NotApplicable, FileNotFoundError, ValueError, IndexError, struct.error):
         return NOT_APPLICABLE
-    names = {name.encode("utf-8", "surrogateescape"): sha for name, sha in files.items()}
-    if any(delta.has(name) or name in base_names for name in names):
-        return NOT_APPLICABLE
     folder = str(root)
     order, added = list(delta.names), list(delta.added)
+    gone, replacing = set(deleted), dict(zip(replaced_at, delta.replaced))
     for name, sha in sorted(names.items()):
         i = bisect.bisect_left(order, name)
-        order.insert(i, name)
-        added.insert(i, _entry(folder, name, sha))
-    kept = [(n, d) for n, d in delta.extensions if n in _KEEP_EXTENSIONS]
-    body = [_HEADER.pack(b"DIRC", delta.version, len(delta.replaced) + len(added)), *delta.replaced, *added]
+        if i < len(order) and order[i] == name:  # one of the delta's own files
+            if sha is None:
+                del order[i], added[i]
+            else:
+                added[i] = _entry(folder, name, sha)
+            continue
+        at = base_names.position(name) if name in base_names else None
+        if at is None:  # new (or, removed, already absent)
+            if sha is not None:
+                order.insert(i, name)
+                added.insert(i, _entry(folder, name, sha))
+        elif at in gone:  # removed from the base already: a file coming back is left to git
+            if sha is not None:
+                return NOT_APPLICABLE
+        elif sha is None:
+            gone.add(at)
+            replacing.pop(at, None)  # (git refuses an entry both replaced and deleted)
+        else:
+            replacing[at] = _entry(folder, name, sha, named=False)  # the name is the base entry's
+    if len(replacing) > max(MAX_REPLACED, BATCH_DELTA_SHARE * len(base_names.sorted)):
+        return RESPLIT
+    positions, deleted = sorted(replacing), sorted(gone)
+    replaced = [replacing[at] for at in positions]
+    link_data = link + _ewah(deleted) + _ewah(positions)
+    kept = [(b"link", link_data), *((n, d) for n, d in delta.extensions if n in _KEEP_EXTENSIONS and n != b"link")]
+    body = [_HEADER.pack(b"DIRC", delta.version, len(replaced) + len(added)), *replaced, *added]
     body += [struct.pack(">4sI", n, len(d)) + d for n, d in kept]
     data = b"".join(body)
     checksum = hashlib.sha1(data).digest()
     lock.write(data + checksum)
     st = os.fstat(lock.fd)  # the lock becomes the index by a rename, which keeps inode, size and time
-    _keep(_written, index, _Delta(_identity(st), checksum, delta.version, delta.replaced, order, added, kept))
+    _keep(_written, index, _Delta(_identity(st), checksum, delta.version, replaced, order, added, kept,
+                                  (link, deleted, positions)))
     with contextlib.suppress(OSError):  # as git does: a shared index in use never expires
         os.utime(git_dir / f"sharedindex.{link.hex()}")
     return ADDED

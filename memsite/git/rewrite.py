@@ -9,7 +9,7 @@ the repository moves here, so a process killed meanwhile leaves it as it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..foundation.errors import RepositoryError
@@ -18,11 +18,16 @@ from .commands import Git
 Redact = Callable[[str, bool], str]  # (a commit message, whether the commit changed a dropped file) -> its new text
 
 
-def rewrite(root: Path, refs: Iterable[str], drop: Iterable[str], redact: Redact, into: str) -> dict[str, str]:
+def rewrite(root: Path, refs: Iterable[str], drop: Iterable[str], redact: Redact, into: str,
+            blobs: Mapping[str, bytes] | None = None, marks: Path | None = None) -> dict[str, str]:
     """Write ``refs`` again without the files ``drop`` (paths from the root), messages through ``redact``.
 
     Args:
         into: the prefix of the refs the new commits go into (``refs/heads/main`` -> ``<into>heads/main``).
+        blobs: file contents to write in place of others: {the old blob's id: the new content}
+            (the same input always gives the same commits, so two clones rewriting one history agree).
+        marks: a folder keeping which commits were written again as which: a second call with it writes
+            only the commits the first did not (the refs moved on meanwhile), on the rewritten ones.
 
     Returns:
         {ref: its rewritten commit}.
@@ -35,12 +40,17 @@ def rewrite(root: Path, refs: Iterable[str], drop: Iterable[str], redact: Redact
         return {}
     git = Git(root)
     specs = [f"--refspec={r}:{into}{r.removeprefix('refs/')}" for r in refs]
+    exporting, importing = [], []
+    if marks is not None:  # (fast-export's mark N is an old commit, fast-import's the same N its new one)
+        old, new = marks / "exported", marks / "imported"
+        exporting = [*([f"--import-marks={old}"] if old.exists() else []), f"--export-marks={old}"]
+        importing = [f"--import-marks-if-exists={new}", f"--export-marks={new}"]
     exported = git.run("fast-export", "--no-data", "--reencode=yes", "--signed-tags=strip",
-                       "--tag-of-filtered-object=rewrite", "--use-done-feature", *specs, *refs, text=False)
+                       "--tag-of-filtered-object=rewrite", "--use-done-feature", *exporting, *specs, *refs, text=False)
     if exported.returncode:
         raise RepositoryError(f"git fast-export failed in {root}: {exported.stderr.decode(errors='replace').strip()}")
-    stream = _filtered(exported.stdout, set(drop), redact)
-    imported = git.run("fast-import", "--quiet", "--force", "--done", input=stream, text=False)
+    stream = _filtered(exported.stdout, set(drop), redact, {sha.encode(): data for sha, data in (blobs or {}).items()})
+    imported = git.run("fast-import", "--quiet", "--force", "--done", *importing, input=stream, text=False)
     if imported.returncode:
         raise RepositoryError(f"git fast-import failed in {root}: {imported.stderr.decode(errors='replace').strip()}")
     out: dict[str, str] = {}
@@ -51,8 +61,9 @@ def rewrite(root: Path, refs: Iterable[str], drop: Iterable[str], redact: Redact
     return out
 
 
-def _filtered(stream: bytes, drop: set[str], redact: Redact) -> bytes:
-    """The fast-export ``stream`` without file commands on ``drop``, each commit message through ``redact``."""
+def _filtered(stream: bytes, drop: set[str], redact: Redact, blobs: Mapping[bytes, bytes]) -> bytes:
+    """The fast-export ``stream`` without file commands on ``drop``, each commit message through ``redact``,
+    and the files whose blob ``blobs`` replaces given that content instead."""
     dropped = {p.encode() for p in drop}
     out: list[bytes] = []
     pos, end = 0, len(stream)
@@ -85,6 +96,11 @@ def _filtered(stream: bytes, drop: set[str], redact: Redact) -> bytes:
                 if path.strip(b'"') in dropped:
                     touched = True
                     continue
+                if line.startswith(b"M "):
+                    mode, sha, named = line[2:].split(b" ", 2)
+                    if sha in blobs:  # (given inline: fast-import packs it, with deltas, like the rest)
+                        pending += [b"M %s inline %s" % (mode, named), b"data %d" % len(blobs[sha]), blobs[sha]]
+                        continue
             if line == b"":
                 out += _commit_lines(pending, message_at, touched, redact)
                 out.append(b"")

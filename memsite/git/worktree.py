@@ -304,8 +304,9 @@ def sweep_temp_files(root: Path, paths: Iterable[str]) -> None:
 class IndexUpdate:
     """Write into the held ``index.lock`` the index with ``paths`` updated: started now, finished by :meth:`wait`.
 
-    New files usually go straight into the split index's delta (see
-    ``gitindex``); otherwise one ``git update-index`` runs in the background
+    Given ``blobs`` (each path's blob id, None: removed) the update usually goes
+    straight into the split index's delta (see ``gitindex``); otherwise one
+    ``git update-index`` runs in the background
     on a copy of the index (in split mode the copy's ``link`` extension still
     names the shared index in the git dir), whose bytes then go into the lock.
     A writer killed meanwhile leaves that process changing only its copy.
@@ -313,7 +314,7 @@ class IndexUpdate:
 
     def __init__(
         self, root: Path, git_dir: Path, lock: LockFile, paths: Iterable[str],
-        new_files: Mapping[str, bytes] | None = None,
+        blobs: Mapping[str, bytes | None] | None = None,
     ) -> None:
         self.root = root
         self.git_dir = git_dir
@@ -323,8 +324,8 @@ class IndexUpdate:
         self._copy: Path | None = None  # the private copy of the index git works on, if it has to run
         self._source: tuple[os.stat_result, bytes] | None = None  # the index it copied: stat and checksum
         resplit = len(self.paths) >= gitindex.MAX_DELTA_ENTRIES
-        if new_files and len(new_files) == len(self.paths):
-            outcome = gitindex.add_new_files(root, git_dir, new_files, lock)
+        if blobs and len(blobs) == len(self.paths):
+            outcome = gitindex.update_files(root, git_dir, blobs, lock)
             if outcome == gitindex.ADDED:
                 return
             resplit = resplit or outcome == gitindex.RESPLIT

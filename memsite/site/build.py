@@ -81,18 +81,21 @@ ZENSICAL_BELOW = (0, 1, 0)  # 0.1 renders with zensical-ui, which memsite has no
 
 
 def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, engine: str | None = None,
-          announce: Callable[[str], None] | None = None) -> Path:
+          clean: bool = False, announce: Callable[[str], None] | None = None) -> Path:
     """Build the site of the repository at ``root``; returns the folder it was written to.
 
     The site is written into a fresh folder beside it and swapped in once
     whole: a build that fails, or is interrupted or killed, leaves the
     previous site as it was (the next build says so through ``announce``).
+    The memory pages that did not change since the previous site are kept
+    from it, unless ``clean``.
 
     Args:
         root: the memory repository (holding mkdocs.yml).
         site_dir: where the site goes (default: mkdocs.yml's site_dir, site/).
         strict: fail on warnings too.
         engine: mkdocs, properdocs or zensical (default: the ``engine`` setting, mkdocs).
+        clean: write every memory page again (``--clean``).
         announce: told each note about the build (an interrupted build before it, a site of another version).
 
     Returns:
@@ -110,7 +113,7 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, eng
     engine = engine or settings.engine
     check_engine(engine)
     _writable(Path(config.site_dir))
-    job = output.Build(Path(config.site_dir), engine)
+    job = output.Build(Path(config.site_dir), engine, reuse=not clean)
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.WARNING)
     shown = logging.StreamHandler()  # every warning on stderr, --strict or not (which adds a counting handler)

@@ -14,11 +14,11 @@ same addresses.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +30,7 @@ from ..foundation.record import Memory, utcnow
 from ..storage.activity import pending_counts
 from ..storage.reading import read_memory
 from . import memory_pages, search, weeks
-from .output import remove_later
+from .output import previous_site
 from .pages import Site
 from .problems import problem_pages
 from .safe import text
@@ -223,18 +223,18 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
         MemsiteError: writing the memory pages or indexing failed.
     """
     shell_dir = site_dir / memory_pages.SHELL_SRC.removesuffix(".md")
-    lean = Path(tempfile.mkdtemp(prefix="memsite-search-"))
-    try:
-        if generated is not None and (shell_dir / "index.html").is_file():
-            shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
-            shutil.rmtree(shell_dir)
-            memory_pages.write_all(site_dir, shell, generated.site.articles, len(generated.snap.memories), lean)
-            log(f"{len(generated.snap.memories)} memory pages written")
-        redirects(site_dir)
-        _drop_shell_from_sitemap(site_dir)
-        log(search.index(site_dir, lean))
-    finally:
-        remove_later(lean)
+    if generated is not None and (shell_dir / "index.html").is_file():
+        shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
+        shutil.rmtree(shell_dir)
+        shell.write_files(site_dir)
+        keys = {mid: shell.key(key) for mid, key in generated.site.article_keys().items()}
+        kept = memory_pages.reuse(previous_site(site_dir), site_dir, keys)
+        memory_pages.write_all(site_dir, shell, functools.partial(generated.site.articles, skip=kept),
+                               len(keys) - len(kept), keys)
+        log(f"{len(keys)} memory pages: {len(keys) - len(kept)} written, {len(kept)} unchanged since the last build")
+    redirects(site_dir)
+    _drop_shell_from_sitemap(site_dir)
+    log(search.index(site_dir))
     if sitemap:
         return
     for name in ("sitemap.xml", "sitemap.xml.gz"):

@@ -12,6 +12,8 @@ links hold for all of them.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import multiprocessing
 import os
 import re
@@ -23,6 +25,7 @@ from ..foundation.errors import MemsiteError, NotFound
 from ..foundation.record import Memory, short_id
 from ..storage.chain import chain
 from . import safe
+from .output import version
 from .safe import text
 from .snapshot import Scored
 
@@ -34,6 +37,8 @@ MAX_TEXT = 100_000  # characters of memory text rendered on its page: escaped, t
 MAX_TITLE = 300  # characters of an abstract shown as a title
 HISTORY = 30  # changes listed on the page
 PARALLEL = 5_000  # memory pages from which each core writes a share
+KEY_TOKEN = "ZZMEMSITEPAGEKEYZZ"
+_KEY = re.compile(rb"<!--memsite-page ([0-9a-f]{12})-->")  # after the doctype: what the page was made from
 
 
 def memory_src(memory_id: str) -> str:
@@ -70,28 +75,131 @@ def compact(html: str) -> str:
     return re.sub(r"\n\s+", "\n", html)
 
 
+_SVG = re.compile(r'<svg\b([^>]*?)\s*viewBox="([^"]*)"([^>]*)>(.*?)</svg>', re.S)
+_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+SPRITE = "ZZMEMSITEICONSZZ"  # the sprite's name until its content is known
+
+
+def shared(html: str) -> tuple[str, dict[str, str]]:
+    """The shell with its icons and inline scripts in files every memory page shares: (shell, name -> file text).
+
+    Each icon becomes a ``<use>`` of one symbol in an SVG file, each script a
+    ``<script src>`` at the same place (run at the same moment: the palette's
+    reads the inputs before it). The files are named by their content and sit
+    in ``m/``, so ``../name`` reaches them from every memory page, and a page
+    that names a file is never served an older one.
+    """
+    symbols: dict[str, str] = {}  # the svg as written -> its symbol in the sprite (named i<n>, in order)
+    files: dict[str, str] = {}
+
+    def icon(match: re.Match[str]) -> str:
+        if ID_TOKEN in match.group(0) or TITLE_TOKEN in match.group(0):
+            return match.group(0)
+        if match.group(0) not in symbols:
+            symbols[match.group(0)] = (f'<symbol id="i{len(symbols)}" viewBox="{match.group(2)}">{match.group(4)}'
+                                       "</symbol>")
+        number = list(symbols).index(match.group(0))
+        attributes = re.sub(r'\s*xmlns="[^"]*"', "", match.group(1) + match.group(3))
+        return f'<svg{attributes}><use href="../{SPRITE}#i{number}"/></svg>'
+
+    html = _SVG.sub(icon, html)
+    if symbols:  # named by its content, known once every icon is in
+        sprite = '<svg xmlns="http://www.w3.org/2000/svg">' + "".join(symbols.values()) + "</svg>\n"
+        name = f"icons-{_digest(sprite)}.svg"
+        files[name] = sprite
+        html = html.replace(f"../{SPRITE}#", f"../{name}#")
+
+    def script(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if ID_TOKEN in code or TITLE_TOKEN in code or not code.strip():
+            return match.group(0)
+        name = f"script-{_digest(code)}.js"
+        files[name] = code
+        return f'<script src="../{name}"></script>'
+
+    return _SCRIPT.sub(script, html), files
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
 class Shell:
-    """The rendered shell page, cut where each memory's id, title and article go."""
+    """The rendered shell page, cut where each memory's id, title and article go.
+
+    ``files``: what its pages share (:func:`shared`), to write into ``m/``;
+    ``digest``: changes whenever the pages it makes would.
+    """
 
     def __init__(self, html: str) -> None:
         if CONTENT_TOKEN not in html:
             raise ValueError("the memory page shell has no place for the article")
-        before, _, after = compact(html).partition(CONTENT_TOKEN)
+        html, self.files = shared(compact(html))
+        self.digest = _digest(html)
+        doctype = re.search(r"<!doctype[^>]*>\n?", html, re.IGNORECASE)
+        at = doctype.end() if doctype else 0
+        html = f"{html[:at]}<!--memsite-page {KEY_TOKEN}-->\n{html[at:]}"
+        before, _, after = html.partition(CONTENT_TOKEN)
         self.before = before.split(ID_TOKEN)
         self.after = after.split(ID_TOKEN)
 
-    def fill(self, memory_id: str, page_title: str, article: str) -> str:
-        head = memory_id.join(self.before).replace(TITLE_TOKEN, page_title)
+    def key(self, article_key: str) -> str:
+        """The key of a page: its article's (:meth:`Article.key`) and this shell's."""
+        return _digest(article_key + self.digest)
+
+    def fill(self, memory_id: str, page_title: str, article: str, key: str) -> str:
+        head = memory_id.join(self.before).replace(TITLE_TOKEN, page_title).replace(KEY_TOKEN, key)
         return head + article + memory_id.join(self.after)
+
+    def write_files(self, site_dir: Path) -> None:
+        """Write what the memory pages share into ``site_dir/m/``."""
+        folder = site_dir / "m"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in self.files.items():
+            (folder / name).write_text(content, encoding="utf-8")
+
+
+def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str]) -> set[str]:
+    """Link into ``site_dir`` each memory page of the ``previous`` site made from what it would be made from now
+    (its key, :meth:`Shell.key`, is the one the page carries); returns their ids.
+
+    A page is linked, not copied: the same file in both sites, never
+    written again (a page that changes is a new file, :func:`write`).
+    """
+    if previous is None:
+        return set()
+    linked: set[str] = set()
+    for memory_id, key in keys.items():
+        page = previous / "m" / memory_id / "index.html"
+        if page_key(page) != key:
+            continue
+        folder = site_dir / "m" / memory_id
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            os.link(page, folder / "index.html")
+        except FileNotFoundError:
+            continue  # removed since it was read: written again
+        except OSError as exc:
+            if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+                return linked  # no links on this file system: the rest is written
+            raise
+        linked.add(memory_id)
+    return linked
+
+
+def page_key(page: Path) -> str | None:
+    """The key a memory page was written with (None: no page there, or one written before pages had keys)."""
+    try:
+        with open(page, "rb") as file:
+            found = _KEY.search(file.read(256))
+    except OSError:
+        return None
+    return found.group(1).decode("ascii") if found else None
 
 
 def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator[tuple[str, str, str]]],
-              count: int, lean_dir: Path) -> None:
-    """Write the ``count`` memory pages; ``pages(part, parts)`` yields one share of them.
-
-    Each article also goes alone into a page under ``lean_dir``, the same
-    path: what the search indexer reads (the shell around it is most of the
-    bytes, and reading them was most of its time).
+              count: int, keys: dict[str, str]) -> None:
+    """Write the ``count`` memory pages; ``pages(part, parts)`` yields one share of them, ``keys`` their keys.
 
     Past a few thousand pages the share of each core is written by a forked
     process (rendering is Python: one process would use one core).
@@ -101,10 +209,10 @@ def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator
     """
     parts = min(os.cpu_count() or 1, 4) if count >= PARALLEL and hasattr(os, "fork") else 1
     if parts == 1:
-        write(site_dir, shell, pages(0, 1), lean_dir)
+        write(site_dir, shell, pages(0, 1), keys)
         return
     context = multiprocessing.get_context("fork")
-    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts), lean_dir)) for n in range(parts)]
+    workers = [context.Process(target=write, args=(site_dir, shell, pages(n, parts), keys)) for n in range(parts)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -115,15 +223,14 @@ def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator
                            "the messages above say why")
 
 
-def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]], lean_dir: Path) -> int:
-    """Write ``site_dir/m/<id>/index.html`` (and its lean copy) for each (id, title, article); returns how many."""
+def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]], keys: dict[str, str]) -> int:
+    """Write ``site_dir/m/<id>/index.html`` for each (id, title, article); returns how many."""
     count = 0
     for memory_id, page_title, article in pages:
-        for root, html in ((site_dir, shell.fill(memory_id, text(page_title), article)),
-                           (lean_dir, f'<!doctype html><html lang="en"><body>{article}</body></html>')):
-            folder = root / "m" / memory_id
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "index.html").write_text(html, encoding="utf-8")
+        folder = site_dir / "m" / memory_id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "index.html").write_text(shell.fill(memory_id, text(page_title), article, keys[memory_id]),
+                                           encoding="utf-8")
         count += 1
     return count
 
@@ -132,13 +239,33 @@ class Article:
     """One memory in full, as the HTML of its page's content."""
 
     def __init__(self, folders: dict[str, str], session_names: set[str], history: dict[str, list[tuple[Commit, str]]],
-                 file_of: dict[str, str], repo_url: str, memories: dict[str, Scored] | None = None) -> None:
+                 file_of: dict[str, str], repo_url: str, memories: dict[str, Scored] | None = None,
+                 half_life_days: float = 30.0) -> None:
         self.memories = memories or {}  # id -> every memory of the site: a chain is followed through them
         self.folders = folders
         self.session_names = session_names
         self.history = history
         self.file_of = file_of
         self.repo_url = repo_url
+        self.half_life_days = half_life_days
+        # What every article depends on besides its memory: a change to it changes every key.
+        self.common = repr((version(), sorted(folders.items()), repo_url, half_life_days))
+
+    def key(self, scored: Scored) -> str:
+        """What :meth:`render` makes of ``scored`` depends on this alone: equal keys, equal articles.
+
+        The memory (recall counts too), its place, file and history, whether
+        its session has a page, the memories of its chain, and the site's
+        settings the article shows; never the build's time, so an unchanged
+        memory's page stays the same file from one build to the next.
+        """
+        m = scored.memory
+        changes = self.history.get(m.id, [])
+        chain = self.chain(m)
+        inputs = (self.common, repr(m), m.source in self.session_names, self.file_of.get(m.id), len(changes),
+                  [(c.sha, c.when, c.author, c.subject, action) for c, action in changes[:HISTORY]],
+                  [(x.id, title(x), x.created, x.agent, x.valid_until) for x in chain] if len(chain) > 1 else None)
+        return _digest(repr(inputs))
 
     def commit_link(self, commit: Commit) -> str:
         """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
@@ -169,8 +296,10 @@ class Article:
                  ("Created", f"{m.created:%Y-%m-%d %H:%M}"), ("Updated", f"{m.updated:%Y-%m-%d %H:%M}"),
                  ("Recalled", safe.plural(m.active_count, "time")
                   + (f", last {m.last_recalled:%Y-%m-%d}" if m.last_recalled else "")),
-                 ("Score", f"{scored.score:.3f} = decay {scored.decay:.3f} × boost {scored.boost:.3f}"
-                  + (" (pinned: no decay)" if m.pinned else "")),
+                 ("Score", (f"boost {scored.boost:.3f}, pinned: no decay" if m.pinned else
+                            f"decay × boost {scored.boost:.3f}, the decay halving every {self.half_life_days:g} days "
+                            f"from {m.created:%Y-%m-%d}") + f'; <a href="{up(f"memories/{folder}/index.md")}">its '
+                  "category</a> ranks it by today's score"),
                  ("Source", source),
                  ("Tags", ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags) or "none")]
         if changes:

@@ -110,6 +110,17 @@ def leftovers(site_dir: Path) -> list[Leftover]:
     return found
 
 
+def previous_site(folder: Path) -> Path | None:
+    """The site whose unchanged pages the build writing into ``folder`` keeps: the one it replaces, built by
+    this memsite; None for a clean build (``--clean``), a first one, or a folder that is no build's."""
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    reuse = record.get("reuse") if isinstance(record, dict) else None
+    return Path(reuse) if isinstance(reuse, str) and (Path(reuse) / STAMP).is_file() else None
+
+
 def remove_later(folder: Path) -> None:
     """Remove ``folder`` in a process of its own that the build does not wait for (a site may be 100,000 files)."""
     subprocess.Popen([sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)",
@@ -124,9 +135,10 @@ class Build:
     Ctrl-C it keeps the build's record, so the next build says so).
     """
 
-    def __init__(self, site_dir: Path, engine: str) -> None:
+    def __init__(self, site_dir: Path, engine: str, *, reuse: bool = True) -> None:
         self.site_dir = Path(os.path.abspath(site_dir))
         self.engine = engine
+        self.reuse = reuse  # pages of the site it replaces that did not change are kept (False: --clean)
         self.folder = self.site_dir.parent / f".{self.site_dir.name}.building-{os.getpid()}"
         self.notes: list[str] = []  # what the build found (an interrupted build before it), one line each
 
@@ -155,6 +167,7 @@ class Build:
         if previous is not None and previous.get("memsite") != version():
             self.notes.append(f"{self.site_dir} was built by memsite {previous.get('memsite')} (this is "
                               f"{version()}): it is built again whole")
+        reuse = self.reuse and previous is not None and previous.get("memsite") == version()
         shutil.rmtree(self.folder, ignore_errors=True)
         try:
             self.folder.mkdir(parents=True)
@@ -164,7 +177,8 @@ class Build:
         owner = current_owner()
         self._record({"pid": owner.pid, "process_started": owner.started, "host": owner.host,
                       "started": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "memsite": version(),
-                      "engine": self.engine, "site": str(self.site_dir)})
+                      "engine": self.engine, "site": str(self.site_dir),
+                      "reuse": str(self.site_dir) if reuse else None})
         return self.folder
 
     def _set_aside(self, folder: Path) -> None:

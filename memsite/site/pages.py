@@ -15,8 +15,9 @@ the memories created that month (``page-<n>/`` after the first 200 of either) ·
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -169,12 +170,23 @@ class Site(LogPages):
         pages.update(self.agent_pages())
         return pages
 
-    def articles(self, part: int = 0, parts: int = 1) -> Iterator[tuple[str, str, str]]:
-        """(id, page title, article HTML) of every memory (or of share ``part`` of ``parts``): ``/m/<id>/``."""
-        article = Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url, self.by_id)
-        for scored in self.snap.memories[part::parts]:
+    @functools.cached_property
+    def article(self) -> Article:
+        """What renders each memory's article (and says what it depends on: :meth:`Article.key`)."""
+        return Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url, self.by_id,
+                       self.snap.config.half_life_days)
+
+    def article_keys(self) -> dict[str, str]:
+        """Memory id -> the key of its article (:meth:`Article.key`): what a build compares with the last one's."""
+        return {s.memory.id: self.article.key(s) for s in self.snap.memories}
+
+    def articles(self, part: int = 0, parts: int = 1, skip: Collection[str] = ()) -> Iterator[tuple[str, str, str]]:
+        """(id, page title, article HTML) of every memory not in ``skip`` (or of share ``part`` of ``parts``
+        of them): ``/m/<id>/``."""
+        todo = [s for s in self.snap.memories if s.memory.id not in skip] if skip else self.snap.memories
+        for scored in todo[part::parts]:
             m = scored.memory
-            yield m.id, f"{title(m)} · {m.category}", article.render(scored)
+            yield m.id, f"{title(m)} · {m.category}", self.article.render(scored)
 
     def home(self) -> str:
         """The home page: the last days first (what the agents learned, changed, forgot, who did what,

@@ -48,24 +48,19 @@ def executable() -> str:
     raise MemsiteError("the site's search needs Pagefind: pip install 'pagefind[bin]' (memsite depends on it)")
 
 
-def index(site_dir: Path, lean_dir: Path) -> str:
+def index(site_dir: Path) -> str:
     """Write ``site_dir/pagefind/``: the index of every element marked ``data-pagefind-body``.
 
-    Memory pages are read from their lean copies in ``lean_dir`` (the article
-    alone, at the same path); the few other searched pages are linked in
-    beside them. Returns Pagefind's summary line (pages indexed).
+    Only the pages that mark any are read: the memory pages and the few
+    ``SEARCHED`` ones. Returns Pagefind's summary line (pages indexed).
 
     Raises:
         MemsiteError: Pagefind failed (its message).
     """
     out = site_dir / "pagefind"
     shutil.rmtree(out, ignore_errors=True)
-    for folder in SEARCHED:
-        for page in (site_dir / folder).rglob("*.html"):
-            copy = lean_dir / page.relative_to(site_dir)
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(page, copy)
-    result = subprocess.run([executable(), "--site", str(lean_dir), "--output-path", str(out),
+    glob = "{" + ",".join(["m/*/index.html", *(f"{folder}/**/*.html" for folder in SEARCHED)]) + "}"
+    result = subprocess.run([executable(), "--site", str(site_dir), "--glob", glob, "--output-path", str(out),
                              "--force-language", "en"], capture_output=True, text=True)
     if result.returncode != 0:
         raise MemsiteError(f"Pagefind could not index {site_dir}: {(result.stderr or result.stdout).strip()[-2000:]}")

@@ -136,6 +136,11 @@ _BM25_WEIGHTS = "3.0, 2.0, 1.0, 2.0"  # abstract, overview, content, tags
 class Catalog:
     """SQLite view of the memories at one commit, with a full-text index."""
 
+    schema_version = SCHEMA_VERSION
+    tables = _DROP + _SCHEMA + _DELETE_TRIGGER  # made anew when the file's schema is another version's
+    # What a full-text match adds to keep only the rows of the commit read (see memsite.storage.versions).
+    live_rows = ""
+
     def __init__(self, path: Path | str, root: Path, activity: Path | str) -> None:
         self.root = root
         self._worker: ThreadPoolExecutor | None = None  # see record()
@@ -146,7 +151,7 @@ class Catalog:
         self._counted: tuple[str | None, dict[str, int]] = (None, {})  # (commit, term -> memories holding it)
         self.db = connect(path)
         _math_functions(self.db)
-        if self._meta_or_none("schema") != SCHEMA_VERSION:  # new, or made by another version: it is derived
+        if self._meta_or_none("schema") != self.schema_version:  # new, or made by another version: it is derived
             self._start_over()
         self.db.execute("ATTACH DATABASE ? AS activity", (str(activity),))
 
@@ -155,10 +160,10 @@ class Catalog:
         one SQLite write transaction, which two processes take in turn)."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            if self._meta_or_none("schema") != SCHEMA_VERSION:
-                for statement in _statements_of(_DROP + _SCHEMA + _DELETE_TRIGGER + ";"):
+            if self._meta_or_none("schema") != self.schema_version:
+                for statement in _statements_of(self.tables + ";"):
                     self.db.execute(statement)
-                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (self.schema_version,))
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -335,7 +340,8 @@ class Catalog:
             # bm25 is computed once per match; the best match's value normalises them all.
             params["query"] = fts_query
             hits = (f"WITH h AS MATERIALIZED (SELECT rowid AS n, bm25(memories_fts, {_BM25_WEIGHTS}) AS b "
-                    "FROM memories_fts WHERE memories_fts MATCH :query), best AS (SELECT min(b) AS b FROM h) ")
+                    f"FROM memories_fts WHERE memories_fts MATCH :query{self.live_rows}), "
+                    "best AS (SELECT min(b) AS b FROM h) ")
             source = "h JOIN best JOIN memories m ON m.n = h.n LEFT JOIN activity.pending p ON p.id = m.id"
             relevance_sql = "h.b / best.b"
         sql = (f"{hits}SELECT * FROM (SELECT {_FIELDS}, {relevance_sql} AS relevance, {decay} AS decay, "
@@ -357,7 +363,7 @@ class Catalog:
     def lexical(self, fts_query: str) -> dict[int, float]:
         """Row number -> bm25 relevance of every match of ``fts_query``, the best match 1.0."""
         rows = self._search(fts_query, f"SELECT rowid, bm25(memories_fts, {_BM25_WEIGHTS}) FROM memories_fts "
-                            "WHERE memories_fts MATCH ?", (fts_query,))
+                            f"WHERE memories_fts MATCH ?{self.live_rows}", (fts_query,))
         best = min((b for _, b in rows), default=0.0)  # bm25 is negative: lower is better
         return {n: b / best if best else 1.0 for n, b in rows}
 
@@ -378,8 +384,8 @@ class Catalog:
         for term in terms:
             quoted = match_any([term])
             if term not in known:
-                known[term] = self._search(quoted, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                                           (quoted,))[0][0]
+                known[term] = self._search(quoted, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH "
+                                           f"?{self.live_rows}", (quoted,))[0][0]
             counts[term] = known[term]
             for start in range(0, len(wanted) if counts[term] else 0, 500):
                 chunk = wanted[start : start + 500]

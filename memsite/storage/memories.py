@@ -20,7 +20,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,7 +48,8 @@ from .ids import Removal
 from .sqlite import intact, is_damage
 from .state import LOW_SPACE, StateDir, disk_full, free_bytes, out_of_room
 from .transaction import Transaction, refuse_unreadable
-from .vectors import Embedder, Vectors, decode, encode, model_name, published_folder
+from .vectors import Embedder, Vectors, decode, encode, keys, model_name, published_folder
+from .versions import Versions
 
 T = TypeVar("T")
 log = logging.getLogger("memsite")
@@ -89,10 +90,11 @@ class Storage:
     ) -> None:
         self.repo = Repository(path)
         self.vectors: Vectors | None = None
-        self.past: Catalog | None = None  # the memories at a past commit (see at_commit), once asked for
+        self.past: Versions | None = None  # the memories at past commits (see at_commit), once asked for
         self._born: datetime | None = None  # see born()
         self._embedder = embedder
         self._published: tuple[bytes, frozenset[bytes]] | None = None  # (folder's tree id, the text keys in it)
+        self._published_files: dict[bytes, frozenset[bytes]] = {}  # a published file's blob id -> its text keys
         self._clock = clock or utcnow
         self._progress = progress
         self._git_settings = git_settings
@@ -242,11 +244,33 @@ class Storage:
         self._published = (entry.sha, frozenset(found))  # (the keys only: 100,000 vectors would be 150 MB)
         return found if wanted is None else {key: found[key] for key in wanted if key in found}
 
-    def publish_vectors(self) -> tuple[int, str | None]:
+    def published_keys(self, commit: str | None) -> frozenset[bytes]:
+        """The text keys of the embedder's vectors published in the repository at ``commit`` (each version of a
+        file read once: a file another clone appended to is read again, the others are not)."""
+        if self._embedder is None:
+            return frozenset()
+        model = model_name(self._embedder)
+        objects = self.repo.objects
+        entry = objects.lookup(self.repo.root_tree(commit), published_folder(model))
+        if entry is None or not entry.is_tree:
+            return frozenset()
+        known = {file.sha: self._published_files.get(file.sha) or keys(objects.read_blob(file.sha), model)
+                 for _, file in objects.walk(entry.sha)}
+        self._published_files = known
+        return frozenset().union(*known.values())
+
+    def publish_vectors(self, at_least: int = 1, *, embed: bool = True,
+                        others_after: timedelta | None = None) -> tuple[int, str | None]:
         """Publish the vectors of the memories the repository has none for yet, in one commit.
 
         They go to this clone's own file under ``vectors/<model>/`` (named for the agent and the
         clone), appended to: no other clone writes it, so merges never conflict on it.
+
+        Args:
+            at_least: publish only when this many vectors are waiting (fewer: nothing is written).
+            embed: embed the memories without vectors first (False: publish only what is embedded).
+            others_after: publish other agents' memories only once they are this old (their writer's
+                clone publishes them first: clones syncing at once would each publish them again).
 
         Returns:
             How many vectors were published, and the commit (None when there were none).
@@ -255,17 +279,24 @@ class Storage:
         if vectors is None:
             return 0, None
         with self.repo.thread_lock:
+            if not embed and vectors.waiting(self.published_keys(self.tip())) < at_least:
+                return 0, None  # (the catalog is not even brought up to date: a sync stays cheap)
             self.fresh()
-            new = vectors.unpublished(self.catalog, self.published_vectors(self.catalog.commit))
-        if not new:
+            among = None if others_after is None else \
+                (self.catalog.matching(None, self.agent, ()) or set()) | \
+                (self.catalog.matching(None, None, (), until=self.now() - others_after) or set())
+            new = vectors.unpublished(self.catalog, self.published_keys(self.catalog.commit), embed=embed,
+                                      among=among)
+        if not new or len(new) < at_least:
             return 0, None
-        path = f"{published_folder(vectors.model)}/{self.agent}-{self._publisher()}.vec"
-        with self.transaction(f"Vectors of {len(new)} memories ({vectors.model})") as tx:
+        model, dimension = vectors.model, len(new[0][1]) // 4
+        path = f"{published_folder(model)}/{self.agent}-{self._publisher()}.vec"
+        with self.transaction(f"Vectors of {len(new)} memories ({model})") as tx:
             mine = tx.read_bytes(path)
-            if mine is None or not decode(mine, vectors.model):  # (a damaged file of ours starts again)
-                tx.write_bytes(path, encode(vectors.model, vectors.dimension, new, header=True))
+            if mine is None or not decode(mine, model):  # (a damaged file of ours starts again)
+                tx.write_bytes(path, encode(model, dimension, new, header=True))
             else:
-                tx.write_bytes(path, mine + encode(vectors.model, vectors.dimension, new, header=False))
+                tx.write_bytes(path, mine + encode(model, dimension, new, header=False))
         return len(new), tx.commit
 
     def _publisher(self) -> str:
@@ -435,16 +466,18 @@ class Storage:
         return self.healing(rebuild)
 
     def rebuild_caches(self) -> int:
-        """Delete the catalogs (of the tip and of a past commit) and the vectors, text and all, and build the
-        catalog again from the files.
+        """Delete the catalogs (of the tip and of a past commit), text and all, and build the catalog again
+        from the files.
 
         After a purge: a row deleted from SQLite stays in its free pages. The
-        activity journal stays (recall counts not committed yet; it holds ids only).
+        activity journal stays (recall counts not committed yet; it holds ids
+        only), and so do the vectors (keyed by a hash of the text; the purge
+        erases the purged memories' own, see :func:`memsite.storage.vectors.erase`).
         """
         with self.repo.thread_lock:
             self._close_state()
             folder = Path(self.state.path)
-            for name in ("catalog.sqlite3", "vectors.sqlite3", "past.sqlite3"):
+            for name in ("catalog.sqlite3", "past.sqlite3"):
                 for suffix in ("", "-wal", "-shm", "-journal"):
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(folder / f"{name}{suffix}")
@@ -464,31 +497,39 @@ class Storage:
         return self._born
 
     def commit_at(self, when: datetime) -> str | None:
-        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none."""
+        """The last commit of the store's branch (its first parents) made at ``when`` or before; None if none.
+
+        Looked up in the table of past versions (see :meth:`at_commit`), which numbers the branch's commits.
+        """
         tip = self.tip()
-        found = self.repo.git.run("rev-list", "-1", "--first-parent", f"--before={int(when.timestamp())}",
-                                  tip).stdout.strip() if tip else ""
-        return found or None
+        if tip is None:
+            return None
+        return self._past(lambda past: past.commit_at(self.repo, self.config, tip, int(when.timestamp()),
+                                                      self._progress))
 
     def at_commit(self, commit: str, work: Callable[[Catalog], T]) -> T:
         """``work(catalog)`` on a catalog of the memories at ``commit`` (a past one: as-of reads in record time).
 
-        A second catalog, ``past.sqlite3``, made once as a copy of the catalog
-        and then moved from commit to commit by diffing their trees, as the
-        catalog follows the tip: a read as of a nearby moment costs the files
-        that differ. It is derived, like the catalog, and rebuilt when lost.
+        The catalog is the table of every version of every memory along the
+        branch (:class:`~memsite.storage.versions.Versions`, ``past.sqlite3``),
+        built once and extended as the branch grows: a read as of any commit
+        it holds is a look-up. It is derived, like the catalog, and rebuilt when lost.
         """
         self.fresh()
 
+        def read(past: Versions) -> T:
+            past.sync(self.repo, self.config, commit, self._progress)
+            return work(past)
+
+        return self._past(read)
+
+    def _past(self, work: Callable[[Versions], T]) -> T:
+        """``work(versions)`` on the table of past versions, opened once, under the locks that keep it whole."""
         def read() -> T:
             with self.repo.thread_lock, self.state.locked():
                 if self.past is None:
-                    self.past = self._opened("past.sqlite3", lambda path: Catalog(path, self.root, self.activity.path),
+                    self.past = self._opened("past.sqlite3", lambda path: Versions(path, self.root, self.activity.path),
                                              REBUILT)
-                    if self.past.commit is None:  # new: start from the tip's rows, not from every file
-                        self.catalog.settle_pending()
-                        self.catalog.db.backup(self.past.db, name="main")
-                self.past.sync(self.repo, self.config, commit, self._progress)
                 return work(self.past)
 
         return self.healing(read, reading=True)

@@ -8,8 +8,9 @@ catalog rebuilds, and a changed one again. They are normalised when stored, so
 a dot product is the cosine similarity. The vectors of fixed reference texts
 (the background questions a query is compared with) are kept there too.
 
-Vectors also travel with the repository: ``memsite index embed`` and ``memsite integrate``
-publish them under ``vectors/<model>/`` (outside the site's folder), one append-only file per
+Vectors also travel with the repository: every ``memsite sync`` (what its clone embedded already,
+the configured model's) and ``memsite index embed --publish`` (every memory's) publish them
+under ``vectors/<model>/`` (outside the site's folder), one append-only file per
 publishing clone, so no two clones ever write the same file and merges never conflict on them.
 A fresh clone reads them instead of embedding every memory again (see :func:`encode`). A
 published vector is keyed by its text, like a cached one, and its file names the model: a file
@@ -29,7 +30,7 @@ import math
 import re
 import struct
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import mul
 from pathlib import Path
@@ -114,6 +115,66 @@ def decode(data: bytes, model: str) -> dict[bytes, bytes]:
     return found
 
 
+def keys(data: bytes, model: str) -> frozenset[bytes]:
+    """The text keys of the whole records of a published file of ``model`` (none for another model's):
+    what it holds, without reading its vectors."""
+    line, newline, body = data.partition(b"\n")
+    parts = line.split(b" ", 3)
+    if not newline or len(parts) != 4 or b" ".join(parts[:2]) != _MAGIC or parts[3] != model.encode("utf-8") \
+            or not parts[2].isdigit() or int(parts[2]) == 0:
+        return frozenset()
+    size = 24 + int(parts[2])
+    return frozenset(body[start : start + 20] for start in range(0, len(body) // size * size, size))
+
+
+def text_key(abstract: str, content: str) -> bytes:
+    """The key a memory's vector is kept and published under: the SHA-1 of the text an embedder reads (the
+    abstract, then the body; the body alone when it holds the abstract, as the catalog gives it)."""
+    text = content if abstract in content else f"{abstract}\n\n{content}"
+    return hashlib.sha1(text.encode("utf-8")).digest()
+
+
+def without(data: bytes, keys: Collection[bytes]) -> bytes | None:
+    """A published file without the records of ``keys`` (its header and every other record byte for byte);
+    None when it holds none of them, or is not in the format (such a file is passed over when read)."""
+    line, newline, body = data.partition(b"\n")
+    parts = line.split(b" ", 3)
+    if not newline or len(parts) != 4 or b" ".join(parts[:2]) != _MAGIC or not parts[2].isdigit():
+        return None
+    size = 24 + int(parts[2])
+    if size == 24 or not any(key in body for key in keys):
+        return None
+    records = [body[start : start + size] for start in range(0, len(body), size)]
+    kept = [r for r in records if len(r) < size or r[:20] not in keys]  # (a record cut short stays as it was)
+    return None if len(kept) == len(records) else line + newline + b"".join(kept)
+
+
+def erase(path: Path, model_keys: Collection[bytes]) -> int:
+    """Delete the vectors of ``model_keys`` (text keys, of any model) from the cache at ``path``, leaving
+    their bytes nowhere in the file (SQLite's secure delete, the write-ahead log emptied); how many went.
+
+    The rest of the cache stays: memories other than these are not embedded again.
+    """
+    if not path.exists() or not model_keys:
+        return 0
+    db = connect(path)
+    try:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone() is None:
+            return 0
+        db.execute("PRAGMA secure_delete = ON")
+        keys = list(model_keys)
+        gone = 0
+        with transaction(db):
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                gone += db.execute(f"DELETE FROM vectors WHERE key IN ({', '.join('?' * len(chunk))})",
+                                   chunk).rowcount
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return gone
+    finally:
+        db.close()
+
+
 def model_name(embedder: Embedder) -> str:
     """The name vectors are kept under: the callable's ``model`` attribute, else its qualified name.
 
@@ -155,6 +216,9 @@ class Vectors:
                         "v BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID")
         self.db.execute("CREATE TABLE IF NOT EXISTS floors (key TEXT NOT NULL, memories INTEGER NOT NULL, "
                         "floor REAL NOT NULL, PRIMARY KEY (key, memories)) WITHOUT ROWID")
+        # Which cached vectors are reference texts' rather than memories' (never published: see waiting()).
+        self.db.execute("CREATE TABLE IF NOT EXISTS reference_keys (model TEXT NOT NULL, key BLOB NOT NULL, "
+                        "PRIMARY KEY (model, key)) WITHOUT ROWID")
         self._key_of_blob: dict[str, bytes] = {}  # memory file (blob id) -> text key
         self._loaded: _Block | None = None
         self._floors: dict[str, tuple[int, float]] = {}
@@ -224,6 +288,9 @@ class Vectors:
                     self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                         ((self.model, key, v) for key, v in batch))
                 stored.update(batch)
+            with transaction(self.db):
+                self.db.executemany("INSERT OR IGNORE INTO reference_keys VALUES (?, ?)",
+                                    ((self.model, key) for key in keys))
             found = self._references[texts] = [array("f", stored[key]) for key in keys]
             self._known.update(zip(texts, found))
         return found
@@ -324,14 +391,39 @@ class Vectors:
             found.update(zip(extra[hit].tolist(), scores[at[hit]].tolist()))
         return found
 
-    def unpublished(self, catalog: Catalog, published: Mapping[bytes, bytes]) -> list[tuple[bytes, bytes]]:
-        """(text key, vector bytes) of the catalog's memories that ``published`` lacks: what to publish."""
-        if self._loaded is None or self._loaded.commit != catalog.commit:
+    def waiting(self, published: Collection[bytes]) -> int:
+        """At most how many vectors of memories this clone has embedded that ``published`` lacks (earlier
+        versions of memories are cached too): read from the cache alone, no memory's text."""
+        cached = {key for key, in self.db.execute(
+            "SELECT key FROM vectors WHERE model = ? AND key NOT IN (SELECT key FROM reference_keys WHERE model = ?)",
+            (self.model, self.model))}
+        return len(cached.difference(published))
+
+    def unpublished(self, catalog: Catalog, published: Collection[bytes], *, embed: bool = True,
+                    among: set[int] | None = None) -> list[tuple[bytes, bytes]]:
+        """(text key, vector bytes) of the catalog's memories that ``published`` lacks: what to publish.
+
+        ``embed=False``: only those embedded already (in memory, or in the cache by any process of
+        this clone); nothing is embedded. ``among``: only these rows.
+        """
+        if embed and (self._loaded is None or self._loaded.commit != catalog.commit):
             self._load(catalog)
         block = self._loaded
-        assert block is not None
-        rows = {key: i for i, key in enumerate(block.keys) if key not in published}  # (one per text)
-        return [(key, block.matrix[i].tobytes()) for key, i in rows.items()]
+        if block is not None and block.commit == catalog.commit:
+            held = {key: i for i, (n, key) in enumerate(zip(block.rows, block.keys))
+                    if key not in published and (among is None or n in among)}  # (one per text)
+            return [(key, block.matrix[i].tobytes()) for key, i in held.items()]
+        rows = [(n, blob) for n, blob in catalog.blobs() if among is None or n in among]
+        unseen = [n for n, blob in rows if blob not in self._key_of_blob]
+        for _, _, blob, text in catalog.texts(unseen):
+            self._key_of_blob[blob] = hashlib.sha1(text.encode("utf-8")).digest()
+        wanted = list(dict.fromkeys(key for _, blob in rows if (key := self._key_of_blob[blob]) not in published))
+        found: list[tuple[bytes, bytes]] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            found += self.db.execute(f"SELECT key, v FROM vectors WHERE model = ? AND key IN "
+                                     f"({', '.join('?' * len(chunk))})", (self.model, *chunk)).fetchall()
+        return found
 
     @property
     def dimension(self) -> int:

@@ -1,5 +1,5 @@
-"""memsite.git.index: new files memsite adds to a split index are what git would have added, and the cache-tree
-git leaves in an index is read as git means it.
+"""memsite.git.index: files memsite adds to, changes in and removes from a split index are what git would have
+written, and the cache-tree git leaves in an index is read as git means it.
 
 (Folds of the shared index between writers: tests/test_git_settings.py.)
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from itertools import pairwise
 from pathlib import Path
 
@@ -29,11 +30,15 @@ def split(repo: Path) -> None:
     assert list((repo / ".git").glob("sharedindex.*"))
 
 
-def add_with_memsite(repo: Path, files: dict[str, bytes], *, executable: bool = False) -> str:
-    """Write ``files`` in the working tree (their blobs too, as a commit's pack would hold them), and add them to
-    the index with ``add_new_files`` under ``index.lock``; its outcome. The lock is committed only if ADDED."""
+def add_with_memsite(repo: Path, files: dict[str, bytes | None], *, executable: bool = False) -> str:
+    """Write ``files`` in the working tree (None: remove it; their blobs too, as a commit's pack would hold them),
+    and update the index for them with ``update_files`` under ``index.lock``; its outcome. The lock is committed
+    only if ADDED."""
     for rel, data in files.items():
         path = repo / rel
+        if data is None:
+            path.unlink(missing_ok=True)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         if executable:
@@ -42,7 +47,8 @@ def add_with_memsite(repo: Path, files: dict[str, bytes], *, executable: bool = 
     git_dir = repo / ".git"
     lock = Locks(git_dir, repo).acquire(git_dir / "index")
     try:
-        outcome = gitindex.add_new_files(repo, git_dir, {rel: blob_id(data) for rel, data in files.items()}, lock)
+        blobs = {rel: None if data is None else blob_id(data) for rel, data in files.items()}
+        outcome = gitindex.update_files(repo, git_dir, blobs, lock)
         if outcome == gitindex.ADDED:
             lock.commit()
         else:
@@ -50,6 +56,18 @@ def add_with_memsite(repo: Path, files: dict[str, bytes], *, executable: bool = 
         return outcome
     finally:
         lock.rollback()
+
+
+def add_with_git(repo: Path, files: dict[str, bytes | None]) -> None:
+    """The same change, made by ``git update-index --add --remove`` (what memsite ran before)."""
+    for rel, data in files.items():
+        if data is None:
+            (repo / rel).unlink(missing_ok=True)
+        else:
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_bytes(data)
+    run(repo, "update-index", "--add", "--remove", "-z", "--stdin",
+        input=b"".join(rel.encode("utf-8", "surrogateescape") + b"\x00" for rel in files))
 
 
 def staged(repo: Path) -> dict[str, tuple[str, str]]:
@@ -100,6 +118,123 @@ def test_new_files_memsite_adds_to_a_split_index_are_what_git_reads_with_their_s
     fsck(repo)
 
 
+def twins(tmp_path: Path, files: dict[str, bytes]) -> tuple[Path, Path]:
+    """Two repositories with ``files`` committed and all in a shared index (memsite's, git's)."""
+    made = []
+    for name in ("ours", "theirs"):
+        repo = tmp_path / name
+        run(tmp_path, "init", "-q", "-b", "main", str(repo))
+        commit_files(repo, files, "first")
+        split(repo)
+        made.append(repo)
+    return made[0], made[1]
+
+
+def same_index(ours: Path, theirs: Path, written: dict[str, bytes | None]) -> None:
+    """The two indexes hold the same entries, git sees the same status in both, and the stat data of the files
+    memsite wrote (``written``) is right to the nanosecond (git, built without USE_NSEC, compares seconds)."""
+    assert staged(ours) == staged(theirs)
+    assert text(ours, "status", "--porcelain", "-z") == text(theirs, "status", "--porcelain", "-z")
+    assert text(ours, "write-tree") == text(theirs, "write-tree")
+    assert text(ours, "diff-files", "--name-only") == ""  # no entry whose stat data sends git to the file
+    stats = debug_stats(ours)
+    for rel in (rel for rel, data in written.items() if data is not None):
+        st_ = os.stat(ours / rel)
+        assert (stats[rel]["mtime"], stats[rel]["ino"], stats[rel]["size"]) == \
+            (st_.st_mtime_ns, st_.st_ino, st_.st_size), rel
+
+
+def test_files_changed_and_removed_in_the_shared_index_and_the_delta_are_what_git_update_index_writes(
+        tmp_path: Path) -> None:
+    committed = {f"content/memories/events/2026-11/m{i:02d}.md": b"memory %d\n" % i for i in range(40)}
+    ours, theirs = twins(tmp_path, committed)
+    m = sorted(committed)
+    steps: list[dict[str, bytes | None]] = [
+        {"new/one.md": b"one\n", "new/two.md": b"two\n", "new/three.md": b"three\n"},  # into the delta
+        {m[3]: b"memory 3, superseded\n"},  # a base entry replaced
+        {"new/one.md": b"one, changed\n"},  # a delta entry changed
+        {m[5]: None},  # a base entry deleted
+        {"new/two.md": None},  # a delta entry removed
+        {m[3]: b"memory 3, changed again\n"},  # a replacement replaced
+        {m[7]: b"seven\n"},
+        {m[7]: None},  # a replaced entry deleted (git refuses an entry both)
+        {m[0]: b"first\n", m[39]: b"last\n", m[20]: None, "new/four.md": b"four\n", "gone.md": None},
+        {m[1]: b"x\n", m[2]: b"y\n", m[4]: b"z\n"},  # positions one after another, among earlier ones
+    ]
+    for step in steps:
+        assert add_with_memsite(ours, step) == gitindex.ADDED, step
+        add_with_git(theirs, step)
+        same_index(ours, theirs, step)
+    # git reads the result as its own: a commit of it, a status after it, a fold of it, a clean fsck.
+    run(ours, "commit", "-q", "-m", "after memsite's updates")
+    assert text(ours, "status", "--porcelain") == ""
+    assert text(ours, "diff", "--cached", "--name-only", "HEAD") == ""
+    run(theirs, "commit", "-q", "-m", "after git's updates")
+    assert text(ours, "rev-parse", "HEAD^{tree}") == text(theirs, "rev-parse", "HEAD^{tree}")
+    run(ours, "update-index", "--split-index")
+    assert text(ours, "status", "--porcelain") == ""
+    fsck(ours)
+
+
+_BASE = {f"m/{i // 100}/f{i:03d}.md": b"%d\n" % i for i in range(300)}  # bitmaps of several 64-bit words
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.dictionaries(st.sampled_from([*sorted(_BASE), *(f"new/{i}.md" for i in range(6))]),
+                                      st.one_of(st.none(), st.binary(max_size=16)), min_size=1, max_size=5),
+                      min_size=1, max_size=6))
+def test_any_run_of_changes_leaves_the_index_git_would_leave(tmp_path: Path,
+                                                             steps: list[dict[str, bytes | None]]) -> None:
+    folder = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    ours, theirs = twins(folder, _BASE)
+    for step in steps:
+        outcome = add_with_memsite(ours, step)
+        if outcome != gitindex.ADDED:  # (a file removed from the base coming back: git's to write)
+            assert outcome == gitindex.NOT_APPLICABLE
+            add_with_git(ours, step)
+        add_with_git(theirs, step)
+        same_index(ours, theirs, step if outcome == gitindex.ADDED else {})
+    fsck(ours)
+
+
+def fold_settled(repo: Path, *paths: str) -> None:
+    """Fold the delta into a new shared index as the writer does (``--split-index``), once the files are a second
+    old, twice: a fold keeps in the delta, as replacements, the entries of files as new as the index it read
+    (racily clean); the second reads the first's newer index, and keeps none."""
+    time.sleep(1.1)
+    for _ in range(2):
+        run(repo, "update-index", "--split-index", "--add", "--", *paths)
+
+
+def test_past_its_share_of_replaced_entries_the_delta_is_left_to_git_to_fold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitindex, "MAX_REPLACED", 2)
+    ours, _ = twins(tmp_path, {f"m{i}.md": b"%d\n" % i for i in range(20)})  # (20% of 20 is 4: 2 does not decide)
+    fold_settled(ours)
+    for i in range(4):
+        assert add_with_memsite(ours, {f"m{i}.md": b"changed %d\n" % i}) == gitindex.ADDED
+    index_before = (ours / ".git" / "index").read_bytes()
+    assert add_with_memsite(ours, {"m4.md": b"changed 4\n"}) == gitindex.RESPLIT
+    assert (ours / ".git" / "index").read_bytes() == index_before
+    fold_settled(ours, "m4.md")  # what the writer then runs
+    assert add_with_memsite(ours, {"m5.md": b"changed 5\n"}) == gitindex.ADDED  # a small delta again
+    assert text(ours, "diff-files", "--name-only") == ""
+    assert staged(ours)["m4.md"][1] == blob_id(b"changed 4\n").hex()
+
+
+def test_a_file_removed_from_the_shared_index_and_written_again_is_left_to_git(tmp_path: Path) -> None:
+    ours, theirs = twins(tmp_path, {"a.md": b"a\n", "b.md": b"b\n"})
+    assert add_with_memsite(ours, {"a.md": None}) == gitindex.ADDED
+    index_before = (ours / ".git" / "index").read_bytes()
+    assert add_with_memsite(ours, {"a.md": b"back\n"}) == gitindex.NOT_APPLICABLE
+    assert (ours / ".git" / "index").read_bytes() == index_before
+    add_with_git(theirs, {"a.md": b"back\n"})
+    add_with_git(ours, {"a.md": b"back\n"})  # what the writer then runs
+    same_index(ours, theirs, {})
+
+
 def test_an_index_with_an_intent_to_add_entry_keeps_it(repo: Path) -> None:
     """``git add -N`` makes a version-3 index with extended flags: memsite's entries go in beside it."""
     split(repo)
@@ -111,16 +246,13 @@ def test_an_index_with_an_intent_to_add_entry_keeps_it(repo: Path) -> None:
     fsck(repo)
 
 
-@pytest.mark.parametrize("case", ["not split", "version 4", "already staged", "delta full"])
+@pytest.mark.parametrize("case", ["not split", "version 4", "delta full"])
 def test_an_index_the_fast_path_does_not_cover_is_left_to_git_untouched(repo: Path, case: str) -> None:
     files = {"new.md": b"new\n"}
     if case != "not split":
         split(repo)
     if case == "version 4":
         run(repo, "update-index", "--index-version", "4")
-    elif case == "already staged":
-        (repo / "new.md").write_text("staged by a person\n")
-        run(repo, "add", "new.md")
     elif case == "delta full":  # (git itself keeps them all in the delta)
         run(repo, "config", "splitIndex.maxPercentChange", "100")
         commit_files(repo, {f"many/{i:03d}.md": b"%d\n" % i for i in range(gitindex.MAX_DELTA_ENTRIES + 1)})
