@@ -86,9 +86,9 @@ def test_a_build_stopped_at_any_point_leaves_a_whole_site(built: tuple[Path, dic
         assert f"was {ended}; {repo / 'site'} still holds the build before it" in rebuilt.stderr
     assert tree(repo / "site") == new
     assert [p.name for p in repo.iterdir() if p.name.startswith(".site.building")] == []
-    with MemoryStore(repo, agent="reader") as store:
+    with MemoryStore(source, agent="reader") as store:
         memories = {m.id for m in store.list()}
-    assert len(memories) == 3 and faults.recover_and_verify(repo, memories, set(), stopped.stderr) == []
+    assert faults.recover_and_verify(repo, memories, set(), stopped.stderr) == []
 
 
 def test_doctor_names_an_interrupted_build_and_fix_removes_what_it_left(
