@@ -392,6 +392,9 @@ def test_the_purged_memorys_vectors_leave_the_published_files_their_history_and_
     store.sync()
     keys = secret_keys(embedder)
     assert len(keys) == 2 and holds_vectors(store.root, keys)  # both versions, published and cached
+    dry = CliRunner().invoke(main, ["--repo", str(store.root), "purge", secret, "--reason", "erasure", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert f"published vector files that hold their vectors (1):\n  {published_folder('counting/1')}" in dry.output
 
     plan = store.purge(secret, reason="erasure").plan
 

@@ -355,6 +355,10 @@ def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None,
             echo(f"files ({len(plan.paths)}):")
             for path in plan.paths:
                 echo(f"  {safe(path, multiline=False)}")
+            if plan.vectors:
+                echo(f"published vector files that hold their vectors ({len(plan.vectors)}):")
+                for path in plan.vectors:
+                    echo(f"  {safe(path, multiline=False)}")
             echo(f"commits rewritten ({len(plan.commits)}), * = message changed:")
             for sha in plan.commits:
                 echo(f"  {sha[:12]}{' *' if sha in plan.messages else ''}")
