@@ -18,7 +18,6 @@ import random
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -39,14 +38,6 @@ USERS = 100
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
-
-def timed(calls: list[Callable[[], Any]]) -> list[float]:
-    times = []
-    for call in calls:
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
 
 
 def item(corpus: Corpus, rng: random.Random) -> dict[str, Any]:
@@ -76,9 +67,9 @@ def main() -> None:
         def both(label: str, make: Callable[[Any], list[Callable[[], Any]]]) -> None:
             log(f"{label}: {calls} calls ...")
             state = rng.getstate()
-            ours = timed(make(graph))
+            ours = report.timed(make(graph))
             rng.setstate(state)  # the reference gets the very same calls
-            rows.append((label, ours, timed(make(reference))))
+            rows.append((label, ours, report.timed(make(reference))))
 
         def puts(store: Any, new: bool) -> list[Callable[[], Any]]:
             made = []

@@ -24,7 +24,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -43,14 +42,6 @@ FOLDERS = 50
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
-
-def timed(calls: list[Callable[[], Any]]) -> list[float]:
-    times = []
-    for call in calls:
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
 
 
 def files(corpus: Corpus, count: int) -> dict[str, str]:
@@ -86,12 +77,14 @@ def round_trips(tool: Any, made: dict[str, str], calls: int, rng: random.Random)
     replaces = [lambda p=p: tool.call({"command": "str_replace", "path": p,
                                         "old_str": f"- marker-{int(p[-8:-3])}\n",
                                         "new_str": f"- marker-{int(p[-8:-3])} (checked)\n"}) for p in edited]
-    return {"view of a file": timed(views), "create": timed(creates), "str_replace": timed(replaces)}
+    return {"view of a file": report.timed(views), "create": report.timed(creates),
+            "str_replace": report.timed(replaces)}
 
 
 def root_view(tool: Any, runs: int) -> tuple[list[float], int]:
     listing = tool.call({"command": "view", "path": "/memories"})
-    return timed([lambda: tool.call({"command": "view", "path": "/memories"}) for _ in range(runs)]), len(listing)
+    views = [lambda: tool.call({"command": "view", "path": "/memories"}) for _ in range(runs)]
+    return report.timed(views), len(listing)
 
 
 def adk_search(repo: Path, corpus: Corpus, count: int, calls: int) -> dict[str, list[float]] | None:
@@ -158,7 +151,7 @@ def main() -> None:
         theirs = round_trips(plain, made, calls, random.Random(1))
         log("store.update() beside ...")  # what any edit of a memory costs the store, tool or not
         edited = [m for m in store.list() if "(checked)" not in m.content][:calls]
-        updates = timed([lambda m=m: store.update(m.id, content=m.content + " (checked)") for m in edited])
+        updates = report.timed([lambda m=m: store.update(m.id, content=m.content + " (checked)") for m in edited])
         store.close()
         searched = adk_search(Path(tmp) / "adk", Corpus(seed=size + 1), size, calls)
 

@@ -16,6 +16,8 @@ that is not there yet is added at the end of the page. Smoke runs
 
 Printed Markdown tables are kept as they are; other lines become paragraphs,
 and column-aligned plain text a text block.
+
+:func:`timed` is the timing loop the scripts share: milliseconds per call.
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ import re
 import shlex
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "benchmarks.md"
@@ -55,6 +60,16 @@ class _Tee(io.TextIOBase):
 
 if not isinstance(sys.stdout, _Tee):
     sys.stdout = _Tee(sys.stdout)
+
+
+def timed(calls: list[Callable[[], Any]]) -> list[float]:
+    """Milliseconds each of ``calls`` took, in order."""
+    times = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
 def markers(name: str) -> tuple[str, str]:

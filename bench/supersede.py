@@ -100,14 +100,6 @@ def seed(path: Path, items: list[tuple[str, str, int | None]], supersede: bool,
     return store, clock
 
 
-def timed(calls: list[Any]) -> list[float]:
-    times = []
-    for call in calls:
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
-
 
 def build(root: Path, home: Path) -> float:
     shutil.rmtree(root / "site", ignore_errors=True)
@@ -224,7 +216,7 @@ def main() -> None:
     log("recall, each query in one store then the other (the machine's load falls on both alike) ...")
     for store in (changed, plain):
         store.recall(asked[0])  # the catalog is warm in both
-    pairs = [timed([lambda q=q: changed.recall(q), lambda q=q: plain.recall(q)]) for q in asked]
+    pairs = [report.timed([lambda q=q: changed.recall(q), lambda q=q: plain.recall(q)]) for q in asked]
     for name, times in (("recall(), with supersessions", [a for a, _ in pairs]),
                         ("recall(), same store without them", [b for _, b in pairs])):
         rows.append((name, statistics.median(times), percentile(times, 95)))
@@ -241,20 +233,21 @@ def main() -> None:
                                                            for q, d in list(zip(asked, dates))[:100]]),
             ("recall(as_of=), record time, one date", [lambda q=q: changed.recall(q, as_of=one, record_time=True)
                                                        for q in asked])):
-        times = timed(calls)
+        times = report.timed(calls)
         rows.append((name, statistics.median(times), percentile(times, 95)))
 
     log("remember ...")
     current = [h.memory.id for h in changed.rank(limit=count) if h.memory.supersedes is None][:queries]
     texts = [corpus.text() for _ in current]
-    times = timed([lambda t=t, mid=mid: changed.remember(t, category=changed.get(mid).category, supersedes=mid)
+    times = report.timed([lambda t=t, mid=mid: changed.remember(t, category=changed.get(mid).category, supersedes=mid)
                    for t, mid in zip(texts, current)])
     rows.append(("remember(supersedes=ID)", statistics.median(times), percentile(times, 95)))
-    times = timed([lambda t=t: plain.remember(t + " again", category="general") for t in texts])
+    times = report.timed([lambda t=t: plain.remember(t + " again", category="general") for t in texts])
     rows.append(("remember(), plain (same store without supersessions)", statistics.median(times),
                  percentile(times, 95)))
     others = [h.memory.id for h in plain.rank(limit=count)][:queries]
-    times = timed([lambda t=t, mid=mid: plain.update(mid, content=t + " changed") for t, mid in zip(texts, others)])
+    times = report.timed([lambda t=t, mid=mid: plain.update(mid, content=t + " changed")
+                          for t, mid in zip(texts, others)])
     rows.append(("update(id, content=), for comparison: it also changes a file already there",
                  statistics.median(times), percentile(times, 95)))
     changed.close()
