@@ -102,12 +102,18 @@ def test_a_public_method_added_without_a_decorator_is_translated(tmp_path: Path)
         def read(self) -> bytes:
             raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "content"))
 
+        def lines(self) -> Iterator[str]:
+            yield "first"
+            raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "content"))
+
         def _private(self) -> None:
             raise PermissionError(errno.EACCES, "Permission denied")
 
     memsite.storage.failures.boundary(Added)
     with pytest.raises(memsite.RepositoryError, match=r"content: Permission denied; nothing was written"):
         Added().read()
+    with pytest.raises(memsite.RepositoryError, match=r"content: Permission denied"):  # as it is iterated
+        list(Added().lines())
     with pytest.raises(PermissionError):  # not an entry point: left as it is
         Added()._private()
 
