@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from memsite import MemoryStore, decay_score
 from memsite.api import storage_of
 from memsite.cli import main
-from memsite.features import retrieval
+from memsite.features import relevance, retrieval
 from memsite.foundation.errors import InvalidInput
 from memsite.foundation.record import new_id
 from memsite.foundation.text import STOPWORDS, search_terms
@@ -665,3 +665,74 @@ def test_the_command_line_shows_each_hits_day_and_takes_spans(store: MemoryStore
     hits = json.loads(CliRunner().invoke(main, ["-C", root, "recall", "payments team", "--json",
                                                 "--ranking", "freshness"]).output)
     assert [h["abstract"][-5:] for h in hits] == ["10:00", "pment"] and hits[0]["created"].startswith("2026-11-01")
+
+
+# --- what orders memories that name the same thing (hybrid, the shipped model) -----------------
+
+SERVICES = ["ledger", "refunds-worker", "fraud-scorer", "card-vault"]
+PEOPLE = ["Ana Silva", "Jonas Berg", "Priya Raman", "Kenji Tanaka", "Lucia Moretti", "Omar Haddad"]
+OWNER = "Marta Kowalski leads the team that owns the ledger; Tomas Novak is the second on call."
+
+
+def routine(service: str) -> list[str]:
+    """Notes that name a service and answer nothing, as agents write them every day."""
+    return [*(f"Answered {person}'s question about the {service} dashboard." for person in PEOPLE),
+            f"Bumped dependencies of {service}; the build passed on the second try.",
+            f"Cleaned up old branches in the {service} repository.",
+            f"Today we load-tested {service} at five times peak; notes are in the incident folder.",
+            f"The nightly {service} job finished in 48 minutes, as usual."]
+
+
+def minilm_store(store: MemoryStore, clock: Clock, texts: list[str]) -> MemoryStore:
+    pytest.importorskip("onnxruntime")
+    with store.transaction("Memories") as tx:
+        for text in texts:
+            tx.remember(text, category="general", dedupe=False)
+    store.close()
+    return MemoryStore(store.root, agent="planner", clock=clock, embedder="minilm")
+
+
+def test_the_memory_that_answers_is_found_among_many_that_name_the_same_service(
+        store: MemoryStore, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Forty routine notes name the ledger or another service; by raw cosine, "who should I page when the
+    # ledger breaks?" is closest to them all, and the one memory saying who owns it was not in the first five.
+    hybrid = minilm_store(store, clock, [text for service in SERVICES for text in routine(service)] + [OWNER])
+    question = "Who should I page when the ledger breaks?"
+    with hybrid:
+        hits = hybrid.recall(question, limit=5)
+        assert OWNER in [h.memory.abstract for h in hits]
+        owner = next(h for h in hits if h.memory.abstract == OWNER)
+        assert owner.why.contrast is not None and "contrast" in str(owner.why)  # --explain shows it
+        with_numpy = hybrid.explain(question, limit=5)
+        monkeypatch.setattr(retrieval, "CONTRAST", 0.0)  # closeness by the cosine alone, as before
+        assert OWNER not in [h.memory.abstract for h in hybrid.explain(question, limit=5)]
+        monkeypatch.undo()
+        monkeypatch.setitem(sys.modules, "numpy", None)  # the same without numpy
+        storage_of(hybrid).vectors._loaded = None  # type: ignore[union-attr]
+        plain = hybrid.explain(question, limit=5)
+        assert [h.memory.id for h in plain] == [h.memory.id for h in with_numpy]
+        assert [h.why.contrast for h in plain] == pytest.approx([h.why.contrast for h in with_numpy], abs=1e-4)
+
+
+def test_a_small_store_has_no_neighbourhood_to_contrast_with(store: MemoryStore, clock: Clock) -> None:
+    with minilm_store(store, clock, routine("ledger")[:5] + [OWNER]) as hybrid:
+        hits = hybrid.recall("who owns the ledger?")
+        assert OWNER in [h.memory.abstract for h in hits]
+        assert all(h.why.contrast is None and "contrast" not in str(h.why) for h in hits)
+
+
+def test_a_word_no_memory_holds_does_not_outweigh_the_identifier_they_hold(store: MemoryStore, clock: Clock) -> None:
+    # "fix" is in no memory: weighed by its idf among them it was the rarest word of the question, and the
+    # memory holding "error" and "E9772" held less than half of it (0.43), below the share that makes a hit.
+    rng = random.Random(4)
+    causes = [("a stuck consumer group", "we reset the offsets"), ("TLS handshake failures", "we renewed it")]
+    texts = [f"{SERVICES[i % 4]} failed with error E{rng.randint(1000, 8999)} ({causes[i % 2][0]}); {causes[i % 2][1]}."
+             for i in range(40)]
+    wanted = "chargeback-tracker failed with error E9772 (a full disk on the log volume); we rotated logs."
+    with minilm_store(store, clock, [*texts, wanted]) as hybrid:
+        (hit, *_) = hybrid.explain("error E9772 fix")
+        assert hit.memory.abstract == wanted
+        assert hit.why.matched == ("error", "e9772") and hit.why.words >= relevance.WORDS_FLOOR and hit.why.kept
+    # a question of words no memory holds, but one common word, still shares little
+    weights = relevance.word_weights(["make", "pizza", "dough"], {"make": 40, "pizza": 0, "dough": 0}, 1000)
+    assert relevance.word_share(weights, ["make"]) == pytest.approx(1 / 3)
