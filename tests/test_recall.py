@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from memsite import MemoryStore, decay_score
 from memsite.api import storage_of
 from memsite.cli import main
-from memsite.features import relevance, retrieval
+from memsite.features import retrieval
 from memsite.foundation.errors import InvalidInput
 from memsite.foundation.record import new_id
 from memsite.foundation.text import STOPWORDS, search_terms
@@ -720,19 +720,3 @@ def test_a_small_store_has_no_neighbourhood_to_contrast_with(store: MemoryStore,
         assert OWNER in [h.memory.abstract for h in hits]
         assert all(h.why.contrast is None and "contrast" not in str(h.why) for h in hits)
 
-
-def test_a_word_no_memory_holds_does_not_outweigh_the_identifier_they_hold(store: MemoryStore, clock: Clock) -> None:
-    # "fix" is in no memory: weighed by its idf among them it was the rarest word of the question, and the
-    # memory holding "error" and "E9772" held less than half of it (0.43), below the share that makes a hit.
-    rng = random.Random(4)
-    causes = [("a stuck consumer group", "we reset the offsets"), ("TLS handshake failures", "we renewed it")]
-    texts = [f"{SERVICES[i % 4]} failed with error E{rng.randint(1000, 8999)} ({causes[i % 2][0]}); {causes[i % 2][1]}."
-             for i in range(40)]
-    wanted = "chargeback-tracker failed with error E9772 (a full disk on the log volume); we rotated logs."
-    with minilm_store(store, clock, [*texts, wanted]) as hybrid:
-        (hit, *_) = hybrid.explain("error E9772 fix")
-        assert hit.memory.abstract == wanted
-        assert hit.why.matched == ("error", "e9772") and hit.why.words >= relevance.WORDS_FLOOR and hit.why.kept
-    # a question of words no memory holds, but one common word, still shares little
-    weights = relevance.word_weights(["make", "pizza", "dough"], {"make": 40, "pizza": 0, "dough": 0}, 1000)
-    assert relevance.word_share(weights, ["make"]) == pytest.approx(1 / 3)
