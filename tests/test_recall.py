@@ -667,6 +667,14 @@ def test_the_command_line_shows_each_hits_day_and_takes_spans(store: MemoryStore
     assert [h["abstract"][-5:] for h in hits] == ["10:00", "pment"] and hits[0]["created"].startswith("2026-11-01")
 
 
+def test_a_word_with_a_sharp_s_is_found_as_it_is_written(store: MemoryStore) -> None:
+    """Case folding turns "Straße" into "strasse", which the full-text index (lower case) never holds."""
+    office = store.remember("The Berlin office is at Hauptstraße 5, second floor.", category="entities")
+    store.remember("The Paris office is near the Gare du Nord.", category="entities")
+    assert [h.memory.id for h in store.recall("Hauptstraße", limit=1)] == [office.id]
+    assert [h.memory.id for h in store.recall("Which office is on the HAUPTSTRAßE?", limit=1)] == [office.id]
+
+
 # --- what orders memories that name the same thing (hybrid, the shipped model) -----------------
 
 SERVICES = ["ledger", "refunds-worker", "fraud-scorer", "card-vault"]
@@ -719,4 +727,3 @@ def test_a_small_store_has_no_neighbourhood_to_contrast_with(store: MemoryStore,
         hits = hybrid.recall("who owns the ledger?")
         assert OWNER in [h.memory.abstract for h in hits]
         assert all(h.why.contrast is None and "contrast" not in str(h.why) for h in hits)
-

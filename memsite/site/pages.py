@@ -22,13 +22,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..features import history
-from ..features.contradictions import flagged
 from ..features.history import Commit
 from ..features.protocol import learning_memory
 from ..features.sessions import SessionRecord
 from ..features.skills import SkillCandidate, promote
 from ..foundation.config import Category
 from ..foundation.decay import TrimCandidate, plan_trim
+from ..foundation.likeness import flagged
 from ..foundation.record import Memory
 from . import charts, safe, weeks
 from .logs import LogPages
