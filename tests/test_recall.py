@@ -673,3 +673,57 @@ def test_a_word_with_a_sharp_s_is_found_as_it_is_written(store: MemoryStore) -> 
     store.remember("The Paris office is near the Gare du Nord.", category="entities")
     assert [h.memory.id for h in store.recall("Hauptstraße", limit=1)] == [office.id]
     assert [h.memory.id for h in store.recall("Which office is on the HAUPTSTRAßE?", limit=1)] == [office.id]
+
+
+# --- what orders memories that name the same thing (hybrid, the shipped model) -----------------
+
+SERVICES = ["ledger", "refunds-worker", "fraud-scorer", "card-vault"]
+PEOPLE = ["Ana Silva", "Jonas Berg", "Priya Raman", "Kenji Tanaka", "Lucia Moretti", "Omar Haddad"]
+OWNER = "Marta Kowalski leads the team that owns the ledger; Tomas Novak is the second on call."
+
+
+def routine(service: str) -> list[str]:
+    """Notes that name a service and answer nothing, as agents write them every day."""
+    return [*(f"Answered {person}'s question about the {service} dashboard." for person in PEOPLE),
+            f"Bumped dependencies of {service}; the build passed on the second try.",
+            f"Cleaned up old branches in the {service} repository.",
+            f"Today we load-tested {service} at five times peak; notes are in the incident folder.",
+            f"The nightly {service} job finished in 48 minutes, as usual."]
+
+
+def minilm_store(store: MemoryStore, clock: Clock, texts: list[str]) -> MemoryStore:
+    pytest.importorskip("onnxruntime")
+    with store.transaction("Memories") as tx:
+        for text in texts:
+            tx.remember(text, category="general", dedupe=False)
+    store.close()
+    return MemoryStore(store.root, agent="planner", clock=clock, embedder="minilm")
+
+
+def test_the_memory_that_answers_is_found_among_many_that_name_the_same_service(
+        store: MemoryStore, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Forty routine notes name the ledger or another service; by raw cosine, "who should I page when the
+    # ledger breaks?" is closest to them all, and the one memory saying who owns it was not in the first five.
+    hybrid = minilm_store(store, clock, [text for service in SERVICES for text in routine(service)] + [OWNER])
+    question = "Who should I page when the ledger breaks?"
+    with hybrid:
+        hits = hybrid.recall(question, limit=5)
+        assert OWNER in [h.memory.abstract for h in hits]
+        owner = next(h for h in hits if h.memory.abstract == OWNER)
+        assert owner.why.contrast is not None and "contrast" in str(owner.why)  # --explain shows it
+        with_numpy = hybrid.explain(question, limit=5)
+        monkeypatch.setattr(retrieval, "CONTRAST", 0.0)  # closeness by the cosine alone, as before
+        assert OWNER not in [h.memory.abstract for h in hybrid.explain(question, limit=5)]
+        monkeypatch.undo()
+        monkeypatch.setitem(sys.modules, "numpy", None)  # the same without numpy
+        storage_of(hybrid).vectors._loaded = None  # type: ignore[union-attr]
+        plain = hybrid.explain(question, limit=5)
+        assert [h.memory.id for h in plain] == [h.memory.id for h in with_numpy]
+        assert [h.why.contrast for h in plain] == pytest.approx([h.why.contrast for h in with_numpy], abs=1e-4)
+
+
+def test_a_small_store_has_no_neighbourhood_to_contrast_with(store: MemoryStore, clock: Clock) -> None:
+    with minilm_store(store, clock, routine("ledger")[:5] + [OWNER]) as hybrid:
+        hits = hybrid.recall("who owns the ledger?")
+        assert OWNER in [h.memory.abstract for h in hits]
+        assert all(h.why.contrast is None and "contrast" not in str(h.why) for h in hits)

@@ -4,6 +4,13 @@ How the signals are fused and ordered is :mod:`memsite.features.retrieval`'s bus
 means the same whatever the query or the memory:
 
 * meaning: the cosine similarity of the query's and the memory's vectors;
+* contrast: the same cosine with the query's and the memory's vectors each less
+  the mean vector of the :data:`NEIGHBOURS` memories closest to the query. Those
+  neighbours share what the question names (a service, a person); what is left
+  is what the question asks about it, so "who should I page when the ledger
+  breaks?" matches "Marta leads the team that owns the ledger" rather than the
+  ten routine notes about the ledger that are closer by raw cosine. It orders
+  what is found (:mod:`memsite.features.retrieval`); it decides nothing;
 * words: the share of the query's words the memory holds, each word weighted
   by its rarity in the memories (bm25's idf), so that holding "pgbouncer"
   counts for more than holding "user".
@@ -37,6 +44,7 @@ paraphrases that share none (measured in bench/quality.py).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -52,6 +60,11 @@ WORDS_FLOOR = 0.6
 """The share of the query's words (weighted by rarity) that makes a memory a hit whatever its meaning.
 
 Chosen with bench/quality.py --tune on validation.tsv (0.4 to 1 tried)."""
+NEIGHBOURS = 30
+"""How many of the memories closest to a query make the neighbourhood its contrast is measured against.
+
+Chosen with ``bench/longterm.py --set validation`` (10 to 50, and all the candidates, tried). With
+fewer memories than this there is no neighbourhood to contrast with: contrast is not measured."""
 RECALIBRATE = 0.1
 """The floor is measured again once the number of memories has changed by this share."""
 MIN_SPREAD = 0.01
@@ -109,12 +122,16 @@ class Why:
     """Its place among the candidates by meaning (1: the closest); None by words only."""
     words_place: int | None = None
     """Its place among the memories holding the query's words, by bm25 (1: the best); None if it holds none."""
+    contrast: float | None = None
+    """Its cosine against the query's neighbourhood (see :class:`Signals`); None when not measured."""
 
     def __str__(self) -> str:
         words = f"words {self.words:.2f}" + (f" ({', '.join(self.matched)})" if self.matched else "")
         if self.meaning is None:
             return f"{words}, bm25 #{self.words_place}: words only, any shared word is kept"
         places = f"meaning #{self.meaning_place}" + (f", words #{self.words_place}" if self.words_place else "")
+        if self.contrast is not None:
+            places += f", contrast {self.contrast:.2f}"
         fused = f"{places} -> relevance {self.relevance:.2f}"
         if self.floor is None or self.standing is None:
             return f"meaning {self.meaning:.2f}, {words} (no floor); {fused}"
@@ -129,7 +146,13 @@ class Why:
 
 
 def word_weights(terms: list[str], counts: dict[str, int], total: int) -> dict[str, float]:
-    """Each of ``terms``' share of the query by its idf among ``total`` memories (the shares add up to 1)."""
+    """Each of ``terms``' share of the query by its idf among ``total`` memories (the shares add up to 1).
+
+    A term no memory holds has the highest idf. Weighing it as the mean of the others instead was
+    tried: "error E9772 fix" then found its answer by words, but so did "how long do cats live"
+    (a memory about long-lived branches), which raised the meaning floor and cost paraphrases
+    (bench/quality.py's validation questions at 200 memories: 73 % against 76 %).
+    """
     weight = {t: math.log(1 + (total - counts.get(t, 0) + 0.5) / (counts.get(t, 0) + 0.5)) for t in terms}
     whole = sum(weight.values())
     return {t: w / whole for t, w in weight.items()} if whole else {}
@@ -161,16 +184,20 @@ class Signals:
     """The query's words the memory holds."""
     standing: float | None
     """The cosine's standing above off-topic questions (see the module's docstring); None without a floor."""
+    contrast: float | None = None
+    """The cosine against the query's neighbourhood (see the module's docstring); None by words only, or
+    with fewer memories than :data:`NEIGHBOURS`."""
 
 
 def signals(catalog: Catalog, vectors: Vectors | None, query: str, keep: int | None, allowed: set[int] | None = None,
-            *, standing: bool = True, shares: bool = True) -> dict[int, Signals]:
+            *, standing: bool = True, shares: bool = True, contrasts: bool = True) -> dict[int, Signals]:
     """Row number -> :class:`Signals` of the memories closest to ``query`` by meaning or by words.
 
     The ``keep`` best by bm25 and (with ``vectors``) the ``keep`` closest by meaning, all when
     None, among ``allowed`` when given. ``standing``: measure each cosine against the query's
     cosines with the :data:`BACKGROUND` questions. ``shares``: measure the share of the query's
     words each holds (a full-text look-up per word; recall by words alone does not need it).
+    ``contrasts``: measure each one's contrast against the query's neighbourhood.
     """
     terms = search_terms(query)
     words = catalog.lexical(match_any(terms)) if terms else {}
@@ -178,20 +205,22 @@ def signals(catalog: Catalog, vectors: Vectors | None, query: str, keep: int | N
         words = {n: r for n, r in words.items() if n in allowed}
     best = words if keep is None or len(words) <= keep else \
         dict(sorted(words.items(), key=lambda item: item[1], reverse=True)[:keep])
-    if vectors is None:
-        closeness: dict[int, float | None] = dict.fromkeys(best)
-    else:
-        closeness = dict(vectors.closest(catalog, query, keep, allowed, best))
+    cosines = {} if vectors is None else vectors.closest(catalog, query, keep, allowed, best)
+    closeness: dict[int, float | None] = dict(cosines) if vectors is not None else dict.fromkeys(best)
     counts, holding = catalog.term_counts(terms, [n for n in closeness if n in words]) if shares else ({}, {})
     total = catalog.count() if vectors is None else vectors.size(catalog)
     mean, spread = baseline(vectors.similarities(query, BACKGROUND)) \
         if standing and vectors is not None and closeness else (0.0, 0.0)
     weights = word_weights(terms, counts, total)
+    contrast: dict[int, float] = {}
+    if contrasts and vectors is not None and len(cosines) >= NEIGHBOURS:
+        near = heapq.nlargest(NEIGHBOURS, cosines, key=cosines.__getitem__)
+        contrast = vectors.contrast(catalog, query, cosines, near)
     found = {}
     for n, cosine in closeness.items():
         matched = tuple(holding.get(n, ()))
         found[n] = Signals(cosine, words.get(n, 0.0), word_share(weights, matched), matched,
-                           (cosine - mean) / spread if spread and cosine is not None else None)
+                           (cosine - mean) / spread if spread and cosine is not None else None, contrast.get(n))
     return found
 
 
@@ -207,7 +236,7 @@ def calibrated_floor(catalog: Catalog, vectors: Vectors, share: float) -> float:
     vectors.references(BACKGROUND)  # embedded at once (and kept) rather than one by one
     best = []
     for i, question in enumerate(BACKGROUND):
-        found = signals(catalog, vectors, question, 50, standing=False)
+        found = signals(catalog, vectors, question, 50, standing=False, contrasts=False)
         if any(signal.words >= WORDS_FLOOR for signal in found.values()):
             best.append(math.inf)
             continue

@@ -391,6 +391,42 @@ class Vectors:
             found.update(zip(extra[hit].tolist(), scores[at[hit]].tolist()))
         return found
 
+    def contrast(self, catalog: Catalog, query: str, rows: Collection[int],
+                 around: Collection[int]) -> dict[int, float]:
+        """Row number -> the cosine similarity of ``query`` and each of ``rows``, both less the mean vector of
+        the ``around`` rows: how the memory matches what sets the query apart from what those memories share.
+
+        The rows must be the catalog's (as :meth:`closest` returns them); empty when ``around`` is.
+        """
+        if self._loaded is None or self._loaded.commit != catalog.commit:
+            self._load(catalog)
+        block = self._loaded
+        assert block is not None
+        if not around or not rows:
+            return {}
+        wanted = self.query_vector(query)
+        numpy = _numpy()
+        if numpy is None or block.numbers is None or isinstance(block.matrix, list):
+            place = {n: i for i, n in enumerate(block.rows)}
+            vectors = {n: block.matrix[place[n]] for n in {*rows, *around}}
+            centre = [sum(column) / len(around) for column in zip(*(vectors[n] for n in around))]
+            query_off = [q - c for q, c in zip(wanted, centre)]
+            found = {}
+            for n in rows:
+                off = [v - c for v, c in zip(vectors[n], centre)]
+                norms = math.sqrt(sum(map(mul, off, off)) * sum(map(mul, query_off, query_off)))
+                found[n] = sum(map(mul, off, query_off)) / norms if norms else 0.0
+            return found
+        numbers = list(rows)
+        matrix = block.matrix[numpy.searchsorted(block.numbers, numpy.asarray(numbers, dtype=numpy.int64))]
+        centre = block.matrix[numpy.searchsorted(block.numbers, numpy.fromiter(around, numpy.int64))].mean(axis=0)
+        offsets = matrix - centre
+        query_off = numpy.frombuffer(wanted.tobytes(), dtype=numpy.float32) - centre
+        norms = numpy.linalg.norm(offsets, axis=1) * numpy.linalg.norm(query_off)
+        scores = numpy.divide(offsets @ query_off, norms, out=numpy.zeros(len(numbers), numpy.float32),
+                              where=norms > 0)
+        return dict(zip(numbers, scores.tolist()))
+
     def waiting(self, published: Collection[bytes]) -> int:
         """At most how many vectors of memories this clone has embedded that ``published`` lacks (earlier
         versions of memories are cached too): read from the cache alone, no memory's text."""
