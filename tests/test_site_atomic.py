@@ -14,18 +14,28 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
+from memsite.site import search
 from memsite.site.output import RECORD, STAMP
 from tests import faults
 from tests.site_build_process import KILL_POINTS
 from tests.sites import ROOT, env
 
 EPOCH = "1767225600"
+SEARCH_FILES = (f"{search.MAIN}/", f"{search.DELTA}/")
 
 
 def tree(site: Path) -> dict[str, str]:
     """Every file of a built site and a digest of its bytes (the build's own record left out)."""
     return {p.relative_to(site).as_posix(): hashlib.sha1(p.read_bytes()).hexdigest()
             for p in sorted(site.rglob("*")) if p.is_file() and p.name != RECORD}
+
+
+def same_site(site: Path, expected: dict[str, str], searched: dict[str, str]) -> None:
+    """``site`` holds the pages of ``expected`` byte for byte, and its search finds the same pages in the same
+    form as the site ``searched`` describes (a build that kept an earlier index splits it in two: search.py)."""
+    pages = {path: digest for path, digest in tree(site).items() if not path.startswith(SEARCH_FILES)}
+    assert pages == {path: digest for path, digest in expected.items() if not path.startswith(SEARCH_FILES)}
+    assert search.searchable(site) == searched
 
 
 def run_build(repo: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -35,7 +45,7 @@ def run_build(repo: Path, *args: str, home: Path) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict[str, str]]:
-    """A repository whose site/ is built (the old site), with one memory more since (the new site's tree)."""
+    """A repository whose site/ is built (the old site), with three memories more since (the new site's tree)."""
     base = tmp_path_factory.mktemp("atomic")
     repo = base / "memory"
     with MemoryStore.init(repo, agent="planner") as store:
@@ -51,7 +61,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     assert result.returncode == 0, result.stderr
     new = tree(base / "expected")
     assert len(new) > len(old) > 20
+    SEARCHED[repo] = search.searchable(base / "expected")
     return repo, old, new
+
+
+SEARCHED: dict[Path, dict[str, str]] = {}  # the built repository -> what a search of its new site finds
 
 
 def copy(repo: Path, to: Path) -> Path:
@@ -76,15 +90,17 @@ def test_a_build_stopped_at_any_point_leaves_a_whole_site(built: tuple[Path, dic
     if how == "int":
         assert "Interrupted: the site was not replaced" in stopped.stderr or point == "swapped"
         assert "Traceback" not in stopped.stderr
-    served = tree(repo / "site")
-    assert served == (new if point == "swapped" else old)
+    if point == "swapped":
+        same_site(repo / "site", new, SEARCHED[source])
+    else:
+        assert tree(repo / "site") == old
     rebuilt = run_build(repo, home=tmp_path)
     assert rebuilt.returncode == 0, rebuilt.stderr
     if point != "swapped":
         ended = "interrupted (Ctrl-C)" if how == "int" else "stopped (killed or interrupted)"
         assert f"note: the build of {repo / 'site'} started" in rebuilt.stderr
         assert f"was {ended}; {repo / 'site'} still holds the build before it" in rebuilt.stderr
-    assert tree(repo / "site") == new
+    same_site(repo / "site", new, SEARCHED[source])
     assert [p.name for p in repo.iterdir() if p.name.startswith(".site.building")] == []
     with MemoryStore(source, agent="reader") as store:
         memories = {m.id for m in store.list()}
@@ -164,7 +180,7 @@ def test_plain_mkdocs_build_is_atomic_too(built: tuple[Path, dict[str, str], dic
                             env={**env(tmp_path), "SOURCE_DATE_EPOCH": EPOCH})
     assert result.returncode == 0, result.stderr
     assert "not included in the" not in result.stderr  # generated pages are no "not in the nav" news
-    assert tree(repo / "site") == new
+    same_site(repo / "site", new, SEARCHED[source])
     assert not [p for p in repo.iterdir() if p.name.startswith(".site.building")]
 
 

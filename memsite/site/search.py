@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import subprocess
-import uuid
 from pathlib import Path
 
 from ..foundation.errors import MemsiteError
@@ -97,12 +96,27 @@ def index(site_dir: Path, memories: dict[str, str], previous: Path | None = None
     _discard(out)
     glob = "{" + ",".join(["m/*/index.html", *(f"{folder}/**/*.html" for folder in SEARCHED)]) + "}"
     summary = _pagefind(site_dir, glob, out)
-    made = uuid.uuid4().hex
-    (out / HOLDS).write_text(json.dumps({"id": made, "pages": dict(sorted(pages.items()))}, separators=(",", ":")),
-                             encoding="utf-8")
+    held = json.dumps(dict(sorted(pages.items())), separators=(",", ":"))
+    made = hashlib.sha256(held.encode("utf-8")).hexdigest()[:16]  # (the same pages indexed: the same index)
+    (out / HOLDS).write_text(f'{{"id":"{made}","pages":{held}}}', encoding="utf-8")
     _write_delta(site_dir, {}, [], made)
     found = re.search(r"Indexed (\d+) pages?", summary)
     return f"{found.group(1) if found else 'some'} pages indexed for search"
+
+
+def searchable(site_dir: Path) -> dict[str, str]:
+    """What a search of the built ``site_dir`` finds: the address of each page and the search key of the form it
+    is found in (the main index's pages less the stale ones, and the second index's)."""
+    main = _holds(site_dir / MAIN)
+    try:
+        delta = json.loads((site_dir / DELTA / HOLDS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        delta = {}
+    found = dict(main["pages"]) if main else {}
+    for url in delta.get("stale", []):
+        found.pop(url, None)
+    found.update(delta.get("pages", {}))
+    return found
 
 
 def _pagefind(site_dir: Path, glob: str, out: Path) -> str:
