@@ -19,7 +19,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from ..foundation.errors import MemsiteError, NotFound
 from ..foundation.record import Memory, short_id
 from ..storage.chain import chain
 from . import safe
-from .output import KEPT, version
+from .output import KEPT, link_tree, version
 from .safe import text
 from .snapshot import Scored
 
@@ -212,7 +211,7 @@ def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str], shared: C
     if not kept.is_dir() or have is None:
         _discard(kept)
         have = {}
-        if served and previous is not None and _link_tree(previous / "m", kept):
+        if served and previous is not None and link_tree(previous / "m", kept):
             have = dict(served)
     if kept.is_dir():  # what the generator wrote into m/ joins the pages kept, which then take its place
         for entry in os.scandir(folder) if folder.is_dir() else ():
@@ -248,17 +247,6 @@ def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str], shared: C
 def _kept_record(site_dir: Path) -> dict[str, str] | None:
     """:func:`pages_made` of the spare a build started from (its record set aside with its pages)."""
     return _read_record(site_dir / KEPT[PAGES])
-
-
-def _link_tree(source: Path, target: Path) -> bool:
-    """Make ``target`` a copy of the folder ``source`` made of hard links (``cp -al``); False where it cannot."""
-    if not source.is_dir() or shutil.which("cp") is None:
-        return False
-    done = subprocess.run(["cp", "-al", str(source), str(target)], capture_output=True)
-    if done.returncode != 0:
-        _discard(target)
-        return False
-    return True
 
 
 def _discard(path: Path) -> None:

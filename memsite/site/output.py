@@ -148,6 +148,17 @@ def recycled(folder: Path) -> bool:
     return isinstance(record, dict) and record.get("recycled") is True
 
 
+def link_tree(source: Path, target: Path) -> bool:
+    """Make ``target`` a copy of the folder ``source`` made of hard links (``cp -al``: a tenth of the time of
+    the same in Python); False where it cannot (nothing left at ``target`` then)."""
+    if not source.is_dir() or shutil.which("cp") is None:
+        return False
+    if subprocess.run(["cp", "-al", str(source), str(target)], capture_output=True).returncode != 0:
+        _discard(target)
+        return False
+    return True
+
+
 def remove_later(folder: Path) -> None:
     """Remove ``folder`` in a process of its own that the build does not wait for (a site may be 100,000 files)."""
     subprocess.Popen([sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)",

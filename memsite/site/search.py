@@ -153,19 +153,17 @@ def _write_delta(site_dir: Path, fresh: dict[str, str], stale: list[str], main: 
 def _main_index(site_dir: Path, previous: Path | None) -> dict | None:
     """The main index of the site ``previous`` (its ``id`` and ``pages``), put in place in ``site_dir``: the one
     a recycled spare kept when it is the same, else linked from ``previous``; None when there is none to keep."""
-    from .output import KEPT
+    from .output import KEPT, link_tree
 
     kept = site_dir / KEPT[MAIN]
     served = _holds(previous / MAIN) if previous is not None else None
     try:
-        if served is None:
+        if previous is None or served is None:
             return None
         own = _holds(kept)
         if own is not None and own.get("id") == served["id"]:
             os.rename(kept, site_dir / MAIN)
-        elif shutil.which("cp") is None or subprocess.run(
-                ["cp", "-al", str(previous / MAIN), str(site_dir / MAIN)], capture_output=True).returncode != 0:
-            _discard(site_dir / MAIN)
+        elif not link_tree(previous / MAIN, site_dir / MAIN):
             return None
         return served
     finally:
