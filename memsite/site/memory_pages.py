@@ -195,7 +195,7 @@ def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str], shared: C
     """Put into ``site_dir/m/`` each memory page already made from what it would be made from now (its key,
     :meth:`Shell.key`); returns their ids. The others are left for :func:`write_all`.
 
-    A build that starts from the spare (``output.recycled``) finds the pages
+    A build that starts from the spare (``output.Build``) finds the pages
     of the site before the served one set aside (``output.KEPT``): those
     whose key is right are kept where they are, those of the served site
     linked over them, pages of memories gone removed. Otherwise the served

@@ -139,15 +139,6 @@ def spare_of(site_dir: Path) -> Path:
     return site_dir.parent / f".{site_dir.name}.spare"
 
 
-def recycled(folder: Path) -> bool:
-    """Whether the build writing into ``folder`` started from the spare (its ``KEPT`` parts are there)."""
-    try:
-        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(record, dict) and record.get("recycled") is True
-
-
 def link_tree(source: Path, target: Path) -> bool:
     """Make ``target`` a copy of the folder ``source`` made of hard links (``cp -al``: a tenth of the time of
     the same in Python); False where it cannot (nothing left at ``target`` then)."""
