@@ -85,9 +85,10 @@ def test_a_build_after_a_few_writes_rewrites_only_their_pages_and_equals_a_clean
         assert after[mid][0] == first[mid][0], mid
 
     # Search kept the first build's index and indexed only the new and changed pages beside it.
-    held = json.loads((repo / "site" / search.DELTA / search.HOLDS).read_text())
-    assert {url.split("/")[2] for url in held["pages"]} == {new, later, ids[0]}  # (a recall changes no text)
-    assert {url.split("/")[2] for url in held["stale"]} == {ids[0], ids[1]}  # superseded since, forgotten
+    held = json.loads((repo / "site" / search.DELTA / search.PAGES).read_text())
+    assert {url.split("/")[2] for url in held} == {new, later, ids[0]}  # (a recall changes no text)
+    stale = json.loads((repo / "site" / search.DELTA / search.HOLDS).read_text())["stale"]
+    assert {url.split("/")[2] for url in stale} == {ids[0], ids[1]}  # superseded since, forgotten
 
     # The same repository built clean: the same site, byte for byte, and a search finding the same.
     clean = tmp_path / "clean"

@@ -15,7 +15,8 @@ from build to build with what it holds (``pagefind/memsite.json``: each
 page's address and search key); each build indexes only the pages that are
 new or changed since it into a small second index (``pagefind-delta/``),
 and lists in ``pagefind-delta/memsite.json`` the pages the main index holds
-in an older form or that are gone (``stale``). The search worker asks both
+in an older form or that are gone (``stale``; what the second index holds is
+in ``memsite-pages.json`` beside it). The search worker asks both
 and drops the main index's answers for stale pages. Once the second index
 would hold more than ``delta_limit`` pages, the whole site is indexed again.
 """
@@ -61,7 +62,7 @@ def executable() -> str:
     raise MemsiteError("the site's search needs Pagefind: pip install 'pagefind[bin]' (memsite depends on it)")
 
 
-MAIN, DELTA, HOLDS = "pagefind", "pagefind-delta", "memsite.json"
+MAIN, DELTA, HOLDS, PAGES = "pagefind", "pagefind-delta", "memsite.json", "memsite-pages.json"
 _SOURCE = ".memsite-delta-pages"  # (in the build's folder while the second index is made: links to its pages)
 
 
@@ -110,12 +111,13 @@ def searchable(site_dir: Path) -> dict[str, str]:
     main = _holds(site_dir / MAIN)
     try:
         delta = json.loads((site_dir / DELTA / HOLDS).read_text(encoding="utf-8"))
+        fresh = json.loads((site_dir / DELTA / PAGES).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        delta = {}
+        delta, fresh = {}, {}
     found = dict(main["pages"]) if main else {}
     for url in delta.get("stale", []):
         found.pop(url, None)
-    found.update(delta.get("pages", {}))
+    found.update(fresh)
     return found
 
 
@@ -146,8 +148,10 @@ def _write_delta(site_dir: Path, fresh: dict[str, str], stale: list[str], main: 
         finally:
             _discard(source)
     out.mkdir(exist_ok=True)
-    (out / HOLDS).write_text(json.dumps({"main": main, "stale": stale, "pages": dict(sorted(fresh.items()))},
-                                        separators=(",", ":")), encoding="utf-8")
+    # What the search worker reads first (kept small: it is fetched with every first search), and what it holds.
+    (out / HOLDS).write_text(json.dumps({"main": main, "stale": stale, "indexed": len(fresh)}, separators=(",", ":")),
+                             encoding="utf-8")
+    (out / PAGES).write_text(json.dumps(dict(sorted(fresh.items())), separators=(",", ":")), encoding="utf-8")
 
 
 def _main_index(site_dir: Path, previous: Path | None) -> dict | None:

@@ -50,9 +50,9 @@ async function load(folder) {
 
 async function setup() {
   const response = await fetch(new URL("../../pagefind-delta/memsite.json", self.location.href))
-  const delta = response.ok ? await response.json() : { stale: [], pages: {} }
+  const delta = response.ok ? await response.json() : { stale: [], indexed: 0 }
   stale = new Set(delta.stale)
-  ;[main, fresh] = await Promise.all([load("pagefind"), Object.keys(delta.pages).length ? load("pagefind-delta") : null])
+  ;[main, fresh] = await Promise.all([load("pagefind"), delta.indexed ? load("pagefind-delta") : null])
   self.postMessage({ type: READY })
 }
 
