@@ -139,6 +139,19 @@ def spare_of(site_dir: Path) -> Path:
     return site_dir.parent / f".{site_dir.name}.spare"
 
 
+def throw_away(path: Path, folder: Path) -> None:
+    """Remove ``path`` (a folder of many files inside the build's ``folder``): moved out beside the site at once and
+    removed in the background (a removed search index is 100,000 files); removed here when ``folder`` is no build's."""
+    try:
+        site = Path(json.loads((folder / RECORD).read_text(encoding="utf-8"))["site"])
+    except (OSError, ValueError, KeyError, TypeError):
+        _discard(path)
+        return
+    aside = site.parent / f".{site.name}.old-{os.getpid()}-{time.monotonic_ns()}"
+    os.rename(path, aside)
+    remove_later(aside)
+
+
 def link_tree(source: Path, target: Path) -> bool:
     """Make ``target`` a copy of the folder ``source`` made of hard links (``cp -al``: a tenth of the time of
     the same in Python); False where it cannot (nothing left at ``target`` then)."""
@@ -221,15 +234,20 @@ class Build:
         return self.folder
 
     def _clear_recycled(self) -> None:
-        """In the spare this build starts from: set its memory pages and search index aside (``KEPT``), remove
-        the rest (a few thousand list pages: the generator writes them again)."""
+        """In the spare this build starts from: set its memory pages and search index aside (``KEPT``), and move
+        the rest out, to be removed in the background (thousands of list pages: the generator writes them again)."""
         (self.folder / STAMP).unlink(missing_ok=True)
         for name, aside in KEPT.items():
             if (self.folder / name).exists():
                 os.rename(self.folder / name, self.folder / aside)
-        for entry in os.scandir(self.folder):
-            if entry.name != RECORD and entry.name not in KEPT.values():
-                _discard(Path(entry.path))
+        rest = [entry.name for entry in os.scandir(self.folder)
+                if entry.name != RECORD and entry.name not in KEPT.values()]
+        if rest:
+            trash = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}-{time.monotonic_ns()}"
+            trash.mkdir()
+            for name in rest:
+                os.rename(self.folder / name, trash / name)
+            remove_later(trash)
 
     def _set_aside(self, folder: Path) -> None:
         """Rename ``folder`` out of the way and remove it in the background (it may hold a whole site)."""

@@ -94,7 +94,10 @@ def index(site_dir: Path, memories: dict[str, str], previous: Path | None = None
             return (f"{len(fresh)} new or changed pages indexed for search ({len(held)} kept from an earlier "
                     f"build's index, {len(stale)} of them left out of its results)")
     out = site_dir / MAIN
-    _discard(out)
+    if out.is_dir():
+        from .output import throw_away
+
+        throw_away(out, site_dir)
     glob = "{" + ",".join(["m/*/index.html", *(f"{folder}/**/*.html" for folder in SEARCHED)]) + "}"
     summary = _pagefind(site_dir, glob, out)
     held = json.dumps(dict(sorted(pages.items())), separators=(",", ":"))
@@ -157,7 +160,7 @@ def _write_delta(site_dir: Path, fresh: dict[str, str], stale: list[str], main: 
 def _main_index(site_dir: Path, previous: Path | None) -> dict | None:
     """The main index of the site ``previous`` (its ``id`` and ``pages``), put in place in ``site_dir``: the one
     a recycled spare kept when it is the same, else linked from ``previous``; None when there is none to keep."""
-    from .output import KEPT, link_tree
+    from .output import KEPT, link_tree, throw_away
 
     kept = site_dir / KEPT[MAIN]
     served = _holds(previous / MAIN) if previous is not None else None
@@ -171,7 +174,8 @@ def _main_index(site_dir: Path, previous: Path | None) -> dict | None:
             return None
         return served
     finally:
-        _discard(kept)
+        if kept.is_dir():
+            throw_away(kept, site_dir)
 
 
 def _holds(folder: Path) -> dict | None:
