@@ -208,8 +208,8 @@ def files_without_memories() -> Iterator[None]:
     """While in it, a MkDocs build lists docs_dir without the memory files (``memories/``, ``archive/``).
 
     MkDocs makes a ``File`` of every file under docs_dir before any plugin
-    sees them: 30 s for 100,000 memories, which :meth:`MemsitePlugin.on_files`
-    then takes out (they reach the site only through the pages rendered from
+    sees them (a build's largest cost after Pagefind at 100,000 memories,
+    docs/benchmarks.md), which :meth:`MemsitePlugin.on_files` then takes out (they reach the site only through the pages rendered from
     them). ``memsite build`` lists the same files without walking those
     folders; a plain ``mkdocs build`` still walks them.
     """
