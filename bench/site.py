@@ -6,6 +6,7 @@
     python bench/site.py --screenshots shots/   # only: screenshots of the demo's pages at 1280 and 375 px
     python bench/site.py --engines  # only: the demo and 10,000 memories built with each engine
     python bench/site.py --kills    # only: builds killed (kill -9) and interrupted (Ctrl-C) at eleven points
+    python bench/site.py --dir D    # work in D: a repository seeded there before is reused, not seeded again
 
 For each size, a memory repository is seeded through the API (every memory
 written in one month, the one the build runs in, some recalled) and `memsite
@@ -110,7 +111,10 @@ def plain_project(repo: Path, out: Path) -> Path:
 
 def run(count: int, workdir: Path, runs: int, baseline: bool) -> list[dict[str, object]]:
     repo = workdir / f"repo-{count}"
-    seed(repo, Corpus(), count)
+    if (repo / "mkdocs.yml").is_file():  # seeded by an earlier run in the same --dir (plus what its builds added)
+        log(f"reusing {repo} (seeded before)")
+    else:
+        seed(repo, Corpus(), count)
     rows = []
     times, peaks = [], []
     for n in range(runs):

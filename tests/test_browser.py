@@ -314,3 +314,43 @@ def test_no_serious_accessibility_violation_in_light_or_dark(browser: Browser, d
                       for v in report.response["violations"] if v["impact"] in ("serious", "critical")]
         context.close()
     assert found == []
+
+
+def test_search_after_a_build_that_kept_the_index_finds_what_changed_and_not_what_went(
+        browser: Browser, demo: Path, tmp_path: Path) -> None:
+    """A build after a few writes indexes only them beside the earlier index (search.py): a new memory is found,
+    an edited one by its new words and not its old ones, a forgotten one no longer."""
+    folder = tmp_path / "memory"
+    shutil.copytree(demo, folder, symlinks=True)
+    with MemoryStore(folder, agent="reader") as store:
+        memories = store.list()
+        edited = next(m for m in memories if "trigram" in (m.abstract + m.content).lower())
+        gone = next(m for m in memories if "dejavu" in (m.abstract + m.content).lower())
+        assert edited.id != gone.id
+        added = store.remember("The quokka cluster restarts its workers at noon", category="cases")
+        store.update(edited.id, abstract=re.sub("(?i)trigram", "ngram", edited.abstract),
+                     content=re.sub("(?i)trigram", "ngram", edited.content))
+        store.forget(gone.id, reason="wrong")
+    memsite("-C", str(folder), "build", home=tmp_path)
+    delta = folder / "site" / "pagefind-delta"
+    assert added.id in (delta / "memsite-pages.json").read_text()  # indexed beside the earlier index
+    assert gone.id in (delta / "memsite.json").read_text()  # left out of the earlier index's results
+    server, url = serve(folder / "site")
+    visit = Visit(browser)
+    try:
+        results = visit.page.locator(".md-search-result__list > .md-search-result__item")
+        search(visit.page, url, "quokka")
+        expect(results.first).to_contain_text("quokka cluster", timeout=15_000)
+        search(visit.page, url, "ngram")
+        expect(results.first).to_contain_text(re.sub("(?i)trigram", "ngram", edited.abstract)[:40], timeout=15_000)
+        for word, absent in (("trigram", edited), ("dejavu", gone)):
+            search(visit.page, url, word)
+            meta = visit.page.locator(".md-search-result__meta")
+            expect(meta).to_have_text(re.compile("matching document", re.IGNORECASE), timeout=15_000)
+            visit.page.wait_for_timeout(500)  # (the answer to the last key)
+            assert not any(absent.abstract in text for text in results.all_inner_texts()), word
+        assert visit.errors == []
+    finally:
+        visit.close()
+        server.shutdown()
+        server.server_close()

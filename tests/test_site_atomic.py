@@ -14,18 +14,28 @@ from click.testing import CliRunner
 
 from memsite import MemoryStore
 from memsite.cli import main
+from memsite.site import search
 from memsite.site.output import RECORD, STAMP
 from tests import faults
 from tests.site_build_process import KILL_POINTS
 from tests.sites import ROOT, env
 
 EPOCH = "1767225600"
+SEARCH_FILES = (f"{search.MAIN}/", f"{search.DELTA}/")
 
 
 def tree(site: Path) -> dict[str, str]:
     """Every file of a built site and a digest of its bytes (the build's own record left out)."""
     return {p.relative_to(site).as_posix(): hashlib.sha1(p.read_bytes()).hexdigest()
             for p in sorted(site.rglob("*")) if p.is_file() and p.name != RECORD}
+
+
+def same_site(site: Path, expected: dict[str, str], searched: dict[str, str]) -> None:
+    """``site`` holds the pages of ``expected`` byte for byte, and its search finds the same pages in the same
+    form as the site ``searched`` describes (a build that kept an earlier index splits it in two: search.py)."""
+    pages = {path: digest for path, digest in tree(site).items() if not path.startswith(SEARCH_FILES)}
+    assert pages == {path: digest for path, digest in expected.items() if not path.startswith(SEARCH_FILES)}
+    assert search.searchable(site) == searched
 
 
 def run_build(repo: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -35,13 +45,20 @@ def run_build(repo: Path, *args: str, home: Path) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict[str, str]]:
-    """A repository whose site/ is built (the old site), with one memory more since (the new site's tree)."""
+    """A repository whose site/ is built (the old site), with three memories more since (the new site's tree).
+
+    Built twice, so that the site before it is kept as .site.spare/ (sharing its files with site/ as hard
+    links), which the next build starts from: a build that wrote one of them in place would change site/."""
     base = tmp_path_factory.mktemp("atomic")
     repo = base / "memory"
     with MemoryStore.init(repo, agent="planner") as store:
         store.remember("Deploys go out on Tuesdays", category="events")
         store.remember("The user prefers tabs over spaces", category="preferences")
     assert run_build(repo, home=base).returncode == 0
+    with MemoryStore(repo, agent="planner") as store:
+        store.remember("The cache is flushed nightly", category="entities")
+    assert run_build(repo, home=base).returncode == 0
+    assert (repo / ".site.spare" / STAMP).is_file()
     old = tree(repo / "site")
     with MemoryStore(repo, agent="planner") as store:  # three pages to write: a build can stop between them
         store.remember("Postgres locks the table during a migration", category="cases")
@@ -50,12 +67,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     result = run_build(repo, "--site-dir", str(base / "expected"), home=base)
     assert result.returncode == 0, result.stderr
     new = tree(base / "expected")
-    assert len(new) > len(old) > 20
+    assert len([p for p in new if p.startswith("m/")]) == len([p for p in old if p.startswith("m/")]) + 3
+    SEARCHED[repo] = search.searchable(base / "expected")
     return repo, old, new
 
 
+SEARCHED: dict[Path, dict[str, str]] = {}  # the built repository -> what a search of its new site finds
+
+
 def copy(repo: Path, to: Path) -> Path:
-    shutil.copytree(repo, to / "memory", symlinks=True)
+    """A copy of the repository, its site and spare sharing files as in the original (``cp -a`` keeps links)."""
+    subprocess.run(["cp", "-a", str(repo), str(to / "memory")], check=True)
+    assert any(page.stat().st_nlink > 1 for page in (to / "memory" / "site" / "m").glob("*/index.html"))
     return to / "memory"
 
 
@@ -76,15 +99,17 @@ def test_a_build_stopped_at_any_point_leaves_a_whole_site(built: tuple[Path, dic
     if how == "int":
         assert "Interrupted: the site was not replaced" in stopped.stderr or point == "swapped"
         assert "Traceback" not in stopped.stderr
-    served = tree(repo / "site")
-    assert served == (new if point == "swapped" else old)
+    if point == "swapped":
+        same_site(repo / "site", new, SEARCHED[source])
+    else:
+        assert tree(repo / "site") == old
     rebuilt = run_build(repo, home=tmp_path)
     assert rebuilt.returncode == 0, rebuilt.stderr
     if point != "swapped":
         ended = "interrupted (Ctrl-C)" if how == "int" else "stopped (killed or interrupted)"
         assert f"note: the build of {repo / 'site'} started" in rebuilt.stderr
         assert f"was {ended}; {repo / 'site'} still holds the build before it" in rebuilt.stderr
-    assert tree(repo / "site") == new
+    same_site(repo / "site", new, SEARCHED[source])
     assert [p.name for p in repo.iterdir() if p.name.startswith(".site.building")] == []
     with MemoryStore(source, agent="reader") as store:
         memories = {m.id for m in store.list()}
@@ -114,7 +139,8 @@ def test_a_failed_build_leaves_the_site_and_no_leftover(built: tuple[Path, dict[
     failed = run_build(repo, "--strict", home=tmp_path)
     assert failed.returncode == 1 and "broken.md" in failed.stderr
     assert tree(repo / "site") == old
-    assert not [p for p in repo.iterdir() if p.name.startswith(".site.")]
+    # (.site.old-*: what the build moved out of the spare it started from, which a process of its own removes)
+    assert not [p for p in repo.iterdir() if p.name.startswith(".site.building")]
 
 
 @pytest.mark.parametrize("kind", ["file", "symlink", "foreign"])
@@ -164,7 +190,7 @@ def test_plain_mkdocs_build_is_atomic_too(built: tuple[Path, dict[str, str], dic
                             env={**env(tmp_path), "SOURCE_DATE_EPOCH": EPOCH})
     assert result.returncode == 0, result.stderr
     assert "not included in the" not in result.stderr  # generated pages are no "not in the nav" news
-    assert tree(repo / "site") == new
+    same_site(repo / "site", new, SEARCHED[source])
     assert not [p for p in repo.iterdir() if p.name.startswith(".site.building")]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -14,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from memsite import MemoryStore
+from memsite.site import search
 from tests.sites import ROOT, env
 
 pytestmark = pytest.mark.slow  # real MkDocs builds
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+SEARCH_FILES = (search.MAIN, search.DELTA)
 
 
 def build(repo: Path, home: Path, *args: str, when: datetime) -> str:
@@ -37,8 +40,9 @@ def pages(site: Path) -> dict[str, tuple[int, str]]:
 
 
 def tree(site: Path) -> dict[str, str]:
+    """Every file of the site but its search index (a build that kept an earlier one splits it in two)."""
     return {p.relative_to(site).as_posix(): hashlib.sha1(p.read_bytes()).hexdigest()
-            for p in sorted(site.rglob("*")) if p.is_file()}
+            for p in sorted(site.rglob("*")) if p.is_file() and p.relative_to(site).parts[0] not in SEARCH_FILES}
 
 
 class Clock:
@@ -80,12 +84,19 @@ def test_a_build_after_a_few_writes_rewrites_only_their_pages_and_equals_a_clean
     for mid in set(after) - changed:  # the same file, not a copy written again
         assert after[mid][0] == first[mid][0], mid
 
-    # The same repository built clean: the same site, byte for byte.
+    # Search kept the first build's index and indexed only the new and changed pages beside it.
+    held = json.loads((repo / "site" / search.DELTA / search.PAGES).read_text())
+    assert {url.split("/")[2] for url in held} == {new, later, ids[0]}  # (a recall changes no text)
+    stale = json.loads((repo / "site" / search.DELTA / search.HOLDS).read_text())["stale"]
+    assert {url.split("/")[2] for url in stale} == {ids[0], ids[1]}  # superseded since, forgotten
+
+    # The same repository built clean: the same site, byte for byte, and a search finding the same.
     clean = tmp_path / "clean"
-    # (without the site swapped out, which a process of the last build is removing meanwhile)
-    shutil.copytree(repo, clean, symlinks=True, ignore=shutil.ignore_patterns(".site.old-*"))
+    # (without the sites swapped out, which a process of the last build is removing meanwhile, or kept)
+    shutil.copytree(repo, clean, symlinks=True, ignore=shutil.ignore_patterns(".site.old-*", ".site.spare"))
     build(clean, tmp_path, "--clean", when=START + timedelta(days=9))
     assert tree(clean / "site") == tree(repo / "site")
+    assert search.searchable(clean / "site") == search.searchable(repo / "site")
     assert all(after[mid][0] != p[0] for mid, p in pages(clean / "site").items())  # --clean wrote every page
 
 

@@ -96,10 +96,11 @@ memsite's API; every change is a git commit by the agent that made it.
 GITIGNORE = """\
 # memsite's derived state (catalog, search index, locks, checkpoints): rebuilt from git
 .memsite/
-# the built site, a build under way, and an old site being removed after a build
+# the built site, a build under way, an old site being removed after a build, the one the next build starts from
 site/
 .site.building-*/
 .site.old-*/
+.site.spare/
 # a file memsite was writing when its process was killed ('memsite doctor --fix' removes them)
 .*.memsite-tmp
 """

@@ -127,8 +127,11 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, eng
             if engine == "mkdocs":
                 from mkdocs.commands.build import build as mkdocs_build
 
+                from .plugin import files_without_memories
+
                 config.site_dir = str(folder)
-                mkdocs_build(config)
+                with files_without_memories():
+                    mkdocs_build(config)
             elif engine == "properdocs":
                 _properdocs(root, folder, strict)
             else:

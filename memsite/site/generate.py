@@ -223,18 +223,22 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
         MemsiteError: writing the memory pages or indexing failed.
     """
     shell_dir = site_dir / memory_pages.SHELL_SRC.removesuffix(".md")
+    previous = previous_site(site_dir)
     if generated is not None and (shell_dir / "index.html").is_file():
         shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
         shutil.rmtree(shell_dir)
-        shell.write_files(site_dir)
         keys = {mid: shell.key(key) for mid, key in generated.site.article_keys().items()}
-        kept = memory_pages.reuse(previous_site(site_dir), site_dir, keys)
+        kept = memory_pages.reuse(previous, site_dir, keys, shared=shell.files)
+        shell.write_files(site_dir)
         memory_pages.write_all(site_dir, shell, functools.partial(generated.site.articles, skip=kept),
                                len(keys) - len(kept), keys)
+        memory_pages.record(site_dir, keys)
         log(f"{len(keys)} memory pages: {len(keys) - len(kept)} written, {len(kept)} unchanged since the last build")
     redirects(site_dir)
     _drop_shell_from_sitemap(site_dir)
-    log(search.index(site_dir))
+    searched = {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory) for s in generated.snap.memories} \
+        if generated is not None else {}
+    log(search.index(site_dir, searched, previous))
     if sitemap:
         return
     for name in ("sitemap.xml", "sitemap.xml.gz"):

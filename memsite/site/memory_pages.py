@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import multiprocessing
 import os
 import re
-from collections.abc import Callable, Iterator
+import shutil
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from ..features.history import Commit
@@ -25,7 +27,7 @@ from ..foundation.errors import MemsiteError, NotFound
 from ..foundation.record import Memory, short_id
 from ..storage.chain import chain
 from . import safe
-from .output import version
+from .output import KEPT, link_tree, version
 from .safe import text
 from .snapshot import Scored
 
@@ -38,7 +40,6 @@ MAX_TITLE = 300  # characters of an abstract shown as a title
 HISTORY = 30  # changes listed on the page
 PARALLEL = 5_000  # memory pages from which each core writes a share
 KEY_TOKEN = "ZZMEMSITEPAGEKEYZZ"
-_KEY = re.compile(rb"<!--memsite-page ([0-9a-f]{12})-->")  # after the doctype: what the page was made from
 
 
 def memory_src(memory_id: str) -> str:
@@ -56,6 +57,14 @@ def title(memory: Memory) -> str:
     """The abstract as a title: one line, at most MAX_TITLE characters."""
     line = " ".join(memory.abstract.split())
     return line if len(line) <= MAX_TITLE else line[:MAX_TITLE - 1] + "…"
+
+
+def search_key(memory: Memory) -> str:
+    """What the search index holds of a memory's page depends on this alone (its title, overview, text and
+    label: ``Article.render`` marks them ``data-pagefind-*``): equal keys, the same page in the index."""
+    fields = (memory.id, memory.abstract, memory.overview or "", memory.content, memory.category,
+              "superseded" if memory.valid_until is not None else "")
+    return hashlib.sha1("\0".join(fields).encode("utf-8")).hexdigest()[:12]  # (no secret: a change detector)
 
 
 def up(target_src: str, anchor: str | None = None) -> str:
@@ -156,27 +165,76 @@ class Shell:
         folder = site_dir / "m"
         folder.mkdir(parents=True, exist_ok=True)
         for name, content in self.files.items():
+            (folder / name).unlink(missing_ok=True)  # (never written in place: it may be a served site's too)
             (folder / name).write_text(content, encoding="utf-8")
 
 
-def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str]) -> set[str]:
-    """Link into ``site_dir`` each memory page of the ``previous`` site made from what it would be made from now
-    (its key, :meth:`Shell.key`, is the one the page carries); returns their ids.
+PAGES = ".memsite-pages.json"  # in a built site: memory id -> the key of its page (what it was made from)
 
-    A page is linked, not copied: the same file in both sites, never
-    written again (a page that changes is a new file, :func:`write`).
+
+def pages_made(site_dir: Path) -> dict[str, str] | None:
+    """Memory id -> key of each memory page ``site_dir`` holds, as its build recorded them (None: no record)."""
+    return _read_record(site_dir / PAGES)
+
+
+def _read_record(path: Path) -> dict[str, str] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pages = data.get("pages") if isinstance(data, dict) else None
+    return pages if isinstance(pages, dict) else None
+
+
+def record(site_dir: Path, keys: dict[str, str]) -> None:
+    """Write what :func:`pages_made` reads: the key of every memory page of the site."""
+    (site_dir / PAGES).write_text(json.dumps({"pages": dict(sorted(keys.items()))}, separators=(",", ":")),
+                                  encoding="utf-8")
+
+
+def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str], shared: Collection[str] = ()) -> set[str]:
+    """Put into ``site_dir/m/`` each memory page already made from what it would be made from now (its key,
+    :meth:`Shell.key`); returns their ids. The others are left for :func:`write_all`.
+
+    A build that starts from the spare (``output.Build``) finds the pages
+    of the site before the served one set aside (``output.KEPT``): those
+    whose key is right are kept where they are, those of the served site
+    linked over them, pages of memories gone removed. Otherwise the served
+    site's pages are linked in (``cp -al``: every folder made again, the
+    slow way, once after each build that did not keep a spare). A page is
+    linked, never copied or written in place: the same file in both sites.
+    ``shared``: the files in ``m/`` the pages share, kept; any other file
+    there (an older build's) is removed.
     """
-    if previous is None:
-        return set()
+    served = pages_made(previous) if previous is not None else None
+    folder, kept = site_dir / "m", site_dir / KEPT["m"]
+    have = _kept_record(site_dir)
+    if not kept.is_dir() or have is None:
+        _discard(kept)
+        have = {}
+        if served and previous is not None and link_tree(previous / "m", kept):
+            have = dict(served)
+    if kept.is_dir():  # what the generator wrote into m/ joins the pages kept, which then take its place
+        for entry in os.scandir(folder) if folder.is_dir() else ():
+            _discard(kept / entry.name)
+            os.rename(entry.path, kept / entry.name)
+        _discard(folder)
+        os.rename(kept, folder)
+        for entry in os.scandir(folder):
+            if entry.name not in keys and entry.name not in shared:
+                _discard(Path(entry.path))  # a memory gone, or a shared file of an older shell
     linked: set[str] = set()
     for memory_id, key in keys.items():
-        page = previous / "m" / memory_id / "index.html"
-        if page_key(page) != key:
+        if have.get(memory_id) == key:
+            linked.add(memory_id)
             continue
-        folder = site_dir / "m" / memory_id
+        if not served or served.get(memory_id) != key or previous is None:
+            continue
+        page = folder / memory_id / "index.html"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            os.link(page, folder / "index.html")
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.unlink(missing_ok=True)
+            os.link(previous / "m" / memory_id / "index.html", page)
         except FileNotFoundError:
             continue  # removed since it was read: written again
         except OSError as exc:
@@ -187,14 +245,16 @@ def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str]) -> set[st
     return linked
 
 
-def page_key(page: Path) -> str | None:
-    """The key a memory page was written with (None: no page there, or one written before pages had keys)."""
-    try:
-        with open(page, "rb") as file:
-            found = _KEY.search(file.read(256))
-    except OSError:
-        return None
-    return found.group(1).decode("ascii") if found else None
+def _kept_record(site_dir: Path) -> dict[str, str] | None:
+    """:func:`pages_made` of the spare a build started from (its record set aside with its pages)."""
+    return _read_record(site_dir / KEPT[PAGES])
+
+
+def _discard(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
 
 
 def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator[tuple[str, str, str]]],
@@ -229,6 +289,7 @@ def write(site_dir: Path, shell: Shell, pages: Iterator[tuple[str, str, str]], k
     for memory_id, page_title, article in pages:
         folder = site_dir / "m" / memory_id
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / "index.html").unlink(missing_ok=True)  # (never written in place: it may be a served site's too)
         (folder / "index.html").write_text(shell.fill(memory_id, text(page_title), article, keys[memory_id]),
                                            encoding="utf-8")
         count += 1

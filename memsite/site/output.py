@@ -9,6 +9,17 @@ build that fails removes its folder, and one that is interrupted (Ctrl-C) or
 killed leaves its folder behind with the record it began with, which the next
 build and ``memsite doctor`` report, and remove.
 
+A site of 100,000 memories is 100,000 folders: making them again, even as
+hard links, costs a minute a build. So the site a build replaces is not
+removed but kept beside it as ``.<site>.spare/``, and the next build starts
+from that folder (``recycled``): it keeps its memory pages and search index
+(moved aside to ``KEPT`` names while the generator writes the rest afresh),
+and rewrites only the memory pages that differ from what they should be now.
+A page is never written in place (a spare shares its files with the site
+being served, as hard links): a page that changes is removed and written
+anew. The spare is only ever the site before the served one, whole; a build
+that stops leaves its folder behind as before, never a spare.
+
 Every built site holds ``.memsite-site.json``: which memsite built it, with
 which engine. No MkDocs import here: ``build`` and ``plugin`` call it.
 """
@@ -36,6 +47,8 @@ STAMP = ".memsite-site.json"  # in every built site
 RECORD = ".memsite-build.json"  # in a build's folder while it is written
 _BUILDING = re.compile(r"^\.(?P<site>.+)\.building-(?P<pid>\d+)$")
 _OLD = re.compile(r"^\.(?P<site>.+)\.old-(?P<pid>\d+)-\d+$")
+# What a recycled spare keeps while the generator writes the rest: site path -> where it waits meanwhile.
+KEPT = {"m": ".memsite-kept-m", "pagefind": ".memsite-kept-pagefind", ".memsite-pages.json": ".memsite-kept-pages.json"}
 
 
 def version() -> str:
@@ -121,6 +134,35 @@ def previous_site(folder: Path) -> Path | None:
     return Path(reuse) if isinstance(reuse, str) and (Path(reuse) / STAMP).is_file() else None
 
 
+def spare_of(site_dir: Path) -> Path:
+    """Where the site before ``site_dir``'s is kept for the next build to start from."""
+    return site_dir.parent / f".{site_dir.name}.spare"
+
+
+def throw_away(path: Path, folder: Path) -> None:
+    """Remove ``path`` (a folder of many files inside the build's ``folder``): moved out beside the site at once and
+    removed in the background (a removed search index is 100,000 files); removed here when ``folder`` is no build's."""
+    try:
+        site = Path(json.loads((folder / RECORD).read_text(encoding="utf-8"))["site"])
+    except (OSError, ValueError, KeyError, TypeError):
+        _discard(path)
+        return
+    aside = site.parent / f".{site.name}.old-{os.getpid()}-{time.monotonic_ns()}"
+    os.rename(path, aside)
+    remove_later(aside)
+
+
+def link_tree(source: Path, target: Path) -> bool:
+    """Make ``target`` a copy of the folder ``source`` made of hard links (``cp -al``: a tenth of the time of
+    the same in Python); False where it cannot (nothing left at ``target`` then)."""
+    if not source.is_dir() or shutil.which("cp") is None:
+        return False
+    if subprocess.run(["cp", "-al", str(source), str(target)], capture_output=True).returncode != 0:
+        _discard(target)
+        return False
+    return True
+
+
 def remove_later(folder: Path) -> None:
     """Remove ``folder`` in a process of its own that the build does not wait for (a site may be 100,000 files)."""
     subprocess.Popen([sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)",
@@ -140,6 +182,7 @@ class Build:
         self.engine = engine
         self.reuse = reuse  # pages of the site it replaces that did not change are kept (False: --clean)
         self.folder = self.site_dir.parent / f".{self.site_dir.name}.building-{os.getpid()}"
+        self.spare = spare_of(self.site_dir)
         self.notes: list[str] = []  # what the build found (an interrupted build before it), one line each
 
     def begin(self) -> Path:
@@ -169,8 +212,15 @@ class Build:
                               f"{version()}): it is built again whole")
         reuse = self.reuse and previous is not None and previous.get("memsite") == version()
         shutil.rmtree(self.folder, ignore_errors=True)
+        spare = built_by(self.spare) if reuse and self.spare.is_dir() and not self.spare.is_symlink() else None
+        recycled = spare is not None and spare.get("memsite") == version()
         try:
-            self.folder.mkdir(parents=True)
+            if recycled:
+                os.rename(self.spare, self.folder)
+            else:
+                if self.spare.is_dir() and not self.spare.is_symlink():
+                    self._set_aside(self.spare)  # (another version's, or a --clean build: not kept)
+                self.folder.mkdir(parents=True)
         except OSError as exc:
             raise MemsiteError(f"{self.folder}: cannot create it ({exc.strerror}); build into another "
                                "--site-dir") from None
@@ -178,8 +228,26 @@ class Build:
         self._record({"pid": owner.pid, "process_started": owner.started, "host": owner.host,
                       "started": f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", "memsite": version(),
                       "engine": self.engine, "site": str(self.site_dir),
-                      "reuse": str(self.site_dir) if reuse else None})
+                      "reuse": str(self.site_dir) if reuse else None, "recycled": recycled})
+        if recycled:
+            self._clear_recycled()
         return self.folder
+
+    def _clear_recycled(self) -> None:
+        """In the spare this build starts from: set its memory pages and search index aside (``KEPT``), and move
+        the rest out, to be removed in the background (thousands of list pages: the generator writes them again)."""
+        (self.folder / STAMP).unlink(missing_ok=True)
+        for name, aside in KEPT.items():
+            if (self.folder / name).exists():
+                os.rename(self.folder / name, self.folder / aside)
+        rest = [entry.name for entry in os.scandir(self.folder)
+                if entry.name != RECORD and entry.name not in KEPT.values()]
+        if rest:
+            trash = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}-{time.monotonic_ns()}"
+            trash.mkdir()
+            for name in rest:
+                os.rename(self.folder / name, trash / name)
+            remove_later(trash)
 
     def _set_aside(self, folder: Path) -> None:
         """Rename ``folder`` out of the way and remove it in the background (it may hold a whole site)."""
@@ -202,6 +270,8 @@ class Build:
         """Put the finished build in place of the site in one step; the old site is removed afterwards."""
         (self.folder / STAMP).write_text(json.dumps({"memsite": version(), "engine": self.engine}) + "\n",
                                          encoding="utf-8")
+        for aside in KEPT.values():  # (what the build did not take back: a recycled page or index not needed)
+            _discard(self.folder / aside)
         old = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}-{time.monotonic_ns()}"
         if not self.site_dir.is_dir():
             os.rename(self.folder, self.site_dir)
@@ -212,7 +282,10 @@ class Build:
             os.rename(self.folder, self.site_dir)
         (self.site_dir / RECORD).unlink()
         if old.exists():
-            remove_later(old)
+            if not self.spare.exists() and built_by(old) is not None:
+                os.rename(old, self.spare)  # the next build starts from it
+            else:
+                remove_later(old)
 
     def abort(self, interrupted: bool) -> None:
         """Remove what the build wrote; an interrupted one leaves its record for the next build to report."""

@@ -39,6 +39,7 @@ from .summaries import Day, category_projection, daily_summary, days
 from .weeks import Digest
 
 PER_PAGE = 200  # memories on a page of a list: ~100 KB of HTML
+_ANY_PAGE, _UP = "\0any page", "\0up to m/\0"  # (an entry made for every list page: Site.entry)
 FADING = 20
 LATEST = 12  # changes on the dashboard
 SHOWN_NEW = 10  # new memories of a category named in a digest
@@ -66,7 +67,8 @@ class Site(LogPages):
         self.world_at = world_at or {}
         self.by_id = {s.memory.id: s for s in snap.memories}
         self.agents = set(snap.agents())
-        self._up: dict[tuple[str, str], str] = {}  # (page, folder) -> its relative link to /folder/
+        self._up: dict[tuple[str, str], str] = {(_ANY_PAGE, "m"): _UP}  # (page, folder) -> its link to /folder/
+        self._entries: dict[str, str] = {}  # memory id -> its entry in a list, the link to /m/ left as _UP
         self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at, world_conflicts or [])
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
 
@@ -119,7 +121,18 @@ class Site(LogPages):
         return '<p class="memsite-meta">' + " · ".join(parts) + "</p>"
 
     def entry(self, here: str, scored: Scored) -> str:
-        """A memory in a list: abstract (L0) linking to its page, overview (L1), metadata."""
+        """A memory in a list: abstract (L0) linking to its page, overview (L1), metadata.
+
+        Made once per memory (each is listed by category and by month, 200,000
+        entries at 100,000 memories) with a token for the way up to ``m/``,
+        which is all that differs from one list page to another.
+        """
+        made = self._entries.get(scored.memory.id)
+        if made is None:
+            made = self._entries[scored.memory.id] = self._entry(_ANY_PAGE, scored)
+        return made.replace(_UP, self.folder(here, "m"))
+
+    def _entry(self, here: str, scored: Scored) -> str:
         m = scored.memory
         overview = _short(overview_of(m), 600)
         return (f'<div class="memsite-entry">\n<h3 id="{text(m.id)}">'

@@ -15,8 +15,10 @@ that replaces the site only once whole.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +201,45 @@ class MemsitePlugin(BasePlugin[_Options]):
             else:
                 self.build.abort(interrupted=True)
             self.build = None
+
+
+@contextlib.contextmanager
+def files_without_memories() -> Iterator[None]:
+    """While in it, a MkDocs build lists docs_dir without the memory files (``memories/``, ``archive/``).
+
+    MkDocs makes a ``File`` of every file under docs_dir before any plugin
+    sees them (a build's largest cost after Pagefind at 100,000 memories,
+    docs/benchmarks.md), which :meth:`MemsitePlugin.on_files` then takes
+    out (they reach the site only through the pages rendered from them).
+    ``memsite build`` lists the same files without walking those folders; a
+    plain ``mkdocs build`` still walks them.
+    """
+    import mkdocs.commands.build as mkdocs_build
+    from mkdocs.structure.files import get_files
+
+    def listed(config: Any) -> Files:
+        real = os.walk
+
+        def walk(top: str, *args: Any, **kwargs: Any) -> Iterator[tuple[str, list[str], list[str]]]:
+            for folder, dirnames, filenames in real(top, *args, **kwargs):
+                if folder == top:  # docs_dir itself
+                    dirnames[:] = [d for d in dirnames if f"{d}/" not in MEMORY_FOLDERS]
+                yield folder, dirnames, filenames
+
+        os.walk = walk  # type: ignore[assignment]  # (get_files' own walk: MkDocs 1.6 has no way to prune it)
+        try:
+            return get_files(config)
+        finally:
+            os.walk = real
+
+    mkdocs_build.get_files = listed
+    try:
+        yield
+    finally:
+        mkdocs_build.get_files = get_files
+
+
+MEMORY_FOLDERS = ("memories/", "archive/")  # under docs_dir: the agent-written sources there are in thousands
 
 
 def default_nav(settings: Config) -> list[dict[str, Any]]:

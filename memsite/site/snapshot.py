@@ -17,6 +17,7 @@ from ..foundation.errors import FormatError
 from ..foundation.fileformat import decode
 from ..foundation.record import Memory, parse_time
 from ..storage.reading import duplicate_message, read_memory
+from .parsed import Parsed
 
 T = TypeVar("T")
 
@@ -85,14 +86,16 @@ def load(docs_dir: Path, config: Config, now: datetime,
     root = docs_dir.parent
     folder = docs_dir / "memories"
     ids: dict[str, str] = {}
-    for path, under in _markdown_files(folder):
-        rel = f"{config.content_dir}/memories/{under}" if docs_dir.name == config.content_dir else _rel(path, root)
+    parsed = Parsed(root, config)
+    for file, under in _markdown_files(folder):
+        rel = (f"{config.content_dir}/memories/{under}" if docs_dir.name == config.content_dir
+               else _rel(Path(file), root))
         if place_of(under) is None:  # any layout: <category>/[<YYYY-MM>/[<NNN>/]]<name>.md
             snap.problems.append(f"{rel}: not in a category and month folder; move it to "
                                  f"{config.content_dir}/memories/<category>/<YYYY-MM>/<NNN>/")
             continue
         try:
-            memory = read_memory(config, rel, under, path.read_bytes())
+            memory = parsed.read(file, under, lambda data: read_memory(config, rel, under, data))  # noqa: B023
         except FormatError as exc:
             snap.problems.append(str(exc))
             continue
@@ -109,6 +112,7 @@ def load(docs_dir: Path, config: Config, now: datetime,
             decay_factor(memory.created, now, config.half_life_days, pinned=memory.pinned),
             activity_boost(memory.active_count, config.active_weight),
         ))
+    parsed.save()
     snap.memories.sort(key=lambda s: (-s.score, s.memory.id))
     for path in sorted((docs_dir / "sessions").glob("*.md")):
         record = _parsed(snap, path, root, sessions.parse)
@@ -130,7 +134,7 @@ def load(docs_dir: Path, config: Config, now: datetime,
     return snap
 
 
-def _markdown_files(folder: Path) -> list[tuple[Path, str]]:
+def _markdown_files(folder: Path) -> list[tuple[str, str]]:
     """(path, path under ``folder``) of every ``.md`` file under it, sorted: strings, not a Path per step
     (a hundred thousand memories)."""
     found = []
@@ -139,7 +143,7 @@ def _markdown_files(folder: Path) -> list[tuple[Path, str]]:
         prefix = "" if under == "." else under + "/"
         found += [(prefix + name, top) for name in names if name.endswith(".md")]
     found.sort()
-    return [(Path(top, rel.rpartition("/")[2]), rel) for rel, top in found]
+    return [(os.path.join(top, rel.rpartition("/")[2]), rel) for rel, top in found]
 
 
 def _recalled(memory: Memory, recalls: int, last: str) -> Memory:

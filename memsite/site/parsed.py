@@ -1,0 +1,109 @@
+"""Memory files as an earlier build read them: a site build parses only the files that changed since.
+
+Parsing 100,000 memory files (YAML frontmatter, checked field by field)
+takes most of a build that follows a few writes. What a file parses to
+depends only on its bytes, its folder and memsite's settings, so each
+folder's memories are kept in ``.memsite/site-parsed/`` (a cache: deleting it
+costs one slower build) with the size, times and inode each file had; a
+file whose are the same is not read again.
+
+The cache is Python pickles, which run code when read: one is read only
+when it and its folder belong to this user and no one else may write them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from ..foundation.config import Config
+from ..foundation.record import Memory
+from .output import version
+
+FOLDER = ".memsite/site-parsed"
+Signature = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+
+
+class Parsed:
+    """The memories of one build's read, by folder under memories/ (``under`` paths); :meth:`save` keeps them."""
+
+    def __init__(self, root: Path, config: Config) -> None:
+        self.folder = root / FOLDER
+        self.salt = hashlib.sha256(repr((version(), config)).encode("utf-8")).hexdigest()[:16]
+        self.kept: dict[str, dict[str, tuple[Signature, Memory]]] = {}
+        self.seen: dict[str, set[str]] = {}
+        self.changed: set[str] = set()
+
+    def read(self, path: str, under: str, parse: Callable[[bytes], Memory | None]) -> Memory | None:
+        """The memory in the file ``path`` (``under`` memories/): as parsed before when the file is the same,
+        else ``parse(its bytes)`` (whose errors are raised, and nothing kept)."""
+        folder, _, name = under.rpartition("/")
+        entries = self._entries(folder)
+        self.seen.setdefault(folder, set()).add(name)
+        st = os.stat(path)
+        signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        hit = entries.get(name)
+        if hit is not None and hit[0] == signature:
+            return hit[1]
+        if hit is not None:
+            del entries[name]
+            self.changed.add(folder)
+        with open(path, "rb") as file:
+            memory = parse(file.read())
+        if memory is not None:
+            entries[name] = (signature, memory)
+            self.changed.add(folder)
+        return memory
+
+    def save(self) -> None:
+        """Write the folders whose files changed (or went) since they were kept; a cache that cannot be written
+        (a read-only checkout) is left as it is."""
+        for folder, entries in self.kept.items():
+            gone = set(entries) - self.seen.get(folder, set())
+            for name in gone:
+                del entries[name]
+            if gone or folder in self.changed:
+                try:
+                    self._write(folder, entries)
+                except OSError:
+                    return
+
+    def _file(self, folder: str) -> Path:
+        return self.folder / f"{hashlib.sha256((self.salt + folder).encode('utf-8')).hexdigest()[:24]}.pickle"
+
+    def _entries(self, folder: str) -> dict[str, tuple[Signature, Memory]]:
+        entries = self.kept.get(folder)
+        if entries is None:
+            entries = self.kept[folder] = self._load(folder)
+        return entries
+
+    def _load(self, folder: str) -> dict[str, tuple[Signature, Memory]]:
+        path = self._file(folder)
+        try:
+            if not (_own(self.folder) and _own(path)):
+                return {}
+            with open(path, "rb") as file:
+                data = pickle.load(file)  # (this user's own file, writable by no one else: _own)
+        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, folder: str, entries: dict[str, tuple[Signature, Memory]]) -> None:
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self._file(folder)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.memsite-tmp")
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as file:
+            pickle.dump(entries, file, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temp, path)
+
+
+def _own(path: Path) -> bool:
+    """Whether ``path`` belongs to this user and no one else may change it."""
+    st = os.lstat(path)
+    return (st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            and (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)))
