@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from memsite import MemoryStore
+from memsite.features import expiry
 from memsite.features import purge as purging
+from memsite.git import stash
 from memsite.git.remote import Remote
 from memsite.storage import Storage
 
@@ -24,11 +26,12 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
     "rewritten": (purging, "_rewrite", "after"),
     "tombstone-written": (purging, "_listed", "after"),
     "published": (purging, "_publish", "after"),
-    "expiry-noted": (purging, "_pending", "after"),
+    "expiry-noted": (purging, "note", "after"),
     "refs-moved": (purging, "_move_refs", "after"),
-    "reflogs-expired": (purging, "_drop_entries", "after"),
-    "objects-dropped": (purging, "_drop_objects", "after"),
-    "vectors-erased": (purging, "_erase_vectors", "after"),
+    "stash-rewritten": (stash, "replace", "after"),
+    "reflogs-expired": (expiry, "_drop_entries", "after"),
+    "objects-dropped": (expiry, "_drop_objects", "after"),
+    "vectors-erased": (expiry, "_erase_vectors", "after"),
     "caches-rebuilt": (Storage, "rebuild_caches", "after"),
 }
 

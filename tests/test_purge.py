@@ -306,6 +306,7 @@ def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_fi
     embedder = Counting()
     secret, _ = write_history(store, embedder)
     store.sync()
+    stash_draft(store.root)  # on a commit that held the memory: its message names it
     before = git(store.root, "rev-parse", "main").strip()
     store.close()
     killed = subprocess.run([sys.executable, "-m", "tests.purge_process", str(store.root), secret, "--kill-at", point],
@@ -320,6 +321,7 @@ def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_fi
                               cwd=ROOT, capture_output=True, text=True, check=False)
     assert finished.returncode == 0, finished.stderr
     assert holds_text(store.root) == [] and holds_vectors(store.root, secret_keys(embedder)) == []
+    assert "Draft of the welcome text." in git(store.root, "stash", "show", "-p", "stash@{0}")
     assert _after_hosting_gc(remote) == [] and holds_vectors(remote, secret_keys(embedder)) == []
     assert git(remote, "rev-parse", "main") == git(store.root, "rev-parse", "main")
     assert_clean(store.root)
@@ -467,20 +469,88 @@ def test_a_clone_in_queue_mode_shows_its_commits_once_after_following_a_purge(
     other.close()
 
 
-@pytest.mark.xfail(strict=True, reason="refs/stash is not among the refs a purge rewrites yet: a stash that holds "
-                   "the memory's text keeps it (the gap left in erasure)")
+def stash_draft(root: Path, text: str = "Draft of the welcome text.", *options: str) -> None:
+    """A person's work in progress on the welcome page, put aside with ``git stash``."""
+    index = root / "content" / "index.md"
+    index.write_text(index.read_text() + f"\n{text}\n")
+    git(root, "stash", "-q", *options)
+
+
+def stash_log(root: Path) -> list[str]:
+    """Each stash entry's place, who made it and when (``git stash list`` orders and names them by these)."""
+    return git(root, "log", "-g", "--date=raw", "--format=%gd %gn <%ge>", "refs/stash").splitlines()
+
+
 def test_a_stash_of_the_memorys_file_goes_with_it(store: MemoryStore) -> None:
-    """A person's stash holding the memory's text (an edit of its file, put aside) is erased with it;
-    a stash of anything else stays."""
-    index = store.root / "content" / "index.md"
-    index.write_text(index.read_text() + "\nDraft of the welcome text.\n")
-    git(store.root, "stash", "-q")
+    """A person's stash holding the memory's text (an edit of its file, put aside on a commit that held it) is
+    written again without it, in its place, with the person's other changes; a stash of anything else stays."""
+    stash_draft(store.root)
+    untouched = git(store.root, "rev-parse", "stash@{0}").strip()
     secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
     path = store.root / git(store.root, "ls-files", "content/memories/cases").split()[0]
     path.write_text(path.read_text() + "\nJane Roe called again.\n")
-    git(store.root, "stash", "-q")
+    (store.root / "scratch.txt").write_text("a scratch file, untracked\n")
+    stash_draft(store.root, "Second draft of the welcome text.", "--include-untracked")
+    listed, log = git(store.root, "stash", "list").splitlines(), stash_log(store.root)
+    assert "Jane Roe" in listed[0]
 
+    dry = CliRunner().invoke(main, ["--repo", str(store.root), "purge", secret.id, "--reason", "erasure", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    stashed = git(store.root, "rev-parse", "stash@{0}").strip()
+    assert f"stash entries that hold them, written again in place (1):\n  stash@{{0}} {stashed[:12]}\n" in dry.output
     store.purge(secret.id, reason="erasure")
 
     assert holds_text(store.root) == []
-    assert "Draft of the welcome text" in git(store.root, "stash", "show", "-p", "stash@{0}")
+    after = git(store.root, "stash", "list").splitlines()
+    assert after[1:] == listed[1:] and git(store.root, "rev-parse", "stash@{1}").strip() == untouched
+    assert after[0].startswith("stash@{0}: WIP on main: ") and after[0].endswith(" Remember cases: [purged]")
+    assert stash_log(store.root) == log  # the same entries, in their order, by whom and when they were made
+    shown = git(store.root, "stash", "show", "-p", "--include-untracked", "stash@{0}")
+    assert "Second draft of the welcome text." in shown and "a scratch file" in shown and "cases/" not in shown
+    assert "Draft of the welcome text." in git(store.root, "stash", "show", "-p", "stash@{1}")
+    git(store.root, "stash", "pop", "-q")  # the person takes their work back, on the purged branch
+    assert "Second draft" in (store.root / "content" / "index.md").read_text()
+    assert (store.root / "scratch.txt").exists() and not path.exists()
+
+
+def test_another_clone_rewrites_its_own_stash_on_its_next_sync(store: MemoryStore, remote: Path,
+                                                               tmp_path: Path) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    stash_draft(other.root)  # on a commit that held the memory (its message names it too)
+    log = stash_log(other.root)
+    assert holds_text(other.root)
+    store.purge(secret, reason="erasure")
+
+    other.sync()
+
+    assert holds_text(other.root) == []
+    assert git(other.root, "rev-parse", "main") == git(remote, "rev-parse", "main")
+    assert stash_log(other.root) == log
+    assert "Draft of the welcome text." in git(other.root, "stash", "show", "-p", "stash@{0}")
+    assert git(other.root, "stash", "list").startswith("stash@{0}: WIP on main: ")
+    other.close()
+
+
+def test_a_stash_made_while_the_purge_runs_stops_it_and_the_next_run_takes_it_too(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret, _ = write_history(store)
+    stash_draft(store.root)
+    import memsite.features.purge as purging
+    real = purging._rewrite
+
+    def rewrite_while_the_person_stashes(*args: object, **kwargs: object) -> dict[str, str]:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        stash_draft(store.root, "Another draft, put aside meanwhile.")
+        return result
+
+    monkeypatch.setattr(purging, "_rewrite", rewrite_while_the_person_stashes)
+    with pytest.raises(RepositoryError, match="moved while the purge ran.*run the purge again"):
+        store.purge(secret, reason="erasure", remote=None)
+    assert len(git(store.root, "stash", "list").splitlines()) == 2 and holds_text(store.root)
+    assert git(store.root, "for-each-ref", "refs/memsite/") == ""
+    monkeypatch.setattr(purging, "_rewrite", real)
+    store.purge(secret, reason="erasure", remote=None)
+    assert holds_text(store.root) == [] and len(git(store.root, "stash", "list").splitlines()) == 2
+    assert "Another draft" in git(store.root, "stash", "show", "-p", "stash@{0}")

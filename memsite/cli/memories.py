@@ -359,6 +359,10 @@ def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None,
                 echo(f"published vector files that hold their vectors ({len(plan.vectors)}):")
                 for path in plan.vectors:
                     echo(f"  {safe(path, multiline=False)}")
+            if plan.stashes:
+                echo(f"stash entries that hold them, written again in place ({len(plan.stashes)}):")
+                for name, sha in plan.stashes.items():
+                    echo(f"  {name} {sha[:12]}")
             echo(f"commits rewritten ({len(plan.commits)}), * = message changed:")
             for sha in plan.commits:
                 echo(f"  {sha[:12]}{' *' if sha in plan.messages else ''}")
