@@ -554,3 +554,33 @@ def test_a_stash_made_while_the_purge_runs_stops_it_and_the_next_run_takes_it_to
     store.purge(secret, reason="erasure", remote=None)
     assert holds_text(store.root) == [] and len(git(store.root, "stash", "list").splitlines()) == 2
     assert "Another draft" in git(store.root, "stash", "show", "-p", "stash@{0}")
+
+
+def test_a_purge_by_pattern_is_followed_by_another_clone_as_one_by_id(store: MemoryStore, remote: Path,
+                                                                      tmp_path: Path) -> None:
+    """The pattern is written nowhere a follower can read it: a follower finds it in what the purge took out of
+    the history they share, and writes its branches to the same commits."""
+    secret, keep = write_history(store)
+    other_secret = store.remember("Jane Roe's second address is 9 Oak Lane", category="cases").id
+    store.forget(other_secret, reason="Jane Roe asked to be removed")  # the pattern, outside any memory's text
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    own = other.remember("The staging database is on port 5433", category="entities")
+    scratch = other.remember("The staging cache is redis 7", category="entities")
+    other.forget(scratch.id, reason="Jane Roe called: the cache is memcached")  # its own message holds the pattern
+    result = store.purge(reason="erasure", matching="Jane Roe")
+    assert set(result.plan.ids) == {secret, other_secret}
+
+    other.sync()
+
+    assert holds_text(other.root) == [] and _after_hosting_gc(remote) == []
+    store.sync()
+    assert holds_text(store.root) == [] and store.get(own.id)
+    for where in (remote, store.root, other.root):  # the history they shared, once: the purge's own commits
+        subjects = git(where, "log", "--format=%s", "main").splitlines()
+        assert subjects.count("Remember entities: The build server is orion") == 1, (where, subjects)
+        assert subjects.count("Remember entities: The staging database is on port 5433") == 1, (where, subjects)
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", result.tombstone or "", "main"],
+                              cwd=where).returncode == 0
+    assert "Forgot " + scratch.id + ": [purged] called: the cache is memcached" in git(remote, "log", "--format=%B", "main")
+    other.close()

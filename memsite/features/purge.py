@@ -106,8 +106,11 @@ class PurgeResult:
 
 
 def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *,
-         refs: Iterable[str] = ()) -> PurgePlan:
+         refs: Iterable[str] = (), words: Iterable[str] = ()) -> PurgePlan:
     """Find every version of the memories ``ids`` (or of those whose text, now or ever, holds ``matching``).
+
+    ``words``: more text to take out of commit messages (what a purge elsewhere took out, see
+    :func:`~.following.follow`).
 
     Raises:
         NotFound: no memory ever had that id, or none ever held the pattern.
@@ -143,7 +146,8 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
                     and _id_of(_blob(root, commit, path)) == mid:
                 found_paths.add(path)
     paths = sorted({p for found in wanted.values() for p in found})
-    words, keys = _words(root, reach, paths)
+    found_words, keys = _words(root, reach, paths)
+    words = found_words | set(words)
     if matching is not None:
         words.add(matching)
     touched = set(_git(root, "log", "--format=%H", *reach, "--", *paths).stdout.split()) if paths else set()
@@ -284,45 +288,6 @@ def _extended(store: Storage, found: PurgePlan, before: dict[str, str]) -> Purge
                    vectors=tuple(sorted({*found.vectors, *paths})), blobs={**found.blobs, **blobs})
 
 
-def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "origin") -> str | None:
-    """Take in a shared branch that a purge elsewhere rewrote: ``seen`` was its commit before, ``theirs`` now.
-
-    The clone's branches are written again by the same rewrite the purge
-    made (the same commits give the same new ones), so the history they
-    share with ``theirs`` becomes ``theirs``'s, and their own commits the
-    remote never had (or has on an agent branch, rewritten there too) keep
-    their author, date and message, less the purged files and words. The
-    sync then merges ``theirs`` in as ever, and what held the purged
-    memories here expires.
-
-    Returns:
-        The branch's new commit (None: ``theirs`` holds no tombstone this clone has not followed).
-    """
-    root = store.root
-    ids = _tombstoned(root, seen, theirs)
-    if not ids:
-        return None
-    expected = _ref_values(root)
-    local = [r for r in _refs(root) if not r.startswith("refs/remotes/")]
-    try:
-        found: PurgePlan | None = plan(store, ids, refs=[*local, seen])
-    except NotFound:  # (this clone never had them)
-        found = None
-    if found is not None:
-        drop_unmoved_stashes(root)
-        hold_stashes(root, found.stashes.values())
-        expected.update(held_stashes(root))
-        note(store, found.commits, found.keys)
-        moves = _rewrite(root, [r for r in local if r in found.refs], found)
-        if moves:
-            _move_refs(store, moves, expected)
-    # The remote's other branches (agent branches) were rewritten too: this clone's copies of them follow.
-    _git(root, "fetch", "--quiet", "--prune", "--no-write-fetch-head", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
-    if found is not None:
-        expire(store)
-    return store.repo.refs.read(ref) or theirs
-
-
 def _listed(store: Storage, tree: bytes, reason: str, when: int) -> bytes:
     """``tree`` with the purge listed in ``content/purged.md`` (a page of the site: when, who, why)."""
     objects = store.repo.objects
@@ -356,12 +321,6 @@ def _tombstone_of(root: Path, ref: str, ids: list[str]) -> str | None:
         if sha and all(any(n.upper().startswith(i.upper()) for n in named) for i in ids):
             return sha
     return None
-
-
-def _tombstoned(root: Path, seen: str, theirs: str) -> list[str]:
-    """The memory ids of the tombstones ``theirs`` has and ``seen`` has not."""
-    text = _git(root, "log", "--format=%B", "--grep=^Action: purged$", theirs, f"^{seen}").stdout
-    return sorted(set(re.findall(r"^Purged-Memory: (\S+)$", text, re.MULTILINE)))
 
 
 def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan, marks: Path | None = None) -> dict[str, str]:

@@ -52,7 +52,7 @@ from ..storage import Storage
 from ..storage.vectors import model_name
 from . import world
 from .embedders import by_name, normal
-from .purge import follow
+from .following import follow
 
 log = logging.getLogger("memsite")
 T = TypeVar("T")
