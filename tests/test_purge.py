@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from memsite import InvalidInput, MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
+from memsite.storage.activity import pending_counts
 from memsite.storage.vectors import decode, published_folder
 from tests.conftest import Clock, assert_clean, git
 from tests.purge_process import KILL_POINTS
@@ -171,13 +172,16 @@ def test_bad_input_says_one_line_and_changes_nothing(store: MemoryStore, remote:
 def test_a_protected_remote_branch_refuses_and_nothing_changes(store: MemoryStore, remote: Path) -> None:
     secret, _ = write_history(store)
     store.sync()
+    stash_draft(store.root)
+    stashed = git(store.root, "stash", "list", "--format=%H %gs")
     git(remote, "config", "receive.denyNonFastForwards", "true")
     tip = git(store.root, "rev-parse", "main")
     with pytest.raises(RepositoryError, match="refused to rewrite main.*protected branch"):
         store.purge(secret, reason="erasure")
     assert git(store.root, "rev-parse", "main") == tip and git(remote, "rev-parse", "main") == tip
     assert store.get(keep_one(store)).abstract
-    assert git(store.root, "for-each-ref", "refs/memsite/purge/") == ""
+    assert git(store.root, "for-each-ref", "refs/memsite/") == ""  # nothing of the purge's own either
+    assert git(store.root, "stash", "list", "--format=%H %gs") == stashed
 
 
 def keep_one(store: MemoryStore) -> str:
@@ -269,6 +273,7 @@ def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: M
     for text in ("Jane Roe prefers email contact over phone calls", "Refund for Jane Roe approved on Monday",
                  "The hinge in Jane Roe's order arrived broken", "A courier lost the parcel sent to Jane Roe"):
         store.remember(text, category="events")
+    store.world.merge({"support.contact": "Jane Roe"})  # not a memory: the purge keeps it, and says so
     runner = CliRunner()
     base = ["--repo", str(store.root)]
     dry = runner.invoke(main, [*base, "purge", secret, "--reason", "erasure", "--dry-run"])
@@ -279,8 +284,10 @@ def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: M
     done = runner.invoke(main, [*base, "purge", "--matching", "Jane Roe", "--reason", "erasure", "--yes"])
     assert done.exit_code == 0, done.output
     assert "purged 5 memories" in done.output
+    assert "'Jane Roe' is also in files a purge keeps" in done.output and "  content/world_state.md" in done.output
     store.fresh()
-    assert holds_text(store.root) == []
+    assert store.world.read()["support.contact"] == "Jane Roe"  # kept as it was
+    assert holds_text(store.root, "prefers email contact") == [] and holds_text(store.root, ABSTRACT) == []
 
 
 @pytest.mark.slow  # a site build
@@ -582,5 +589,20 @@ def test_a_purge_by_pattern_is_followed_by_another_clone_as_one_by_id(store: Mem
         assert subjects.count("Remember entities: The staging database is on port 5433") == 1, (where, subjects)
         assert subprocess.run(["git", "merge-base", "--is-ancestor", result.tombstone or "", "main"],
                               cwd=where).returncode == 0
-    assert "Forgot " + scratch.id + ": [purged] called: the cache is memcached" in git(remote, "log", "--format=%B", "main")
+    assert f"Forgot {scratch.id}: [purged] called: the cache is memcached" in git(remote, "log", "--format=%B")
+    assert {m.id for m in other.list()} == {*keep, own.id}
     other.close()
+
+
+def test_a_purged_memorys_recalls_waiting_for_a_commit_go_with_it(store: MemoryStore) -> None:
+    kept = store.remember("The build server is orion", category="entities")
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
+    store.recall("Jane Roe refund case")
+    store.recall("build server orion")
+    assert {secret.id, kept.id} <= set(pending_counts(store.root))
+
+    store.purge(secret.id, reason="erasure", remote=None)
+
+    assert set(pending_counts(store.root)) == {kept.id}  # the other memory's recall still waits
+    store.flush_activity()
+    assert store.get(kept.id).active_count == 1 and holds_text(store.root) == []

@@ -31,8 +31,9 @@ STASH_REFS = "refs/memsite/stash/"  # a stash entry to write again: named by its
 
 def expire(store: Storage) -> None:
     """Drop what in this clone still holds the purged memories, and only that: the reflog entries naming a
-    commit that held them, the objects only those commits reach, their vectors in the cache; then the
-    catalogs (text in SQLite's free pages) are built again from the files.
+    commit that held them, the objects only those commits reach, their vectors in the cache, their recalls
+    waiting in the activity journal; then the catalogs (text in SQLite's free pages) are built again from
+    the files.
 
     The stash entries that held them were written again with the branches: the stash takes the new ones
     first. What to drop was written down (``.memsite/purging``) before any ref moved, so a purge killed on
@@ -42,7 +43,7 @@ def expire(store: Storage) -> None:
     found = _noted(store)
     if found is None:
         return
-    commits, keys, noted = found
+    commits, keys, noted, ids = found
     root, git_dir = store.root, store.repo.git_dir
     with store.repo.locked():  # (no write of this clone is between its objects and its ref meanwhile)
         tainted = noted | _follow_stashes(store) | _tainted(root, commits)
@@ -61,15 +62,16 @@ def expire(store: Storage) -> None:
         if held:
             _git(root, "update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in held))
     _erase_vectors(store, keys)
+    store.healing(lambda: store.activity.drop(ids))  # (their recalls waiting for a commit: no file takes them)
     store.rebuild_caches()
     forget_note(store)
 
 
-def note(store: Storage, commits: Iterable[str], keys: Iterable[bytes]) -> None:
-    """Write down what a purge must expire (the commits it rewrote, the text keys of its vectors) before any
-    ref moves."""
+def note(store: Storage, ids: Iterable[str], commits: Iterable[str], keys: Iterable[bytes]) -> None:
+    """Write down what a purge must expire (the memories, the commits it rewrote, the text keys of their
+    vectors) before any ref moves."""
     path = store.state.path / PENDING
-    lines = [f"commit {sha}" for sha in commits] + [f"key {key.hex()}" for key in keys]
+    lines = [f"id {mid}" for mid in ids] + [f"commit {sha}" for sha in commits] + [f"key {key.hex()}" for key in keys]
     temporary = path.with_suffix(".tmp")
     temporary.write_text("\n".join(lines) + "\n", encoding="ascii")
     os.replace(temporary, path)
@@ -81,9 +83,9 @@ def forget_note(store: Storage) -> None:
         (store.state.path / PENDING).unlink()
 
 
-def _noted(store: Storage) -> tuple[set[str], set[bytes], set[str]] | None:
-    """What :func:`note` wrote down, with the commits :func:`expire` found holding them (None: nothing is left
-    to expire)."""
+def _noted(store: Storage) -> tuple[set[str], set[bytes], set[str], set[str]] | None:
+    """What :func:`note` wrote down (commits, keys), with the commits :func:`expire` found holding them, and
+    the memories (None: nothing is left to expire)."""
     path = store.state.path / PENDING
     try:
         lines = path.read_text(encoding="ascii").split()
@@ -91,7 +93,7 @@ def _noted(store: Storage) -> tuple[set[str], set[bytes], set[str]] | None:
         return None
     pairs = list(zip(lines[::2], lines[1::2]))
     return ({v for k, v in pairs if k == "commit"}, {bytes.fromhex(v) for k, v in pairs if k == "key"},
-            {v for k, v in pairs if k == "tainted"})
+            {v for k, v in pairs if k == "tainted"}, {v for k, v in pairs if k == "id"})
 
 
 def _tainted(root: Path, changed: set[str]) -> set[str]:

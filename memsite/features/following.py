@@ -50,7 +50,7 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         drop_unmoved_stashes(root)
         hold_stashes(root, found.stashes.values())
         expected.update(held_stashes(root))
-        note(store, found.commits, found.keys)
+        note(store, found.ids, found.commits, found.keys)
         moves = _rewrite(root, [r for r in local if r in found.refs], found)
         if moves:
             _move_refs(store, moves, expected)

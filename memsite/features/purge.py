@@ -93,6 +93,7 @@ class PurgePlan:
     keys: tuple[bytes, ...] = field(default=(), repr=False)  # the text keys of every version (their vectors)
     blobs: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)  # vector file versions, anew
     stashes: Mapping[str, str] = field(default_factory=dict)  # the stash entries that hold them: {stash@{n}: commit}
+    elsewhere: tuple[str, ...] = ()  # files other than memories that hold the pattern, now or before: kept as they are
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
         raise NotFound(f"{root}: the repository has no commits, so there is nothing to purge")
     added = _added_paths(root, reach)
     wanted: dict[str, set[str]] = {}  # id -> paths
+    elsewhere: set[str] = set()
     if matching is not None:
         if not matching.strip():
             raise InvalidInput("purge --matching: the pattern is empty")
@@ -133,6 +135,8 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
                     wanted.setdefault(mid, set())
         if not wanted:
             raise NotFound(f"no memory, current or past, holds {matching!r}; nothing to purge")
+        elsewhere = set(_git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--", ".",
+                             f":(exclude){MEMORIES}").stdout.splitlines()) - {""}
     for given in ids:
         try:
             mid = store.get(given).id  # (a memory there now: the catalog knows it)
@@ -161,7 +165,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
     holding = [ref for ref in reach if changed and _reaches(root, ref, changed)]
     return PurgePlan(tuple(sorted(wanted)), tuple(paths), tuple(sorted(changed)), tuple(sorted(messages)),
                      tuple(holding), tuple(sorted(words, key=len, reverse=True)), tuple(sorted(vector_paths)),
-                     tuple(sorted(keys)), blobs, _stashes(store, changed))
+                     tuple(sorted(keys)), blobs, _stashes(store, changed), tuple(sorted(elsewhere)))
 
 
 def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching: str | None = None,
@@ -237,12 +241,15 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
             origin.fetch(patterns=["*"])  # type: ignore[union-attr]
             found = _extended(store, found, before)
             expected.update((r, sha) for r, sha in _ref_values(root).items() if r.startswith("refs/remotes/"))
+    except BaseException:
+        _drop_purge_refs(root)  # (nothing of the purge stays: the refs it wrote, the stash entries it held)
+        raise
     finally:
         shutil.rmtree(marks, ignore_errors=True)
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
         rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
         expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
-    note(store, found.commits, found.keys)
+    note(store, found.ids, found.commits, found.keys)
     _move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
