@@ -7,6 +7,7 @@ import hashlib
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -293,13 +294,22 @@ def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: M
 @pytest.mark.slow  # a site build
 def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: MemoryStore, tmp_path: Path) -> None:
     secret, _ = write_history(store)
-    store.purge(secret, reason="erasure request 118", remote=None)
+    live = store.remember("Jane Roe's second address is 9 Oak Lane", category="cases").id  # a page of its own
     store.close()
-    memsite("-C", str(store.root), "build", home=tmp_path)
+    memsite("-C", str(store.root), "build", home=tmp_path)  # the site as it was (its unchanged pages are kept)
     site = store.root / "site"
+    assert "Jane Roe" in (site / "m" / live / "index.html").read_text()
+    with MemoryStore(store.root, agent="planner") as again:
+        again.purge(secret, live, reason="erasure request 118", remote=None)
+    memsite("-C", str(store.root), "build", home=tmp_path)
     grep = subprocess.run(["grep", "-r", "-l", "-a", "Jane Roe", str(site)], capture_output=True, text=True,
                           check=False)
     assert grep.stdout == ""  # pages, history, week pages, search index
+    for _ in range(300):  # (the site it replaced is removed by a process the build does not wait for)
+        if not list(store.root.glob(".site.old-*")):
+            break
+        time.sleep(0.1)
+    assert holds_text(store.root) == []  # nor a cache of the build
     home = (site / "index.html").read_text()
     latest = home[home.index("Latest changes"):]
     assert "purged: erasure request 118" in latest
