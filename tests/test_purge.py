@@ -616,3 +616,21 @@ def test_a_purged_memorys_recalls_waiting_for_a_commit_go_with_it(store: MemoryS
     assert set(pending_counts(store.root)) == {kept.id}  # the other memory's recall still waits
     store.flush_activity()
     assert store.get(kept.id).active_count == 1 and holds_text(store.root) == []
+
+
+def test_refs_a_person_or_git_keeps_beside_the_branches_are_rewritten_too(store: MemoryStore, remote: Path) -> None:
+    """A filter-branch backup (refs/original/) or git maintenance's prefetched copy of the remote (refs/prefetch/)
+    would keep every old commit, and the text with it."""
+    secret, _ = write_history(store)
+    store.sync()
+    for ref in ("refs/original/refs/heads/main", "refs/prefetch/remotes/origin/main"):
+        git(store.root, "update-ref", ref, "main")
+    tip = git(store.root, "rev-parse", "main").strip()
+    git(store.root, "notes", "add", "-m", "reviewed by a person", tip)  # a note on a commit of the old history
+
+    store.purge(secret, reason="erasure")
+
+    assert holds_text(store.root) == []
+    for ref in ("refs/original/refs/heads/main", "refs/prefetch/remotes/origin/main"):
+        assert git(store.root, "rev-parse", ref) == git(store.root, "rev-parse", "main^")  # the rewritten history
+    assert "reviewed by a person" in git(store.root, "notes", "show", tip)  # notes stay as they were

@@ -452,8 +452,12 @@ def _remote(root: Path, name: str | None) -> Remote | None:
 
 
 def _refs(root: Path) -> list[str]:
-    listed = _git(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes", "refs/tags").stdout
-    return [r for r in listed.split() if not r.endswith("/HEAD")]
+    """Every ref a purge rewrites if it reaches the memories: branches, the remote's, tags, and any other a person
+    or git keeps (``refs/original/`` of a filter-branch, ``refs/prefetch/`` of ``git maintenance``); not the
+    stash (its entries are rewritten one by one) nor memsite's own."""
+    listed = _git(root, "for-each-ref", "--format=%(refname)", "refs/").stdout
+    return [r for r in listed.split() if not r.endswith("/HEAD") and r != stash.STASH
+            and not r.startswith(("refs/memsite/", "refs/bisect/"))]
 
 
 def _added_paths(root: Path, refs: list[str]) -> dict[str, str]:
