@@ -8,9 +8,6 @@ With ``--kill-at`` it sends itself SIGKILL at that point of the purge.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-from collections.abc import Callable
 from typing import Any
 
 from memsite import MemoryStore
@@ -19,9 +16,9 @@ from memsite.features import purge as purging
 from memsite.git import stash
 from memsite.git.remote import Remote
 from memsite.storage import Storage
+from tests import kill_points
 
-KILL_POINTS: dict[str, tuple[Any, str, str]] = {
-    # point: (owner, attribute, "before" | "after")
+KILL_POINTS: dict[str, tuple[Any, str, str]] = {  # point: (owner, attribute, "before" | "after" its first call)
     "fetched": (Remote, "fetch", "after"),
     "rewritten": (purging, "_rewrite", "after"),
     "tombstone-written": (purging, "_listed", "after"),
@@ -36,20 +33,6 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {
 }
 
 
-def arm(point: str) -> None:
-    owner, name, when = KILL_POINTS[point]
-    real: Callable[..., Any] = getattr(owner, name)
-
-    def killing(*args: Any, **kwargs: Any) -> Any:
-        if when == "before":
-            os.kill(os.getpid(), signal.SIGKILL)
-        result = real(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGKILL)
-        return result
-
-    setattr(owner, name, killing)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("repo")
@@ -57,7 +40,8 @@ def main() -> None:
     parser.add_argument("--kill-at", choices=sorted(KILL_POINTS))
     args = parser.parse_args()
     if args.kill_at:
-        arm(args.kill_at)
+        owner, name, when = KILL_POINTS[args.kill_at]
+        kill_points.arm(owner, name, before=when == "before")
     with MemoryStore(args.repo, agent="planner") as store:
         result = store.purge(args.id, reason="erasure request 118")
     print("PURGED", result.tombstone, flush=True)
