@@ -19,16 +19,15 @@ _KEY = "%an%x00%ae%x00%ad%x00%cn%x00%ce%x00%cd"
 def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "origin") -> str | None:
     """Take in a shared branch that a purge elsewhere rewrote: ``seen`` was its commit before, ``theirs`` now.
 
-    The clone's branches are written again by the same rewrite the purge
-    made (the same commits give the same new ones: what the purge took out
-    of the messages beyond the memories' own words, the pattern of a purge
-    by ``--matching``, is read from the messages it rewrote, see
-    :func:`_learned`), so the history they
-    share with ``theirs`` becomes ``theirs``'s, and their own commits the
-    remote never had (or has on an agent branch, rewritten there too) keep
-    their author, date and message, less the purged files and words. The
-    sync then merges ``theirs`` in as ever, and what held the purged
-    memories here expires.
+    The clone's branches and stash entries are written again by the same
+    rewrite the purge made (the same commits give the same new ones; what
+    the purge took out of messages beyond the memories' own words, the
+    pattern of a purge by ``--matching``, is read from the messages it
+    rewrote, see :func:`_learned`), so the history they share with
+    ``theirs`` becomes ``theirs``'s, and their own commits the remote never
+    had (or has on an agent branch, rewritten there too) keep their author,
+    date and message, less the purged files and words. The sync then merges
+    ``theirs`` in as ever, and what held the purged memories here expires.
 
     Returns:
         The branch's new commit (None: ``theirs`` holds no tombstone this clone has not followed).
