@@ -634,3 +634,17 @@ def test_refs_a_person_or_git_keeps_beside_the_branches_are_rewritten_too(store:
     for ref in ("refs/original/refs/heads/main", "refs/prefetch/remotes/origin/main"):
         assert git(store.root, "rev-parse", ref) == git(store.root, "rev-parse", "main^")  # the rewritten history
     assert "reviewed by a person" in git(store.root, "notes", "show", tip)  # notes stay as they were
+
+
+def test_a_stash_message_quoting_a_subject_cut_short_loses_it_too(store: MemoryStore) -> None:
+    """A long abstract is cut short in the commit's subject (``…``), and a stash made on that commit quotes it."""
+    abstract = "Jane Roe asked for the refund of order 1182 to go to her new address in Elm Street"
+    secret = store.remember(SECRET, category="cases", abstract=abstract)
+    assert git(store.root, "log", "-1", "--format=%s").strip().endswith("…")
+    stash_draft(store.root)
+    assert "refund of order" in git(store.root, "stash", "list")
+
+    store.purge(secret.id, reason="erasure", remote=None)
+
+    assert holds_text(store.root) == [] and holds_text(store.root, "refund of order") == []
+    assert git(store.root, "stash", "list").strip().endswith(" Remember cases: [purged]")

@@ -219,8 +219,8 @@ def _follow_stashes(store: Storage) -> set[str]:
     moved = {ref.removeprefix(STASH_REFS): sha for ref, sha in held.items() if not ref.endswith(f"/{sha}")}
     if not moved:
         return set()
-    subjects = dict(line.split(" ", 1) for line in _git(root, "log", "--no-walk=unsorted", "--format=%H %s",
-                                                          *moved.values()).stdout.splitlines())
+    listed = _git(root, "log", "--no-walk=unsorted", "--format=%H %s", *moved.values()).stdout.splitlines()
+    subjects = {sha: subject for sha, _, subject in (line.partition(" ") for line in listed)}
     stash.replace(store.repo.refs, moved, lambda sha: subjects.get(sha, ""))
     old = [sha for sha, kind in _kinds(root, moved).items() if kind == "commit"]  # (gone: a run killed after)
     return set(_git(root, "rev-list", *old, "--not", "--all").stdout.split()) if old else set()
