@@ -1,8 +1,10 @@
-"""A purge in a process of its own, for the crash tests.
+"""A purge in a process of its own, for the crash tests; or a clone's sync that follows one.
 
     python -m tests.purge_process REPO ID [--kill-at POINT]
+    python -m tests.purge_process REPO --follow [--kill-at POINT]
 
-With ``--kill-at`` it sends itself SIGKILL at that point of the purge.
+With ``--kill-at`` it sends itself SIGKILL at that point of the purge (of the sync's following, with
+``--follow``: a point of FOLLOW_POINTS).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import argparse
 from typing import Any
 
 from memsite import MemoryStore
-from memsite.features import expiry
+from memsite.features import expiry, following
 from memsite.features import purge as purging
 from memsite.git import stash
 from memsite.git.remote import Remote
@@ -31,17 +33,28 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {  # point: (owner, attribute, "b
     "vectors-erased": (expiry, "_erase_vectors", "after"),
     "caches-rebuilt": (Storage, "rebuild_caches", "after"),
 }
+FOLLOW_POINTS: dict[str, tuple[Any, str, str]] = {  # a clone's sync, following a purge made elsewhere
+    "fetched": (following, "_write_seen", "after"),  # the remote's rewritten branch fetched, nothing rewritten
+    "rewritten": (following, "_rewrite", "after"),
+    "refs-moved": (following, "_move_refs", "after"),
+    "objects-dropped": (expiry, "_drop_objects", "after"),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("repo")
-    parser.add_argument("id")
-    parser.add_argument("--kill-at", choices=sorted(KILL_POINTS))
+    parser.add_argument("id", nargs="?")
+    parser.add_argument("--follow", action="store_true")
+    parser.add_argument("--kill-at", choices=sorted({*KILL_POINTS, *FOLLOW_POINTS}))
     args = parser.parse_args()
     if args.kill_at:
-        owner, name, when = KILL_POINTS[args.kill_at]
+        owner, name, when = (FOLLOW_POINTS if args.follow else KILL_POINTS)[args.kill_at]
         kill_points.arm(owner, name, before=when == "before")
+    if args.follow:
+        with MemoryStore(args.repo, agent="coder") as store:
+            print("SYNCED", store.sync().status, flush=True)
+        return
     with MemoryStore(args.repo, agent="planner") as store:
         result = store.purge(args.id, reason="erasure request 118")
     print("PURGED", result.tombstone, flush=True)

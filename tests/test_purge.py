@@ -18,7 +18,7 @@ from memsite.cli import main
 from memsite.storage.activity import pending_counts
 from memsite.storage.vectors import decode, published_folder
 from tests.conftest import Clock, assert_clean, git
-from tests.purge_process import KILL_POINTS
+from tests.purge_process import FOLLOW_POINTS, KILL_POINTS
 from tests.sites import ROOT, memsite
 from tests.test_published_vectors import Counting
 
@@ -648,3 +648,91 @@ def test_a_stash_message_quoting_a_subject_cut_short_loses_it_too(store: MemoryS
 
     assert holds_text(store.root) == [] and holds_text(store.root, "refund of order") == []
     assert git(store.root, "stash", "list").strip().endswith(" Remember cases: [purged]")
+
+
+def test_an_edit_of_the_memorys_file_not_committed_stops_the_purge_until_it_is_stashed(store: MemoryStore) -> None:
+    """The branch's files follow the rewritten branch: an edit there would keep the text (or stop them half way)."""
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
+    path = store.root / git(store.root, "ls-files", "content/memories/cases").split()[0]
+    path.write_text(path.read_text() + "\nJane Roe called again.\n")
+    tip = git(store.root, "rev-parse", "main")
+    with pytest.raises(RepositoryError, match=r"cases/.*\.md has changes not committed and is purged; stash them"):
+        store.purge(secret.id, reason="erasure", remote=None)
+    assert git(store.root, "rev-parse", "main") == tip and git(store.root, "for-each-ref", "refs/memsite/") == ""
+    assert "Jane Roe called again" in path.read_text()  # the person's edit, untouched
+
+    git(store.root, "stash", "-q")
+    store.purge(secret.id, reason="erasure", remote=None)
+
+    assert holds_text(store.root) == [] and not path.exists() and git(store.root, "status", "--short") == ""
+
+
+def test_a_clone_with_an_edit_of_the_purged_file_not_committed_syncs_once_it_is_stashed(
+        store: MemoryStore, remote: Path, tmp_path: Path) -> None:
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    path = other.root / git(other.root, "ls-files", "content/memories/cases").split()[0]
+    path.write_text(path.read_text() + "\nJane Roe called again.\n")
+    store.purge(secret.id, reason="erasure")
+    tip = git(other.root, "rev-parse", "main")
+
+    with pytest.raises(RepositoryError, match="has changes not committed and is purged; stash them.*then sync"):
+        other.sync()
+
+    assert git(other.root, "rev-parse", "main") == tip and "Jane Roe called again" in path.read_text()
+    git(other.root, "stash", "-q")
+    other.sync()
+    assert holds_text(other.root) == [] and git(other.root, "rev-parse", "main") == git(remote, "rev-parse", "main")
+    other.close()
+
+
+@pytest.mark.parametrize("point", [
+    pytest.param(point, marks=() if point == "refs-moved" else pytest.mark.slow) for point in sorted(FOLLOW_POINTS)])
+def test_a_clone_killed_while_following_a_purge_finishes_on_its_next_sync(
+        store: MemoryStore, remote: Path, tmp_path: Path, point: str) -> None:
+    secret, keep = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    own = other.remember("The staging database is on port 5433", category="entities").id
+    stash_draft(other.root)
+    other.close()
+    store.purge(secret, reason="erasure")
+
+    killed = subprocess.run([sys.executable, "-m", "tests.purge_process", str(other.root), "--follow", "--kill-at",
+                             point], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert killed.returncode == -9, killed.stderr
+    finished = subprocess.run([sys.executable, "-m", "tests.purge_process", str(other.root), "--follow"],
+                              cwd=ROOT, capture_output=True, text=True, check=False)
+    assert finished.returncode == 0, finished.stderr
+
+    assert holds_text(other.root) == []
+    store.sync()
+    assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []
+    subjects = git(remote, "log", "--format=%s", "main").splitlines()
+    assert subjects.count("Remember entities: The build server is orion") == 1, subjects  # not doubled
+    assert {m.id for m in store.list()} == {*keep, own}
+    assert "Draft of the welcome text." in git(other.root, "stash", "show", "-p", "stash@{0}")
+
+
+def test_a_push_that_moves_the_branch_while_the_purge_pushes_is_a_race_it_retries(store: MemoryStore,
+                                                                                  remote: Path) -> None:
+    """Another clone's push landing between the remote's check of the purge's lease and its update of the ref
+    ('cannot lock ref ... is at X but expected Y') is the same race as a lease that failed: fetch, rewrite what
+    came, push again."""
+    secret, _ = write_history(store)
+    store.sync()
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\n[ -e moved-once ] && exit 0\ntouch moved-once\n"
+                    "unset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\n"
+                    "tip=$(git rev-parse refs/heads/main)\n"
+                    "new=$(git commit-tree \"$tip^{tree}\" -p \"$tip\" -m 'Pushed while the purge pushed')\n"
+                    "git update-ref refs/heads/main \"$new\" \"$tip\"\n")
+    hook.chmod(0o755)
+
+    store.purge(secret, reason="erasure")
+
+    assert (remote / "moved-once").exists()
+    subjects = git(remote, "log", "--format=%s", "main").splitlines()
+    assert subjects.count("Pushed while the purge pushed") == 1 and subjects[0].startswith("Purge a memory")
+    assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []

@@ -3,6 +3,8 @@ did, and expires what held the purged memories (see :mod:`.purge` and :mod:`.exp
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -10,8 +12,9 @@ from pathlib import Path
 from ..foundation.errors import NotFound
 from ..storage import Storage
 from .expiry import drop_unmoved_stashes, expire, held_stashes, hold_stashes, note
-from .purge import REDACTED, PurgePlan, _git, _move_refs, _redacted, _ref_values, _refs, _rewrite, plan
+from .purge import REDACTED, PurgePlan, _git, _move_refs, _redacted, _ref_values, _refs, _rewrite, plan, refuse_changed
 
+FOLLOWING = "following"  # in .memsite/: the shared branch's commit this clone had seen, until it followed a purge
 # Who wrote a commit and when, to pair a commit of the rewritten history with the one it was.
 _KEY = "%an%x00%ae%x00%ad%x00%cn%x00%ce%x00%cd"
 
@@ -33,9 +36,13 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         The branch's new commit (None: ``theirs`` holds no tombstone this clone has not followed).
     """
     root = store.root
+    if _git(root, "cat-file", "-e", f"{seen}^{{commit}}", check=False).returncode:
+        # (a sync killed after it dropped the objects that held them, the old commits among them)
+        return _followed(store, ref, theirs)
     ids = _tombstoned(root, seen, theirs)
     if not ids:
         return None
+    _write_seen(store, seen)  # (the fetch moved the remote's branch on: a sync stopped before the end starts here)
     expected = _ref_values(root)
     local = [r for r in _refs(root) if not r.startswith("refs/remotes/")]
     try:
@@ -46,6 +53,7 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         learned = _learned(root, found, seen, theirs) - set(found.words)
         if learned:  # (a purge by pattern: the pattern, written nowhere else)
             found = plan(store, ids, refs=[*local, seen], words=learned)
+        refuse_changed(store, [*found.paths, *found.vectors], "sync")
         drop_unmoved_stashes(root)
         hold_stashes(root, found.stashes.values())
         expected.update(held_stashes(root))
@@ -55,9 +63,32 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
             _move_refs(store, moves, expected)
     # The remote's other branches (agent branches) were rewritten too: this clone's copies of them follow.
     _git(root, "fetch", "--quiet", "--prune", "--no-write-fetch-head", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
-    if found is not None:
-        expire(store)
+    return _followed(store, ref, theirs)
+
+
+def _followed(store: Storage, ref: str, theirs: str) -> str:
+    expire(store)  # (what a sync killed after the refs moved left is done here too)
+    with contextlib.suppress(FileNotFoundError):
+        (store.state.path / FOLLOWING).unlink()
     return store.repo.refs.read(ref) or theirs
+
+
+def unfollowed(store: Storage) -> str | None:
+    """The shared branch's commit before a sync fetched a rewritten one it did not finish following (stopped by
+    an error, or killed): the next sync follows from there (None: none)."""
+    try:
+        seen = (store.state.path / FOLLOWING).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return seen or None
+
+
+def _write_seen(store: Storage, seen: str) -> None:
+    path = store.state.path / FOLLOWING
+    if not path.exists():
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(f"{seen}\n", encoding="ascii")
+        os.replace(temporary, path)
 
 
 def _tombstoned(root: Path, seen: str, theirs: str) -> list[str]:

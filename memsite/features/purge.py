@@ -216,6 +216,7 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
         return PurgeResult(PurgePlan(tuple(ids), (), (), (), ()), done, branch)
     if dry_run or not found.commits:
         return PurgeResult(found, None, branch)
+    refuse_changed(store, [*found.paths, *found.vectors, PURGED_PAGE], "purge")
     hold_stashes(root, found.stashes.values())  # (written again with the branches, then taken by the stash)
     expected = _ref_values(root)  # what the rewrite starts from: a ref that moves meanwhile stops the purge
     when = int(store.now().timestamp())
@@ -357,6 +358,21 @@ def _redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
     return message
 
 
+def refuse_changed(store: Storage, paths: list[str], then: str) -> None:
+    """Refuse to purge while a file the purge changes has changes not committed (the branch's files follow the
+    rewritten branch, and these would hold the text, or stop them).
+
+    Raises:
+        RepositoryError: naming the file and what to do.
+    """
+    listed = _git(store.root, "status", "--porcelain", "-z", "--untracked-files=no", "--", *paths).stdout
+    changed = [entry[3:] for entry in listed.split("\0") if len(entry) > 3 and entry[2] == " "]
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise RepositoryError(f"{store.root}: {changed[0]}{more} has changes not committed and is purged; stash them "
+                              f"(the stash is purged with it) or discard them, then {then}; nothing changed")
+
+
 def _starts_one(text: str, words: Iterable[str]) -> bool:
     return len(text) >= 8 and any(word.startswith(text) for word in words)
 
@@ -389,7 +405,8 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
     if result.returncode:
         said = (result.stdout + result.stderr).lower()
         _drop_purge_refs(root)
-        if "stale info" in said or "fetch first" in said:
+        # (a lease that no longer holds, or a push of someone else's moving the ref at that moment: the same race)
+        if "stale info" in said or "fetch first" in said or ("cannot lock ref" in said and "but expected" in said):
             raise RemoteMoved(f"{origin.name} moved since the purge fetched it; nothing changed here or there: "
                                   "run the purge again (it fetches first)")
         if "non-fast-forward" in said or "denied" in said or "protected" in said or "declined" in said:
