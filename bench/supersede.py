@@ -28,6 +28,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -101,13 +102,20 @@ def seed(path: Path, items: list[tuple[str, str, int | None]], supersede: bool,
 
 
 
-def build(root: Path, home: Path) -> float:
+def build(root: Path, home: Path) -> tuple[float, float]:
+    """A full `memsite build` in a fresh process: (wall seconds, CPU seconds of it and its children).
+
+    The CPU time is what the comparison reads: on a shared 2-core machine the wall time of a minute-long
+    build moves by more than the 10 % it is asked to stay within."""
     shutil.rmtree(root / "site", ignore_errors=True)
     env = {**os.environ, "HOME": str(home), "MEMSITE_EMBEDDING": "none"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "memsite", "-C", str(root), "build"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 # --- a scripted language model ----------------------------------------------------------------------
@@ -255,11 +263,12 @@ def main() -> None:
 
     runs = 1 if args.quick else 3
     log(f"site builds ({runs} of each, taken in turn: the disk is shared) ...")
-    times_of: dict[str, list[float]] = {"changed": [], "plain": []}
+    times_of: dict[str, list[tuple[float, float]]] = {"changed": [], "plain": []}
     for _ in range(runs):
         for name in times_of:
             times_of[name].append(build(workdir / name, home))
-    built = {name: statistics.median(values) for name, values in times_of.items()}
+    wall = {name: statistics.median(w for w, _ in values) for name, values in times_of.items()}
+    cpu = {name: statistics.median(c for _, c in values) for name, values in times_of.items()}
 
     log("the language-model path ...")
     pairs = 20 if args.quick else 100
@@ -275,12 +284,12 @@ def main() -> None:
     with_, without = rows[0][1], rows[1][1]
     print(f"\nRecall p50 with supersessions is {100 * (with_ / without - 1):+.0f} % of the store without them "
           "(target within 10 %).\n")
-    print(f"| site build (median of {runs}) | seconds |")
-    print("|---|--:|")
-    print(f"| with supersessions | {built['changed']:.1f} |")
-    print(f"| same store without them | {built['plain']:.1f} |")
-    print(f"\nSite build with supersessions: {100 * (built['changed'] / built['plain'] - 1):+.0f} % "
-          "(target within 10 %).\n")
+    print(f"| site build (median of {runs}) | wall s | CPU s |")
+    print("|---|--:|--:|")
+    print(f"| with supersessions | {wall['changed']:.1f} | {cpu['changed']:.1f} |")
+    print(f"| same store without them | {wall['plain']:.1f} | {cpu['plain']:.1f} |")
+    print(f"\nSite build with supersessions: CPU {100 * (cpu['changed'] / cpu['plain'] - 1):+.0f} %, wall "
+          f"{100 * (wall['changed'] / wall['plain'] - 1):+.0f} % (target within 10 %).\n")
     script, fail = judged["script"], judged["fail"]
     print("| language-model path | remembers | model asked | supersessions made | memories written | "
           "remember p50 ms | p95 ms |")

@@ -523,10 +523,7 @@ class MemoryStore:
         memory = self._store.new_memory(content, category, abstract, overview, tags, source, pinned)  # checked
         if supersedes is None:
             self._store.writable_ref()  # a write that cannot be made says so before anything is read or asked
-            fts_query = contradictions.query(memory.content)
-            near = [] if fts_query is None else contradictions.candidates(
-                memory.content, self._store.alike(fts_query, memory.category, contradictions.SHOWN),
-                self.config.dedupe_threshold)
+            near = self._store.contradicted(memory)
             if near:
                 return contradictions.write(self._store, memory, near, dedupe, self._judge())
         return self._store.add(memory, dedupe, supersedes)

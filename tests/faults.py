@@ -145,16 +145,23 @@ def _tally(tally: Tally, failures: list[str], acked: int, lost: int = 0, killed:
 # --- kills -------------------------------------------------------------------------------------
 
 
+def working(proc: subprocess.Popen[str]) -> str:
+    """The first line a loop prints once it has written (its start, imports included, takes seconds on a
+    loaded machine: a kill timed from the start could land before any write)."""
+    return proc.stdout.readline()  # type: ignore[union-attr]  # started with stdout=PIPE
+
+
 def kill_writers(repo: Path, rounds: int, rng: random.Random, *, batch: int = 1) -> Tally:
     """SIGKILL ``remember`` (batch 1) or transaction (batch > 1) loops at random moments (loops longer than any
     wait, so that every kill lands mid-work)."""
     tally, acks = Tally(), {}
     for n in range(rounds):
         proc = start("-m", "tests.writer_process", str(repo), f"victim{n}", "100000", "--batch", str(batch))
-        time.sleep(rng.uniform(0.5, 1.1))
+        first = working(proc)
+        time.sleep(rng.uniform(0.05, 0.6))
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
-        new = acks_of(out)
+        new = acks_of(first + out)
         acks.update(new)
         _tally(tally, recover_and_verify(repo, set(acks), set(), err), len(new),
                killed=proc.returncode == -signal.SIGKILL)
@@ -166,10 +173,11 @@ def kill_tasks(repo: Path, rounds: int, rng: random.Random) -> Tally:
     tally, sessions = Tally(), set()
     for n in range(rounds):
         proc = start("-m", "tests.faults", "task", str(repo), f"worker{n}", "100000")
-        time.sleep(rng.uniform(0.5, 1.1))
+        first = working(proc)
+        time.sleep(rng.uniform(0.05, 0.6))
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
-        new = acks_of(out)
+        new = acks_of(first + out)
         sessions.update(new)
         _tally(tally, recover_and_verify(repo, set(), sessions, err), len(new),
                killed=proc.returncode == -signal.SIGKILL)

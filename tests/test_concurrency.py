@@ -19,6 +19,7 @@ from memsite.foundation.errors import RepositoryError
 from memsite.foundation.fileformat import parse_memory
 
 from .conftest import Clock, acknowledged, assert_clean, git, listed_packs, start_writer
+from .faults import working
 from .writer_process import KILL_POINTS
 
 pytestmark = pytest.mark.slow  # many writer processes, killed at random moments
@@ -149,10 +150,11 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_write(store: Memo
     acks: dict[str, str] = {}
     for round_ in range(8):
         writer = start_writer(store.root, f"victim{round_}", 400, *(["--batch", "5"] if round_ % 2 else []))
-        time.sleep(rng.uniform(0.4, 1.2))
+        first = working(writer)
+        time.sleep(rng.uniform(0.05, 0.6))
         writer.send_signal(signal.SIGKILL)
         out, _ = writer.communicate(timeout=60)
-        acks.update(acknowledged(out))
+        acks.update(acknowledged(first + out))
         store.remember(f"survivor {round_}", category="events")
         assert_all_present(store.root, acks)
         assert_no_partial_files(store.root)

@@ -153,3 +153,43 @@ def test_no_credential_is_sent_to_the_model(judged: MemoryStore, endpoint: Endpo
     with pytest.raises(Exception, match="aws-access-key-id"):
         judged.remember("The deploy key of the user is AKIAQWERTYUIOPASDF23 now.", category="profile")
     assert endpoint.requests == []
+
+
+# --- writes of many memories: flagged, never judged (a transaction holds the repository lock) -------------------
+
+
+def test_a_transaction_flags_against_memories_committed_and_staged_in_it(store: MemoryStore) -> None:
+    berlin = store.remember(BERLIN, category="profile")
+    with store.transaction("Move twice") as tx:
+        paris = tx.remember(PARIS, category="profile")
+        rome = tx.remember("The user lives in Rome.", category="profile")
+        tabs = tx.remember("The user prefers tabs over spaces.", category="profile")
+        other = tx.remember("The team lives in Lisbon.", category="general")  # another category: nothing to flag
+    assert store.get(paris.id).extra == {"contradicts": [berlin.id]}
+    assert sorted(store.get(rome.id).extra["contradicts"]) == sorted([berlin.id, paris.id])
+    assert store.get(tabs.id).extra == {} and store.get(other.id).extra == {}
+    assert f"possible contradiction: {rome.id}" in run(store.root, "check").output
+
+
+def test_a_recorded_conversation_and_an_ingest_flag_what_they_may_contradict(store: MemoryStore) -> None:
+    from memsite import Extractor
+
+    from .test_ingest import Scripted
+
+    store.record([{"role": "user", "content": BERLIN}])
+    store.record([{"role": "user", "content": PARIS}])
+    recorded = store.list()[0].category
+    store.ingest([{"role": "user", "content": "I moved to Rome."}],
+                 Extractor(Scripted([{"content": "The user lives in Rome.", "category": recorded}])),
+                 session_key="moved")
+    flags = {m.content: m.extra.get("contradicts", []) for m in store.list()}
+    berlin, paris = (next(m.id for m in store.list() if m.content == text) for text in (BERLIN, PARIS))
+    assert flags[BERLIN] == [] and flags[PARIS] == [berlin]
+    assert sorted(flags["The user lives in Rome."]) == sorted([berlin, paris])
+
+
+def test_a_bulk_write_without_dedup_stores_the_texts_as_given(store: MemoryStore) -> None:
+    store.remember(BERLIN, category="profile")
+    with store.transaction("Import") as tx:
+        paris = tx.remember(PARIS, category="profile", dedupe=False)
+    assert store.get(paris.id).extra == {}

@@ -665,3 +665,11 @@ def test_the_command_line_shows_each_hits_day_and_takes_spans(store: MemoryStore
     hits = json.loads(CliRunner().invoke(main, ["-C", root, "recall", "payments team", "--json",
                                                 "--ranking", "freshness"]).output)
     assert [h["abstract"][-5:] for h in hits] == ["10:00", "pment"] and hits[0]["created"].startswith("2026-11-01")
+
+
+def test_a_word_with_a_sharp_s_is_found_as_it_is_written(store: MemoryStore) -> None:
+    """Case folding turns "Straße" into "strasse", which the full-text index (lower case) never holds."""
+    office = store.remember("The Berlin office is at Hauptstraße 5, second floor.", category="entities")
+    store.remember("The Paris office is near the Gare du Nord.", category="entities")
+    assert [h.memory.id for h in store.recall("Hauptstraße", limit=1)] == [office.id]
+    assert [h.memory.id for h in store.recall("Which office is on the HAUPTSTRAßE?", limit=1)] == [office.id]

@@ -9,10 +9,10 @@ from pathlib import Path
 from ..foundation import inputs
 from ..foundation.config import Config, Place, load_config, place_of
 from ..foundation.errors import ConfigError, FormatError, MemsiteError, RepositoryError, SecretFound
+from ..foundation.likeness import flagged
 from ..foundation.record import Memory
 from ..storage.reading import duplicate_message, read_memory
 from . import history, notes, sessions, world
-from .contradictions import flagged
 
 WARNINGS_SHOWN = 10  # misplaced files named one by one; the rest are counted
 

@@ -25,16 +25,12 @@ from dataclasses import dataclass
 
 from ..foundation.errors import ConfigError, InvalidInput, NotFound
 from ..foundation.record import Memory, format_time, one_line, truncate
-from ..foundation.text import STOPWORDS, match_any, search_terms, similarity, words
 from ..storage import Storage
 from .extract import find_object
 from .llm import OpenAICompatible
 
 log = logging.getLogger("memsite")
 
-FIELD = "contradicts"  # the frontmatter field of a flagged memory: ids of the memories it may replace
-OVERLAP = 0.5  # share of content words (Dice) from which two memories of a category may speak of one thing
-SHOWN = 5  # candidates looked at
 ACTIONS = ("add", "merge", "supersede", "repeat")
 
 
@@ -47,28 +43,6 @@ class Verdict:
     target: str | None
     why: str
     judged: bool = True
-
-
-def overlap(a: str, b: str) -> float:
-    """The Dice coefficient of the two texts' content words (stopwords left out)."""
-    wa = {w for w in words(a) if w not in STOPWORDS}
-    wb = {w for w in words(b) if w not in STOPWORDS}
-    return 2 * len(wa & wb) / (len(wa) + len(wb)) if wa and wb else 0.0
-
-
-def candidates(content: str, near: list[Memory], dedupe_threshold: float) -> list[Memory]:
-    """The memories of ``near`` (the best word matches in the category, still holding) that may say
-    something else about what ``content`` speaks of, most alike first."""
-    scored = [(overlap(content, m.content), m) for m in near]
-    found = [(score, m) for score, m in scored
-             if score >= OVERLAP and similarity(content, m.content) < dedupe_threshold]
-    return [m for _, m in sorted(found, key=lambda pair: -pair[0])]
-
-
-def query(content: str) -> str | None:
-    """The full-text query that finds a memory's possible counterparts (None: it has no content word)."""
-    terms = search_terms(content[:4096])
-    return match_any(terms) if terms else None
 
 
 def prompt(content: str, category: str, shown: list[Memory]) -> str:
@@ -117,12 +91,6 @@ def _unjudged(reason: str) -> Verdict:
     log.warning("possible contradiction not judged: %s; the memory is written as a new one, flagged for review",
                 reason)
     return Verdict("add", None, reason, judged=False)
-
-
-def flagged(memory: Memory) -> list[str]:
-    """The ids ``memory`` is flagged as possibly contradicting (``contradicts``), as written."""
-    value = memory.extra.get(FIELD)
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def judge() -> Callable[[str], str] | None:

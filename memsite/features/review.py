@@ -19,11 +19,11 @@ from typing import Any
 from ..foundation.config import Config, Place, load_config, memory_url, place_of, site_url
 from ..foundation.errors import FormatError
 from ..foundation.fileformat import decode, memory_fields, parse_memory
+from ..foundation.likeness import flagged
 from ..foundation.record import Memory, short_id
 from ..foundation.text import similarity
 from ..git import Git, Repository
 from . import history, world
-from .contradictions import flagged
 
 SHOWN_FIELDS = ("category", "abstract", "overview", "tags", "source", "pinned", "active_count")
 REWORDED = 0.5  # word pairs in common below which an updated text says something else (both shown whole)

@@ -110,8 +110,11 @@ def _quoted(term: str) -> str:
 
 
 def search_terms(text: str) -> list[str]:
-    """The distinct words of a query that say something (stopwords dropped: 'the and of' searches nothing)."""
-    return [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS]
+    """The distinct words of a query that say something (stopwords dropped: 'the and of' searches nothing).
+
+    Lower-cased as the full-text index folds them, not case-folded: "Straße" folds to "strasse",
+    which the index of a memory that says "Straße" does not hold."""
+    return [w for w in dict.fromkeys(_WORD.findall(text.lower())) if w not in STOPWORDS]
 
 
 def only_stopwords(text: str) -> bool:

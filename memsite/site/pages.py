@@ -22,13 +22,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..features import history
-from ..features.contradictions import flagged
 from ..features.history import Commit
 from ..features.protocol import learning_memory
 from ..features.sessions import SessionRecord
 from ..features.skills import SkillCandidate, promote
 from ..foundation.config import Category
 from ..foundation.decay import TrimCandidate, plan_trim
+from ..foundation.likeness import flagged
 from ..foundation.record import Memory
 from . import charts, safe, weeks
 from .logs import LogPages
@@ -66,7 +66,7 @@ class Site(LogPages):
         self.world_at = world_at or {}
         self.by_id = {s.memory.id: s for s in snap.memories}
         self.agents = set(snap.agents())
-        self._up: dict[str, str] = {}  # page -> its relative link to /m/
+        self._up: dict[tuple[str, str], str] = {}  # (page, folder) -> its relative link to /folder/
         self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at, world_conflicts or [])
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
 
@@ -81,12 +81,17 @@ class Site(LogPages):
 
     # --- helpers ------------------------------------------------------------
 
-    def memory_link(self, here: str, memory: Memory) -> str:
-        """A link to the memory's page; the way there from ``here`` is worked out once per page."""
-        up = self._up.get(here)
+    def folder(self, here: str, folder: str) -> str:
+        """The way from the page ``here`` to the site's ``folder``/ (``m``, ``agents``), worked out once per page:
+        links to memories and agents are most of a long page's links."""
+        up = self._up.get((here, folder))
         if up is None:
-            up = self._up[here] = safe.href(here, "m/index.md")
-        return f'<a href="{up}{text(memory.id)}/">{text(title(memory))}</a>'
+            up = self._up[(here, folder)] = safe.href(here, f"{folder}/index.md")
+        return up
+
+    def memory_link(self, here: str, memory: Memory) -> str:
+        """A link to the memory's page."""
+        return f'<a href="{self.folder(here, "m")}{text(memory.id)}/">{text(title(memory))}</a>'
 
     def named(self, here: str, mid: str) -> str:
         """A memory by its abstract: linked while it is in memory, struck through with its category once gone."""
@@ -130,7 +135,8 @@ class Site(LogPages):
 
     def agent_link(self, here: str, agent: str) -> str:
         """An agent's name, linking to its page when it has one (a commit's author may be a person or memsite)."""
-        return link(here, f"agents/{agent}.md", agent) if agent in self.agents else text(agent)
+        return f'<a href="{self.folder(here, "agents")}{text(agent)}/">{text(agent)}</a>' if agent in self.agents \
+            else text(agent)
 
     def session_link(self, here: str, session: SessionRecord) -> str:
         return link(here, f"sessions/{session.name}.md", f"{session.finished:%Y-%m-%d} {session.type}: "

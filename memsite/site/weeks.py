@@ -17,11 +17,11 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from ..features import history, world
-from ..features.contradictions import flagged
 from ..features.history import Commit
 from ..features.sessions import SessionRecord
 from ..features.skills import SkillCandidate
 from ..foundation.errors import FormatError
+from ..foundation.likeness import flagged
 from ..foundation.record import Memory
 from .snapshot import Scored, Snapshot
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..foundation import inputs
+from ..foundation import inputs, likeness
 from ..foundation.config import Config, load_config
 from ..foundation.errors import InvalidInput, NotFound, RepositoryError
 from ..foundation.record import (
@@ -574,6 +574,15 @@ class Storage:
 
         return self.healing(read, reading=True)
 
+    def contradicted(self, memory: Memory) -> list[Memory]:
+        """The memories of ``memory``'s category, still holding, that it may contradict (see
+        :mod:`memsite.foundation.likeness`), most alike first."""
+        fts_query = likeness.query(memory.content)
+        if fts_query is None:
+            return []
+        near = self.alike(fts_query, memory.category, likeness.SHOWN)
+        return likeness.candidates(memory.content, near, self.config.dedupe_threshold)
+
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
         """Memories, oldest first, optionally of one category (or alias) and/or agent.
 
@@ -671,7 +680,7 @@ class Storage:
         """:meth:`remember` of a memory :meth:`new_memory` made."""
         flags = list(contradicts)
         if flags:
-            memory = memory.replace(extra={"contradicts": flags})
+            memory = memory.replace(extra={**memory.extra, likeness.FIELD: flags})
         dedupe = self.config.dedupe if dedupe is None else dedupe
         if merge_into is not None:
             tx, added = self.write(lambda tx: tx.merge_into(merge_into, memory, reason))

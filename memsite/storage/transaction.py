@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..foundation import inputs
+from ..foundation import inputs, likeness
 from ..foundation.config import SEGMENT_FOLDER, Category, segment_name
 from ..foundation.decay import TrimCandidate, plan_trim
 from ..foundation.errors import FormatError, InvalidInput, MemsiteError, NotFound
@@ -39,6 +39,9 @@ AHEAD_BATCH = 100
 # Dedup questions a transaction asks before it reads the catalog's sketch
 # filter (reading it costs about as much as that many questions; see _seen_sketches).
 SEEN_AFTER = 32
+# A new memory is checked for possible contradictions against this many memories of its category created
+# earlier in the same transaction (and the committed ones the full-text index finds).
+RECENT = 50
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class Transaction:
         # What this transaction added, found the way the catalog finds what is committed:
         self._by_fingerprint: dict[tuple[str, str], str] = {}  # (category, fingerprint) -> id
         self._by_sketch: dict[tuple[str, int], set[str]] = {}  # (category, sketch value) -> ids
+        self._created: dict[str, list[str]] = {}  # category -> ids created here, newest last (see _contradicted)
         self._dedup_queries = 0
         self._seen: bytes | None = None  # the catalog's sketch filter, once read (see _seen_sketches)
         self._files: dict[str, bytes | None] = {}
@@ -159,7 +163,8 @@ class Transaction:
         memory = self.store.new_memory(content, category, abstract, overview, tags, source, pinned)
         if extra:
             memory = memory.replace(extra=_extra(extra))
-        return self.add(memory, self.store.config.dedupe if dedupe is None else dedupe, supersedes=supersedes)
+        return self.add(memory, self.store.config.dedupe if dedupe is None else dedupe, supersedes=supersedes,
+                        flag=True)
 
     def supersede(self, old_id: str, new_id: str, *, reason: str | None = None) -> tuple[Memory, Memory]:
         """Mark the memory ``old_id`` replaced by ``new_id`` (both committed, or staged here); (old, new) as staged.
@@ -352,12 +357,16 @@ class Transaction:
     # --- internals ---------------------------------------------------------
 
     def add(self, memory: Memory, dedupe: bool, *, supersedes: str | None = None,
-            reason: str | None = None) -> Memory:
+            reason: str | None = None, flag: bool = False) -> Memory:
         """Stage the new ``memory`` (see :meth:`Storage.new_memory`), or recognise one already there (``dedupe``).
 
         ``supersedes``: the id of the memory it replaces, marked so in the same
         commit (no dedup then: the new text is meant to stand beside the old
-        one); ``reason`` says why in the commit message.
+        one); ``reason`` says why in the commit message. ``flag``: a new memory
+        that may contradict memories of its category, committed or staged here,
+        is flagged so (``contradicts``; see :mod:`memsite.foundation.likeness`).
+        No language model is asked here: the transaction holds the repository
+        lock, and every other writer would wait for its answers.
 
         Raises:
             NotFound, InvalidInput: ``supersedes`` names no memory, or one that
@@ -386,11 +395,31 @@ class Transaction:
             self._index(merged)
             self.ops.append(_Op("merged", merged))
             return merged.replace(action="merged")
+        near = self._contradicted(memory) if flag and dedupe and not likeness.flagged(memory) else []
+        if near:
+            memory = memory.replace(extra={**memory.extra, likeness.FIELD: [m.id for m in near]})
         memory = self._stage(memory, self._allocate(memory))
         self._index(memory)
+        self._created.setdefault(memory.category, []).append(memory.id)
         self._categories.add(memory.category)
         self.ops.append(_Op("created", memory))
         return memory.replace(action="created")
+
+    def _contradicted(self, memory: Memory) -> list[Memory]:
+        """The memories of ``memory``'s category, still holding as this transaction leaves them, that it may
+        contradict: the best word matches committed, and the last ``RECENT`` created here (a bound that
+        keeps a bulk write linear)."""
+        fts_query = likeness.query(memory.content)
+        if fts_query is None:
+            return []
+        config, now = self.store.config, self.store.now()
+        rows = self.store.catalog.ranked(fts_query, now=format_time(now), half_life_days=config.half_life_days,
+                                         active_weight=config.active_weight, limit=likeness.SHOWN,
+                                         category=memory.category, valid_at=now)
+        near = {m.id: self._pending.get(m.id, m) for m, *_ in rows}
+        near.update((i, self._pending.get(i)) for i in self._created.get(memory.category, [])[-RECENT:])
+        holding = [m for m in near.values() if m is not None and m.valid_until is None]
+        return likeness.candidates(memory.content, holding, config.dedupe_threshold)[:likeness.SHOWN]
 
     def _index(self, memory: Memory) -> None:
         self._by_fingerprint[(memory.category, fingerprint(memory.content))] = memory.id
