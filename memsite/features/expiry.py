@@ -188,6 +188,21 @@ def _erase_vectors(store: Storage, keys: set[bytes]) -> None:
     erase(Path(store.state.path) / "vectors.sqlite3", keys)
 
 
+def stashes_holding(store: Storage, changed: set[str]) -> dict[str, str]:
+    """The stash entries whose commits reach one of ``changed`` (made on a commit that held the memories, or
+    holding an edit of their files): {``stash@{n}``: its commit}."""
+    entries = stash.entries(store.repo.common_dir)
+    if not entries or not changed:
+        return {}
+    holding: set[str] = set()
+    for line in _git(store.root, "rev-list", "--topo-order", "--reverse", "--parents", *set(entries)
+                     ).stdout.splitlines():
+        sha, *parents = line.split()
+        if sha in changed or not holding.isdisjoint(parents):
+            holding.add(sha)
+    return {f"stash@{{{n}}}": sha for n, sha in enumerate(entries) if sha in holding}
+
+
 def hold_stashes(root: Path, entries: Iterable[str]) -> list[str]:
     """A ref of memsite's for each stash entry ``entries`` names (its commit), for the rewrite to take up with
     the branches; the refs' names."""

@@ -55,7 +55,16 @@ from ..git.remote import Remote, is_ancestor, merge_trees
 from ..git.rewrite import rewrite
 from ..storage import Storage
 from ..storage.vectors import PUBLISHED, text_key, without
-from .expiry import STASH_REFS, drop_unmoved_stashes, expire, forget_note, held_stashes, hold_stashes, note
+from .expiry import (
+    STASH_REFS,
+    drop_unmoved_stashes,
+    expire,
+    forget_note,
+    held_stashes,
+    hold_stashes,
+    note,
+    stashes_holding,
+)
 
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
 TOMBSTONE_SUBJECT = "Purge a memory: "
@@ -165,7 +174,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
     holding = [ref for ref in reach if changed and _reaches(root, ref, changed)]
     return PurgePlan(tuple(sorted(wanted)), tuple(paths), tuple(sorted(changed)), tuple(sorted(messages)),
                      tuple(holding), tuple(sorted(words, key=len, reverse=True)), tuple(sorted(vector_paths)),
-                     tuple(sorted(keys)), blobs, _stashes(store, changed), tuple(sorted(elsewhere)))
+                     tuple(sorted(keys)), blobs, stashes_holding(store, changed), tuple(sorted(elsewhere)))
 
 
 def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching: str | None = None,
@@ -592,21 +601,6 @@ def _blob(root: Path, commit: str, path: str) -> bytes:
 def _id_of(blob: bytes) -> str | None:
     match = _ID_LINE.search(blob[:2048])
     return match.group(1).decode() if match else None
-
-
-def _stashes(store: Storage, changed: set[str]) -> dict[str, str]:
-    """The stash entries whose commits reach one of ``changed`` (made on a commit that held the memories, or
-    holding an edit of their files): {``stash@{n}``: its commit}."""
-    entries = stash.entries(store.repo.common_dir)
-    if not entries or not changed:
-        return {}
-    holding: set[str] = set()
-    for line in _git(store.root, "rev-list", "--topo-order", "--reverse", "--parents", *set(entries)
-                     ).stdout.splitlines():
-        sha, *parents = line.split()
-        if sha in changed or not holding.isdisjoint(parents):
-            holding.add(sha)
-    return {f"stash@{{{n}}}": sha for n, sha in enumerate(entries) if sha in holding}
 
 
 def _reaches(root: Path, ref: str, commits: set[str]) -> bool:
