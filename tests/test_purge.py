@@ -7,6 +7,7 @@ import hashlib
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,10 @@ from click.testing import CliRunner
 
 from memsite import InvalidInput, MemoryStore, NotFound, RepositoryError
 from memsite.cli import main
+from memsite.storage.activity import pending_counts
 from memsite.storage.vectors import decode, published_folder
 from tests.conftest import Clock, assert_clean, git
-from tests.purge_process import KILL_POINTS
+from tests.purge_process import FOLLOW_POINTS, KILL_POINTS
 from tests.sites import ROOT, memsite
 from tests.test_published_vectors import Counting
 
@@ -171,13 +173,16 @@ def test_bad_input_says_one_line_and_changes_nothing(store: MemoryStore, remote:
 def test_a_protected_remote_branch_refuses_and_nothing_changes(store: MemoryStore, remote: Path) -> None:
     secret, _ = write_history(store)
     store.sync()
+    stash_draft(store.root)
+    stashed = git(store.root, "stash", "list", "--format=%H %gs")
     git(remote, "config", "receive.denyNonFastForwards", "true")
     tip = git(store.root, "rev-parse", "main")
     with pytest.raises(RepositoryError, match="refused to rewrite main.*protected branch"):
         store.purge(secret, reason="erasure")
     assert git(store.root, "rev-parse", "main") == tip and git(remote, "rev-parse", "main") == tip
     assert store.get(keep_one(store)).abstract
-    assert git(store.root, "for-each-ref", "refs/memsite/purge/") == ""
+    assert git(store.root, "for-each-ref", "refs/memsite/") == ""  # nothing of the purge's own either
+    assert git(store.root, "stash", "list", "--format=%H %gs") == stashed
 
 
 def keep_one(store: MemoryStore) -> str:
@@ -269,6 +274,7 @@ def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: M
     for text in ("Jane Roe prefers email contact over phone calls", "Refund for Jane Roe approved on Monday",
                  "The hinge in Jane Roe's order arrived broken", "A courier lost the parcel sent to Jane Roe"):
         store.remember(text, category="events")
+    store.world.merge({"support.contact": "Jane Roe"})  # not a memory: the purge keeps it, and says so
     runner = CliRunner()
     base = ["--repo", str(store.root)]
     dry = runner.invoke(main, [*base, "purge", secret, "--reason", "erasure", "--dry-run"])
@@ -279,20 +285,31 @@ def test_the_cli_purges_by_id_and_by_pattern_asking_for_yes_above_a_few(store: M
     done = runner.invoke(main, [*base, "purge", "--matching", "Jane Roe", "--reason", "erasure", "--yes"])
     assert done.exit_code == 0, done.output
     assert "purged 5 memories" in done.output
+    assert "'Jane Roe' is also in files a purge keeps" in done.output and "  content/world_state.md" in done.output
     store.fresh()
-    assert holds_text(store.root) == []
+    assert store.world.read()["support.contact"] == "Jane Roe"  # kept as it was
+    assert holds_text(store.root, "prefers email contact") == [] and holds_text(store.root, ABSTRACT) == []
 
 
 @pytest.mark.slow  # a site build
 def test_the_next_site_build_holds_the_text_nowhere_and_lists_the_purge(store: MemoryStore, tmp_path: Path) -> None:
     secret, _ = write_history(store)
-    store.purge(secret, reason="erasure request 118", remote=None)
+    live = store.remember("Jane Roe's second address is 9 Oak Lane", category="cases").id  # a page of its own
     store.close()
-    memsite("-C", str(store.root), "build", home=tmp_path)
+    memsite("-C", str(store.root), "build", home=tmp_path)  # the site as it was (its unchanged pages are kept)
     site = store.root / "site"
+    assert "Jane Roe" in (site / "m" / live / "index.html").read_text()
+    with MemoryStore(store.root, agent="planner") as again:
+        again.purge(secret, live, reason="erasure request 118", remote=None)
+    memsite("-C", str(store.root), "build", home=tmp_path)
     grep = subprocess.run(["grep", "-r", "-l", "-a", "Jane Roe", str(site)], capture_output=True, text=True,
                           check=False)
     assert grep.stdout == ""  # pages, history, week pages, search index
+    for _ in range(300):  # (the site it replaced is removed by a process the build does not wait for)
+        if not list(store.root.glob(".site.old-*")):
+            break
+        time.sleep(0.1)
+    assert holds_text(store.root) == []  # nor a cache of the build
     home = (site / "index.html").read_text()
     latest = home[home.index("Latest changes"):]
     assert "purged: erasure request 118" in latest
@@ -306,6 +323,7 @@ def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_fi
     embedder = Counting()
     secret, _ = write_history(store, embedder)
     store.sync()
+    stash_draft(store.root)  # on a commit that held the memory: its message names it
     before = git(store.root, "rev-parse", "main").strip()
     store.close()
     killed = subprocess.run([sys.executable, "-m", "tests.purge_process", str(store.root), secret, "--kill-at", point],
@@ -320,6 +338,7 @@ def test_a_killed_purge_leaves_the_clone_as_it_was_or_purged_and_a_second_run_fi
                               cwd=ROOT, capture_output=True, text=True, check=False)
     assert finished.returncode == 0, finished.stderr
     assert holds_text(store.root) == [] and holds_vectors(store.root, secret_keys(embedder)) == []
+    assert "Draft of the welcome text." in git(store.root, "stash", "show", "-p", "stash@{0}")
     assert _after_hosting_gc(remote) == [] and holds_vectors(remote, secret_keys(embedder)) == []
     assert git(remote, "rev-parse", "main") == git(store.root, "rev-parse", "main")
     assert_clean(store.root)
@@ -467,20 +486,253 @@ def test_a_clone_in_queue_mode_shows_its_commits_once_after_following_a_purge(
     other.close()
 
 
-@pytest.mark.xfail(strict=True, reason="refs/stash is not among the refs a purge rewrites yet: a stash that holds "
-                   "the memory's text keeps it (the gap left in erasure)")
+def stash_draft(root: Path, text: str = "Draft of the welcome text.", *options: str) -> None:
+    """A person's work in progress on the welcome page, put aside with ``git stash``."""
+    index = root / "content" / "index.md"
+    index.write_text(index.read_text() + f"\n{text}\n")
+    git(root, "stash", "-q", *options)
+
+
+def stash_log(root: Path) -> list[str]:
+    """Each stash entry's place, who made it and when (``git stash list`` orders and names them by these)."""
+    return git(root, "log", "-g", "--date=raw", "--format=%gd %gn <%ge>", "refs/stash").splitlines()
+
+
 def test_a_stash_of_the_memorys_file_goes_with_it(store: MemoryStore) -> None:
-    """A person's stash holding the memory's text (an edit of its file, put aside) is erased with it;
-    a stash of anything else stays."""
-    index = store.root / "content" / "index.md"
-    index.write_text(index.read_text() + "\nDraft of the welcome text.\n")
-    git(store.root, "stash", "-q")
+    """A person's stash holding the memory's text (an edit of its file, put aside on a commit that held it) is
+    written again without it, in its place, with the person's other changes; a stash of anything else stays."""
+    stash_draft(store.root)
+    untouched = git(store.root, "rev-parse", "stash@{0}").strip()
     secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
     path = store.root / git(store.root, "ls-files", "content/memories/cases").split()[0]
     path.write_text(path.read_text() + "\nJane Roe called again.\n")
-    git(store.root, "stash", "-q")
+    (store.root / "scratch.txt").write_text("a scratch file, untracked\n")
+    stash_draft(store.root, "Second draft of the welcome text.", "--include-untracked")
+    listed, log = git(store.root, "stash", "list").splitlines(), stash_log(store.root)
+    assert "Jane Roe" in listed[0]
 
+    dry = CliRunner().invoke(main, ["--repo", str(store.root), "purge", secret.id, "--reason", "erasure", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    stashed = git(store.root, "rev-parse", "stash@{0}").strip()
+    assert f"stash entries that hold them, written again in place (1):\n  stash@{{0}} {stashed[:12]}\n" in dry.output
     store.purge(secret.id, reason="erasure")
 
     assert holds_text(store.root) == []
-    assert "Draft of the welcome text" in git(store.root, "stash", "show", "-p", "stash@{0}")
+    after = git(store.root, "stash", "list").splitlines()
+    assert after[1:] == listed[1:] and git(store.root, "rev-parse", "stash@{1}").strip() == untouched
+    assert after[0].startswith("stash@{0}: WIP on main: ") and after[0].endswith(" Remember cases: [purged]")
+    assert stash_log(store.root) == log  # the same entries, in their order, by whom and when they were made
+    shown = git(store.root, "stash", "show", "-p", "--include-untracked", "stash@{0}")
+    assert "Second draft of the welcome text." in shown and "a scratch file" in shown and "cases/" not in shown
+    assert "Draft of the welcome text." in git(store.root, "stash", "show", "-p", "stash@{1}")
+    git(store.root, "stash", "pop", "-q")  # the person takes their work back, on the purged branch
+    assert "Second draft" in (store.root / "content" / "index.md").read_text()
+    assert (store.root / "scratch.txt").exists() and not path.exists()
+
+
+def test_another_clone_rewrites_its_own_stash_on_its_next_sync(store: MemoryStore, remote: Path,
+                                                               tmp_path: Path) -> None:
+    secret, _ = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    stash_draft(other.root)  # on a commit that held the memory (its message names it too)
+    log = stash_log(other.root)
+    assert holds_text(other.root)
+    store.purge(secret, reason="erasure")
+
+    other.sync()
+
+    assert holds_text(other.root) == []
+    assert git(other.root, "rev-parse", "main") == git(remote, "rev-parse", "main")
+    assert stash_log(other.root) == log
+    assert "Draft of the welcome text." in git(other.root, "stash", "show", "-p", "stash@{0}")
+    assert git(other.root, "stash", "list").startswith("stash@{0}: WIP on main: ")
+    other.close()
+
+
+def test_a_stash_made_while_the_purge_runs_stops_it_and_the_next_run_takes_it_too(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret, _ = write_history(store)
+    stash_draft(store.root)
+    import memsite.features.purge as purging
+    real = purging._rewrite
+
+    def rewrite_while_the_person_stashes(*args: object, **kwargs: object) -> dict[str, str]:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        stash_draft(store.root, "Another draft, put aside meanwhile.")
+        return result
+
+    monkeypatch.setattr(purging, "_rewrite", rewrite_while_the_person_stashes)
+    with pytest.raises(RepositoryError, match="moved while the purge ran.*run the purge again"):
+        store.purge(secret, reason="erasure", remote=None)
+    assert len(git(store.root, "stash", "list").splitlines()) == 2 and holds_text(store.root)
+    assert git(store.root, "for-each-ref", "refs/memsite/") == ""
+    monkeypatch.setattr(purging, "_rewrite", real)
+    store.purge(secret, reason="erasure", remote=None)
+    assert holds_text(store.root) == [] and len(git(store.root, "stash", "list").splitlines()) == 2
+    assert "Another draft" in git(store.root, "stash", "show", "-p", "stash@{0}")
+
+
+def test_a_purge_by_pattern_is_followed_by_another_clone_as_one_by_id(store: MemoryStore, remote: Path,
+                                                                      tmp_path: Path) -> None:
+    """The pattern is written nowhere a follower can read it: a follower finds it in what the purge took out of
+    the history they share, and writes its branches to the same commits."""
+    secret, keep = write_history(store)
+    other_secret = store.remember("Jane Roe's second address is 9 Oak Lane", category="cases").id
+    store.forget(other_secret, reason="Jane Roe asked to be removed")  # the pattern, outside any memory's text
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    own = other.remember("The staging database is on port 5433", category="entities")
+    scratch = other.remember("The staging cache is redis 7", category="entities")
+    other.forget(scratch.id, reason="Jane Roe called: the cache is memcached")  # its own message holds the pattern
+    result = store.purge(reason="erasure", matching="Jane Roe")
+    assert set(result.plan.ids) == {secret, other_secret}
+
+    other.sync()
+
+    assert holds_text(other.root) == [] and _after_hosting_gc(remote) == []
+    store.sync()
+    assert holds_text(store.root) == [] and store.get(own.id)
+    for where in (remote, store.root, other.root):  # the history they shared, once: the purge's own commits
+        subjects = git(where, "log", "--format=%s", "main").splitlines()
+        assert subjects.count("Remember entities: The build server is orion") == 1, (where, subjects)
+        assert subjects.count("Remember entities: The staging database is on port 5433") == 1, (where, subjects)
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", result.tombstone or "", "main"],
+                              cwd=where).returncode == 0
+    assert f"Forgot {scratch.id}: [purged] called: the cache is memcached" in git(remote, "log", "--format=%B")
+    assert {m.id for m in other.list()} == {*keep, own.id}
+    other.close()
+
+
+def test_a_purged_memorys_recalls_waiting_for_a_commit_go_with_it(store: MemoryStore) -> None:
+    kept = store.remember("The build server is orion", category="entities")
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
+    store.recall("Jane Roe refund case")
+    store.recall("build server orion")
+    assert {secret.id, kept.id} <= set(pending_counts(store.root))
+
+    store.purge(secret.id, reason="erasure", remote=None)
+
+    assert set(pending_counts(store.root)) == {kept.id}  # the other memory's recall still waits
+    store.flush_activity()
+    assert store.get(kept.id).active_count == 1 and holds_text(store.root) == []
+
+
+def test_refs_a_person_or_git_keeps_beside_the_branches_are_rewritten_too(store: MemoryStore, remote: Path) -> None:
+    """A filter-branch backup (refs/original/) or git maintenance's prefetched copy of the remote (refs/prefetch/)
+    would keep every old commit, and the text with it."""
+    secret, _ = write_history(store)
+    store.sync()
+    for ref in ("refs/original/refs/heads/main", "refs/prefetch/remotes/origin/main"):
+        git(store.root, "update-ref", ref, "main")
+    tip = git(store.root, "rev-parse", "main").strip()
+    git(store.root, "notes", "add", "-m", "reviewed by a person", tip)  # a note on a commit of the old history
+
+    store.purge(secret, reason="erasure")
+
+    assert holds_text(store.root) == []
+    for ref in ("refs/original/refs/heads/main", "refs/prefetch/remotes/origin/main"):
+        assert git(store.root, "rev-parse", ref) == git(store.root, "rev-parse", "main^")  # the rewritten history
+    assert "reviewed by a person" in git(store.root, "notes", "show", tip)  # notes stay as they were
+
+
+def test_a_stash_message_quoting_a_subject_cut_short_loses_it_too(store: MemoryStore) -> None:
+    """A long abstract is cut short in the commit's subject (``…``), and a stash made on that commit quotes it."""
+    abstract = "Jane Roe asked for the refund of order 1182 to go to her new address in Elm Street"
+    secret = store.remember(SECRET, category="cases", abstract=abstract)
+    assert git(store.root, "log", "-1", "--format=%s").strip().endswith("…")
+    stash_draft(store.root)
+    assert "refund of order" in git(store.root, "stash", "list")
+
+    store.purge(secret.id, reason="erasure", remote=None)
+
+    assert holds_text(store.root) == [] and holds_text(store.root, "refund of order") == []
+    assert git(store.root, "stash", "list").strip().endswith(" Remember cases: [purged]")
+
+
+def test_an_edit_of_the_memorys_file_not_committed_stops_the_purge_until_it_is_stashed(store: MemoryStore) -> None:
+    """The branch's files follow the rewritten branch: an edit there would keep the text (or stop them half way)."""
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
+    path = store.root / git(store.root, "ls-files", "content/memories/cases").split()[0]
+    path.write_text(path.read_text() + "\nJane Roe called again.\n")
+    tip = git(store.root, "rev-parse", "main")
+    with pytest.raises(RepositoryError, match=r"cases/.*\.md has changes not committed and is purged; stash them"):
+        store.purge(secret.id, reason="erasure", remote=None)
+    assert git(store.root, "rev-parse", "main") == tip and git(store.root, "for-each-ref", "refs/memsite/") == ""
+    assert "Jane Roe called again" in path.read_text()  # the person's edit, untouched
+
+    git(store.root, "stash", "-q")
+    store.purge(secret.id, reason="erasure", remote=None)
+
+    assert holds_text(store.root) == [] and not path.exists() and git(store.root, "status", "--short") == ""
+
+
+def test_a_clone_with_an_edit_of_the_purged_file_not_committed_syncs_once_it_is_stashed(
+        store: MemoryStore, remote: Path, tmp_path: Path) -> None:
+    secret = store.remember(SECRET, category="cases", abstract=ABSTRACT)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    path = other.root / git(other.root, "ls-files", "content/memories/cases").split()[0]
+    path.write_text(path.read_text() + "\nJane Roe called again.\n")
+    store.purge(secret.id, reason="erasure")
+    tip = git(other.root, "rev-parse", "main")
+
+    with pytest.raises(RepositoryError, match="has changes not committed and is purged; stash them.*then sync"):
+        other.sync()
+
+    assert git(other.root, "rev-parse", "main") == tip and "Jane Roe called again" in path.read_text()
+    git(other.root, "stash", "-q")
+    other.sync()
+    assert holds_text(other.root) == [] and git(other.root, "rev-parse", "main") == git(remote, "rev-parse", "main")
+    other.close()
+
+
+@pytest.mark.parametrize("point", [
+    pytest.param(point, marks=() if point == "refs-moved" else pytest.mark.slow) for point in sorted(FOLLOW_POINTS)])
+def test_a_clone_killed_while_following_a_purge_finishes_on_its_next_sync(
+        store: MemoryStore, remote: Path, tmp_path: Path, point: str) -> None:
+    secret, keep = write_history(store)
+    store.sync()
+    other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
+    own = other.remember("The staging database is on port 5433", category="entities").id
+    stash_draft(other.root)
+    other.close()
+    store.purge(secret, reason="erasure")
+
+    killed = subprocess.run([sys.executable, "-m", "tests.purge_process", str(other.root), "--follow", "--kill-at",
+                             point], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert killed.returncode == -9, killed.stderr
+    finished = subprocess.run([sys.executable, "-m", "tests.purge_process", str(other.root), "--follow"],
+                              cwd=ROOT, capture_output=True, text=True, check=False)
+    assert finished.returncode == 0, finished.stderr
+
+    assert holds_text(other.root) == []
+    store.sync()
+    assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []
+    subjects = git(remote, "log", "--format=%s", "main").splitlines()
+    assert subjects.count("Remember entities: The build server is orion") == 1, subjects  # not doubled
+    assert {m.id for m in store.list()} == {*keep, own}
+    assert "Draft of the welcome text." in git(other.root, "stash", "show", "-p", "stash@{0}")
+
+
+def test_a_push_that_moves_the_branch_while_the_purge_pushes_is_a_race_it_retries(store: MemoryStore,
+                                                                                  remote: Path) -> None:
+    """Another clone's push landing between the remote's check of the purge's lease and its update of the ref
+    ('cannot lock ref ... is at X but expected Y') is the same race as a lease that failed: fetch, rewrite what
+    came, push again."""
+    secret, _ = write_history(store)
+    store.sync()
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\n[ -e moved-once ] && exit 0\ntouch moved-once\n"
+                    "unset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\n"
+                    "tip=$(git rev-parse refs/heads/main)\n"
+                    "new=$(git commit-tree \"$tip^{tree}\" -p \"$tip\" -m 'Pushed while the purge pushed')\n"
+                    "git update-ref refs/heads/main \"$new\" \"$tip\"\n")
+    hook.chmod(0o755)
+
+    store.purge(secret, reason="erasure")
+
+    assert (remote / "moved-once").exists()
+    subjects = git(remote, "log", "--format=%s", "main").splitlines()
+    assert subjects.count("Pushed while the purge pushed") == 1 and subjects[0].startswith("Purge a memory")
+    assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []

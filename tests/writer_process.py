@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,46 +19,24 @@ from memsite import MemoryStore
 from memsite.git import checkout, worktree
 from memsite.git.locks import Locks
 from memsite.git.refs import Refs
+from tests import kill_points
+from tests.kill_points import target
 
-KILL_POINTS: dict[str, tuple[Any, str, str]] = {
-    # point: (owner, attribute, "before" | "after")
+KILL_POINTS: dict[str, tuple[Any, str, str] | tuple[Any, str, str, Callable[[tuple[Any, ...]], bool]]] = {
+    # point: (owner, attribute, "before" | "after" its first call[, which calls count])
     "git-lock-taken": (Locks, "acquire", "after"),
     "journal-begun": (worktree.Journal, "begin", "after"),
     "file-written": (checkout, "atomic_write", "after"),
     "files-written-ahead": (worktree.FilesAhead, "finish", "after"),  # (a large commit) none placed yet
     "file-placed": (worktree.FilesAhead, "place", "after"),
     "index-started": (checkout, "IndexUpdate", "after"),
-    "index-lock-held": (os, "replace", "before-index"),
-    "ref-lock-held": (os, "replace", "before-ref"),
+    "index-lock-held": (os, "replace", "before", lambda args: target(args).endswith("/index")),
+    "ref-lock-held": (os, "replace", "before", lambda args: "/refs/heads/" in target(args)),
     "ref-moved": (Refs, "update", "after"),
     "index-done": (worktree.IndexUpdate, "wait", "after"),
-    "pack-written": (os, "replace", "before-pack-index"),  # the commit's pack in place, its index not
+    "pack-written": (os, "replace", "before",  # the commit's pack in place, its index not
+                     lambda args: "/objects/pack/" in target(args) and target(args).endswith(".idx")),
 }
-
-
-def _die() -> None:
-    sys.stdout.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _arm(point: str) -> None:
-    owner, name, when = KILL_POINTS[point]
-    original: Callable[..., Any] = getattr(owner, name)
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        if when.startswith("before-"):
-            target = str(args[1]) if len(args) > 1 else ""
-            kind = when.removeprefix("before-")
-            if (kind == "index" and target.endswith("/index")) or (
-                kind == "ref" and "/refs/heads/" in target) or (
-                kind == "pack-index" and "/objects/pack/" in target and target.endswith(".idx")):
-                _die()
-            return original(*args, **kwargs)
-        result = original(*args, **kwargs)
-        _die()
-        return result
-
-    setattr(owner, name, wrapped)
 
 
 def main() -> None:
@@ -78,7 +54,8 @@ def main() -> None:
         while not os.path.exists(args.start):
             time.sleep(0.001)
     if args.kill_at:
-        _arm(args.kill_at)
+        owner, name, when, *which = KILL_POINTS[args.kill_at]
+        kill_points.arm(owner, name, before=when == "before", only=which[0] if which else lambda args: True)
     for i in range(0, args.count, args.batch):
         if args.batch == 1:
             memory = store.remember(f"{args.agent} memory {i}: observed while testing writers", category="events",

@@ -359,15 +359,30 @@ def purge(ctx: Context, ids: tuple[str, ...], reason: str, matching: str | None,
                 echo(f"published vector files that hold their vectors ({len(plan.vectors)}):")
                 for path in plan.vectors:
                     echo(f"  {safe(path, multiline=False)}")
+            if plan.stashes:
+                echo(f"stash entries that hold them, written again in place ({len(plan.stashes)}):")
+                for name, sha in plan.stashes.items():
+                    echo(f"  {name} {sha[:12]}")
             echo(f"commits rewritten ({len(plan.commits)}), * = message changed:")
             for sha in plan.commits:
                 echo(f"  {sha[:12]}{' *' if sha in plan.messages else ''}")
             echo(f"refs: {', '.join(plan.refs)}")
+            _kept(plan.elsewhere, matching)
             return
         result = store.purge(*ids, reason=reason, matching=matching, remote=remote)
     pushed = f"; pushed {', '.join(result.pushed)} to {remote}" if result.pushed else ""
     echo(f"purged {len(result.plan.ids)} memories from {len(result.plan.commits)} commits "
          f"(tombstone {(result.tombstone or '')[:12]}){pushed}")
+    _kept(result.plan.elsewhere, matching)
+
+
+def _kept(paths: tuple[str, ...], matching: str | None) -> None:
+    """Say where the pattern stays: files that are not memories (world state, sessions, notes), kept as they are."""
+    if paths:
+        echo(f"{matching!r} is also in files a purge keeps (not memories; edit them, and their history keeps "
+             f"earlier versions) ({len(paths)}):")
+        for path in paths:
+            echo(f"  {safe(path, multiline=False)}")
 
 
 @main.command()

@@ -18,8 +18,11 @@ leaves the clone as it was or purged, and ``--dry-run`` lists exactly what the
 same filter changes. filter-repo would move the refs itself as it goes, remove
 the ``origin`` remote of a fresh clone, and expire and repack by its own rules.
 
-After the refs moved, what still holds the text in the clone goes, and only
-that (see :func:`expire`): the reflog entries naming a commit that held it,
+A person's stash entries made on a commit that held it (or holding an edit
+of its file) are written again with the branches, keeping their other
+changes, and take their old place in the stash. After the refs moved, what
+still holds the text in the clone goes, and only that (see
+:func:`~.expiry.expire`): the reflog entries naming a commit that held it,
 the objects only those commits reach, its vectors, and the catalogs, built
 again. Its vectors go from every version of the published vector files too.
 When others push while a purge runs, what they pushed is rewritten as well,
@@ -32,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import random
 import re
 import shutil
@@ -46,17 +48,25 @@ from typing import Any
 
 from ..foundation.errors import InvalidInput, MemsiteError, NotFound, RepositoryError
 from ..foundation.fileformat import parse_memory
-from ..git import Author
+from ..git import Author, stash
 from ..git.commands import Git
-from ..git.maintenance import keep_of
 from ..git.objects import MODE_FILE, Entry
 from ..git.remote import Remote, is_ancestor, merge_trees
 from ..git.rewrite import rewrite
 from ..storage import Storage
-from ..storage.vectors import PUBLISHED, erase, text_key, without
+from ..storage.vectors import PUBLISHED, text_key, without
+from .expiry import (
+    STASH_REFS,
+    drop_unmoved_stashes,
+    expire,
+    forget_note,
+    held_stashes,
+    hold_stashes,
+    note,
+    stashes_holding,
+)
 
 PURGE_REFS = "refs/memsite/purge/"  # the rewritten refs, until the clone's own move to them
-PENDING = "purging"  # in .memsite/: what a purge that moved the refs has still to expire
 TOMBSTONE_SUBJECT = "Purge a memory: "
 REDACTED = "[purged]"
 # A subject '<verb> <category>: <abstract>'.
@@ -69,6 +79,9 @@ MATCHING_WITHOUT_YES = 3  # more memories than this matching a pattern: the purg
 MEMORIES = "content/memories/"
 _ID_LINE = re.compile(rb"^id: *['\"]?([0-9A-Za-z]+)['\"]?\s*$", re.MULTILINE)
 _FIELD = re.compile(rb"^(abstract|overview): *(.+)$", re.MULTILINE)
+CUT = "…"  # what ends a text cut short (a subject's abstract, a stash's message quoting one)
+# A text cut short after ': ' or '(' (where subjects and bodies quote an abstract): the start of a purged word?
+_CUT_SHORT = re.compile(r"(: |\()([^\n:(]+?)…")
 
 
 class RemoteMoved(RepositoryError):
@@ -88,6 +101,8 @@ class PurgePlan:
     vectors: tuple[str, ...] = ()  # the published vector files that held their vectors
     keys: tuple[bytes, ...] = field(default=(), repr=False)  # the text keys of every version (their vectors)
     blobs: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)  # vector file versions, anew
+    stashes: Mapping[str, str] = field(default_factory=dict)  # the stash entries that hold them: {stash@{n}: commit}
+    elsewhere: tuple[str, ...] = ()  # files other than memories that hold the pattern, now or before: kept as they are
 
 
 @dataclass(frozen=True)
@@ -101,8 +116,11 @@ class PurgeResult:
 
 
 def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *,
-         refs: Iterable[str] = ()) -> PurgePlan:
+         refs: Iterable[str] = (), words: Iterable[str] = ()) -> PurgePlan:
     """Find every version of the memories ``ids`` (or of those whose text, now or ever, holds ``matching``).
+
+    ``words``: more text to take out of commit messages (what a purge elsewhere took out, see
+    :func:`~.following.follow`).
 
     Raises:
         NotFound: no memory ever had that id, or none ever held the pattern.
@@ -113,6 +131,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
         raise NotFound(f"{root}: the repository has no commits, so there is nothing to purge")
     added = _added_paths(root, reach)
     wanted: dict[str, set[str]] = {}  # id -> paths
+    elsewhere: set[str] = set()
     if matching is not None:
         if not matching.strip():
             raise InvalidInput("purge --matching: the pattern is empty")
@@ -125,6 +144,8 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
                     wanted.setdefault(mid, set())
         if not wanted:
             raise NotFound(f"no memory, current or past, holds {matching!r}; nothing to purge")
+        elsewhere = set(_git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--", ".",
+                             f":(exclude){MEMORIES}").stdout.splitlines()) - {""}
     for given in ids:
         try:
             mid = store.get(given).id  # (a memory there now: the catalog knows it)
@@ -138,7 +159,8 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
                     and _id_of(_blob(root, commit, path)) == mid:
                 found_paths.add(path)
     paths = sorted({p for found in wanted.values() for p in found})
-    words, keys = _words(root, reach, paths)
+    found_words, keys = _words(root, reach, paths)
+    words = found_words | set(words)
     if matching is not None:
         words.add(matching)
     touched = set(_git(root, "log", "--format=%H", *reach, "--", *paths).stdout.split()) if paths else set()
@@ -152,7 +174,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
     holding = [ref for ref in reach if changed and _reaches(root, ref, changed)]
     return PurgePlan(tuple(sorted(wanted)), tuple(paths), tuple(sorted(changed)), tuple(sorted(messages)),
                      tuple(holding), tuple(sorted(words, key=len, reverse=True)), tuple(sorted(vector_paths)),
-                     tuple(sorted(keys)), blobs)
+                     tuple(sorted(keys)), blobs, stashes_holding(store, changed), tuple(sorted(elsewhere)))
 
 
 def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching: str | None = None,
@@ -203,6 +225,8 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
         return PurgeResult(PurgePlan(tuple(ids), (), (), (), ()), done, branch)
     if dry_run or not found.commits:
         return PurgeResult(found, None, branch)
+    refuse_changed(store, [*found.paths, *found.vectors, PURGED_PAGE], "purge")
+    hold_stashes(root, found.stashes.values())  # (written again with the branches, then taken by the stash)
     expected = _ref_values(root)  # what the rewrite starts from: a ref that moves meanwhile stops the purge
     when = int(store.now().timestamp())
     marks = Path(tempfile.mkdtemp(prefix="purge-", dir=store.state.path))
@@ -227,12 +251,15 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
             origin.fetch(patterns=["*"])  # type: ignore[union-attr]
             found = _extended(store, found, before)
             expected.update((r, sha) for r, sha in _ref_values(root).items() if r.startswith("refs/remotes/"))
+    except BaseException:
+        _drop_purge_refs(root)  # (nothing of the purge stays: the refs it wrote, the stash entries it held)
+        raise
     finally:
         shutil.rmtree(marks, ignore_errors=True)
     for name, commit in pushed.items():  # (the remote has them now: so does this clone's record of it)
         rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
         expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
-    _pending(store, found)
+    note(store, found.ids, found.commits, found.keys)
     _move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
@@ -278,187 +305,6 @@ def _extended(store: Storage, found: PurgePlan, before: dict[str, str]) -> Purge
                    vectors=tuple(sorted({*found.vectors, *paths})), blobs={**found.blobs, **blobs})
 
 
-def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "origin") -> str | None:
-    """Take in a shared branch that a purge elsewhere rewrote: ``seen`` was its commit before, ``theirs`` now.
-
-    The clone's branches are written again by the same rewrite the purge
-    made (the same commits give the same new ones), so the history they
-    share with ``theirs`` becomes ``theirs``'s, and their own commits the
-    remote never had (or has on an agent branch, rewritten there too) keep
-    their author, date and message, less the purged files and words. The
-    sync then merges ``theirs`` in as ever, and what held the purged
-    memories here expires.
-
-    Returns:
-        The branch's new commit (None: ``theirs`` holds no tombstone this clone has not followed).
-    """
-    root = store.root
-    ids = _tombstoned(root, seen, theirs)
-    if not ids:
-        return None
-    expected = _ref_values(root)
-    local = [r for r in _refs(root) if not r.startswith("refs/remotes/")]
-    try:
-        found: PurgePlan | None = plan(store, ids, refs=[*local, seen])
-    except NotFound:  # (this clone never had them)
-        found = None
-    if found is not None:
-        _pending(store, found)
-        moves = _rewrite(root, [r for r in local if r in found.refs], found)
-        if moves:
-            _move_refs(store, moves, expected)
-    # The remote's other branches (agent branches) were rewritten too: this clone's copies of them follow.
-    _git(root, "fetch", "--quiet", "--prune", "--no-write-fetch-head", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
-    if found is not None:
-        expire(store)
-    return store.repo.refs.read(ref) or theirs
-
-
-def expire(store: Storage) -> None:
-    """Drop what in this clone still holds the purged memories, and only that: the reflog entries naming a
-    commit that held them, the objects only those commits reach, their vectors in the cache; then the
-    catalogs (text in SQLite's free pages) are built again from the files.
-
-    What to drop was written down (``.memsite/purging``) before any ref moved, so a purge killed on the
-    way finishes here on its next run. A person's other reflog entries, stashes and unreachable objects
-    stay for git to expire by its own rules.
-    """
-    found = _pending(store)
-    if found is None:
-        return
-    commits, keys, noted = found
-    root, git_dir = store.root, store.repo.git_dir
-    with store.repo.locked():  # (no write of this clone is between its objects and its ref meanwhile)
-        tainted = noted | _tainted(root, commits)
-        if tainted - noted:  # (noted before the reflogs that find them go: a killed run finds them there)
-            with open(store.state.path / PENDING, "a", encoding="ascii") as file:
-                file.write("".join(f"tainted {sha}\n" for sha in sorted(tainted - noted)))
-                file.flush()
-                os.fsync(file.fileno())
-        _drop_entries(store, tainted)
-        for name in ("ORIG_HEAD", "FETCH_HEAD"):  # (naming such a commit: one naming another commit stays)
-            with contextlib.suppress(FileNotFoundError):
-                if any(line[:40] in tainted for line in (git_dir / name).read_text(errors="replace").splitlines()):
-                    os.remove(git_dir / name)
-        _drop_objects(store, tainted)
-    _erase_vectors(store, keys)
-    store.rebuild_caches()
-    with contextlib.suppress(FileNotFoundError):
-        (store.state.path / PENDING).unlink()
-
-
-def _pending(store: Storage, found: PurgePlan | None = None) -> tuple[set[str], set[bytes], set[str]] | None:
-    """Write down what a purge must expire (the commits it rewrote, the text keys of its vectors) before any
-    ref moves; with no plan, read it back, with the commits :func:`expire` found holding them (None:
-    nothing is left to expire)."""
-    path = store.state.path / PENDING
-    if found is not None:
-        lines = [f"commit {sha}" for sha in found.commits] + [f"key {key.hex()}" for key in found.keys]
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text("\n".join(lines) + "\n", encoding="ascii")
-        os.replace(temporary, path)
-        return None
-    try:
-        lines = path.read_text(encoding="ascii").split()
-    except (OSError, UnicodeDecodeError):
-        return None
-    pairs = list(zip(lines[::2], lines[1::2]))
-    return ({v for k, v in pairs if k == "commit"}, {bytes.fromhex(v) for k, v in pairs if k == "key"},
-            {v for k, v in pairs if k == "tainted"})
-
-
-def _tainted(root: Path, changed: set[str]) -> set[str]:
-    """The commits no ref reaches any more (reflogs only) that hold a purged memory: the purge's ``changed``
-    commits and every commit after them."""
-    tainted: set[str] = set()
-    for line in _git(root, "rev-list", "--topo-order", "--reverse", "--parents", "--reflog", "--not", "--all"
-                     ).stdout.splitlines():
-        sha, *parents = line.split()
-        if sha in changed or not tainted.isdisjoint(parents):
-            tainted.add(sha)
-    return tainted
-
-
-def _drop_entries(store: Storage, tainted: set[str]) -> None:
-    """Delete the reflog entries naming a ``tainted`` commit, and those alone (a reflog's other entries, a
-    person's among them, stay), each log written again under its ref's lock as git does.
-
-    (``git reflog delete`` takes one entry at a time and rewrites the log each time: hours at 20,000.)
-    """
-    logs = store.repo.common_dir / "logs"
-    if not tainted or not logs.is_dir():
-        return
-    for path in sorted(p for p in logs.rglob("*") if p.is_file() and not p.name.endswith(".lock")):
-        data = path.read_bytes()
-        if not any(sha.encode() in data for sha in tainted):
-            continue
-        ref = path.relative_to(logs)
-        locks = store.repo.locks
-        ref_lock = locks.acquire(store.repo.common_dir / ref)  # (as git's reflog expire: the ref, then its log)
-        try:
-            log_lock = locks.acquire(path)
-            try:
-                kept, previous = [], None
-                for line in path.read_bytes().splitlines(keepends=True):
-                    old, new = line[:40].decode(errors="replace"), line[41:81].decode(errors="replace")
-                    if new in tainted:
-                        continue
-                    if old in tainted:  # (as ``--rewrite`` does: the entry now follows the one kept before it)
-                        line = (previous or b"0" * 40) + line[40:]
-                    kept.append(line)
-                    previous = line[41:81]
-                log_lock.write(b"".join(kept))
-                log_lock.commit()
-            finally:
-                log_lock.rollback()
-        finally:
-            ref_lock.rollback()
-    store.repo.locks.drop_retired()
-
-
-def _drop_objects(store: Storage, tainted: set[str]) -> None:
-    """Delete the objects only ``tainted`` commits reach: every pack is written again without them (memsite's
-    own packs included; a pack someone else keeps is left alone), and loose ones are deleted."""
-    root, objects = store.root, store.repo.git_dir / "objects"
-    if not tainted:
-        return
-    # (``rev-list --objects A --not B`` leaves out only what B's own trees hold: the sets are compared here)
-    doomed = set(_git(root, "rev-list", "--objects", "--no-object-names", "--ignore-missing", "--missing=allow-any",
-                      "--stdin", input="".join(f"{sha}\n" for sha in tainted)).stdout.split())
-    doomed -= set(_git(root, "rev-list", "--objects", "--no-object-names", "--all", "--reflog",
-                       "--indexed-objects").stdout.split())
-    if not doomed:
-        return
-    store.repo.objects.release()
-    packs = objects / "pack"
-    for keep in packs.glob("*.keep"):  # (a pack memsite keeps until its ref moves: the lock is held, so none)
-        if (keep_of(str(keep)) or b"").startswith(b"memsite "):
-            with contextlib.suppress(FileNotFoundError):
-                keep.unlink()
-    kept = {p.with_suffix(".pack") for p in packs.glob("*.keep")}
-    holding = [p for p in packs.glob("*.pack") if p not in kept]
-    if holding:
-        listed = _git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").stdout.split()
-        made = _git(root, "pack-objects", "-q", "--delta-base-offset", str(packs / "pack"),
-                    input="".join(f"{sha}\n" for sha in listed if sha not in doomed)).stdout.strip()
-        for pack in holding:
-            if pack.stem != f"pack-{made}":
-                for suffix in (".pack", ".idx", ".rev", ".bitmap", ".mtimes"):
-                    with contextlib.suppress(FileNotFoundError):
-                        pack.with_suffix(suffix).unlink()
-        _git(root, "prune-packed", "-q")
-    for sha in doomed:
-        with contextlib.suppress(FileNotFoundError):
-            (objects / sha[:2] / sha[2:]).unlink()
-
-
-def _erase_vectors(store: Storage, keys: set[bytes]) -> None:
-    """The purged memories' vectors go from the cache; every other memory's stay."""
-    if store.vectors is not None:
-        store.vectors.close()
-    erase(Path(store.state.path) / "vectors.sqlite3", keys)
-
-
 def _listed(store: Storage, tree: bytes, reason: str, when: int) -> bytes:
     """``tree`` with the purge listed in ``content/purged.md`` (a page of the site: when, who, why)."""
     objects = store.repo.objects
@@ -494,34 +340,50 @@ def _tombstone_of(root: Path, ref: str, ids: list[str]) -> str | None:
     return None
 
 
-def _tombstoned(root: Path, seen: str, theirs: str) -> list[str]:
-    """The memory ids of the tombstones ``theirs`` has and ``seen`` has not."""
-    text = _git(root, "log", "--format=%B", "--grep=^Action: purged$", theirs, f"^{seen}").stdout
-    return sorted(set(re.findall(r"^Purged-Memory: (\S+)$", text, re.MULTILINE)))
-
-
 def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan, marks: Path | None = None) -> dict[str, str]:
     """Write ``refs`` again without the plan's files, words and vectors, into refs of memsite's;
-    {ref: its new commit}.
+    {ref: its new commit}. The stash entries held for it (see :func:`~.expiry.hold_stashes`) go too.
 
     No ref of the clone moves here.
     """
     words = found.words
-    return rewrite(root, refs, found.paths, lambda message, touched: _redacted(message, words, touched=touched),
-                   PURGE_REFS, found.blobs, marks)
+    return rewrite(root, [*refs, *held_stashes(root)], found.paths,
+                   lambda message, touched: _redacted(message, words, touched=touched), PURGE_REFS, found.blobs, marks)
 
 
 def _redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
-    """``message`` without ``words``; a commit that changed a purged file loses its subject's text too
-    (it was the memory's abstract, perhaps cut short)."""
+    """``message`` without ``words``, whole or cut short (``Jane Roe addr…``); a commit that changed a purged
+    file loses its subject's text too (it was the memory's abstract)."""
     for word in words:
         message = message.replace(word, REDACTED)
+    if CUT in message:
+        message = _CUT_SHORT.sub(lambda m: m.group(1) + REDACTED if _starts_one(m.group(2).rstrip(), words)
+                                 else m.group(0), message)
     if touched:
         subject, newline, rest = message.partition("\n")
         verb, colon, _ = subject.partition(": ")
         if colon and verb.startswith(MEMORY_VERBS):
             message = f"{verb}: {REDACTED}{newline}{rest}"
     return message
+
+
+def refuse_changed(store: Storage, paths: list[str], then: str) -> None:
+    """Refuse to purge while a file the purge changes has changes not committed (the branch's files follow the
+    rewritten branch, and these would hold the text, or stop them).
+
+    Raises:
+        RepositoryError: naming the file and what to do.
+    """
+    listed = _git(store.root, "status", "--porcelain", "-z", "--untracked-files=no", "--", *paths).stdout
+    changed = [entry[3:] for entry in listed.split("\0") if len(entry) > 3 and entry[2] == " "]
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise RepositoryError(f"{store.root}: {changed[0]}{more} has changes not committed and is purged; stash them "
+                              f"(the stash is purged with it) or discard them, then {then}; nothing changed")
+
+
+def _starts_one(text: str, words: Iterable[str]) -> bool:
+    return len(text) >= 8 and any(word.startswith(text) for word in words)
 
 
 def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str, str]:
@@ -552,7 +414,8 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
     if result.returncode:
         said = (result.stdout + result.stderr).lower()
         _drop_purge_refs(root)
-        if "stale info" in said or "fetch first" in said:
+        # (a lease that no longer holds, or a push of someone else's moving the ref at that moment: the same race)
+        if "stale info" in said or "fetch first" in said or ("cannot lock ref" in said and "but expected" in said):
             raise RemoteMoved(f"{origin.name} moved since the purge fetched it; nothing changed here or there: "
                                   "run the purge again (it fetches first)")
         if "non-fast-forward" in said or "denied" in said or "protected" in said or "declined" in said:
@@ -576,15 +439,16 @@ def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) 
     head = repo.refs.head_target()
     with repo.locked():
         lines = ["start"] + [f"update {r} {new} {expected.get(r, '')}".rstrip() for r, new in moves.items()]
+        if any(r.startswith(STASH_REFS) for r in moves) and expected.get(stash.STASH):
+            lines.append(f"verify {stash.STASH} {expected[stash.STASH]}")  # (a stash made meanwhile: not rewritten)
         lines += [f"delete {r}" for r in _purge_refs(root)]
         lines += ["prepare", "commit"]
         moved = _git(root, "update-ref", "--stdin", input="\n".join(lines) + "\n", check=False)
         if moved.returncode:
             _drop_purge_refs(root)
-            with contextlib.suppress(FileNotFoundError):
-                (store.state.path / PENDING).unlink()
-            raise RepositoryError(f"{store.root}: a branch moved while the purge ran (a write landed); nothing "
-                                  "changed in this clone: run the purge again")
+            forget_note(store)
+            raise RepositoryError(f"{store.root}: a branch moved while the purge ran (a write landed, or a stash); "
+                                  "nothing changed in this clone: run the purge again")
         if head in moves and expected.get(head):
             # the index and working tree follow the branch (a file edited by hand stays edited)
             _git(root, "read-tree", "-m", "-u", expected[head], moves[head])
@@ -604,6 +468,7 @@ def _drop_purge_refs(root: Path) -> None:
     refs = _purge_refs(root)
     if refs:
         _git(root, "update-ref", "--stdin", input="".join(f"delete {r}\n" for r in refs))
+    drop_unmoved_stashes(root)
 
 
 def _remote(root: Path, name: str | None) -> Remote | None:
@@ -613,8 +478,12 @@ def _remote(root: Path, name: str | None) -> Remote | None:
 
 
 def _refs(root: Path) -> list[str]:
-    listed = _git(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes", "refs/tags").stdout
-    return [r for r in listed.split() if not r.endswith("/HEAD")]
+    """Every ref a purge rewrites if it reaches the memories: branches, the remote's, tags, and any other a person
+    or git keeps (``refs/original/`` of a filter-branch, ``refs/prefetch/`` of ``git maintenance``); not the
+    stash (its entries are rewritten one by one) nor memsite's own."""
+    listed = _git(root, "for-each-ref", "--format=%(refname)", "refs/").stdout
+    return [r for r in listed.split() if not r.endswith("/HEAD") and r != stash.STASH
+            and not r.startswith(("refs/memsite/", "refs/bisect/"))]
 
 
 def _added_paths(root: Path, refs: list[str]) -> dict[str, str]:

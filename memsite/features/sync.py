@@ -52,7 +52,7 @@ from ..storage import Storage
 from ..storage.vectors import model_name
 from . import world
 from .embedders import by_name, normal
-from .purge import follow
+from .following import follow, unfollowed
 
 log = logging.getLogger("memsite")
 T = TypeVar("T")
@@ -146,7 +146,7 @@ def sync(store: Storage, remote: str = "origin", branch: str | None = None, *,
         started = time.monotonic()
         for attempt in itertools.count(1):
             began = time.monotonic()
-            seen = refs.read(origin.tracking(shared))
+            seen = unfollowed(store) or refs.read(origin.tracking(shared))
             missing = _fetch(origin, [shared, *([publish] if publish and own_moved else [])])
             theirs = None if shared in missing else refs.read(origin.tracking(shared))
             if seen and theirs and not _moved_on_from(store, seen, theirs) \

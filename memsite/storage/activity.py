@@ -19,6 +19,7 @@ closing in one agent's process never claims another agent's recalls.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,15 @@ class ActivityJournal:
                 self.db.execute(f"DELETE FROM pending WHERE id IN ({marks})", ids)
                 self.db.execute(_RECOUNT.format(where=f"WHERE id IN ({marks})"), ids)
             self.db.execute("DELETE FROM batches WHERE batch = ?", (batch.batch,))
+
+    def drop(self, ids: Iterable[str]) -> None:
+        """Forget the recalls of ``ids`` waiting for a flush (memories purged: no file takes their counts)."""
+        ids = list(ids)
+        if ids:
+            marks = ", ".join("?" * len(ids))
+            with transaction(self.db):
+                self.db.execute(f"DELETE FROM events WHERE id IN ({marks})", ids)
+                self.db.execute(f"DELETE FROM pending WHERE id IN ({marks})", ids)
 
     def unfinished(self) -> list[Batch]:
         """Batches a killed flush left noted: each may or may not have been committed."""
