@@ -351,6 +351,18 @@ class Catalog:
         rows = self._search(fts_query, sql, params)
         return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
 
+    def best_matches(self, fts_query: str, category: str, valid_at: datetime, limit: int) -> builtins.list[Memory]:
+        """The ``limit`` memories of ``category`` still holding at ``valid_at`` that best match ``fts_query`` by
+        bm25 alone: however old they are (a memory a new one may contradict can be of last spring), and without
+        the ranking's decay and boost, which cost a computation per match (see :meth:`ranked`)."""
+        where, args = _filters(category, None, (), valid_at=valid_at)
+        rows = self._search(fts_query, f"SELECT {_FIELDS} FROM memories_fts "
+                            "JOIN memories m ON m.n = memories_fts.rowid LEFT JOIN activity.pending p ON p.id = m.id "
+                            f"WHERE memories_fts MATCH ?{self.live_rows} "
+                            f"AND {' AND '.join(where)} ORDER BY bm25(memories_fts, {_BM25_WEIGHTS}) LIMIT ?",
+                            (fts_query, *args, limit))
+        return [self._memory(r) for r in rows]
+
     def _search(self, fts_query: str | None, sql: str, params: Any) -> builtins.list[tuple[Any, ...]]:
         """Run a query; a full-text query SQLite refuses is a ValueError naming it."""
         try:

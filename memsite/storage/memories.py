@@ -562,15 +562,12 @@ class Storage:
         return ids.not_found(id, removed)
 
     def alike(self, fts_query: str, category: str, limit: int) -> list[Memory]:
-        """The ``limit`` memories of ``category`` still holding that best match ``fts_query`` by words."""
+        """The ``limit`` memories of ``category`` still holding that best match ``fts_query`` by words
+        (see :meth:`Catalog.best_matches`)."""
         def read() -> list[Memory]:
             with self.repo.thread_lock:
                 self.fresh()
-                now = self.now()
-                rows = self.catalog.ranked(fts_query, now=format_time(now), half_life_days=self.config.half_life_days,
-                                           active_weight=self.config.active_weight, limit=limit, category=category,
-                                           valid_at=now)
-            return [row[0] for row in rows]
+                return self.catalog.best_matches(fts_query, category, self.now(), limit)
 
         return self.healing(read, reading=True)
 

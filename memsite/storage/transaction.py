@@ -412,14 +412,11 @@ class Transaction:
         fts_query = likeness.query(memory.content)
         if fts_query is None:
             return []
-        config, now = self.store.config, self.store.now()
-        rows = self.store.catalog.ranked(fts_query, now=format_time(now), half_life_days=config.half_life_days,
-                                         active_weight=config.active_weight, limit=likeness.SHOWN,
-                                         category=memory.category, valid_at=now)
-        near = {m.id: self._pending.get(m.id, m) for m, *_ in rows}
+        found = self.store.catalog.best_matches(fts_query, memory.category, self.store.now(), likeness.SHOWN)
+        near = {m.id: self._pending.get(m.id, m) for m in found}
         near.update((i, self._pending.get(i)) for i in self._created.get(memory.category, [])[-RECENT:])
         holding = [m for m in near.values() if m is not None and m.valid_until is None]
-        return likeness.candidates(memory.content, holding, config.dedupe_threshold)[:likeness.SHOWN]
+        return likeness.candidates(memory.content, holding, self.store.config.dedupe_threshold)[:likeness.SHOWN]
 
     def _index(self, memory: Memory) -> None:
         self._by_fingerprint[(memory.category, fingerprint(memory.content))] = memory.id
