@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from ..storage import Storage
 from ..storage.vectors import erase
 
 PENDING = "purging"  # in .memsite/: what a purge that moved the refs has still to expire
+SITE_PARSED = "site-parsed"  # in .memsite/: the site build's parsed memories (memsite.site.parsed), text and all
 STASH_REFS = "refs/memsite/stash/"  # a stash entry to write again: named by its commit, moved to its new one
 
 
@@ -64,6 +66,7 @@ def expire(store: Storage) -> None:
     _erase_vectors(store, keys)
     store.healing(lambda: store.activity.drop(ids))  # (their recalls waiting for a commit: no file takes them)
     store.rebuild_caches()
+    shutil.rmtree(store.state.path / SITE_PARSED, ignore_errors=True)  # (the next build parses the files again)
     forget_note(store)
 
 

@@ -113,7 +113,8 @@ def build(root: Path, site_dir: Path | None = None, *, strict: bool = False, eng
     engine = engine or settings.engine
     check_engine(engine)
     _writable(Path(config.site_dir))
-    job = output.Build(Path(config.site_dir), engine, reuse=not clean)
+    commit, erased = output.rewritten(root, Path(config.site_dir))
+    job = output.Build(Path(config.site_dir), engine, reuse=not clean, commit=commit, erased=erased)
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.WARNING)
     shown = logging.StreamHandler()  # every warning on stderr, --strict or not (which adds a counting handler)

@@ -41,6 +41,7 @@ from pathlib import Path
 from ..features.doctor import Finding
 from ..foundation.config import read_mkdocs_yml
 from ..foundation.errors import MemsiteError
+from ..git.commands import Git
 from ..git.locks import Owner, current_owner, is_dead
 
 STAMP = ".memsite-site.json"  # in every built site
@@ -163,6 +164,18 @@ def link_tree(source: Path, target: Path) -> bool:
     return True
 
 
+def rewritten(root: Path, site_dir: Path) -> tuple[str | None, bool]:
+    """(the commit the repository at ``root`` is at, whether ``site_dir`` was built from a history rewritten
+    since: its commit is not an ancestor of that one, or is gone). (None, False) outside a git repository."""
+    git = Git(root)
+    head = git.run("rev-parse", "-q", "--verify", "HEAD^{commit}")
+    commit = head.stdout.strip() if head.returncode == 0 else None
+    built = (built_by(site_dir) or {}).get("commit")
+    if commit is None or not isinstance(built, str) or not built:
+        return commit, False
+    return commit, git.run("merge-base", "--is-ancestor", built, commit).returncode != 0
+
+
 def remove_later(folder: Path) -> None:
     """Remove ``folder`` in a process of its own that the build does not wait for (a site may be 100,000 files)."""
     subprocess.Popen([sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)",
@@ -177,10 +190,16 @@ class Build:
     Ctrl-C it keeps the build's record, so the next build says so).
     """
 
-    def __init__(self, site_dir: Path, engine: str, *, reuse: bool = True) -> None:
+    def __init__(self, site_dir: Path, engine: str, *, reuse: bool = True, commit: str | None = None,
+                 erased: bool = False) -> None:
         self.site_dir = Path(os.path.abspath(site_dir))
         self.engine = engine
-        self.reuse = reuse  # pages of the site it replaces that did not change are kept (False: --clean)
+        self.commit = commit  # the commit the site is built from, in its stamp (see rewritten)
+        # erased: the history was rewritten since the site was built (a purge): nothing of it is kept, not even
+        # as the next build's spare, for it may hold what was erased (its search index is compressed: no grep
+        # finds the text there)
+        self.erased = erased
+        self.reuse = reuse and not erased  # pages of the site it replaces that did not change are kept (False: --clean)
         self.folder = self.site_dir.parent / f".{self.site_dir.name}.building-{os.getpid()}"
         self.spare = spare_of(self.site_dir)
         self.notes: list[str] = []  # what the build found (an interrupted build before it), one line each
@@ -207,7 +226,10 @@ class Build:
         self._remove_swapped_out()
         (self.site_dir / RECORD).unlink(missing_ok=True)  # (a build killed right after its swap)
         previous = built_by(self.site_dir)
-        if previous is not None and previous.get("memsite") != version():
+        if self.erased:
+            self.notes.append(f"the history was rewritten since {self.site_dir} was built (a purge): it is built "
+                              "again whole, and nothing of the previous site is kept")
+        elif previous is not None and previous.get("memsite") != version():
             self.notes.append(f"{self.site_dir} was built by memsite {previous.get('memsite')} (this is "
                               f"{version()}): it is built again whole")
         reuse = self.reuse and previous is not None and previous.get("memsite") == version()
@@ -268,8 +290,8 @@ class Build:
 
     def finish(self) -> None:
         """Put the finished build in place of the site in one step; the old site is removed afterwards."""
-        (self.folder / STAMP).write_text(json.dumps({"memsite": version(), "engine": self.engine}) + "\n",
-                                         encoding="utf-8")
+        (self.folder / STAMP).write_text(json.dumps({"memsite": version(), "engine": self.engine,
+                                                     "commit": self.commit}) + "\n", encoding="utf-8")
         for aside in KEPT.values():  # (what the build did not take back: a recycled page or index not needed)
             _discard(self.folder / aside)
         old = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}-{time.monotonic_ns()}"
@@ -282,7 +304,7 @@ class Build:
             os.rename(self.folder, self.site_dir)
         (self.site_dir / RECORD).unlink()
         if old.exists():
-            if not self.spare.exists() and built_by(old) is not None:
+            if not self.erased and not self.spare.exists() and built_by(old) is not None:
                 os.rename(old, self.spare)  # the next build starts from it
             else:
                 remove_later(old)

@@ -20,11 +20,12 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from ..features.expiry import SITE_PARSED
 from ..foundation.config import Config
 from ..foundation.record import Memory
 from .output import version
 
-FOLDER = ".memsite/site-parsed"
+FOLDER = f".memsite/{SITE_PARSED}"
 Signature = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
 
