@@ -114,7 +114,8 @@ class MemsitePlugin(BasePlugin[_Options]):
             self.default_nav = True
             config.nav = default_nav(self.settings)
         if self.command == "build" and not output.is_build_folder(Path(config.site_dir)):
-            self.build = output.Build(Path(config.site_dir), "mkdocs")
+            commit, erased = output.rewritten(root, Path(config.site_dir))
+            self.build = output.Build(Path(config.site_dir), "mkdocs", commit=commit, erased=erased)
             try:
                 config.site_dir = str(self.build.begin())
             except MemsiteError as exc:
