@@ -18,7 +18,6 @@ import json
 import multiprocessing
 import os
 import re
-import shutil
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from ..foundation.errors import MemsiteError, NotFound
 from ..foundation.record import Memory, short_id
 from ..storage.chain import chain
 from . import safe
-from .output import KEPT, link_tree, version
+from .output import KEPT, discard, link_tree, version
 from .safe import text
 from .snapshot import Scored
 
@@ -210,19 +209,19 @@ def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str], shared: C
     folder, kept = site_dir / "m", site_dir / KEPT["m"]
     have = _kept_record(site_dir)
     if not kept.is_dir() or have is None:
-        _discard(kept)
+        discard(kept)
         have = {}
         if served and previous is not None and link_tree(previous / "m", kept):
             have = dict(served)
     if kept.is_dir():  # what the generator wrote into m/ joins the pages kept, which then take its place
         for entry in os.scandir(folder) if folder.is_dir() else ():
-            _discard(kept / entry.name)
+            discard(kept / entry.name)
             os.rename(entry.path, kept / entry.name)
-        _discard(folder)
+        discard(folder)
         os.rename(kept, folder)
         for entry in os.scandir(folder):
             if entry.name not in keys and entry.name not in shared:
-                _discard(Path(entry.path))  # a memory gone, or a shared file of an older shell
+                discard(Path(entry.path))  # a memory gone, or a shared file of an older shell
     linked: set[str] = set()
     for memory_id, key in keys.items():
         if have.get(memory_id) == key:
@@ -248,13 +247,6 @@ def reuse(previous: Path | None, site_dir: Path, keys: dict[str, str], shared: C
 def _kept_record(site_dir: Path) -> dict[str, str] | None:
     """:func:`pages_made` of the spare a build started from (its record set aside with its pages)."""
     return _read_record(site_dir / KEPT[PAGES])
-
-
-def _discard(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
 
 
 def write_all(site_dir: Path, shell: Shell, pages: Callable[[int, int], Iterator[tuple[str, str, str]]],

@@ -146,7 +146,7 @@ def throw_away(path: Path, folder: Path) -> None:
     try:
         site = Path(json.loads((folder / RECORD).read_text(encoding="utf-8"))["site"])
     except (OSError, ValueError, KeyError, TypeError):
-        _discard(path)
+        discard(path, quiet=True)
         return
     aside = site.parent / f".{site.name}.old-{os.getpid()}-{time.monotonic_ns()}"
     os.rename(path, aside)
@@ -159,7 +159,7 @@ def link_tree(source: Path, target: Path) -> bool:
     if not source.is_dir() or shutil.which("cp") is None:
         return False
     if subprocess.run(["cp", "-al", str(source), str(target)], capture_output=True).returncode != 0:
-        _discard(target)
+        discard(target, quiet=True)
         return False
     return True
 
@@ -293,7 +293,7 @@ class Build:
         (self.folder / STAMP).write_text(json.dumps({"memsite": version(), "engine": self.engine,
                                                      "commit": self.commit}) + "\n", encoding="utf-8")
         for aside in KEPT.values():  # (what the build did not take back: a recycled page or index not needed)
-            _discard(self.folder / aside)
+            discard(self.folder / aside, quiet=True)
         old = self.site_dir.parent / f".{self.site_dir.name}.old-{os.getpid()}-{time.monotonic_ns()}"
         if not self.site_dir.is_dir():
             os.rename(self.folder, self.site_dir)
@@ -319,17 +319,19 @@ class Build:
         except (OSError, ValueError):
             data = None
         if data is None:
-            _discard(self.folder)
+            discard(self.folder, quiet=True)
             return
         for entry in os.scandir(self.folder):
             if entry.name != RECORD:
-                _discard(Path(entry.path))
+                discard(Path(entry.path), quiet=True)
         self._record({**data, "ended": "interrupted (Ctrl-C)"})
 
 
-def _discard(path: Path) -> None:
+def discard(path: Path, *, quiet: bool = False) -> None:
+    """Remove ``path``, a folder (its files too), a file or a link, if it is there; ``quiet``: a folder's files
+    that cannot be removed are left (cleaning up after a build rather than making one)."""
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=quiet)
     else:
         path.unlink(missing_ok=True)
 
@@ -379,6 +381,6 @@ def repair(found: list[Finding]) -> list[str]:
     done = []
     for finding in found:
         if finding.kind == "site" and finding.path is not None:
-            _discard(finding.path)
+            discard(finding.path, quiet=True)
             done.append(f"removed {finding.path.name}, left by an unfinished site build")
     return done

@@ -32,6 +32,7 @@ import subprocess
 from pathlib import Path
 
 from ..foundation.errors import MemsiteError
+from .output import KEPT, discard, link_tree, throw_away
 
 WORKER = "assets/memsite/search-worker.js"
 UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-modular-ui.js", "pagefind-modular-ui.css",
@@ -95,8 +96,6 @@ def index(site_dir: Path, memories: dict[str, str], previous: Path | None = None
                     f"build's index, {len(stale)} of them left out of its results)")
     out = site_dir / MAIN
     if out.is_dir():
-        from .output import throw_away
-
         throw_away(out, site_dir)
     glob = "{" + ",".join(["m/*/index.html", *(f"{folder}/**/*.html" for folder in SEARCHED)]) + "}"
     summary = _pagefind(site_dir, glob, out)
@@ -138,10 +137,10 @@ def _pagefind(site_dir: Path, glob: str, out: Path) -> str:
 def _write_delta(site_dir: Path, fresh: dict[str, str], stale: list[str], main: str) -> None:
     """``pagefind-delta/``: the index of the ``fresh`` pages (none: no index) and what the worker reads first."""
     out = site_dir / DELTA
-    _discard(out)
+    discard(out)
     if fresh:
         source = site_dir / _SOURCE
-        _discard(source)
+        discard(source)
         try:
             for url in fresh:
                 rel = url.strip("/") + "/index.html" if url != "/" else "index.html"
@@ -149,7 +148,7 @@ def _write_delta(site_dir: Path, fresh: dict[str, str], stale: list[str], main: 
                 os.link(site_dir / rel, source / rel)
             _pagefind(source, "**/*.html", out)
         finally:
-            _discard(source)
+            discard(source)
     out.mkdir(exist_ok=True)
     # What the search worker reads first (kept small: it is fetched with every first search), and what it holds.
     (out / HOLDS).write_text(json.dumps({"main": main, "stale": stale, "indexed": len(fresh)}, separators=(",", ":")),
@@ -160,8 +159,6 @@ def _write_delta(site_dir: Path, fresh: dict[str, str], stale: list[str], main: 
 def _main_index(site_dir: Path, previous: Path | None) -> dict | None:
     """The main index of the site ``previous`` (its ``id`` and ``pages``), put in place in ``site_dir``: the one
     a recycled spare kept when it is the same, else linked from ``previous``; None when there is none to keep."""
-    from .output import KEPT, link_tree, throw_away
-
     kept = site_dir / KEPT[MAIN]
     served = _holds(previous / MAIN) if previous is not None else None
     try:
@@ -200,9 +197,3 @@ def _other_pages(site_dir: Path) -> dict[str, str]:
                 found[url] = hashlib.sha256(data).hexdigest()[:12]
     return found
 
-
-def _discard(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()

@@ -561,23 +561,19 @@ class Storage:
             removed = self._removal(self.root, tip, id) if tip else None
         return ids.not_found(id, removed)
 
-    def alike(self, fts_query: str, category: str, limit: int) -> list[Memory]:
-        """The ``limit`` memories of ``category`` still holding that best match ``fts_query`` by words
-        (see :meth:`Catalog.best_matches`)."""
-        def read() -> list[Memory]:
-            with self.repo.thread_lock:
-                self.fresh()
-                return self.catalog.best_matches(fts_query, category, self.now(), limit)
-
-        return self.healing(read, reading=True)
-
     def contradicted(self, memory: Memory) -> list[Memory]:
         """The memories of ``memory``'s category, still holding, that it may contradict (see
-        :mod:`memsite.foundation.likeness`), most alike first."""
+        :mod:`memsite.foundation.likeness`; found by :meth:`Catalog.best_matches`), most alike first."""
         fts_query = likeness.query(memory.content)
         if fts_query is None:
             return []
-        near = self.alike(fts_query, memory.category, likeness.SHOWN)
+
+        def read() -> list[Memory]:
+            with self.repo.thread_lock:
+                self.fresh()
+                return self.catalog.best_matches(fts_query, memory.category, self.now(), likeness.SHOWN)
+
+        near = self.healing(read, reading=True)
         return likeness.candidates(memory.content, near, self.config.dedupe_threshold)
 
     def list(self, category: str | None = None, agent: str | None = None) -> list[Memory]:
