@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..foundation.errors import RepositoryError
 from ..git import stash
 from ..git.commands import Git
 from ..git.maintenance import keep_of
@@ -251,7 +250,4 @@ def _kinds(root: Path, shas: Iterable[str]) -> dict[str, str]:
 
 
 def _git(root: Path, *args: str, check: bool = True, input: str | None = None) -> Any:
-    result = Git(root).run(*args, input=input)
-    if check and result.returncode != 0:
-        raise RepositoryError(f"git {args[0]} failed in {root}: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
-    return result
+    return Git(root).run(*args, input=input, check=check)  # (raises GitFailed: "git <command> failed in <root>: …")

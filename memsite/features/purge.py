@@ -609,9 +609,6 @@ def _reaches(root: Path, ref: str, commits: set[str]) -> bool:
 
 
 def _git(root: Path, *args: str, check: bool = True, input: str | None = None) -> Any:
-    result = Git(root).run(*args, input=input)
-    if check and result.returncode != 0:
-        raise RepositoryError(f"git {args[0]} failed in {root}: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
-    return result
+    return Git(root).run(*args, input=input, check=check)  # (raises GitFailed: "git <command> failed in <root>: …")
 
 
