@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from memsite import ConfigError, MemoryStore
 from memsite.api import storage_of
 from memsite.cli import main
+from memsite.features.relevance import NEAR, WORDS_FLOOR
 
 from .conftest import Clock
 
@@ -135,6 +136,19 @@ def test_explain_shows_the_signals_and_the_floor_and_counts_nothing(
     assert why["kept"] and why["standing"] >= why["floor"] and why["text"].startswith("meaning ")
     with MemoryStore(Path(root), agent="planner") as store:
         assert storage_of(store).activity.waiting() == 0  # --explain recalled nothing
+
+
+def test_once_a_question_is_about_memory_its_close_matches_just_below_the_floor_are_recalled_too(
+        hybrid: MemoryStore) -> None:
+    off_topic = hybrid.explain("banana smoothie recipe", limit=20)
+    line = off_topic[0].why.floor
+    assert line > 0 and not any(h.why.kept for h in off_topic)  # the floor itself still says "nothing relevant"
+    about = hybrid.explain("how should I format commit messages?", limit=20)
+    assert about[0].why.kept and about[0].why.standing >= line
+    assert all(h.why.floor == pytest.approx(NEAR * line) for h in about)
+    for h in about:  # kept: at least NEAR of the floor (or most of the question's words), whatever its place
+        assert h.why.kept == (h.why.standing >= NEAR * line or h.why.words >= WORDS_FLOOR), str(h.why)
+    assert any(h.why.kept and h.why.standing < line for h in about)
 
 
 def test_the_floor_comes_from_configuration(hybrid: MemoryStore, clock: Clock) -> None:

@@ -37,6 +37,10 @@ floor:
 * words >= :data:`WORDS_FLOOR`: the memory holds most of the query's words
   (by rarity), so a keyword query finds what it names.
 
+Once one of a question's memories reaches a floor, the question is about
+something in memory, and its other candidates need only :data:`NEAR` of the
+meaning floor: a close match just below it is not cut.
+
 Floors per signal rather than on the mix: background questions share a
 common word now and then, which would lift a floor on the mix past the
 paraphrases that share none (measured in bench/quality.py).
@@ -65,6 +69,15 @@ NEIGHBOURS = 30
 
 Chosen with ``bench/longterm.py --set validation`` (10 to 50, and all the candidates, tried). With
 fewer memories than this there is no neighbourhood to contrast with: contrast is not measured."""
+NEAR = 0.85
+"""The share of the meaning floor a question's other candidates need once one of its memories reaches
+the floor (or holds most of its words). The floor decides whether a question is about something in
+memory at all; once it is, a close match just below the floor is not cut. Off-topic questions are not
+touched: none of their memories reaches the floor.
+
+Chosen with bench/quality.py's validation questions (0.7 to 1 tried, and a fixed margin of 0.5 to 3
+standard deviations): paraphrases in the first five 71 -> 73 % at 200 memories and 67 -> 71 % at
+10,000, with fewer memories kept beside them than a fixed margin keeps in a small store."""
 RECALIBRATE = 0.1
 """The floor is measured again once the number of memories has changed by this share."""
 MIN_SPREAD = 0.01
@@ -113,7 +126,8 @@ class Why:
     """What found the memory, 0 to 1: its closeness in meaning and its word match, fused
     (:mod:`memsite.features.retrieval`); by words only, bm25 divided by the best match's."""
     floor: float | None
-    """The standing a memory needs (or :data:`WORDS_FLOOR` of words); None by words only or with no floor."""
+    """The standing a memory needs (or :data:`WORDS_FLOOR` of words): the meaning floor, or :data:`NEAR` of it
+    once another memory of the question reached a floor; None by words only or with no floor."""
     kept: bool
     standing: float | None = None
     """How far the cosine stands above the query's cosines with the background questions, in their

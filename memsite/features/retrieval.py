@@ -8,8 +8,9 @@ declares them:
    ``max(50, 10 x limit)`` of each list (:func:`memsite.features.relevance.signals`), among the memories
    the filters allow (category, agent, tags, ``since`` / ``until`` on the date written). A
    candidate is *kept* when one signal reaches its floor (:mod:`memsite.features.relevance`): its
-   meaning stands out from off-topic questions, or it holds most of the query's words; by words
-   only, every memory holding a query word is kept. Its *relevance* fuses the two scores, each
+   meaning stands out from off-topic questions, or it holds most of the query's words (once one
+   candidate does, the others need only :data:`~memsite.features.relevance.NEAR` of the meaning
+   floor); by words only, every memory holding a query word is kept. Its *relevance* fuses the two scores, each
    on a 0-1 scale among the candidates: ``w x closeness + (1 - w) x bm25 x share ** 0.5``, where
    closeness is ``(1 - c) x cosine + c x contrast`` (:data:`CONTRAST`), each scaled between the
    candidates' lowest (0) and highest (1); contrast is the cosine against the query's
@@ -49,7 +50,7 @@ from ..storage import Storage
 from ..storage.catalog import Catalog
 from .asof import moment
 from .recall import Hit
-from .relevance import WORDS_FLOOR, Signals, Why, floor, signals
+from .relevance import NEAR, WORDS_FLOOR, Signals, Why, floor, signals
 
 RANKINGS = ("relevance", "freshness")
 """How recall orders what it finds: relevance first (time a bounded prior), or the seed's decay."""
@@ -170,15 +171,21 @@ def find(store: Storage, asked: Request, catalog: Catalog | None = None) -> dict
     if any(s.contrast is not None for s in found.values()):
         contrast = _scaled({n: s.contrast or 0.0 for n, s in found.items()})
         closeness = {n: (1 - CONTRAST) * c + CONTRAST * contrast[n] for n, c in closeness.items()}
+    if line is not None and any(_reaches(s, line, weight) for s in found.values()):
+        line *= NEAR  # the question is about something in memory: its other close matches count too
     whys = {}
     for n, s in found.items():
         relevance = weight * closeness[n] + (1 - weight) * s.bm25 * s.words ** WORDS_POWER
-        kept = (s.words > 0 or (s.meaning or 0) > 0) and (
-            s.standing is None or (weight > 0 and s.standing >= line)  # type: ignore[operator]  # line is set where standing is
-            or (weight < 1 and s.words >= WORDS_FLOOR))
+        kept = (s.words > 0 or (s.meaning or 0) > 0) and (s.standing is None or _reaches(s, line, weight))
         whys[n] = Why(s.meaning, s.words, s.matched, relevance, line, kept, s.standing,
                       by_meaning[n], by_words.get(n), s.contrast)
     return whys
+
+
+def _reaches(s: Signals, line: float | None, weight: float) -> bool:
+    """Whether a candidate's meaning stands ``line`` above off-topic questions, or it holds most of the query's words."""
+    return (weight > 0 and line is not None and s.standing is not None and s.standing >= line) or (
+        weight < 1 and s.words >= WORDS_FLOOR)
 
 
 def _scaled(values: dict[int, float]) -> dict[int, float]:
