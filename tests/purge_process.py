@@ -22,11 +22,11 @@ from tests import kill_points
 
 KILL_POINTS: dict[str, tuple[Any, str, str]] = {  # point: (owner, attribute, "before" | "after" its first call)
     "fetched": (Remote, "fetch", "after"),
-    "rewritten": (purging, "_rewrite", "after"),
+    "rewritten": (purging, "rewrite_refs", "after"),
     "tombstone-written": (purging, "_listed", "after"),
     "published": (purging, "_publish", "after"),
     "expiry-noted": (purging, "note", "after"),
-    "refs-moved": (purging, "_move_refs", "after"),
+    "refs-moved": (purging, "move_refs", "after"),
     "stash-rewritten": (stash, "replace", "after"),
     "reflogs-expired": (expiry, "_drop_entries", "after"),
     "objects-dropped": (expiry, "_drop_objects", "after"),
@@ -35,8 +35,8 @@ KILL_POINTS: dict[str, tuple[Any, str, str]] = {  # point: (owner, attribute, "b
 }
 FOLLOW_POINTS: dict[str, tuple[Any, str, str]] = {  # a clone's sync, following a purge made elsewhere
     "fetched": (following, "_write_seen", "after"),  # the remote's rewritten branch fetched, nothing rewritten
-    "rewritten": (following, "_rewrite", "after"),
-    "refs-moved": (following, "_move_refs", "after"),
+    "rewritten": (following, "rewrite_refs", "after"),
+    "refs-moved": (following, "move_refs", "after"),
     "objects-dropped": (expiry, "_drop_objects", "after"),
 }
 

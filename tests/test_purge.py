@@ -196,7 +196,7 @@ def test_what_others_push_while_the_purge_runs_is_purged_too_and_kept(store: Mem
     store.sync()
     other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
     from memsite.features import purge as purging
-    real = purging._rewrite
+    real = purging.rewrite_refs
     written = []
 
     def rewrite_while_another_clone_pushes(*args: object, **kwargs: object) -> dict[str, str]:
@@ -205,7 +205,7 @@ def test_what_others_push_while_the_purge_runs_is_purged_too_and_kept(store: Mem
             other.sync()
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(purging, "_rewrite", rewrite_while_another_clone_pushes)
+    monkeypatch.setattr(purging, "rewrite_refs", rewrite_while_another_clone_pushes)
     store.purge(secret, reason="erasure")
     assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []
     assert [store.get(m.id).content for m in written] == [m.content for m in written]  # on the remote, purged
@@ -221,14 +221,14 @@ def test_a_purge_that_cannot_publish_while_others_push_gives_up_and_changes_noth
     store.sync()
     other = MemoryStore(_clone(remote, tmp_path / "b"), agent="coder")
     import memsite.features.purge as purging
-    real = purging._rewrite
+    real = purging.rewrite_refs
 
     def rewrite_while_another_clone_pushes(*args: object, **kwargs: object) -> dict[str, str]:
         other.remember("Written while the purge ran", category="events", dedupe=False)
         other.sync()
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(purging, "_rewrite", rewrite_while_another_clone_pushes)
+    monkeypatch.setattr(purging, "rewrite_refs", rewrite_while_another_clone_pushes)
     monkeypatch.setattr(purging, "RACE_SECONDS", 0.0)
     tip = git(store.root, "rev-parse", "main")
     with pytest.raises(RepositoryError, match="origin moved since the purge fetched it.*run the purge again"):
@@ -349,7 +349,7 @@ def test_a_memory_written_while_the_purge_runs_is_not_lost(store: MemoryStore, r
     secret, _ = write_history(store)
     store.sync()
     import memsite.features.purge as purging
-    real = purging._rewrite
+    real = purging.rewrite_refs
     landed = []
 
     def rewrite_while_the_agent_writes(*args: object, **kwargs: object) -> dict[str, str]:
@@ -357,11 +357,11 @@ def test_a_memory_written_while_the_purge_runs_is_not_lost(store: MemoryStore, r
         landed.append(store.remember("Written while the purge ran", category="events"))
         return result
 
-    monkeypatch.setattr(purging, "_rewrite", rewrite_while_the_agent_writes)
+    monkeypatch.setattr(purging, "rewrite_refs", rewrite_while_the_agent_writes)
     with pytest.raises(RepositoryError, match="a branch moved while the purge ran.*run the purge again"):
         store.purge(secret, reason="erasure")
     assert store.get(landed[0].id)
-    monkeypatch.setattr(purging, "_rewrite", real)
+    monkeypatch.setattr(purging, "rewrite_refs", real)
     store.purge(secret, reason="erasure")
     assert store.get(landed[0].id).content == "Written while the purge ran"
     assert holds_text(store.root) == [] and _after_hosting_gc(remote) == []
@@ -555,19 +555,19 @@ def test_a_stash_made_while_the_purge_runs_stops_it_and_the_next_run_takes_it_to
     secret, _ = write_history(store)
     stash_draft(store.root)
     import memsite.features.purge as purging
-    real = purging._rewrite
+    real = purging.rewrite_refs
 
     def rewrite_while_the_person_stashes(*args: object, **kwargs: object) -> dict[str, str]:
         result = real(*args, **kwargs)  # type: ignore[arg-type]
         stash_draft(store.root, "Another draft, put aside meanwhile.")
         return result
 
-    monkeypatch.setattr(purging, "_rewrite", rewrite_while_the_person_stashes)
+    monkeypatch.setattr(purging, "rewrite_refs", rewrite_while_the_person_stashes)
     with pytest.raises(RepositoryError, match="moved while the purge ran.*run the purge again"):
         store.purge(secret, reason="erasure", remote=None)
     assert len(git(store.root, "stash", "list").splitlines()) == 2 and holds_text(store.root)
     assert git(store.root, "for-each-ref", "refs/memsite/") == ""
-    monkeypatch.setattr(purging, "_rewrite", real)
+    monkeypatch.setattr(purging, "rewrite_refs", real)
     store.purge(secret, reason="erasure", remote=None)
     assert holds_text(store.root) == [] and len(git(store.root, "stash", "list").splitlines()) == 2
     assert "Another draft" in git(store.root, "stash", "show", "-p", "stash@{0}")

@@ -61,7 +61,7 @@ def expire(store: Storage) -> None:
         _drop_objects(store, tainted)
         held = held_stashes(root)
         if held:
-            _git(root, "update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in held))
+            run_git(root, "update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in held))
     _erase_vectors(store, keys)
     store.healing(lambda: store.activity.drop(ids))  # (their recalls waiting for a commit: no file takes them)
     store.rebuild_caches()
@@ -102,7 +102,7 @@ def _tainted(root: Path, changed: set[str]) -> set[str]:
     """The commits no ref reaches any more (reflogs only) that hold a purged memory: the purge's ``changed``
     commits and every commit after them."""
     tainted: set[str] = set()
-    for line in _git(root, "rev-list", "--topo-order", "--reverse", "--parents", "--reflog", "--not", "--all"
+    for line in run_git(root, "rev-list", "--topo-order", "--reverse", "--parents", "--reflog", "--not", "--all"
                      ).stdout.splitlines():
         sha, *parents = line.split()
         if sha in changed or not tainted.isdisjoint(parents):
@@ -154,9 +154,9 @@ def _drop_objects(store: Storage, tainted: set[str]) -> None:
     if not tainted:
         return
     # (``rev-list --objects A --not B`` leaves out only what B's own trees hold: the sets are compared here)
-    doomed = set(_git(root, "rev-list", "--objects", "--no-object-names", "--ignore-missing", "--missing=allow-any",
+    doomed = set(run_git(root, "rev-list", "--objects", "--no-object-names", "--ignore-missing", "--missing=allow-any",
                       "--stdin", input="".join(f"{sha}\n" for sha in tainted)).stdout.split())
-    doomed -= set(_git(root, "rev-list", "--objects", "--no-object-names", "--all", "--reflog",
+    doomed -= set(run_git(root, "rev-list", "--objects", "--no-object-names", "--all", "--reflog",
                        "--indexed-objects").stdout.split())
     if not doomed:
         return
@@ -169,15 +169,15 @@ def _drop_objects(store: Storage, tainted: set[str]) -> None:
     kept = {p.with_suffix(".pack") for p in packs.glob("*.keep")}
     holding = [p for p in packs.glob("*.pack") if p not in kept]
     if holding:
-        listed = _git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").stdout.split()
-        made = _git(root, "pack-objects", "-q", "--delta-base-offset", str(packs / "pack"),
+        listed = run_git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").stdout.split()
+        made = run_git(root, "pack-objects", "-q", "--delta-base-offset", str(packs / "pack"),
                     input="".join(f"{sha}\n" for sha in listed if sha not in doomed)).stdout.strip()
         for pack in holding:
             if pack.stem != f"pack-{made}":
                 for suffix in (".pack", ".idx", ".rev", ".bitmap", ".mtimes"):
                     with contextlib.suppress(FileNotFoundError):
                         pack.with_suffix(suffix).unlink()
-        _git(root, "prune-packed", "-q")
+        run_git(root, "prune-packed", "-q")
     for sha in doomed:
         with contextlib.suppress(FileNotFoundError):
             (objects / sha[:2] / sha[2:]).unlink()
@@ -197,7 +197,7 @@ def stashes_holding(store: Storage, changed: set[str]) -> dict[str, str]:
     if not entries or not changed:
         return {}
     holding: set[str] = set()
-    for line in _git(store.root, "rev-list", "--topo-order", "--reverse", "--parents", *set(entries)
+    for line in run_git(store.root, "rev-list", "--topo-order", "--reverse", "--parents", *set(entries)
                      ).stdout.splitlines():
         sha, *parents = line.split()
         if sha in changed or not holding.isdisjoint(parents):
@@ -210,14 +210,14 @@ def hold_stashes(root: Path, entries: Iterable[str]) -> list[str]:
     the branches; the refs' names."""
     refs = [f"{STASH_REFS}{sha}" for sha in dict.fromkeys(entries)]
     if refs:
-        _git(root, "update-ref", "--stdin", input="".join(f"update {ref} {ref.removeprefix(STASH_REFS)}\n"
+        run_git(root, "update-ref", "--stdin", input="".join(f"update {ref} {ref.removeprefix(STASH_REFS)}\n"
                                                          for ref in refs))
     return refs
 
 
 def held_stashes(root: Path) -> dict[str, str]:
     """The stash entries held for a rewrite: {their ref: the commit it names now (their own until moved)}."""
-    listed = _git(root, "for-each-ref", "--format=%(refname) %(objectname)", STASH_REFS).stdout
+    listed = run_git(root, "for-each-ref", "--format=%(refname) %(objectname)", STASH_REFS).stdout
     return dict(line.split(" ", 1) for line in listed.splitlines())
 
 
@@ -225,7 +225,7 @@ def drop_unmoved_stashes(root: Path) -> None:
     """Let go of the stash entries held for a rewrite that never moved (a purge stopped or killed before)."""
     unmoved = [ref for ref, sha in held_stashes(root).items() if ref.endswith(f"/{sha}")]
     if unmoved:
-        _git(root, "update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in unmoved))
+        run_git(root, "update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in unmoved))
 
 
 def _follow_stashes(store: Storage) -> set[str]:
@@ -236,18 +236,18 @@ def _follow_stashes(store: Storage) -> set[str]:
     moved = {ref.removeprefix(STASH_REFS): sha for ref, sha in held.items() if not ref.endswith(f"/{sha}")}
     if not moved:
         return set()
-    listed = _git(root, "log", "--no-walk=unsorted", "--format=%H %s", *moved.values()).stdout.splitlines()
+    listed = run_git(root, "log", "--no-walk=unsorted", "--format=%H %s", *moved.values()).stdout.splitlines()
     subjects = {sha: subject for sha, _, subject in (line.partition(" ") for line in listed)}
     stash.replace(store.repo.refs, moved, lambda sha: subjects.get(sha, ""))
     old = [sha for sha, kind in _kinds(root, moved).items() if kind == "commit"]  # (gone: a run killed after)
-    return set(_git(root, "rev-list", *old, "--not", "--all").stdout.split()) if old else set()
+    return set(run_git(root, "rev-list", *old, "--not", "--all").stdout.split()) if old else set()
 
 
 def _kinds(root: Path, shas: Iterable[str]) -> dict[str, str]:
-    listed = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", check=False,
+    listed = run_git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", check=False,
                   input="".join(f"{sha}\n" for sha in shas)).stdout
     return {fields[0]: fields[1] for fields in (line.split() for line in listed.splitlines()) if len(fields) == 2}
 
 
-def _git(root: Path, *args: str, check: bool = True, input: str | None = None) -> Any:
+def run_git(root: Path, *args: str, check: bool = True, input: str | None = None) -> Any:
     return Git(root).run(*args, input=input, check=check)  # (raises GitFailed: "git <command> failed in <root>: …")

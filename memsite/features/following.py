@@ -11,8 +11,18 @@ from pathlib import Path
 
 from ..foundation.errors import NotFound
 from ..storage import Storage
-from .expiry import drop_unmoved_stashes, expire, held_stashes, hold_stashes, note
-from .purge import REDACTED, PurgePlan, _git, _move_refs, _redacted, _ref_values, _refs, _rewrite, plan, refuse_changed
+from .expiry import drop_unmoved_stashes, expire, held_stashes, hold_stashes, note, run_git
+from .purge import (
+    REDACTED,
+    PurgePlan,
+    move_refs,
+    plan,
+    redacted,
+    ref_values,
+    refuse_changed,
+    rewritable_refs,
+    rewrite_refs,
+)
 
 FOLLOWING = "following"  # in .memsite/: the shared branch's commit this clone had seen, until it followed a purge
 # Who wrote a commit and when, to pair a commit of the rewritten history with the one it was.
@@ -36,15 +46,15 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         The branch's new commit (None: ``theirs`` holds no tombstone this clone has not followed).
     """
     root = store.root
-    if _git(root, "cat-file", "-e", f"{seen}^{{commit}}", check=False).returncode:
+    if run_git(root, "cat-file", "-e", f"{seen}^{{commit}}", check=False).returncode:
         # (a sync killed after it dropped the objects that held them, the old commits among them)
         return _followed(store, ref, theirs)
     ids = _tombstoned(root, seen, theirs)
     if not ids:
         return None
     _write_seen(store, seen)  # (the fetch moved the remote's branch on: a sync stopped before the end starts here)
-    expected = _ref_values(root)
-    local = [r for r in _refs(root) if not r.startswith("refs/remotes/")]
+    expected = ref_values(root)
+    local = [r for r in rewritable_refs(root) if not r.startswith("refs/remotes/")]
     try:
         found: PurgePlan | None = plan(store, ids, refs=[*local, seen])
     except NotFound:  # (this clone never had them)
@@ -58,11 +68,12 @@ def follow(store: Storage, ref: str, seen: str, theirs: str, remote: str = "orig
         hold_stashes(root, found.stashes.values())
         expected.update(held_stashes(root))
         note(store, found.ids, found.commits, found.keys)
-        moves = _rewrite(root, [r for r in local if r in found.refs], found)
+        moves = rewrite_refs(root, [r for r in local if r in found.refs], found)
         if moves:
-            _move_refs(store, moves, expected)
+            move_refs(store, moves, expected)
     # The remote's other branches (agent branches) were rewritten too: this clone's copies of them follow.
-    _git(root, "fetch", "--quiet", "--prune", "--no-write-fetch-head", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
+    run_git(root, "fetch", "--quiet", "--prune", "--no-write-fetch-head", remote,
+            f"+refs/heads/*:refs/remotes/{remote}/*")
     return _followed(store, ref, theirs)
 
 
@@ -93,7 +104,7 @@ def _write_seen(store: Storage, seen: str) -> None:
 
 def _tombstoned(root: Path, seen: str, theirs: str) -> list[str]:
     """The memory ids of the tombstones ``theirs`` has and ``seen`` has not."""
-    text = _git(root, "log", "--format=%B", "--grep=^Action: purged$", theirs, f"^{seen}").stdout
+    text = run_git(root, "log", "--format=%B", "--grep=^Action: purged$", theirs, f"^{seen}").stdout
     return sorted(set(re.findall(r"^Purged-Memory: (\S+)$", text, re.MULTILINE)))
 
 
@@ -108,12 +119,13 @@ def _learned(root: Path, found: PurgePlan, seen: str, theirs: str) -> set[str]:
     was: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for sha, key, message in _messages(root, seen):
         was[key].append((sha, message))
-    touched = set(_git(root, "log", "--format=%H", seen, "--", *found.paths).stdout.split()) if found.paths else set()
+    touched = set(run_git(root, "log", "--format=%H", seen, "--", *found.paths).stdout.split()) \
+        if found.paths else set()
     learned: set[str] = set()
     for _, key, message in rewritten:
         holes = re.compile("(.+?)".join(re.escape(part) for part in message.split(REDACTED)), re.DOTALL)
         for sha, old in was.get(key, ()):
-            mine = _redacted(old, found.words, touched=sha in touched)
+            mine = redacted(old, found.words, touched=sha in touched)
             matched = holes.fullmatch(mine)
             if mine == message or matched:
                 learned.update(part for part in (matched.groups() if matched else ()) if part != REDACTED)
@@ -123,7 +135,7 @@ def _learned(root: Path, found: PurgePlan, seen: str, theirs: str) -> set[str]:
 
 def _messages(root: Path, *revisions: str) -> list[tuple[str, str, str]]:
     """(commit, who wrote it and when, its message) of each commit of ``revisions``."""
-    out = _git(root, "log", "--date=raw", f"--format=%H%x00{_KEY}%x00%B%x01", *revisions).stdout
+    out = run_git(root, "log", "--date=raw", f"--format=%H%x00{_KEY}%x00%B%x01", *revisions).stdout
     found = []
     for record in out.split("\x01"):
         fields = record.lstrip("\n").split("\x00")

@@ -44,7 +44,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ..foundation.errors import InvalidInput, MemsiteError, NotFound, RepositoryError
 from ..foundation.fileformat import parse_memory
@@ -63,6 +62,7 @@ from .expiry import (
     held_stashes,
     hold_stashes,
     note,
+    run_git,
     stashes_holding,
 )
 
@@ -126,7 +126,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
         NotFound: no memory ever had that id, or none ever held the pattern.
     """
     root = store.root
-    reach = list(refs) or _refs(root)
+    reach = list(refs) or rewritable_refs(root)
     if not reach:
         raise NotFound(f"{root}: the repository has no commits, so there is nothing to purge")
     added = _added_paths(root, reach)
@@ -135,7 +135,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
     if matching is not None:
         if not matching.strip():
             raise InvalidInput("purge --matching: the pattern is empty")
-        found = _git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--",
+        found = run_git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--",
                      MEMORIES.rstrip("/")).stdout.split()
         for path in set(found):
             for blob in _versions(root, reach, path):
@@ -144,7 +144,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
                     wanted.setdefault(mid, set())
         if not wanted:
             raise NotFound(f"no memory, current or past, holds {matching!r}; nothing to purge")
-        elsewhere = set(_git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--", ".",
+        elsewhere = set(run_git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--", ".",
                              f":(exclude){MEMORIES}").stdout.splitlines()) - {""}
     for given in ids:
         try:
@@ -163,12 +163,12 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
     words = found_words | set(words)
     if matching is not None:
         words.add(matching)
-    touched = set(_git(root, "log", "--format=%H", *reach, "--", *paths).stdout.split()) if paths else set()
+    touched = set(run_git(root, "log", "--format=%H", *reach, "--", *paths).stdout.split()) if paths else set()
     blobs, vector_paths, vector_commits = _published_without(root, reach, keys)
     messages = set()
-    for record in _git(root, "log", "--format=%H%x00%B%x01", *reach).stdout.split("\x01"):
+    for record in run_git(root, "log", "--format=%H%x00%B%x01", *reach).stdout.split("\x01"):
         sha, _, body = record.strip("\n").partition("\x00")
-        if sha and _redacted(body, words, touched=sha in touched) != body:
+        if sha and redacted(body, words, touched=sha in touched) != body:
             messages.add(sha)
     changed = touched | messages | vector_commits
     holding = [ref for ref in reach if changed and _reaches(root, ref, changed)]
@@ -227,13 +227,13 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
         return PurgeResult(found, None, branch)
     refuse_changed(store, [*found.paths, *found.vectors, PURGED_PAGE], "purge")
     hold_stashes(root, found.stashes.values())  # (written again with the branches, then taken by the stash)
-    expected = _ref_values(root)  # what the rewrite starts from: a ref that moves meanwhile stops the purge
+    expected = ref_values(root)  # what the rewrite starts from: a ref that moves meanwhile stops the purge
     when = int(store.now().timestamp())
     marks = Path(tempfile.mkdtemp(prefix="purge-", dir=store.state.path))
     started = time.monotonic()
     try:
         for attempt in itertools.count(1):
-            rewritten = _rewrite(root, found.refs, found, marks)
+            rewritten = rewrite_refs(root, found.refs, found, marks)
             tree, parents = _joined(store, ref, rewritten, origin)
             tombstone = store.repo.write_commit(_listed(store, tree, reason, when), parents,
                                                 _tombstone(store.agent, reason, found.ids, when),
@@ -247,10 +247,10 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
                     raise
             # Others pushed meanwhile (a busy team): what they pushed is rewritten too, on what is done.
             time.sleep(random.uniform(0, min(2.0, 0.05 * 2 ** attempt)))
-            before = _ref_values(root)
+            before = ref_values(root)
             origin.fetch(patterns=["*"])  # type: ignore[union-attr]
             found = _extended(store, found, before)
-            expected.update((r, sha) for r, sha in _ref_values(root).items() if r.startswith("refs/remotes/"))
+            expected.update((r, sha) for r, sha in ref_values(root).items() if r.startswith("refs/remotes/"))
     except BaseException:
         _drop_purge_refs(root)  # (nothing of the purge stays: the refs it wrote, the stash entries it held)
         raise
@@ -260,7 +260,7 @@ def purge(store: Storage, ids: Iterable[str] = (), reason: str = "", *, matching
         rewritten[origin.tracking(name)] = commit  # type: ignore[union-attr]
         expected[origin.tracking(name)] = commit  # type: ignore[union-attr]  # (git push moved it already)
     note(store, found.ids, found.commits, found.keys)
-    _move_refs(store, rewritten, expected)
+    move_refs(store, rewritten, expected)
     expire(store)
     return PurgeResult(found, tombstone, branch, tuple(pushed))
 
@@ -295,7 +295,7 @@ def _extended(store: Storage, found: PurgePlan, before: dict[str, str]) -> Purge
     vector files they wrote."""
     root = store.root
     changed = set(found.commits)
-    now, values = _refs(root), _ref_values(root)
+    now, values = rewritable_refs(root), ref_values(root)
     new_tips = [r for r in now if before.get(r) != values.get(r)]
     blobs, paths, commits = _published_without(root, [*new_tips, "--not", *set(before.values())], set(found.keys)) \
         if new_tips else ({}, set(), set())
@@ -332,7 +332,7 @@ def _tombstone(agent: str, reason: str, ids: Iterable[str], when: int) -> str:
 
 def _tombstone_of(root: Path, ref: str, ids: list[str]) -> str | None:
     """The newest tombstone on ``ref`` naming every one of ``ids`` (None: they were never purged here)."""
-    for record in _git(root, "log", "--format=%H%x00%B%x01", "--grep=^Action: purged$", ref).stdout.split("\x01"):
+    for record in run_git(root, "log", "--format=%H%x00%B%x01", "--grep=^Action: purged$", ref).stdout.split("\x01"):
         sha, _, body = record.strip("\n").partition("\x00")
         named = re.findall(r"^Purged-Memory: (\S+)$", body, re.MULTILINE)
         if sha and all(any(n.upper().startswith(i.upper()) for n in named) for i in ids):
@@ -340,7 +340,7 @@ def _tombstone_of(root: Path, ref: str, ids: list[str]) -> str | None:
     return None
 
 
-def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan, marks: Path | None = None) -> dict[str, str]:
+def rewrite_refs(root: Path, refs: Iterable[str], found: PurgePlan, marks: Path | None = None) -> dict[str, str]:
     """Write ``refs`` again without the plan's files, words and vectors, into refs of memsite's;
     {ref: its new commit}. The stash entries held for it (see :func:`~.expiry.hold_stashes`) go too.
 
@@ -348,10 +348,10 @@ def _rewrite(root: Path, refs: Iterable[str], found: PurgePlan, marks: Path | No
     """
     words = found.words
     return rewrite(root, [*refs, *held_stashes(root)], found.paths,
-                   lambda message, touched: _redacted(message, words, touched=touched), PURGE_REFS, found.blobs, marks)
+                   lambda message, touched: redacted(message, words, touched=touched), PURGE_REFS, found.blobs, marks)
 
 
-def _redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
+def redacted(message: str, words: Iterable[str], *, touched: bool) -> str:
     """``message`` without ``words``, whole or cut short (``Jane Roe addr…``); a commit that changed a purged
     file loses its subject's text too (it was the memory's abstract)."""
     for word in words:
@@ -374,7 +374,7 @@ def refuse_changed(store: Storage, paths: list[str], then: str) -> None:
     Raises:
         RepositoryError: naming the file and what to do.
     """
-    listed = _git(store.root, "status", "--porcelain", "-z", "--untracked-files=no", "--", *paths).stdout
+    listed = run_git(store.root, "status", "--porcelain", "-z", "--untracked-files=no", "--", *paths).stdout
     changed = [entry[3:] for entry in listed.split("\0") if len(entry) > 3 and entry[2] == " "]
     if changed:
         more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
@@ -396,7 +396,7 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
             name = ref.removeprefix(prefix)
         elif ref.startswith("refs/heads/"):
             name = ref.removeprefix("refs/heads/")
-            if _git(root, "rev-parse", "-q", "--verify", origin.tracking(name), check=False).returncode:
+            if run_git(root, "rev-parse", "-q", "--verify", origin.tracking(name), check=False).returncode:
                 continue  # a branch the remote does not have stays in this clone
         else:
             continue
@@ -404,13 +404,13 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
             continue
         local = f"refs/heads/{name}"
         value = rewritten.get(local, new)  # (the branch itself wins over its tracking ref: it has the tombstone)
-        old = _git(root, "rev-parse", origin.tracking(name)).stdout.strip()
+        old = run_git(root, "rev-parse", origin.tracking(name)).stdout.strip()
         leases.append(f"--force-with-lease=refs/heads/{name}:{old}")
         specs.append(f"{value}:refs/heads/{name}")
         names.append(name)
     if not specs:
         return {}
-    result = _git(root, "push", "--porcelain", "--atomic", *leases, origin.name, *specs, check=False)
+    result = run_git(root, "push", "--porcelain", "--atomic", *leases, origin.name, *specs, check=False)
     if result.returncode:
         said = (result.stdout + result.stderr).lower()
         _drop_purge_refs(root)
@@ -428,7 +428,7 @@ def _publish(root: Path, origin: Remote, rewritten: dict[str, str]) -> dict[str,
     return {name: spec.partition(":")[0] for name, spec in zip(names, specs)}
 
 
-def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) -> None:
+def move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) -> None:
     """Move every ref at once (``git update-ref --stdin``) from its ``expected`` commit, then bring the
     checked-out branch's files along.
 
@@ -443,7 +443,7 @@ def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) 
             lines.append(f"verify {stash.STASH} {expected[stash.STASH]}")  # (a stash made meanwhile: not rewritten)
         lines += [f"delete {r}" for r in _purge_refs(root)]
         lines += ["prepare", "commit"]
-        moved = _git(root, "update-ref", "--stdin", input="\n".join(lines) + "\n", check=False)
+        moved = run_git(root, "update-ref", "--stdin", input="\n".join(lines) + "\n", check=False)
         if moved.returncode:
             _drop_purge_refs(root)
             forget_note(store)
@@ -451,37 +451,37 @@ def _move_refs(store: Storage, moves: dict[str, str], expected: dict[str, str]) 
                                   "nothing changed in this clone: run the purge again")
         if head in moves and expected.get(head):
             # the index and working tree follow the branch (a file edited by hand stays edited)
-            _git(root, "read-tree", "-m", "-u", expected[head], moves[head])
+            run_git(root, "read-tree", "-m", "-u", expected[head], moves[head])
     store.fresh()
 
 
-def _ref_values(root: Path) -> dict[str, str]:
-    listed = _git(root, "for-each-ref", "--format=%(refname) %(objectname)").stdout
+def ref_values(root: Path) -> dict[str, str]:
+    listed = run_git(root, "for-each-ref", "--format=%(refname) %(objectname)").stdout
     return dict(line.split(" ", 1) for line in listed.splitlines())
 
 
 def _purge_refs(root: Path) -> list[str]:
-    return _git(root, "for-each-ref", "--format=%(refname)", PURGE_REFS).stdout.split()
+    return run_git(root, "for-each-ref", "--format=%(refname)", PURGE_REFS).stdout.split()
 
 
 def _drop_purge_refs(root: Path) -> None:
     refs = _purge_refs(root)
     if refs:
-        _git(root, "update-ref", "--stdin", input="".join(f"delete {r}\n" for r in refs))
+        run_git(root, "update-ref", "--stdin", input="".join(f"delete {r}\n" for r in refs))
     drop_unmoved_stashes(root)
 
 
 def _remote(root: Path, name: str | None) -> Remote | None:
-    if not name or name not in _git(root, "remote").stdout.split():
+    if not name or name not in run_git(root, "remote").stdout.split():
         return None
     return Remote(root, name)
 
 
-def _refs(root: Path) -> list[str]:
+def rewritable_refs(root: Path) -> list[str]:
     """Every ref a purge rewrites if it reaches the memories: branches, the remote's, tags, and any other a person
     or git keeps (``refs/original/`` of a filter-branch, ``refs/prefetch/`` of ``git maintenance``); not the
     stash (its entries are rewritten one by one) nor memsite's own."""
-    listed = _git(root, "for-each-ref", "--format=%(refname)", "refs/").stdout
+    listed = run_git(root, "for-each-ref", "--format=%(refname)", "refs/").stdout
     return [r for r in listed.split() if not r.endswith("/HEAD") and r != stash.STASH
             and not r.startswith(("refs/memsite/", "refs/bisect/"))]
 
@@ -490,7 +490,7 @@ def _added_paths(root: Path, refs: list[str]) -> dict[str, str]:
     """Every memory file path ever added on ``refs``: {path: a commit that added it}."""
     out: dict[str, str] = {}
     commit = ""
-    for line in _git(root, "log", "--format=%x00%H", "--name-only", "--diff-filter=AR", *refs, "--",
+    for line in run_git(root, "log", "--format=%x00%H", "--name-only", "--diff-filter=AR", *refs, "--",
                      MEMORIES.rstrip("/")).stdout.splitlines():
         if line.startswith("\x00"):
             commit = line[1:]
@@ -520,7 +520,7 @@ def _resolve(root: Path, added: dict[str, str], refs: list[str], given: str) -> 
 
 
 def _versions(root: Path, refs: list[str], path: str) -> list[bytes]:
-    shas = _git(root, "log", "--format=%H", *refs, "--", path).stdout.split()
+    shas = run_git(root, "log", "--format=%H", *refs, "--", path).stdout.split()
     return [b for b in (_blob(root, sha, path) for sha in shas) if b]
 
 
@@ -551,7 +551,7 @@ def _published_without(root: Path, refs: list[str], keys: set[bytes]) -> tuple[d
         return {}, set(), set()
     written: dict[str, tuple[str, str]] = {}  # blob -> (path, a commit that wrote it)
     commit = ""
-    for line in _git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
+    for line in run_git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
                      PUBLISHED).stdout.splitlines():
         if line.startswith("\x00"):
             commit = line[1:]
@@ -567,7 +567,7 @@ def _published_without(root: Path, refs: list[str], keys: set[bytes]) -> tuple[d
             blobs[sha] = purged
             paths.add(written[sha][0])
     if blobs:  # (each commit that wrote such a version: a blob can be written by more than one)
-        for line in _git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
+        for line in run_git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
                          *sorted(paths)).stdout.splitlines():
             if line.startswith("\x00"):
                 commit = line[1:]
@@ -604,11 +604,5 @@ def _id_of(blob: bytes) -> str | None:
 
 
 def _reaches(root: Path, ref: str, commits: set[str]) -> bool:
-    listed = _git(root, "rev-list", ref).stdout.split()
+    listed = run_git(root, "rev-list", ref).stdout.split()
     return not commits.isdisjoint(listed)
-
-
-def _git(root: Path, *args: str, check: bool = True, input: str | None = None) -> Any:
-    return Git(root).run(*args, input=input, check=check)  # (raises GitFailed: "git <command> failed in <root>: …")
-
-

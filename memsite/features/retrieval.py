@@ -183,7 +183,7 @@ def find(store: Storage, asked: Request, catalog: Catalog | None = None) -> dict
 
 
 def _reaches(s: Signals, line: float | None, weight: float) -> bool:
-    """Whether a candidate's meaning stands ``line`` above off-topic questions, or it holds most of the query's words."""
+    """Whether a candidate's meaning stands ``line`` above off-topic questions, or it holds most of the words."""
     return (weight > 0 and line is not None and s.standing is not None and s.standing >= line) or (
         weight < 1 and s.words >= WORDS_FLOOR)
 
