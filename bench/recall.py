@@ -1,6 +1,6 @@
 """Benchmark: recall beside a plain Python scan of the same files, in one run.
 
-    python bench/recall.py            # 10,000 and 100,000 memories
+    python bench/recall.py            # 300, 10,000 and 100,000 memories
     python bench/recall.py --quick    # 2,000 memories, a smoke run
 
 For each size:
@@ -15,7 +15,11 @@ For each size:
     catches up by diffing trees);
   * hybrid recall with an embedder (a stand-in hashing words into 384
     dimensions: the cost of memsite's part, not of a model's), its relevance
-    floor included (measured once, on the first recall).
+    floor included (measured once, on the first recall);
+  * hybrid recall as agents get it, with the shipped model (minilm: each
+    question embedded), at 300 and 10,000; at 100,000, where embedding every
+    memory takes minutes, the stand-in's time plus minilm's time to embed a
+    question (measured in the same run).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from corpus import Corpus
 
 from memsite import MemoryStore
 from memsite.api import storage_of
+from memsite.features.embedders import by_name
 
 WORD = re.compile(r"\w+")
 CREATED = re.compile(r"^created: '?([0-9T:Z-]+)'?$", re.M)
@@ -136,7 +141,27 @@ def measure(size: int, workdir: Path, queries: int, baseline_queries: int) -> di
         plain, _ = timed_recalls(hybrid, asked[:100])
         results["hybrid_p50"], results["hybrid_p95"] = statistics.median(plain), percentile(plain, 95)
     store.close()
+    if size <= MINILM_UP_TO:
+        log(f"hybrid recall at {size:,} with minilm (embedding every memory once) ...")
+        with MemoryStore(root, agent="bench", embedder="minilm") as hybrid:
+            hybrid.recall(asked[0])
+            plain, _ = timed_recalls(hybrid, asked[:200])
+    else:
+        embed = by_name("minilm")
+        embed("warm up")
+        question = []
+        for query in asked[:200]:
+            start = time.perf_counter()
+            embed(query)
+            question.append((time.perf_counter() - start) * 1000)
+        results["question_p50"] = statistics.median(question)
+        plain = [results["hybrid_p50"] + q for q in question]  # (the stand-in's median beside each question's)
+    results["minilm_p50"], results["minilm_p95"] = statistics.median(plain), percentile(plain, 95)
     return results
+
+
+MINILM_UP_TO = 10_000
+"""Up to this many memories, hybrid recall is measured with minilm itself (embedding 10,000 takes about 40 s)."""
 
 
 class HashingEmbedder:
@@ -172,7 +197,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / ".tmp",
                         help="where to create the repositories (default: bench/.tmp)")
     args = parser.parse_args()
-    sizes = [(2_000, 100, 5)] if args.quick else [(10_000, 400, 10), (100_000, 400, 3)]
+    sizes = [(2_000, 100, 5)] if args.quick else [(300, 400, 50), (10_000, 400, 10), (100_000, 400, 3)]
     args.dir.mkdir(parents=True, exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="memsite-recall-", dir=args.dir) as tmp:
@@ -197,11 +222,15 @@ def main() -> None:
         for kind, key in (("a memsite commit", "after_memsite"), ("a plain git commit", "after_git")):
             print(f"| update after {kind} at {size:,} (median of 9; slowest) | {r[key + '_ms']:.2f} ms "
                   f"({r[key + '_max']:.1f} ms) | | | <= 5 ms | {'yes' if r[key + '_ms'] <= 5 else 'NO'} |")
-        hybrid_target = {10_000: 10.0, 100_000: 30.0}.get(size)
-        print(f"| hybrid recall p50 at {size:,} (p95) | {r['hybrid_p50']:.2f} ms ({r['hybrid_p95']:.1f} ms) | | | "
-              + (f"<= {hybrid_target:g} ms | {'yes' if r['hybrid_p50'] <= hybrid_target else 'NO'} |"
-                 if hybrid_target else "| |"))
+        print(f"| hybrid recall p50 at {size:,}, stand-in model: memsite's part (p95) | {r['hybrid_p50']:.2f} ms "
+              f"({r['hybrid_p95']:.1f} ms) | | | | |")
         print(f"| embedding every memory once at {size:,} (stand-in model) | {r['embed_all_s']:.1f} s | | | | |")
+        minilm_target = {300: 5.0, 10_000: 10.0, 100_000: 30.0}.get(size)
+        how = ("stand-in p50 + minilm embedding the question "
+               f"({r['question_p50']:.2f} ms)" if "question_p50" in r else "minilm, as agents get it")
+        print(f"| hybrid recall p50 at {size:,}, {how} (p95) | {r['minilm_p50']:.2f} ms ({r['minilm_p95']:.1f} ms) "
+              "| | | " + (f"<= {minilm_target:g} ms | {'yes' if r['minilm_p50'] <= minilm_target else 'NO'} |"
+                          if minilm_target else "| |"))
     if args.quick:
         print("\n(--quick: small sizes; the targets apply to the full run)")
     report.publish("recall", skip=args.quick)
