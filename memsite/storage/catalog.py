@@ -786,6 +786,11 @@ class Recording:
             for _, sql, values in rewrites:
                 db.execute(sql, values)
             first = upserts.run(db)  # the rows inserted are numbered above it
+            # The full-text index keeps what it was given in memory until the COMMIT, which would then write
+            # it out (and merge segments) after the branch has moved, while the writer waits: a savepoint
+            # makes it do that now, while the commit is being made.
+            db.execute("SAVEPOINT written")
+            db.execute("RELEASE written")
             commit = self._decision.get()
             if commit is not None:  # the branch points at it: the rows written here are its
                 db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, first))
