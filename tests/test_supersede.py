@@ -200,6 +200,35 @@ def test_superseded_memories_leave_rankings_core_and_capacity(tmp_path: Path, ma
         assert "Oslo" in core and "Berlin" not in core and "Paris" not in core
 
 
+def test_what_the_writer_reads_after_a_supersession_is_what_a_rebuilt_catalog_reads(team: MemoryStore,
+                                                                                     march: Clock) -> None:
+    """The superseded memory's row changes in place (its text, words and sketch stay indexed as they were): every
+    field, its commit and its words read as from a catalog built again from the files."""
+    old = team.remember(TOMAS, category="profile", tags=["org"])
+    other = team.remember("The user's office is on the fourth floor.", category="profile")
+    march.advance(days=30)
+    new = team.remember(ANA, category="profile", supersedes=old.id)
+    team.update(other.id, pinned=True)  # a change of no indexed text either
+    team.update(new.id, content=ANA + " She started on Monday.")  # and one of the text
+    ids = [old.id, other.id, new.id]
+
+    def seen(store: MemoryStore) -> list[object]:
+        fields = [(m.replace(active_count=0, last_recalled=None), m.extra, m.commit, m.path)  # (recalls: below)
+                  for m in (store.get(i) for i in ids)]
+        hits = [(h.memory.id, h.memory.superseded_by) for h in store.recall("Tomas Novak payments", limit=3,
+                                                                            include_superseded=True)]
+        twin = store.remember(TOMAS, category="profile", tags=["org"])  # superseded: not a duplicate of it
+        return [fields, hits, twin.action, twin.id == old.id]
+
+    written = seen(team)
+    assert written[1][0] == (old.id, new.id) and written[2] == "created"
+    git(team.root, "reset", "--hard", "--quiet", "HEAD~1")  # (the twin written just now)
+    team.close()
+    (team.root / ".memsite" / "catalog.sqlite3").unlink()
+    with MemoryStore(team.root, agent="planner", clock=march) as rebuilt:
+        assert seen(rebuilt) == written
+
+
 def test_the_same_fact_written_again_after_it_was_superseded_is_current_again(team: MemoryStore) -> None:
     berlin = team.remember("The user lives in Berlin.", category="profile")
     paris = team.remember("The user lives in Paris.", category="profile", supersedes=berlin.id)

@@ -380,25 +380,44 @@ def _bitmap(data: bytes, pos: int) -> tuple[list[int], int]:
 
 def _ewah(bits: list[int]) -> bytes:
     """The EWAH bitmap of ``bits`` (ascending), as git serialises one: runs of empty words, then literal words."""
-    words: dict[int, int] = {}
+    if not bits:
+        return _EMPTY_EWAH
+    count = (bits[-1] >> 6) + 1
+    raw = bytearray(count * 8)  # the 64-bit words, little-endian: bit b is bit b % 8 of byte b // 8
     for bit in bits:
-        words[bit >> 6] = words.get(bit >> 6, 0) | 1 << (bit & 63)
+        raw[bit >> 3] |= 1 << (bit & 7)
+    words = struct.unpack(f"<{count}Q", raw)
+    used = [k for k in range(count) if words[k]]
     out: list[int] = []
-    last_marker = covered = 0
-    keys = sorted(words)
-    start = 0
-    while start < len(keys):
+    last_marker = covered = start = 0
+    while start < len(used):
         end = start
-        while end + 1 < len(keys) and keys[end + 1] == keys[end] + 1:
+        while end + 1 < len(used) and used[end + 1] == used[end] + 1:
             end += 1
         last_marker = len(out)
-        out.append((keys[start] - covered) << 1 | (end - start + 1) << 33)
-        out.extend(words[k] for k in keys[start : end + 1])
-        covered = keys[end] + 1
+        out.append((used[start] - covered) << 1 | (end - start + 1) << 33)
+        out.extend(words[used[start] : used[end] + 1])
+        covered = used[end] + 1
         start = end + 1
-    if not out:
-        out = [0]  # (git's empty bitmap: one marker word of nothing)
-    return struct.pack(f">II{len(out)}QI", bits[-1] + 1 if bits else 0, len(out), *out, last_marker)
+    return struct.pack(f">II{len(out)}QI", bits[-1] + 1, len(out), *out, last_marker)
+
+
+_EMPTY_EWAH = struct.pack(">IIQI", 0, 1, 0, 0)  # (git's empty bitmap: one marker word of nothing)
+
+
+def _link_data(link: bytes, written: bytes, before: tuple[list[int], list[int]], deleted: list[int],
+               replaced: list[int]) -> bytes:
+    """The ``link`` extension naming shared index ``link`` with these bitmaps; ``written``, the one the index
+    holds, with the bitmaps ``before`` (deleted, replaced): what did not change is not encoded again (a
+    write of new files changes neither)."""
+    if len(written) == 20 or written[:20] != link:
+        return link + _ewah(deleted) + _ewah(replaced)
+    end = 20 + 8 + 8 * struct.unpack_from(">I", written, 24)[0] + 4  # (the deleted bitmap's end)
+    same_deleted, same_replaced = deleted == before[0], replaced == before[1]
+    if same_deleted and same_replaced:
+        return written
+    return link + (written[20:end] if same_deleted else _ewah(deleted)) + \
+        (written[end:] if same_replaced else _ewah(replaced))
 
 
 def _split_link(data: bytes) -> tuple[bytes, list[int], list[int]]:
@@ -455,6 +474,7 @@ def update_files(root: Path, git_dir: Path, files: Mapping[str, bytes | None], l
         return NOT_APPLICABLE
     folder = str(root)
     order, added = list(delta.names), list(delta.added)
+    before_deleted = deleted
     gone, replacing = set(deleted), dict(zip(replaced_at, delta.replaced))
     for name, sha in sorted(names.items()):
         i = bisect.bisect_left(order, name)
@@ -481,7 +501,7 @@ def update_files(root: Path, git_dir: Path, files: Mapping[str, bytes | None], l
         return RESPLIT
     positions, deleted = sorted(replacing), sorted(gone)
     replaced = [replacing[at] for at in positions]
-    link_data = link + _ewah(deleted) + _ewah(positions)
+    link_data = _link_data(link, links[0], (before_deleted, replaced_at), deleted, positions)
     kept = [(b"link", link_data), *((n, d) for n, d in delta.extensions if n in _KEEP_EXTENSIONS and n != b"link")]
     body = [_HEADER.pack(b"DIRC", delta.version, len(replaced) + len(added)), *replaced, *added]
     body += [struct.pack(">4sI", n, len(d)) + d for n, d in kept]

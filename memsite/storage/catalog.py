@@ -526,11 +526,16 @@ class Catalog:
     # --- writes ------------------------------------------------------------
 
     def record(self, upserts: Iterable[tuple[Memory, str, str]], deletes: Iterable[str],
-               moves: Iterable[tuple[str, str]] = (), created: Container[str] = ()) -> Callable[[str | None], None]:
+               moves: Iterable[tuple[str, str]] = (), created: Container[str] = (),
+               rewrites: Iterable[tuple[Memory, Memory, str]] = ()) -> Callable[[str | None], None]:
         """Record a commit being made: upsert (memory, path, blob id) rows, delete ids, move (id, path).
 
         ``created``: ids of upserted memories new to the store (a new id, a
         path no committed file has), so no row to replace is looked for.
+        ``rewrites``: (the memory as its row has it, as it is now, blob id) of
+        memories whose file changed but not what is indexed of it (see
+        :func:`same_text`: a superseded memory gains ``valid_until``): their
+        rows change in place, the full-text index and the sketches untouched.
 
         The rows are written on a thread of the catalog's own, in one SQLite
         transaction, while the caller writes the commit's objects and files
@@ -546,7 +551,8 @@ class Catalog:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
         recording = self._unsettled = Recording(self._worker, self._writer, self._settling, self._committed,
-                                                _Upsert(list(upserts), created), list(deletes), list(moves))
+                                                _Upsert(list(upserts), created), list(deletes), list(moves),
+                                                [_rewrite(*row) for row in rewrites])
         return recording.settle
 
     def _settling(self, recording: Recording) -> None:
@@ -566,6 +572,7 @@ class Catalog:
             # _committed), not inside that write's COMMIT, where SQLite would do it (and sync twice);
             # a COMMIT still does it past 16 MB (short-lived writers never reach CHECKPOINT_ROWS).
             self._write_db.execute("PRAGMA wal_autocheckpoint=4000")
+            self._write_db.execute("PRAGMA temp_store=MEMORY")
         return self._write_db
 
     def _committed(self, rows: int) -> None:
@@ -736,7 +743,8 @@ class Recording:
 
     def __init__(self, worker: ThreadPoolExecutor, writer: Callable[[], sqlite3.Connection],
                  settling: Callable[[Recording], None], committed: Callable[[int], None], upserts: _Upsert,
-                 deletes: list[str], moves: list[tuple[str, str]]) -> None:
+                 deletes: list[str], moves: list[tuple[str, str]],
+                 rewrites: list[tuple[str, str, list[Any]]]) -> None:
         """``writer``: the connection to write through (on the worker); ``settling`` is told when it is
         settled, ``committed`` how many rows it committed."""
         self._writer = writer
@@ -744,8 +752,8 @@ class Recording:
         self._committed = committed
         self._decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._settled = False
-        self._rows = upserts.count + len(deletes) + len(moves)  # how many it writes
-        self._done = worker.submit(self._work, upserts, deletes, moves)
+        self._rows = upserts.count + len(deletes) + len(moves) + len(rewrites)  # how many it writes
+        self._done = worker.submit(self._work, upserts, deletes, moves, rewrites)
 
     def settle(self, commit: str | None) -> None:
         """Commit the rows as ``commit``'s and wait for them (raising what went wrong); None drops them."""
@@ -767,18 +775,27 @@ class Recording:
         if commit is not None:
             self._committed(self._rows)
 
-    def _work(self, upserts: _Upsert, deletes: list[str], moves: list[tuple[str, str]]) -> None:
+    def _work(self, upserts: _Upsert, deletes: list[str], moves: list[tuple[str, str]],
+              rewrites: list[tuple[str, str, list[Any]]]) -> None:
         db = self._writer()
         # Deferred: its first write locks the catalog; catalog writes are serialised by the repository lock.
         db.execute("BEGIN")
         try:
             db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
             db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
+            for _, sql, values in rewrites:
+                db.execute(sql, values)
             first = upserts.run(db)  # the rows inserted are numbered above it
+            # The full-text index keeps what it was given in memory until the COMMIT, which would then write
+            # it out (and merge segments) after the branch has moved, while the writer waits: a savepoint
+            # makes it do that now, while the commit is being made.
+            db.execute("SAVEPOINT written")
+            db.execute("RELEASE written")
             commit = self._decision.get()
             if commit is not None:  # the branch points at it: the rows written here are its
                 db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, first))
-                db.executemany("UPDATE memories SET commit_id = ? WHERE id = ?", ((commit, mid) for mid, _ in moves))
+                db.executemany("UPDATE memories SET commit_id = ? WHERE id = ?",
+                               [(commit, mid) for mid, _ in moves] + [(commit, mid) for mid, _, _ in rewrites])
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
             db.execute("COMMIT" if commit is not None else "ROLLBACK")
         except BaseException:
@@ -874,6 +891,39 @@ def _statements_of(script: str) -> Iterator[str]:
 def _json(values: Iterable[str]) -> str:
     """A JSON array of texts, for json_each."""
     return json.dumps(list(values), ensure_ascii=False)
+
+
+# What the full-text index, the sketches and the tag rows are made of: a row whose memory kept them can change
+# in place (see same_text); 'lines' and 'fingerprint' follow from the content.
+_INDEXED = ("id", "category", "abstract", "overview", "content", "tags")
+# The columns a row changed in place may change ('path' never: a memory that moves is written anew).
+_REWRITTEN = ("agent", "created", "updated", "source", "active_count", "last_recalled", "pinned", "extra",
+              "valid_until")
+
+
+def same_text(before: Memory, after: Memory) -> bool:
+    """Whether ``after`` holds what the catalog indexes of ``before``: its row can then change in place."""
+    return all(getattr(before, name) == getattr(after, name) for name in _INDEXED)
+
+
+def _rewrite(before: Memory, after: Memory, blob: str) -> tuple[str, str, list[Any]]:
+    """(id, UPDATE statement, its values) changing the row of ``before`` into ``after``'s: only the columns that
+    differ (an index on a column left alone is not touched), and the blob."""
+    old, new = _fields(before), _fields(after)
+    changed = [name for name in _REWRITTEN if old[name] != new[name]]
+    sets = ", ".join(f"{name} = ?" for name in ("blob", *changed))
+    return after.id, f"UPDATE memories SET {sets} WHERE id = ?", [blob, *(new[name] for name in changed), after.id]
+
+
+def _fields(memory: Memory) -> dict[str, Any]:
+    """The columns of :data:`_REWRITTEN` as :func:`_row` writes them."""
+    return {
+        "agent": memory.agent, "created": format_time(memory.created), "updated": format_time(memory.updated),
+        "source": memory.source, "active_count": memory.active_count,
+        "last_recalled": format_time(memory.last_recalled) if memory.last_recalled else None,
+        "pinned": int(memory.pinned), "extra": _extra(memory),
+        "valid_until": format_time(memory.valid_until) if memory.valid_until else None,
+    }
 
 
 def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ from ..foundation.record import FIELD_ORDER, Memory, format_time, one_line, pars
 from ..foundation.text import fingerprint, shared_needed, similarity, sketch
 from ..git import Author, FilesAhead, Repository, blob_id
 from . import chain, ids
+from .catalog import same_text
 
 if TYPE_CHECKING:
     import threading
@@ -89,6 +90,7 @@ class Transaction:
         self._seen: bytes | None = None  # the catalog's sketch filter, once read (see _seen_sketches)
         self._files: dict[str, bytes | None] = {}
         self._pending: dict[str, Memory | None] = {}  # id -> new state (None: gone)
+        self._committed: dict[str, Memory] = {}  # id -> the memory as the catalog has it (see _record)
         self._paths: dict[str, str] = {}  # id -> file path (relative) of pending memories
         self._moved: set[str] = set()  # ids of memories only moved to another file, bytes unchanged
         self._categories: set[str] = set()
@@ -206,6 +208,7 @@ class Transaction:
             refuse_unreadable(self.store.catalog, memory.id if memory else id, memory)
         if memory is None:
             raise self.store.not_found(id)
+        self._committed.setdefault(memory.id, memory)
         return memory
 
     def update(self, id: str, /, *, extra: Mapping[str, Any] | None = None, **changes: Any) -> Memory:
@@ -331,6 +334,7 @@ class Transaction:
         self._unsent.clear()
         self._files.clear()
         self._pending.clear()
+        self._committed.clear()
         self._paths.clear()
         self._moved.clear()
         self._owned.clear()
@@ -651,17 +655,22 @@ class Transaction:
         """Start recording this transaction's memories in the catalog while the commit is made.
 
         See Repository.commit."""
-        upserts, moves = [], []
+        upserts, moves, rewrites = [], [], []
         for mid, memory in self._pending.items():
             if memory is not None:
                 path = self._path_of(memory)
                 if mid in self._moved:  # same text: the catalog changes its path alone
                     moves.append((mid, path))
+                    continue
+                blob = blob_id(self._files[path] or b"").hex()
+                before = self._committed.get(mid)
+                if before is not None and before.path == memory.path and same_text(before, memory):
+                    rewrites.append((before, memory, blob))  # its row changes in place (a superseded one, say)
                 else:
-                    upserts.append((memory, path, blob_id(self._files[path] or b"").hex()))
+                    upserts.append((memory, path, blob))
         deletes = [mid for mid, memory in self._pending.items() if memory is None]
         created = {op.memory.id for op in self.ops if op.action == "created"}  # (no row has their id or path)
-        settle = self.store.catalog.record(upserts, deletes, moves, created)
+        settle = self.store.catalog.record(upserts, deletes, moves, created, rewrites)
 
         def landed(sha: str | None) -> None:
             if sha is not None:
