@@ -209,8 +209,11 @@ def order(store: Storage, found: dict[int, Why], asked: Request, catalog: Catalo
     as of ``asked.as_of``, their ages then."""
     config = store.config
     catalog = catalog or store.catalog
+    # Only the best ``limit`` are read as memories, ordered in SQLite as below (a recall finds 50 or more)
     rows = catalog.ranked(None, now=format_time(asked.as_of or store.now()), half_life_days=config.half_life_days,
-                          active_weight=config.active_weight, relevance={n: w.relevance for n, w in found.items()})
+                          active_weight=config.active_weight, relevance={n: w.relevance for n, w in found.items()},
+                          limit=asked.limit, min_score=asked.min_score,
+                          prior=None if asked.ranking == "freshness" else PRIOR)
     ids = catalog.rows([memory.id for memory, *_ in rows])
     hits = []
     for memory, relevance, decay, boost, seed in rows:

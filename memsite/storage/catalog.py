@@ -308,6 +308,7 @@ class Catalog:
         min_score: float = 0.0,
         relevance: Mapping[int, float] | None = None,
         valid_at: datetime | None = None,
+        prior: float | None = None,
     ) -> builtins.list[tuple[Memory, float, float, float, float]]:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
@@ -316,6 +317,10 @@ class Catalog:
         bm25 of the query (the best match has 1.0); without one it is 1.0.
         ``relevance`` (row number -> relevance) ranks those rows instead.
         ``valid_at`` leaves out what stopped holding by then (superseded).
+        ``prior``: order and keep (``limit``, ``min_score``) by relevance x
+        ``(1 - prior + prior x min(1, decay x boost))`` instead, recall's
+        ranking (:mod:`memsite.features.retrieval`); the score returned is still
+        relevance x decay x boost.
         """
         where, args = _filters(category, agent, tags, valid_at=valid_at)
         params: dict[str, Any] = {"now": now, "half": half_life_days, "weight": active_weight,
@@ -344,10 +349,13 @@ class Catalog:
                     "best AS (SELECT min(b) AS b FROM h) ")
             source = "h JOIN best JOIN memories m ON m.n = h.n LEFT JOIN activity.pending p ON p.id = m.id"
             relevance_sql = "h.b / best.b"
+        score = "relevance * decay * boost"
+        if prior is not None:
+            params["prior"] = prior
+            score = "relevance * (1.0 - :prior + :prior * min(1.0, decay * boost))"
         sql = (f"{hits}SELECT * FROM (SELECT {_FIELDS}, {relevance_sql} AS relevance, {decay} AS decay, "
                f"{boost} AS boost FROM {source}{' WHERE ' + ' AND '.join(conditions) if conditions else ''}) "
-               "WHERE relevance * decay * boost >= :min_score "
-               "ORDER BY relevance * decay * boost DESC, created DESC LIMIT :limit")
+               f"WHERE {score} >= :min_score ORDER BY {score} DESC, created DESC LIMIT :limit")
         rows = self._search(fts_query, sql, params)
         return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
 
