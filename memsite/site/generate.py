@@ -29,7 +29,7 @@ from ..foundation.config import Config
 from ..foundation.record import Memory, utcnow
 from ..storage.activity import pending_counts
 from ..storage.reading import read_memory
-from . import memory_pages, search, weeks
+from . import lists, memory_pages, search, weeks
 from .output import previous_site
 from .pages import Site
 from .problems import problem_pages
@@ -234,6 +234,8 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
                                len(keys) - len(kept), keys)
         memory_pages.record(site_dir, keys)
         log(f"{len(keys)} memory pages: {len(keys) - len(kept)} written, {len(kept)} unchanged since the last build")
+    if generated is not None:
+        lists.write(site_dir, generated.site.list_pages)
     redirects(site_dir)
     _drop_shell_from_sitemap(site_dir)
     searched = {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory) for s in generated.snap.memories} \
@@ -266,12 +268,13 @@ def redirects(site_dir: Path) -> None:
 
 
 def _drop_shell_from_sitemap(site_dir: Path) -> None:
-    """The memory page shell is no page of the site: take it out of the sitemap the generator wrote."""
+    """The shells (of memory pages, of list pages) are no pages of the site: take them out of the sitemap."""
     sitemap = site_dir / "sitemap.xml"
     if not sitemap.is_file():
         return
     xml = sitemap.read_text(encoding="utf-8")
-    cleaned = re.sub(r"\s*<url>(?:(?!</url>).)*" + memory_pages.ID_TOKEN + r".*?</url>", "", xml, flags=re.S)
+    shells = f"(?:{memory_pages.ID_TOKEN}|{lists.PATH_TOKEN})"
+    cleaned = re.sub(r"\s*<url>(?:(?!</url>).)*" + shells + r".*?</url>", "", xml, flags=re.S)
     if cleaned != xml:
         sitemap.write_text(cleaned, encoding="utf-8")
         with gzip.GzipFile(site_dir / "sitemap.xml.gz", "wb", mtime=0) as packed:

@@ -30,7 +30,7 @@ from ..foundation.config import Category
 from ..foundation.decay import TrimCandidate, plan_trim
 from ..foundation.likeness import flagged
 from ..foundation.record import Memory
-from . import charts, safe, weeks
+from . import charts, lists, safe, weeks
 from .logs import LogPages
 from .memory_pages import SHELL_SRC, Article, overview_of, shell_page, title
 from .safe import link, text
@@ -71,6 +71,7 @@ class Site(LogPages):
         self._entries: dict[str, str] = {}  # memory id -> its entry in a list, the link to /m/ left as _UP
         self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at, world_conflicts or [])
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
+        self.list_pages: dict[str, tuple[str, str]] = {}  # the later pages of long lists: src -> (title, HTML)
 
     def raw(self, html: str) -> str:
         """A placeholder for finished HTML, put in place after Markdown ran (see MemsitePlugin.on_page_content).
@@ -187,6 +188,7 @@ class Site(LogPages):
         pages.update(self.day_pages())
         pages.update(self.session_pages())
         pages.update(self.agent_pages())
+        pages.update(lists.shells(self.list_pages))
         return pages
 
     @functools.cached_property
@@ -465,9 +467,12 @@ class Site(LogPages):
                          f"{safe.inline(category.description)} |")
         return "\n".join(lines) + "\n"
 
-    def paged(self, first: str, members: list[Scored], heading: str, intro: list[str],
-              empty: str) -> dict[str, str]:
-        """A list of memories over pages of PER_PAGE: ``first`` (``<x>.md`` or ``<x>/index.md``), then ``page-<n>``."""
+    def paged(self, first: str, members: list[Scored], heading: str, intro: str, empty: str) -> dict[str, str]:
+        """A list of memories over pages of PER_PAGE: ``first`` (``<x>.md`` or ``<x>/index.md``), then ``page-<n>``.
+
+        ``intro`` and ``empty`` are HTML. The first page is returned as Markdown for the generator; the
+        others go to :attr:`list_pages`, put into a shell after it (:mod:`lists`).
+        """
         count = max(1, -(-len(members) // PER_PAGE))
         folder = first.removesuffix("/index.md").removesuffix(".md")
         srcs = [first] + [f"{folder}/page-{n}.md" for n in range(2, count + 1)]
@@ -475,13 +480,13 @@ class Site(LogPages):
         for number, here in enumerate(srcs, start=1):
             chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
             title_ = heading + (f" (page {number} of {count})" if count > 1 else "")
-            lines = [safe.front(title_), f"# {safe.inline(title_)}", "", *intro]
-            if count > 1:
-                lines.append(_pager(here, srcs, number))
-            lines.append(self.raw("\n".join(self.entry(here, s) for s in chunk)) if chunk else empty + "\n")
-            if count > 1:
-                lines.append(_pager(here, srcs, number))
-            pages[here] = "\n".join(lines) + "\n"
+            pager = _pager(here, srcs, number) if count > 1 else ""
+            listed = "\n".join(self.entry(here, s) for s in chunk) if chunk else empty
+            content = f"{intro}\n{pager}{listed}\n{pager}"
+            if number == 1:
+                pages[here] = f"{safe.front(title_)}# {safe.inline(title_)}\n\n{self.raw(content)}\n"
+            else:
+                self.list_pages[here] = (title_, content)
         return pages
 
     def category_pages(self) -> dict[str, str]:
@@ -495,10 +500,11 @@ class Site(LogPages):
             by_month = ("By month created: " + ", ".join(
                 link(here, f"memories/{category.folder}/{m}.md", m) for m in months[:24])
                 + (f" and {len(months) - 24} earlier" if len(months) > 24 else "") + ".") if months else ""
-            intro = [f"> {safe.inline(category.description)}", "",
-                     f"{_memories(len(members))}, best ranked first" + (f"; capacity {capacity}" if capacity else "")
-                     + ".", "", self.raw(f"<p>{by_month}</p>") if by_month else "", ""]
-            pages.update(self.paged(here, members, category.name, intro, "No memories in this category yet."))
+            intro = (f"<blockquote><p>{text(category.description)}</p></blockquote>\n"
+                     f"<p>{_memories(len(members))}, best ranked first" + (f"; capacity {text(capacity)}" if capacity
+                                                                          else "") + ".</p>\n"
+                     + (f"<p>{by_month}</p>" if by_month else ""))
+            pages.update(self.paged(here, members, category.name, intro, "<p>No memories in this category yet.</p>"))
         return pages
 
     def month_pages(self) -> dict[str, str]:
@@ -512,10 +518,8 @@ class Site(LogPages):
             folder = self.folders.get(category, category)
             named = datetime.strptime(month, "%Y-%m").strftime("%B %Y")
             here = f"memories/{folder}/{month}.md"
-            intro = [self.raw(f'<p>{_memories(len(members))} created in {named}, oldest first. '
-                              + link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first")
-                              + ".</p>"),
-                     ""]
+            intro = (f"<p>{_memories(len(members))} created in {named}, oldest first. "
+                     + link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first") + ".</p>")
             pages.update(self.paged(here, members, f"{category}: created in {named}", intro, ""))
         return pages
 
