@@ -195,7 +195,7 @@ class Site(LogPages):
     def article(self) -> Article:
         """What renders each memory's article (and says what it depends on: :meth:`Article.key`)."""
         return Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url, self.by_id,
-                       self.snap.config.half_life_days)
+                       self.snap.config.half_life_days, self.snap.origins)
 
     def article_keys(self) -> dict[str, str]:
         """Memory id -> the key of its article (:meth:`Article.key`): what a build compares with the last one's."""

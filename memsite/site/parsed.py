@@ -38,15 +38,19 @@ class Parsed:
         self.kept: dict[str, dict[str, tuple[Signature, Memory]]] = {}
         self.seen: dict[str, set[str]] = {}
         self.changed: set[str] = set()
+        self.origins: dict[str, tuple[str, str, Signature]] = {}  # ``under`` -> what its memory was read from
 
     def read(self, path: str, under: str, parse: Callable[[bytes], Memory | None]) -> Memory | None:
         """The memory in the file ``path`` (``under`` memories/): as parsed before when the file is the same,
-        else ``parse(its bytes)`` (whose errors are raised, and nothing kept)."""
+        else ``parse(its bytes)`` (whose errors are raised, and nothing kept). ``origins[under]`` then says what
+        it was read from (these settings, the file's place, size, times and inode): the same origin, the same
+        memory."""
         folder, _, name = under.rpartition("/")
         entries = self._entries(folder)
         self.seen.setdefault(folder, set()).add(name)
         st = os.stat(path)
         signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        self.origins[under] = (self.salt, under, signature)
         hit = entries.get(name)
         if hit is not None and hit[0] == signature:
             return hit[1]

@@ -49,6 +49,8 @@ class Snapshot:
     paths: dict[str, str] = field(default_factory=dict)  # memory file (from the repository root) -> id
     problems: list[str] = field(default_factory=list)  # one line per file left out: what is wrong, the fix
     tasks: dict[str, notes.TaskState] = field(default_factory=dict)  # agent -> its task in progress
+    # memory id -> what it was read from (Parsed.origins, and recalls not committed yet): the same, the same memory
+    origins: dict[str, object] = field(default_factory=dict)
     _current: list[Scored] | None = field(default=None, repr=False)
 
     @property
@@ -105,6 +107,7 @@ def load(docs_dir: Path, config: Config, now: datetime,
             continue
         ids[memory.id] = rel
         snap.paths[rel] = memory.id
+        snap.origins[memory.id] = (parsed.origins[under], pending.get(memory.id))
         if memory.id in pending:
             memory = _recalled(memory, *pending[memory.id])
         snap.memories.append(Scored(
