@@ -176,9 +176,9 @@ def by_memory(commits: list[Commit], ids_by_path: dict[str, str]) -> dict[str, l
     """
     ids_by_path = dict(ids_by_path)
     for commit in reversed(commits):  # newest first: a chain of moves leads back to the first path
-        added = {Path(path).name: path for status, path in commit.files if status == "A"}
+        added = {path.rpartition("/")[2]: path for status, path in commit.files if status == "A"}
         for status, path in commit.files:
-            mid = ids_by_path.get(added.get(Path(path).name, "")) if status == "D" else None
+            mid = ids_by_path.get(added.get(path.rpartition("/")[2], "")) if status == "D" else None
             if mid is not None:
                 ids_by_path.setdefault(path, mid)
     found: dict[str, list[tuple[Commit, str]]] = {}

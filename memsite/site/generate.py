@@ -32,6 +32,7 @@ from ..storage.reading import read_memory
 from . import lists, memory_pages, search, weeks
 from .output import previous_site
 from .pages import Site
+from .parsed import Entries
 from .problems import problem_pages
 from .safe import text
 from .snapshot import Snapshot, load
@@ -146,8 +147,10 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     site = Site(snap, site_name, commits, repo_url,
                 gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
                 world_at=weeks.world_history(root, commits, settings.world_path),
-                world_conflicts=history.world_conflicts(root))
+                world_conflicts=history.world_conflicts(root), entries=Entries(root))
     pages = site.pages()
+    if site.kept_entries is not None:
+        site.kept_entries.save()
     pages.update(problem_pages(snap))
     pages[CSS_URI] = CSS
     return Generated(site, pages)

@@ -33,13 +33,15 @@ from ..foundation.record import Memory
 from . import charts, lists, safe, weeks
 from .logs import LogPages
 from .memory_pages import SHELL_SRC, Article, overview_of, shell_page, title
+from .parsed import Entries
 from .safe import link, text
 from .snapshot import Scored, Snapshot
 from .summaries import Day, category_projection, daily_summary, days
 from .weeks import Digest
 
 PER_PAGE = 200  # memories on a page of a list: ~100 KB of HTML
-_ANY_PAGE, _UP = "\0any page", "\0up to m/\0"  # (an entry made for every list page: Site.entry)
+# An entry made for every list page and build (Site.entry): tokens for the way up to m/ and the score.
+_ANY_PAGE, _UP, _SCORE = "\0any page", "\0up to m/\0", "\0score\0"
 FADING = 20
 LATEST = 12  # changes on the dashboard
 SHOWN_NEW = 10  # new memories of a category named in a digest
@@ -52,8 +54,10 @@ class Site(LogPages):
     def __init__(self, snap: Snapshot, site_name: str = "Agent memory", commits: list[Commit] | None = None,
                  repo_url: str | None = None, *, gone: dict[str, Memory] | None = None,
                  world_at: dict[str, dict[str, str]] | None = None,
-                 world_conflicts: list[tuple[str, datetime, str]] | None = None) -> None:
+                 world_conflicts: list[tuple[str, datetime, str]] | None = None,
+                 entries: Entries | None = None) -> None:
         self.snap = snap
+        self.kept_entries = entries  # the entries an earlier build made (None: every entry is made)
         self.commits = commits or []
         self.history = history.by_memory(self.commits, snap.paths)
         self.site_name = site_name
@@ -107,9 +111,11 @@ class Site(LogPages):
                     f'<span class="memsite-meta">({text(gone.category)}, no longer in memory)</span>')
         return f'a memory <code title="{text(mid)}">{text(mid[:10])}…</code> no longer in memory'
 
-    def meta(self, scored: Scored, here: str = "index.md") -> str:
+    def meta(self, scored: Scored, here: str = "index.md", score: str | None = None) -> str:
+        """A memory's score, agent, dates, recalls, pin, supersession and tags (``score``: shown in place of the
+        score)."""
         m = scored.memory
-        parts = [f"score {scored.score:.3f}", text(m.agent), f"created {m.created:%Y-%m-%d}",
+        parts = [f"score {score or f'{scored.score:.3f}'}", text(m.agent), f"created {m.created:%Y-%m-%d}",
                  f"updated {m.updated:%Y-%m-%d}", f"recalled {safe.plural(m.active_count, 'time')}"]
         if m.pinned:
             parts.append("pinned")
@@ -126,19 +132,28 @@ class Site(LogPages):
 
         Made once per memory (each is listed by category and by month, 200,000
         entries at 100,000 memories) with a token for the way up to ``m/``,
-        which is all that differs from one list page to another.
+        which is all that differs from one list page to another; and with a
+        token for its score (which changes with the time of the build), all
+        that differs from one build to the next for a memory read from the
+        same file (:class:`parsed.Entries` keeps them).
         """
-        made = self._entries.get(scored.memory.id)
+        m = scored.memory
+        made = self._entries.get(m.id)
         if made is None:
-            made = self._entries[scored.memory.id] = self._entry(_ANY_PAGE, scored)
+            if self.kept_entries is None:
+                made = self._entry(scored)
+            else:  # a superseded memory's entry links its successor: made in each build
+                origin = self.snap.origins.get(m.id) if m.valid_until is None else None
+                made = self.kept_entries.get(m.id, origin, lambda: self._entry(scored))
+            made = self._entries[m.id] = made.replace(_SCORE, f"{scored.score:.3f}")
         return made.replace(_UP, self.folder(here, "m"))
 
-    def _entry(self, here: str, scored: Scored) -> str:
+    def _entry(self, scored: Scored) -> str:
         m = scored.memory
         overview = _short(overview_of(m), 600)
         return (f'<div class="memsite-entry">\n<h3 id="{text(m.id)}">'
-                f"{self.memory_link(here, m)}</h3>\n" + (f"<p>{text(overview)}</p>\n" if overview else "")
-                + f"{self.meta(scored, here)}\n</div>")
+                f"{self.memory_link(_ANY_PAGE, m)}</h3>\n" + (f"<p>{text(overview)}</p>\n" if overview else "")
+                + f"{self.meta(scored, _ANY_PAGE, _SCORE)}\n</div>")
 
     def commit_link(self, here: str, commit: Commit) -> str:
         """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""

@@ -5,7 +5,8 @@ takes most of a build that follows a few writes. What a file parses to
 depends only on its bytes, its folder and memsite's settings, so each
 folder's memories are kept in ``.memsite/site-parsed/`` (a cache: deleting it
 costs one slower build) with the size, times and inode each file had; a
-file whose are the same is not read again.
+file whose are the same is not read again. Each memory's entry in the lists
+(:class:`Entries`) is kept there too, made again only for a memory read anew.
 
 The cache is Python pickles, which run code when read: one is read only
 when it and its folder belong to this user and no one else may write them.
@@ -98,13 +99,63 @@ class Parsed:
         return data if isinstance(data, dict) else {}
 
     def _write(self, folder: str, entries: dict[str, tuple[Signature, Memory]]) -> None:
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = self._file(folder)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.memsite-tmp")
-        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as file:
-            pickle.dump(entries, file, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temp, path)
+        _write(self._file(folder), entries)
+
+
+class Entries:
+    """Each memory's entry in the lists as the last build made it, by what the memory was read from
+    (:attr:`Parsed.origins`): a build makes only the entries of the memories read anew.
+
+    Kept beside the parsed memories (``FOLDER``: a purge drops them all), read
+    only when they and their folder belong to this user and no one else may
+    write them, as those are.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / FOLDER / "entries.pickle"  # (an origin names the settings it was read with)
+        self.before: dict[str, tuple[object, str]] = {}
+        try:
+            if _own(self.path.parent) and _own(self.path):
+                with open(self.path, "rb") as file:
+                    data = pickle.load(file)  # (this user's own file, writable by no one else: _own)
+                self.before = data if isinstance(data, dict) else {}
+        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            self.before = {}
+        self.now: dict[str, tuple[object, str]] = {}
+        self.made = 0
+
+    def get(self, memory_id: str, origin: object, make: Callable[[], str]) -> str:
+        """The entry of ``memory_id``: as made before from the same ``origin``, else ``make()``; None as the
+        origin: made, and not kept (an entry that depends on more than its memory)."""
+        hit = self.before.get(memory_id)
+        if origin is not None and hit is not None and hit[0] == origin:
+            made = hit[1]
+        else:
+            made = make()
+            self.made += 1
+        if origin is not None:
+            self.now[memory_id] = (origin, made)
+        return made
+
+    def save(self) -> None:
+        """Keep the entries made in this build for the next (nothing when none changed, or where the cache
+        cannot be written)."""
+        if not self.made and self.now.keys() == self.before.keys():
+            return
+        try:
+            _write(self.path, self.now)
+        except OSError:
+            pass  # a read-only checkout: the next build makes them again
+
+
+def _write(path: Path, data: object) -> None:
+    """Write ``data`` as a pickle only this user may read and write (a temporary file, then renamed)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.memsite-tmp")
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        pickle.dump(data, file, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(temp, path)
 
 
 def _own(path: Path) -> bool:

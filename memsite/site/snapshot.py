@@ -52,6 +52,7 @@ class Snapshot:
     # memory id -> what it was read from (Parsed.origins, and recalls not committed yet): the same, the same memory
     origins: dict[str, object] = field(default_factory=dict)
     _current: list[Scored] | None = field(default=None, repr=False)
+    _grouped: dict[str, list[Scored]] | None = field(default=None, repr=False)
 
     @property
     def current(self) -> list[Scored]:
@@ -62,11 +63,14 @@ class Snapshot:
         return self._current
 
     def by_category(self) -> dict[str, list[Scored]]:
-        """Every configured category (empty ones too), its memories still holding, best first."""
-        grouped: dict[str, list[Scored]] = {c.name: [] for c in self.config.categories}
-        for scored in self.current:
-            grouped.setdefault(scored.memory.category, []).append(scored)
-        return grouped
+        """Every configured category (empty ones too), its memories still holding, best first (worked out once:
+        the pages read it, none changes it)."""
+        if self._grouped is None:
+            grouped: dict[str, list[Scored]] = {c.name: [] for c in self.config.categories}
+            for scored in self.current:
+                grouped.setdefault(scored.memory.category, []).append(scored)
+            self._grouped = grouped
+        return self._grouped
 
     def agents(self) -> list[str]:
         names = {s.memory.agent for s in self.memories} | {s.agent for s in self.sessions} | set(self.knowledge)
