@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import functools
 import gzip
+import multiprocessing
 import os
 import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ..features import history, site_guard
@@ -105,12 +107,65 @@ CSS = """\
 """
 
 
+class Keys:
+    """What each memory's page is made from (:meth:`Site.article_keys`) and what search holds of it
+    (:func:`memory_pages.search_key`), worked out while the pages are made.
+
+    Past a few thousand memories a forked process works them out on another
+    core (a pass over every memory each: seconds at 100,000) while this one
+    makes the pages; where it cannot, or it fails, they are worked out here.
+    """
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.found: tuple[dict[str, str], dict[str, str]] | None = None
+        self.process: multiprocessing.process.BaseProcess | None = None
+        self.receive: Connection | None = None
+        if len(site.snap.memories) >= memory_pages.PARALLEL and hasattr(os, "fork"):
+            context = multiprocessing.get_context("fork")
+            self.receive, send = context.Pipe(duplex=False)
+            self.process = context.Process(target=self._send, args=(send,), daemon=True)
+            self.process.start()
+            send.close()
+
+    def work_out(self) -> tuple[dict[str, str], dict[str, str]]:
+        return self.site.article_keys(), {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory)
+                                          for s in self.site.snap.memories}
+
+    def _send(self, send: Connection) -> None:
+        send.send(self.work_out())
+        send.close()
+
+    def close(self) -> None:
+        """Stop the process if its keys were not asked for (a build that failed before its end)."""
+        if self.process is not None and self.receive is not None:
+            self.process.terminate()
+            self.process.join()
+            self.receive.close()
+            self.process = self.receive = None
+
+    def get(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(memory id -> article key, memory page address -> search key)."""
+        if self.found is None and self.receive is not None and self.process is not None:
+            try:
+                self.found = self.receive.recv()
+            except (EOFError, OSError):
+                self.found = None  # (the process failed: worked out here)
+            self.receive.close()
+            self.process.join()
+            self.receive = self.process = None
+        if self.found is None:
+            self.found = self.work_out()
+        return self.found
+
+
 @dataclass
 class Generated:
     """What memsite computed for one build: the Markdown pages (src_uri -> text) and the site that renders them."""
 
     site: Site
     pages: dict[str, str]
+    keys: Keys | None = None
 
     @property
     def snap(self) -> Snapshot:
@@ -148,12 +203,13 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
                 gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
                 world_at=weeks.world_history(root, commits, settings.world_path),
                 world_conflicts=history.world_conflicts(root), entries=Entries(root))
+    keys = Keys(site)
     pages = site.pages()
     if site.kept_entries is not None:
         site.kept_entries.save()
     pages.update(problem_pages(snap))
     pages[CSS_URI] = CSS
-    return Generated(site, pages)
+    return Generated(site, pages, keys)
 
 
 def is_source(uri: str) -> bool:
@@ -230,7 +286,8 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
     if generated is not None and (shell_dir / "index.html").is_file():
         shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
         shutil.rmtree(shell_dir)
-        keys = {mid: shell.key(key) for mid, key in generated.site.article_keys().items()}
+        articles, _ = (generated.keys or Keys(generated.site)).get()
+        keys = {mid: shell.key(key) for mid, key in articles.items()}
         kept = memory_pages.reuse(previous, site_dir, keys, shared=shell.files)
         shell.write_files(site_dir)
         memory_pages.write_all(site_dir, shell, functools.partial(generated.site.articles, skip=kept),
@@ -241,8 +298,7 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
         lists.write(site_dir, generated.site.list_pages)
     redirects(site_dir)
     _drop_shell_from_sitemap(site_dir)
-    searched = {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory) for s in generated.snap.memories} \
-        if generated is not None else {}
+    searched = (generated.keys or Keys(generated.site)).get()[1] if generated is not None else {}
     log(search.index(site_dir, searched, previous))
     if sitemap:
         return

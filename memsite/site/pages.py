@@ -510,7 +510,8 @@ class Site(LogPages):
         for category in self.snap.config.categories:
             members = grouped.get(category.name, [])
             capacity = _capacity(category)
-            months = sorted({f"{s.memory.created:%Y-%m}" for s in members}, reverse=True)
+            months = [f"{year:04d}-{month:02d}" for year, month in
+                      sorted({(s.memory.created.year, s.memory.created.month) for s in members}, reverse=True)]
             here = f"memories/{category.folder}/index.md"
             by_month = ("By month created: " + ", ".join(
                 link(here, f"memories/{category.folder}/{m}.md", m) for m in months[:24])
@@ -524,11 +525,12 @@ class Site(LogPages):
 
     def month_pages(self) -> dict[str, str]:
         """Per category and month created: its memories, oldest first, each linking to its page."""
-        buckets: dict[tuple[str, str], list[Scored]] = {}
+        buckets: dict[tuple[str, int, int], list[Scored]] = {}
         for s in self.snap.memories:
-            buckets.setdefault((s.memory.category, f"{s.memory.created:%Y-%m}"), []).append(s)
+            buckets.setdefault((s.memory.category, s.memory.created.year, s.memory.created.month), []).append(s)
         pages = {}
-        for (category, month), members in buckets.items():
+        for (category, year, number), members in buckets.items():
+            month = f"{year:04d}-{number:02d}"
             members.sort(key=lambda s: (s.memory.created, s.memory.id))
             folder = self.folders.get(category, category)
             named = datetime.strptime(month, "%Y-%m").strftime("%B %Y")

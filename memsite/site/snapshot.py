@@ -93,10 +93,14 @@ def load(docs_dir: Path, config: Config, now: datetime,
     folder = docs_dir / "memories"
     ids: dict[str, str] = {}
     parsed = Parsed(root, config)
+    placed: dict[str, bool] = {}  # folder -> whether a memory file may be in it (a few hundred folders)
     for file, under in _markdown_files(folder):
         rel = (f"{config.content_dir}/memories/{under}" if docs_dir.name == config.content_dir
                else _rel(Path(file), root))
-        if place_of(under) is None:  # any layout: <category>/[<YYYY-MM>/[<NNN>/]]<name>.md
+        where = under.rpartition("/")[0]
+        if where not in placed:
+            placed[where] = place_of(under) is not None
+        if not placed[where]:  # any layout: <category>/[<YYYY-MM>/[<NNN>/]]<name>.md
             snap.problems.append(f"{rel}: not in a category and month folder; move it to "
                                  f"{config.content_dir}/memories/<category>/<YYYY-MM>/<NNN>/")
             continue
