@@ -48,8 +48,8 @@ def test_a_cache_someone_else_could_have_written_is_not_read(tmp_path: Path) -> 
     abstracts(repo)
     (cache,) = (repo / FOLDER).glob("*.pickle")
     entries = pickle.loads(cache.read_bytes())
-    (name, (signature, kept)), = entries.items()
-    planted = pickle.dumps({name: (signature, kept.replace(abstract="Planted by someone else"))})
+    (name, (signature, kept, digest)), = entries.items()
+    planted = pickle.dumps({name: (signature, kept.replace(abstract="Planted by someone else"), digest)})
     cache.write_bytes(planted)
     assert abstracts(repo)[memory.id] == "Planted by someone else"  # (so the cache is what is read)
     for path, mode in ((cache, 0o666), (cache.parent, 0o777)):

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
@@ -193,8 +194,11 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     Raises:
         MemsiteError: the history or a file cannot be read (the message names it).
     """
-    snap = load(docs_dir, settings, build_time(), pending_counts(root))
-    commits = history.read(root, "HEAD", settings.content_dir)
+    with ThreadPoolExecutor(max_workers=1) as beside:  # git reads the history while the files are read
+        reading = beside.submit(history.read, root, "HEAD", settings.content_dir)
+        conflicts = beside.submit(history.world_conflicts, root)
+        snap = load(docs_dir, settings, build_time(), pending_counts(root))
+        commits = reading.result()
 
     def read(path: str, data: bytes) -> Memory | None:  # a memory file as it was, or None
         return read_memory(settings, path, path.removeprefix(settings.memories_dir + "/"), data)
@@ -202,7 +206,7 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     site = Site(snap, site_name, commits, repo_url,
                 gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
                 world_at=weeks.world_history(root, commits, settings.world_path),
-                world_conflicts=history.world_conflicts(root), entries=Entries(root))
+                world_conflicts=conflicts.result(), entries=Entries(root))
     keys = Keys(site)
     pages = site.pages()
     if site.kept_entries is not None:

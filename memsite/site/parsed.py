@@ -4,8 +4,9 @@ Parsing 100,000 memory files (YAML frontmatter, checked field by field)
 takes most of a build that follows a few writes. What a file parses to
 depends only on its bytes, its folder and memsite's settings, so each
 folder's memories are kept in ``.memsite/site-parsed/`` (a cache: deleting it
-costs one slower build) with the size, times and inode each file had; a
-file whose are the same is not read again. Each memory's entry in the lists
+costs one slower build) with the size, times and inode each file had and a
+digest of its bytes; a file whose size, times and inode are the same is not
+read again. Each memory's entry in the lists
 (:class:`Entries`) is kept there too, made again only for a memory read anew.
 
 The cache is Python pickles, which run code when read: one is read only
@@ -28,6 +29,7 @@ from .output import version
 
 FOLDER = f".memsite/{SITE_PARSED}"
 Signature = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+Kept = tuple[Signature, Memory, str]  # a file's signature when it was read, its memory, a digest of its bytes
 
 
 class Parsed:
@@ -36,32 +38,35 @@ class Parsed:
     def __init__(self, root: Path, config: Config) -> None:
         self.folder = root / FOLDER
         self.salt = hashlib.sha256(repr((version(), config)).encode("utf-8")).hexdigest()[:16]
-        self.kept: dict[str, dict[str, tuple[Signature, Memory]]] = {}
+        self.kept: dict[str, dict[str, Kept]] = {}
         self.seen: dict[str, set[str]] = {}
         self.changed: set[str] = set()
-        self.origins: dict[str, tuple[str, str, Signature]] = {}  # ``under`` -> what its memory was read from
+        self.origins: dict[str, tuple[str, str, str]] = {}  # ``under`` -> what its memory was read from
 
     def read(self, path: str, under: str, parse: Callable[[bytes], Memory | None]) -> Memory | None:
         """The memory in the file ``path`` (``under`` memories/): as parsed before when the file is the same,
         else ``parse(its bytes)`` (whose errors are raised, and nothing kept). ``origins[under]`` then says what
-        it was read from (these settings, the file's place, size, times and inode): the same origin, the same
-        memory."""
+        it was read from (these settings, the file's place and a digest of its bytes): the same origin, the same
+        memory, in any copy of the repository."""
         folder, _, name = under.rpartition("/")
         entries = self._entries(folder)
         self.seen.setdefault(folder, set()).add(name)
         st = os.stat(path)
         signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        self.origins[under] = (self.salt, under, signature)
         hit = entries.get(name)
         if hit is not None and hit[0] == signature:
+            self.origins[under] = (self.salt, under, hit[2])
             return hit[1]
         if hit is not None:
             del entries[name]
             self.changed.add(folder)
         with open(path, "rb") as file:
-            memory = parse(file.read())
+            data = file.read()
+        memory = parse(data)
+        digest = hashlib.sha256(data).hexdigest()[:24]
+        self.origins[under] = (self.salt, under, digest)
         if memory is not None:
-            entries[name] = (signature, memory)
+            entries[name] = (signature, memory, digest)
             self.changed.add(folder)
         return memory
 
@@ -81,13 +86,13 @@ class Parsed:
     def _file(self, folder: str) -> Path:
         return self.folder / f"{hashlib.sha256((self.salt + folder).encode('utf-8')).hexdigest()[:24]}.pickle"
 
-    def _entries(self, folder: str) -> dict[str, tuple[Signature, Memory]]:
+    def _entries(self, folder: str) -> dict[str, Kept]:
         entries = self.kept.get(folder)
         if entries is None:
             entries = self.kept[folder] = self._load(folder)
         return entries
 
-    def _load(self, folder: str) -> dict[str, tuple[Signature, Memory]]:
+    def _load(self, folder: str) -> dict[str, Kept]:
         path = self._file(folder)
         try:
             if not (_own(self.folder) and _own(path)):
@@ -96,9 +101,11 @@ class Parsed:
                 data = pickle.load(file)  # (this user's own file, writable by no one else: _own)
         except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict) or any(len(entry) != 3 for entry in data.values()):
+            return {}  # (not a dict, or one an earlier version wrote, without the digests: read anew)
+        return data
 
-    def _write(self, folder: str, entries: dict[str, tuple[Signature, Memory]]) -> None:
+    def _write(self, folder: str, entries: dict[str, Kept]) -> None:
         _write(self._file(folder), entries)
 
 
@@ -138,9 +145,9 @@ class Entries:
         return made
 
     def save(self) -> None:
-        """Keep the entries made in this build for the next (nothing when none changed, or where the cache
-        cannot be written)."""
-        if not self.made and self.now.keys() == self.before.keys():
+        """Keep the entries made in this build for the next, once they are more than a few of them (writing
+        100,000 entries costs more than making a few hundred again); not where the cache cannot be written."""
+        if self.made <= len(self.now) // 20 and self.before:
             return
         try:
             _write(self.path, self.now)
