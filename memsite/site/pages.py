@@ -127,12 +127,16 @@ class Site(LogPages):
             parts.append("tags: " + ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags))
         return '<p class="memsite-meta">' + " · ".join(parts) + "</p>"
 
-    def entry(self, here: str, scored: Scored) -> str:
+    def listed(self, here: str, members: Iterable[Scored]) -> str:
+        """``members`` as entries (:meth:`entry`) of the list page ``here``."""
+        return "\n".join(self.entry(s) for s in members).replace(_UP, self.folder(here, "m"))
+
+    def entry(self, scored: Scored) -> str:
         """A memory in a list: abstract (L0) linking to its page, overview (L1), metadata.
 
         Made once per memory (each is listed by category and by month, 200,000
         entries at 100,000 memories) with a token for the way up to ``m/``,
-        which is all that differs from one list page to another; and with a
+        which is all that differs from one list page to another (:meth:`listed` puts it in); and with a
         token for its score (which changes with the time of the build), all
         that differs from one build to the next for a memory read from the
         same file (:class:`parsed.Entries` keeps them).
@@ -146,7 +150,7 @@ class Site(LogPages):
                 origin = self.snap.origins.get(m.id) if m.valid_until is None else None
                 made = self.kept_entries.get(m.id, origin, lambda: self._entry(scored))
             made = self._entries[m.id] = made.replace(_SCORE, f"{scored.score:.3f}")
-        return made.replace(_UP, self.folder(here, "m"))
+        return made
 
     def _entry(self, scored: Scored) -> str:
         m = scored.memory
@@ -496,7 +500,7 @@ class Site(LogPages):
             chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
             title_ = heading + (f" (page {number} of {count})" if count > 1 else "")
             pager = _pager(here, srcs, number) if count > 1 else ""
-            listed = "\n".join(self.entry(here, s) for s in chunk) if chunk else empty
+            listed = self.listed(here, chunk) if chunk else empty
             content = f"{intro}\n{pager}{listed}\n{pager}"
             if number == 1:
                 pages[here] = f"{safe.front(title_)}# {safe.inline(title_)}\n\n{self.raw(content)}\n"
