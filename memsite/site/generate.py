@@ -34,7 +34,7 @@ from ..storage.activity import pending_counts
 from ..storage.reading import read_memory
 from . import lists, memory_pages, search, weeks
 from .output import previous_site
-from .pages import Site
+from .pages import Lists, Site
 from .parsed import Entries
 from .problems import problem_pages
 from .safe import text
@@ -108,18 +108,20 @@ CSS = """\
 """
 
 
-class Keys:
-    """What each memory's page is made from (:meth:`Site.article_keys`) and what search holds of it
-    (:func:`memory_pages.search_key`), worked out while the pages are made.
+class Beside:
+    """What another core works out while this one makes the other pages: the pages of categories and months
+    (:meth:`Site.lists`), then each memory's page key (:meth:`Site.article_keys`) and what search holds of it
+    (:func:`memory_pages.search_key`).
 
-    Past a few thousand memories a forked process works them out on another
-    core (a pass over every memory each: seconds at 100,000) while this one
-    makes the pages; where it cannot, or it fails, they are worked out here.
+    Each is a pass over every memory: seconds at 100,000 of them. Past a few
+    thousand memories a forked process does them; where it cannot, or it
+    fails, they are done here when asked for.
     """
 
     def __init__(self, site: Site) -> None:
         self.site = site
-        self.found: tuple[dict[str, str], dict[str, str]] | None = None
+        self.listed: Lists | None = None
+        self.keys: tuple[dict[str, str], dict[str, str]] | None = None
         self.process: multiprocessing.process.BaseProcess | None = None
         self.receive: Connection | None = None
         if len(site.snap.memories) >= memory_pages.PARALLEL and hasattr(os, "fork"):
@@ -134,30 +136,44 @@ class Keys:
                                           for s in self.site.snap.memories}
 
     def _send(self, send: Connection) -> None:
+        send.send(self.site.lists())
         send.send(self.work_out())
         send.close()
 
-    def close(self) -> None:
-        """Stop the process if its keys were not asked for (a build that failed before its end)."""
-        if self.process is not None and self.receive is not None:
-            self.process.terminate()
-            self.process.join()
-            self.receive.close()
-            self.process = self.receive = None
+    def _receive(self) -> object:
+        if self.receive is not None:
+            try:
+                return self.receive.recv()
+            except (EOFError, OSError):
+                self.close()  # (the process failed: the rest is done here)
+        return None
+
+    def lists(self) -> Lists:
+        """What :meth:`Site.lists` returns."""
+        if self.listed is None:
+            found = self._receive()
+            self.listed = found if isinstance(found, dict) else self.site.lists()
+        return self.listed
 
     def get(self) -> tuple[dict[str, str], dict[str, str]]:
         """(memory id -> article key, memory page address -> search key)."""
-        if self.found is None and self.receive is not None and self.process is not None:
-            try:
-                self.found = self.receive.recv()
-            except (EOFError, OSError):
-                self.found = None  # (the process failed: worked out here)
-            self.receive.close()
+        if self.keys is None:
+            self.lists()
+            found = self._receive()
+            self.close()
+            self.keys = found if isinstance(found, tuple) else self.work_out()
+        return self.keys
+
+    def close(self) -> None:
+        """Stop the process (its work done, or no longer wanted: a build that failed before its end)."""
+        if self.process is not None:
+            if self.process.is_alive():
+                self.process.terminate()
             self.process.join()
-            self.receive = self.process = None
-        if self.found is None:
-            self.found = self.work_out()
-        return self.found
+            self.process = None
+        if self.receive is not None:
+            self.receive.close()
+            self.receive = None
 
 
 @dataclass
@@ -166,7 +182,7 @@ class Generated:
 
     site: Site
     pages: dict[str, str]
-    keys: Keys | None = None
+    beside: Beside | None = None
 
     @property
     def snap(self) -> Snapshot:
@@ -194,9 +210,9 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     Raises:
         MemsiteError: the history or a file cannot be read (the message names it).
     """
-    with ThreadPoolExecutor(max_workers=1) as beside:  # git reads the history while the files are read
-        reading = beside.submit(history.read, root, "HEAD", settings.content_dir)
-        conflicts = beside.submit(history.world_conflicts, root)
+    with ThreadPoolExecutor(max_workers=1) as git:  # git reads the history while the files are read
+        reading = git.submit(history.read, root, "HEAD", settings.content_dir)
+        conflicts = git.submit(history.world_conflicts, root)
         snap = load(docs_dir, settings, build_time(), pending_counts(root))
         commits = reading.result()
 
@@ -207,13 +223,11 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
                 gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
                 world_at=weeks.world_history(root, commits, settings.world_path),
                 world_conflicts=conflicts.result(), entries=Entries(root))
-    keys = Keys(site)
-    pages = site.pages()
-    if site.kept_entries is not None:
-        site.kept_entries.save()
+    beside = Beside(site)
+    pages = site.pages(beside.lists)
     pages.update(problem_pages(snap))
     pages[CSS_URI] = CSS
-    return Generated(site, pages, keys)
+    return Generated(site, pages, beside)
 
 
 def is_source(uri: str) -> bool:
@@ -290,7 +304,7 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
     if generated is not None and (shell_dir / "index.html").is_file():
         shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
         shutil.rmtree(shell_dir)
-        articles, _ = (generated.keys or Keys(generated.site)).get()
+        articles, _ = (generated.beside or Beside(generated.site)).get()
         keys = {mid: shell.key(key) for mid, key in articles.items()}
         kept = memory_pages.reuse(previous, site_dir, keys, shared=shell.files)
         shell.write_files(site_dir)
@@ -302,7 +316,7 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
         lists.write(site_dir, generated.site.list_pages)
     redirects(site_dir)
     _drop_shell_from_sitemap(site_dir)
-    searched = (generated.keys or Keys(generated.site)).get()[1] if generated is not None else {}
+    searched = (generated.beside or Beside(generated.site)).get()[1] if generated is not None else {}
     log(search.index(site_dir, searched, previous))
     if sitemap:
         return

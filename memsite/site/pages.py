@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from .summaries import Day, category_projection, daily_summary, days
 from .weeks import Digest
 
 PER_PAGE = 200  # memories on a page of a list: ~100 KB of HTML
+Lists = dict[str, tuple[str, str, int]]  # the pages of lists: src -> (title, content HTML, number in its list)
 # An entry made for every list page and build (Site.entry): tokens for the way up to m/ and the score.
 _ANY_PAGE, _UP, _SCORE = "\0any page", "\0up to m/\0", "\0score\0"
 FADING = 20
@@ -197,18 +198,31 @@ class Site(LogPages):
 
     # --- pages --------------------------------------------------------------
 
-    def pages(self) -> dict[str, str]:
-        """Every page MkDocs renders: src_uri -> Markdown (memory pages come from :meth:`articles`)."""
+    def pages(self, listed: Callable[[], Lists] | None = None) -> dict[str, str]:
+        """Every page MkDocs renders: src_uri -> Markdown (memory pages come from :meth:`articles`; the later
+        pages of long lists go to :attr:`list_pages`). ``listed``: what :meth:`lists` returns, made elsewhere."""
         pages = {"index.md": self.home(), "rankings.md": self.rankings(), "skills.md": self.skills_page(),
                  "world.md": self.world(), "memories/index.md": self.categories(), SHELL_SRC: shell_page()}
-        pages.update(self.category_pages())
-        pages.update(self.month_pages())
         pages.update(self.week_pages())
         pages.update(self.day_pages())
         pages.update(self.session_pages())
         pages.update(self.agent_pages())
+        for src, (title_, content, number) in (listed or self.lists)().items():
+            if number == 1:
+                pages[src] = f"{safe.front(title_)}# {safe.inline(title_)}\n\n{self.raw(content)}\n"
+            else:
+                self.list_pages[src] = (title_, content)
         pages.update(lists.shells(self.list_pages))
         return pages
+
+    def lists(self) -> Lists:
+        """The pages of every category and month (:meth:`category_pages`, :meth:`month_pages`); the entries
+        made for them are kept for the next build (:class:`parsed.Entries`)."""
+        made = self.category_pages()
+        made.update(self.month_pages())
+        if self.kept_entries is not None:
+            self.kept_entries.save()
+        return made
 
     @functools.cached_property
     def article(self) -> Article:
@@ -486,11 +500,11 @@ class Site(LogPages):
                          f"{safe.inline(category.description)} |")
         return "\n".join(lines) + "\n"
 
-    def paged(self, first: str, members: list[Scored], heading: str, intro: str, empty: str) -> dict[str, str]:
+    def paged(self, first: str, members: list[Scored], heading: str, intro: str, empty: str) -> Lists:
         """A list of memories over pages of PER_PAGE: ``first`` (``<x>.md`` or ``<x>/index.md``), then ``page-<n>``.
 
-        ``intro`` and ``empty`` are HTML. The first page is returned as Markdown for the generator; the
-        others go to :attr:`list_pages`, put into a shell after it (:mod:`lists`).
+        ``intro`` and ``empty`` are HTML, as each page's content is (src -> (title, content, its number)):
+        the generator renders the first page; the others are put into a shell after it (:mod:`lists`).
         """
         count = max(1, -(-len(members) // PER_PAGE))
         folder = first.removesuffix("/index.md").removesuffix(".md")
@@ -501,15 +515,11 @@ class Site(LogPages):
             title_ = heading + (f" (page {number} of {count})" if count > 1 else "")
             pager = _pager(here, srcs, number) if count > 1 else ""
             listed = self.listed(here, chunk) if chunk else empty
-            content = f"{intro}\n{pager}{listed}\n{pager}"
-            if number == 1:
-                pages[here] = f"{safe.front(title_)}# {safe.inline(title_)}\n\n{self.raw(content)}\n"
-            else:
-                self.list_pages[here] = (title_, content)
+            pages[here] = (title_, f"{intro}\n{pager}{listed}\n{pager}", number)
         return pages
 
-    def category_pages(self) -> dict[str, str]:
-        pages = {}
+    def category_pages(self) -> Lists:
+        pages: Lists = {}
         grouped = self.snap.by_category()
         for category in self.snap.config.categories:
             members = grouped.get(category.name, [])
@@ -527,12 +537,12 @@ class Site(LogPages):
             pages.update(self.paged(here, members, category.name, intro, "<p>No memories in this category yet.</p>"))
         return pages
 
-    def month_pages(self) -> dict[str, str]:
+    def month_pages(self) -> Lists:
         """Per category and month created: its memories, oldest first, each linking to its page."""
         buckets: dict[tuple[str, int, int], list[Scored]] = {}
         for s in self.snap.memories:
             buckets.setdefault((s.memory.category, s.memory.created.year, s.memory.created.month), []).append(s)
-        pages = {}
+        pages: Lists = {}
         for (category, year, number), members in buckets.items():
             month = f"{year:04d}-{number:02d}"
             members.sort(key=lambda s: (s.memory.created, s.memory.id))

@@ -194,9 +194,9 @@ class MemsitePlugin(BasePlugin[_Options]):
             self.build = None
 
     def _forget(self) -> None:
-        """Stop what the last build still works out beside it (``generate.Keys``)."""
-        if self.generated is not None and self.generated.keys is not None:
-            self.generated.keys.close()
+        """Stop what the last build still works out beside it (``generate.Beside``)."""
+        if self.generated is not None and self.generated.beside is not None:
+            self.generated.beside.close()
 
     def on_shutdown(self) -> None:
         """The end of ``mkdocs build``: the finished site goes in place; one stopped by Ctrl-C leaves the old one.
