@@ -60,21 +60,19 @@ class Site(LogPages):
         self.snap = snap
         self.kept_entries = entries  # the entries an earlier build made (None: every entry is made)
         self.commits = commits or []
-        self.history = history.by_memory(self.commits, snap.paths)
         self.site_name = site_name
         self.repo_url = (repo_url or "").rstrip("/")  # links to commits and file histories go there when set
         self.file_of = {mid: path for path, mid in snap.paths.items()}
         self.folders = {c.name: c.folder for c in snap.config.categories}
         self.session_names = {s.name for s in snap.sessions}
         self.skills: list[SkillCandidate] = promote(s.memory for s in snap.current)
-        self.days = summary_days(snap, self.commits)
         self.gone = gone or {}  # memories forgotten or trimmed, as they were: named by their abstract
         self.world_at = world_at or {}
         self.by_id = {s.memory.id: s for s in snap.memories}
         self.agents = set(snap.agents())
         self._up: dict[tuple[str, str], str] = {(_ANY_PAGE, "m"): _UP}  # (page, folder) -> its link to /folder/
         self._entries: dict[str, str] = {}  # memory id -> its entry in a list, the link to /m/ left as _UP
-        self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at, world_conflicts or [])
+        self.world_conflicts = world_conflicts or []
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
         self.list_pages: dict[str, tuple[str, str]] = {}  # the later pages of long lists: src -> (title, HTML)
 
@@ -224,6 +222,24 @@ class Site(LogPages):
             self.kept_entries.save()
         return made
 
+    # What only some pages need, worked out when first asked for: the pages of lists and the page keys are made
+    # by a process beside this one (generate.Beside) while this one makes the others.
+
+    @functools.cached_property
+    def history(self) -> dict[str, list[tuple[Commit, str]]]:
+        """Memory id -> its changes, newest first (``history.by_memory``)."""
+        return history.by_memory(self.commits, self.snap.paths)
+
+    @functools.cached_property
+    def days(self) -> list[Day]:
+        """The daily summaries (:func:`summary_days`)."""
+        return summary_days(self.snap, self.commits)
+
+    @functools.cached_property
+    def timeline(self) -> weeks.Timeline:
+        """Memories, sessions and commits by day, for digests."""
+        return weeks.Timeline(self.snap, self.commits, self.skills, self.world_at, self.world_conflicts)
+
     @functools.cached_property
     def article(self) -> Article:
         """What renders each memory's article (and says what it depends on: :meth:`Article.key`)."""
@@ -238,6 +254,8 @@ class Site(LogPages):
         """(id, page title, article HTML) of every memory not in ``skip`` (or of share ``part`` of ``parts``
         of them): ``/m/<id>/``."""
         todo = [s for s in self.snap.memories if s.memory.id not in skip] if skip else self.snap.memories
+        if skip and "history" not in self.__dict__:  # the changes of these alone (not all, when few are written)
+            self.history = history.by_memory(self.commits, self.snap.paths, {s.memory.id for s in todo})
         for scored in todo[part::parts]:
             m = scored.memory
             yield m.id, f"{title(m)} · {m.category}", self.article.render(scored)
