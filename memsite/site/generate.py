@@ -301,10 +301,11 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
     """
     shell_dir = site_dir / memory_pages.SHELL_SRC.removesuffix(".md")
     previous = previous_site(site_dir)
-    if generated is not None and (shell_dir / "index.html").is_file():
+    beside = None if generated is None else generated.beside or Beside(generated.site)
+    if generated is not None and beside is not None and (shell_dir / "index.html").is_file():
         shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
         shutil.rmtree(shell_dir)
-        articles, _ = (generated.beside or Beside(generated.site)).get()
+        articles, _ = beside.get()
         keys = {mid: shell.key(key) for mid, key in articles.items()}
         kept = memory_pages.reuse(previous, site_dir, keys, shared=shell.files)
         shell.write_files(site_dir)
@@ -316,7 +317,7 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
         lists.write(site_dir, generated.site.list_pages)
     redirects(site_dir)
     _drop_shell_from_sitemap(site_dir)
-    searched = (generated.beside or Beside(generated.site)).get()[1] if generated is not None else {}
+    searched = beside.get()[1] if beside is not None else {}
     log(search.index(site_dir, searched, previous))
     if sitemap:
         return

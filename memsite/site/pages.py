@@ -135,10 +135,10 @@ class Site(LogPages):
 
         Made once per memory (each is listed by category and by month, 200,000
         entries at 100,000 memories) with a token for the way up to ``m/``,
-        which is all that differs from one list page to another (:meth:`listed` puts it in); and with a
-        token for its score (which changes with the time of the build), all
-        that differs from one build to the next for a memory read from the
-        same file (:class:`parsed.Entries` keeps them).
+        all that differs from one list page to another (:meth:`listed` puts
+        it in), and a token for its score, which changes with the time of the
+        build: all that differs from one build to the next for a memory read
+        from the same file (:class:`parsed.Entries` keeps them).
         """
         m = scored.memory
         made = self._entries.get(m.id)
