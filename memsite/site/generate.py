@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -136,6 +137,7 @@ class Beside:
                                           for s in self.site.snap.memories}
 
     def _send(self, send: Connection) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build's to handle: it stops this process
         send.send(self.site.lists())
         send.send(self.work_out())
         send.close()
