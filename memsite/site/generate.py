@@ -111,8 +111,8 @@ CSS = """\
 
 class Beside:
     """What another core works out while this one makes the other pages: the pages of categories and months
-    (:meth:`Site.lists`), then each memory's page key (:meth:`Site.article_keys`) and what search holds of it
-    (:func:`memory_pages.search_key`).
+    (:meth:`Site.lists`), then each memory's page key (:meth:`Site.article_keys`); and what search holds of each
+    memory (:func:`memory_pages.search_key`), worked out here.
 
     Each is a pass over every memory: seconds at 100,000 of them. Past a few
     thousand memories a forked process does them; where it cannot, or it
@@ -132,14 +132,10 @@ class Beside:
             self.process.start()
             send.close()
 
-    def work_out(self) -> tuple[dict[str, str], dict[str, str]]:
-        return self.site.article_keys(), {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory)
-                                          for s in self.site.snap.memories}
-
     def _send(self, send: Connection) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build's to handle: it stops this process
         send.send(self.site.lists())
-        send.send(self.work_out())
+        send.send(self.site.article_keys())
         send.close()
 
     def _receive(self) -> object:
@@ -158,12 +154,14 @@ class Beside:
         return self.listed
 
     def get(self) -> tuple[dict[str, str], dict[str, str]]:
-        """(memory id -> article key, memory page address -> search key)."""
+        """(memory id -> article key, memory page address -> search key); the search keys are worked out here
+        while the process beside ends its work."""
         if self.keys is None:
             self.lists()
+            searched = {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory) for s in self.site.snap.memories}
             found = self._receive()
             self.close()
-            self.keys = found if isinstance(found, tuple) else self.work_out()
+            self.keys = (found if isinstance(found, dict) else self.site.article_keys()), searched
         return self.keys
 
     def close(self) -> None:

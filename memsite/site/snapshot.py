@@ -152,9 +152,9 @@ def _markdown_files(folder: Path) -> list[tuple[str, str]]:
     for top, _dirs, names in os.walk(folder):
         under = os.path.relpath(top, folder).replace(os.sep, "/")
         prefix = "" if under == "." else under + "/"
-        found += [(prefix + name, top) for name in names if name.endswith(".md")]
+        found += [(prefix + name, f"{top}{os.sep}{name}") for name in names if name.endswith(".md")]
     found.sort()
-    return [(os.path.join(top, rel.rpartition("/")[2]), rel) for rel, top in found]
+    return [(path, rel) for rel, path in found]
 
 
 def _recalled(memory: Memory, recalls: int, last: str) -> Memory:
