@@ -303,7 +303,7 @@ class Article:
         self.repo_url = repo_url
         self.half_life_days = half_life_days
         # What every article depends on besides its memory: a change to it changes every key.
-        self.common = repr((version(), sorted(folders.items()), repo_url, half_life_days))
+        self.common = _digest(repr((version(), sorted(folders.items()), repo_url, half_life_days)))
 
     def key(self, scored: Scored) -> str:
         """What :meth:`render` makes of ``scored`` depends on this alone: equal keys, equal articles.
@@ -320,10 +320,12 @@ class Article:
         changes = self.history.get(m.id, [])
         chain = self.chain(m)
         origin = self.origins.get(m.id)
-        inputs = (self.common, repr(m) if origin is None else origin, m.source in self.session_names,
-                  self.file_of.get(m.id), len(changes), [(c.sha, action) for c, action in changes[:HISTORY]],
-                  [(x.id, title(x), x.created, x.agent, x.valid_until) for x in chain] if len(chain) > 1 else None)
-        return _digest(repr(inputs))
+        inputs = [self.common, repr(m) if origin is None else repr(origin), str(m.source in self.session_names),
+                  str(self.file_of.get(m.id)), str(len(changes)), *(f"{c.sha} {action}" for c, action in
+                                                                     changes[:HISTORY])]
+        if len(chain) > 1:
+            inputs.append(repr([(x.id, title(x), x.created, x.agent, x.valid_until) for x in chain]))
+        return _digest("\0".join(inputs))
 
     def commit_link(self, commit: Commit) -> str:
         """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
