@@ -13,7 +13,7 @@ import pytest
 from memsite import MemoryStore
 from memsite.foundation.fileformat import format_memory
 from memsite.foundation.record import short_id
-from memsite.site.pages import PER_PAGE
+from memsite.site.lists import PER_PAGE
 from tests.conftest import git
 from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
 

@@ -31,25 +31,22 @@ from ..foundation.decay import TrimCandidate, plan_trim
 from ..foundation.likeness import flagged
 from ..foundation.record import Memory
 from . import charts, lists, safe, weeks
+from .lists import ANY_PAGE, UP, ListPages, Lists, memories_of
 from .logs import LogPages
-from .memory_pages import SHELL_SRC, Article, overview_of, shell_page, title
+from .memory_pages import SHELL_SRC, Article, shell_page, title
 from .parsed import Entries
 from .safe import link, text
 from .snapshot import Scored, Snapshot
 from .summaries import Day, category_projection, daily_summary, days
 from .weeks import Digest
 
-PER_PAGE = 200  # memories on a page of a list: ~100 KB of HTML
-Lists = dict[str, tuple[str, str, int]]  # the pages of lists: src -> (title, content HTML, number in its list)
-# An entry made for every list page and build (Site.entry): tokens for the way up to m/ and the score.
-_ANY_PAGE, _UP, _SCORE = "\0any page", "\0up to m/\0", "\0score\0"
 FADING = 20
 LATEST = 12  # changes on the dashboard
 SHOWN_NEW = 10  # new memories of a category named in a digest
 SHOWN_REMOVED = 30  # forgotten or trimmed memories named in a digest
 
 
-class Site(LogPages):
+class Site(LogPages, ListPages):
     """Renders the pages of one snapshot."""
 
     def __init__(self, snap: Snapshot, site_name: str = "Agent memory", commits: list[Commit] | None = None,
@@ -70,8 +67,8 @@ class Site(LogPages):
         self.world_at = world_at or {}
         self.by_id = {s.memory.id: s for s in snap.memories}
         self.agents = set(snap.agents())
-        self._up: dict[tuple[str, str], str] = {(_ANY_PAGE, "m"): _UP}  # (page, folder) -> its link to /folder/
-        self._entries: dict[str, str] = {}  # memory id -> its entry in a list, the link to /m/ left as _UP
+        self._up: dict[tuple[str, str], str] = {(ANY_PAGE, "m"): UP}  # (page, folder) -> its link to /folder/
+        self._entries: dict[str, str] = {}  # memory id -> its entry in a list, the link to /m/ left as UP
         self.world_conflicts = world_conflicts or []
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
         self.list_pages: dict[str, tuple[str, str]] = {}  # the later pages of long lists: src -> (title, HTML)
@@ -125,38 +122,6 @@ class Site(LogPages):
         if m.tags:
             parts.append("tags: " + ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags))
         return '<p class="memsite-meta">' + " · ".join(parts) + "</p>"
-
-    def listed(self, here: str, members: Iterable[Scored]) -> str:
-        """``members`` as entries (:meth:`entry`) of the list page ``here``."""
-        return "\n".join(self.entry(s) for s in members).replace(_UP, self.folder(here, "m"))
-
-    def entry(self, scored: Scored) -> str:
-        """A memory in a list: abstract (L0) linking to its page, overview (L1), metadata.
-
-        Made once per memory (each is listed by category and by month, 200,000
-        entries at 100,000 memories) with a token for the way up to ``m/``,
-        all that differs from one list page to another (:meth:`listed` puts
-        it in), and a token for its score, which changes with the time of the
-        build: all that differs from one build to the next for a memory read
-        from the same file (:class:`parsed.Entries` keeps them).
-        """
-        m = scored.memory
-        made = self._entries.get(m.id)
-        if made is None:
-            if self.kept_entries is None:
-                made = self._entry(scored)
-            else:  # a superseded memory's entry links its successor: made in each build
-                origin = self.snap.origins.get(m.id) if m.valid_until is None else None
-                made = self.kept_entries.get(m.id, origin, lambda: self._entry(scored))
-            made = self._entries[m.id] = made.replace(_SCORE, f"{scored.score:.3f}")
-        return made
-
-    def _entry(self, scored: Scored) -> str:
-        m = scored.memory
-        overview = _short(overview_of(m), 600)
-        return (f'<div class="memsite-entry">\n<h3 id="{text(m.id)}">'
-                f"{self.memory_link(_ANY_PAGE, m)}</h3>\n" + (f"<p>{text(overview)}</p>\n" if overview else "")
-                + f"{self.meta(scored, _ANY_PAGE, _SCORE)}\n</div>")
 
     def commit_link(self, here: str, commit: Commit) -> str:
         """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
@@ -212,15 +177,6 @@ class Site(LogPages):
                 self.list_pages[src] = (title_, content)
         pages.update(lists.shells(self.list_pages))
         return pages
-
-    def lists(self) -> Lists:
-        """The pages of every category and month (:meth:`category_pages`, :meth:`month_pages`); the entries
-        made for them are kept for the next build (:class:`parsed.Entries`)."""
-        made = self.category_pages()
-        made.update(self.month_pages())
-        if self.kept_entries is not None:
-            self.kept_entries.save()
-        return made
 
     # What only some pages need, worked out when first asked for: the pages of lists and the page keys are made
     # by a process beside this one (generate.Beside) while this one makes the others.
@@ -316,7 +272,7 @@ class Site(LogPages):
                       + (f" The last change was on {last:%Y-%m-%d}: see "
                          f"{link(here, f'weeks/{weeks.iso_week(last.date())}.md', 'that week')}." if last else ""), ""]
         else:
-            counts = [_memories(len(d.new), "new "),
+            counts = [memories_of(len(d.new), "new "),
                       safe.plural(len(d.sessions), "task") + " closed",
                       f"{len(d.removed)} forgotten or trimmed", safe.plural(d.commits, "commit")]
             last = d.end - timedelta(seconds=1)
@@ -400,7 +356,7 @@ class Site(LogPages):
         if not d.world:
             return "<p>No change to the world state.</p>" + both
         rows = "".join(f'<tr><td class="memsite-key">{_key(k)}</td><td class="memsite-num">{text(action)}</td>'
-                       f"<td>{text(_short(safe.plain(v), 200))}</td></tr>" for k, action, v in d.world[:50])
+                       f"<td>{text(safe.short(safe.plain(v), 200))}</td></tr>" for k, action, v in d.world[:50])
         more = f"<p>and {len(d.world) - 50} more keys.</p>" if len(d.world) > 50 else ""
         return (f'<div class="memsite-world"><table><thead><tr><th>Key</th><th>Change</th><th>Value</th></tr>'
                 f"</thead><tbody>{rows}</tbody></table></div>{more}{both}")
@@ -409,7 +365,7 @@ class Site(LogPages):
         if not d.removed:
             return "<p>Nothing was forgotten or trimmed.</p>"
         items = [f"<li>{self.named(here, mid)}: {text(action)} by {self.agent_link(here, c.author)} on "
-                 f"{c.when:%Y-%m-%d}" + (f", because {text(_short(reason, 300))}" if reason else "")
+                 f"{c.when:%Y-%m-%d}" + (f", because {text(safe.short(reason, 300))}" if reason else "")
                  + f" ({self.commit_link(here, c)})</li>" for c, mid, action, reason in d.removed[:SHOWN_REMOVED]]
         more = (f"<li>and {len(d.removed) - SHOWN_REMOVED} more: see the day pages</li>"
                 if len(d.removed) > SHOWN_REMOVED else "")
@@ -517,60 +473,6 @@ class Site(LogPages):
             lines.append(f"| {link(here, target, category.name)} | {len(grouped.get(category.name, []))} | "
                          f"{safe.inline(category.description)} |")
         return "\n".join(lines) + "\n"
-
-    def paged(self, first: str, members: list[Scored], heading: str, intro: str, empty: str) -> Lists:
-        """A list of memories over pages of PER_PAGE: ``first`` (``<x>.md`` or ``<x>/index.md``), then ``page-<n>``.
-
-        ``intro`` and ``empty`` are HTML, as each page's content is (src -> (title, content, its number)):
-        the generator renders the first page; the others are put into a shell after it (:mod:`lists`).
-        """
-        count = max(1, -(-len(members) // PER_PAGE))
-        folder = first.removesuffix("/index.md").removesuffix(".md")
-        srcs = [first] + [f"{folder}/page-{n}.md" for n in range(2, count + 1)]
-        pages = {}
-        for number, here in enumerate(srcs, start=1):
-            chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
-            title_ = heading + (f" (page {number} of {count})" if count > 1 else "")
-            pager = _pager(here, srcs, number) if count > 1 else ""
-            listed = self.listed(here, chunk) if chunk else empty
-            pages[here] = (title_, f"{intro}\n{pager}{listed}\n{pager}", number)
-        return pages
-
-    def category_pages(self) -> Lists:
-        pages: Lists = {}
-        grouped = self.snap.by_category()
-        for category in self.snap.config.categories:
-            members = grouped.get(category.name, [])
-            capacity = _capacity(category)
-            months = [f"{year:04d}-{month:02d}" for year, month in
-                      sorted({(s.memory.created.year, s.memory.created.month) for s in members}, reverse=True)]
-            here = f"memories/{category.folder}/index.md"
-            by_month = ("By month created: " + ", ".join(
-                link(here, f"memories/{category.folder}/{m}.md", m) for m in months[:24])
-                + (f" and {len(months) - 24} earlier" if len(months) > 24 else "") + ".") if months else ""
-            intro = (f"<blockquote><p>{text(category.description)}</p></blockquote>\n"
-                     f"<p>{_memories(len(members))}, best ranked first" + (f"; capacity {text(capacity)}" if capacity
-                                                                          else "") + ".</p>\n"
-                     + (f"<p>{by_month}</p>" if by_month else ""))
-            pages.update(self.paged(here, members, category.name, intro, "<p>No memories in this category yet.</p>"))
-        return pages
-
-    def month_pages(self) -> Lists:
-        """Per category and month created: its memories, oldest first, each linking to its page."""
-        buckets: dict[tuple[str, int, int], list[Scored]] = {}
-        for s in self.snap.memories:
-            buckets.setdefault((s.memory.category, s.memory.created.year, s.memory.created.month), []).append(s)
-        pages: Lists = {}
-        for (category, year, number), members in buckets.items():
-            month = f"{year:04d}-{number:02d}"
-            members.sort(key=lambda s: (s.memory.created, s.memory.id))
-            folder = self.folders.get(category, category)
-            named = datetime.strptime(month, "%Y-%m").strftime("%B %Y")
-            here = f"memories/{folder}/{month}.md"
-            intro = (f"<p>{_memories(len(members))} created in {named}, oldest first. "
-                     + link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first") + ".</p>")
-            pages.update(self.paged(here, members, f"{category}: created in {named}", intro, ""))
-        return pages
 
     def rankings(self) -> str:
         here, snap, config = "rankings.md", self.snap, self.snap.config
@@ -684,14 +586,6 @@ def placeholder(number: int) -> str:
     return f"<!--memsite-html {number}-->"
 
 
-def _memories(n: int, kind: str = "") -> str:
-    return f"{n} {kind}{'memory' if n == 1 else 'memories'}"
-
-
-def _short(value: str, limit: int) -> str:
-    return value if len(value) <= limit else value[:limit - 1] + "…"
-
-
 def _key(key: str) -> str:
     """A world-state key that a narrow column breaks after a dot or underscore, never inside a word."""
     return "<code>" + text(key).replace(".", ".<wbr>").replace("_", "_<wbr>") + "</code>"
@@ -704,20 +598,3 @@ def _anchor(name: str) -> str:
 def _card_href(here: str, target: str) -> str:
     page, _, anchor = target.partition("#")
     return safe.href(here, page, anchor or None)
-
-
-def _capacity(category: Category) -> str:
-    """The category's high marks, as the page states them ('' when unbounded)."""
-    marks = (("entries", category.capacity.entries), ("lines", category.capacity.lines))
-    return " / ".join(f"{mark.high} {unit}" for unit, mark in marks if mark is not None)
-
-
-def _pager(here: str, srcs: list[str], number: int) -> str:
-    shown = sorted({1, 2, number - 1, number, number + 1, len(srcs) - 1, len(srcs)} & set(range(1, len(srcs) + 1)))
-    links, last = [], 0
-    for n in shown:
-        if n > last + 1:
-            links.append("…")
-        links.append(f"<strong>{n}</strong>" if n == number else link(here, srcs[n - 1], str(n)))
-        last = n
-    return '<nav class="memsite-pager">Pages: ' + " ".join(links) + "</nav>\n"
