@@ -13,7 +13,7 @@ import pytest
 from memsite import MemoryStore
 from memsite.foundation.fileformat import format_memory
 from memsite.foundation.record import short_id
-from memsite.site.pages import PER_PAGE
+from memsite.site.lists import PER_PAGE
 from tests.conftest import git
 from tests.sites import HOSTILE, ROOT, env, hostile_repository, memsite
 
@@ -205,6 +205,10 @@ def test_large_categories_are_paginated_and_every_memory_keeps_its_anchor(tmp_pa
     assert [len(x) for x in listed] == [PER_PAGE, PER_PAGE, 7]
     assert sorted(id for page in listed for id in page) == sorted(ids)
     assert 'href="../page-3/"' in pages[1]
+    # The later pages are put into one page the generator rendered: titled, with the site's nav, no token left.
+    assert "<title>entities (page 2 of 3) - " in pages[1] and 'class="md-nav' in pages[1]
+    assert not [p for p in site.rglob("*") if "ZZMEMSITE" in p.name or (p.suffix in (".html", ".xml")
+                                                                      and "ZZMEMSITE" in p.read_text())]
 
 
 def test_project_writes_summaries_and_categories_for_indexers(demo: Path, tmp_path: Path) -> None:

@@ -146,3 +146,26 @@ def test_a_memory_page_carries_no_chrome_it_does_not_need(tmp_path: Path) -> Non
     for rel in shared:
         assert (page_path.parent / rel).resolve().is_file(), rel
     assert os.path.getsize(page_path) < 8_000
+
+
+def test_a_big_site_made_with_a_process_beside_is_the_site_made_in_one(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past memory_pages.PARALLEL memories, list pages and page keys are made by a forked process (generate.Beside):
+    the site, list pages and memory pages alike, is the one a single process makes, and a later build keeps the
+    pages either made."""
+    from memsite.site import memory_pages
+    from memsite.site.build import build as build_in_process
+
+    repo, clock = tmp_path / "memory", Clock()
+    with MemoryStore.init(repo, agent="planner", clock=clock) as store, store.transaction("Many") as tx:
+        for n in range(450):  # three pages of entities, and of its month
+            tx.remember(f"Fact {n}: the service {n} listens on port {8000 + n}", category="entities", dedupe=False)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int((START + timedelta(days=1)).timestamp())))
+    alone = build_in_process(repo, tmp_path / "alone", clean=True)
+    monkeypatch.setattr(memory_pages, "PARALLEL", 10)
+    beside = build_in_process(repo, tmp_path / "beside", clean=True)
+    assert tree(beside) == tree(alone)
+    assert (beside / "memories" / "entities" / "2026-11" / "page-3" / "index.html").is_file()
+    first = pages(beside)
+    build_in_process(repo, tmp_path / "beside")
+    assert pages(beside) == first  # every memory page kept: the keys the process beside sent were the same

@@ -47,9 +47,11 @@ def test_a_cache_someone_else_could_have_written_is_not_read(tmp_path: Path) -> 
         memory = store.remember("Staging uses the vega VPN", category="entities")
     abstracts(repo)
     (cache,) = (repo / FOLDER).glob("*.pickle")
-    entries = pickle.loads(cache.read_bytes())
-    (name, (signature, kept)), = entries.items()
-    planted = pickle.dumps({name: (signature, kept.replace(abstract="Planted by someone else"))})
+    kept = pickle.loads(cache.read_bytes())
+    (name, (signature, values, digest)), = kept["memories"].items()
+    values = tuple("Planted by someone else" if field == "abstract" else value
+                   for field, value in zip(kept["fields"], values))
+    planted = pickle.dumps({**kept, "memories": {name: (signature, values, digest)}})
     cache.write_bytes(planted)
     assert abstracts(repo)[memory.id] == "Planted by someone else"  # (so the cache is what is read)
     for path, mode in ((cache, 0o666), (cache.parent, 0o777)):

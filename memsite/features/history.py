@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -167,25 +167,32 @@ def daily(commits: list[Commit], sessions_dir: str = "content/sessions") -> list
     return sorted(days.values(), key=lambda r: r.day, reverse=True)
 
 
-def by_memory(commits: list[Commit], ids_by_path: dict[str, str]) -> dict[str, list[tuple[Commit, str]]]:
+def by_memory(commits: list[Commit], ids_by_path: dict[str, str],
+              only: Collection[str] | None = None) -> dict[str, list[tuple[Commit, str]]]:
     """Memory id -> [(commit, action)], newest first: trailers name the memory; a hand edit, its file.
 
     ``ids_by_path`` names the files memories are in now; a file that moved
     (``memsite migrate``, a category change) keeps its name, so its earlier
-    path is followed back through the commits that moved it.
+    path is followed back through the commits that moved it. ``only``: the
+    memories whose changes are wanted (None: all).
     """
+    if only is not None:
+        ids_by_path = {path: mid for path, mid in ids_by_path.items() if mid in only}
     ids_by_path = dict(ids_by_path)
     for commit in reversed(commits):  # newest first: a chain of moves leads back to the first path
-        added = {Path(path).name: path for status, path in commit.files if status == "A"}
+        if not any(status == "D" for status, _ in commit.files):
+            continue  # (moved nothing)
+        added = {path.rpartition("/")[2]: path for status, path in commit.files if status == "A"}
         for status, path in commit.files:
-            mid = ids_by_path.get(added.get(Path(path).name, "")) if status == "D" else None
+            mid = ids_by_path.get(added.get(path.rpartition("/")[2], "")) if status == "D" else None
             if mid is not None:
                 ids_by_path.setdefault(path, mid)
     found: dict[str, list[tuple[Commit, str]]] = {}
     for commit in commits:
         named = {mid for mid, _, _ in commit.actions}
         for mid, action, _ in commit.actions:
-            found.setdefault(mid, []).append((commit, action or "changed"))
+            if only is None or mid in only:
+                found.setdefault(mid, []).append((commit, action or "changed"))
         for status, path in commit.files:
             mid = ids_by_path.get(path)
             if mid is not None and mid not in named:

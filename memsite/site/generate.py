@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import functools
 import gzip
+import multiprocessing
 import os
 import re
 import shutil
+import signal
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ..features import history, site_guard
@@ -29,9 +33,10 @@ from ..foundation.config import Config
 from ..foundation.record import Memory, utcnow
 from ..storage.activity import pending_counts
 from ..storage.reading import read_memory
-from . import memory_pages, search, weeks
+from . import lists, memory_pages, search, weeks
 from .output import previous_site
-from .pages import Site
+from .pages import Lists, Site
+from .parsed import Entries
 from .problems import problem_pages
 from .safe import text
 from .snapshot import Snapshot, load
@@ -104,12 +109,80 @@ CSS = """\
 """
 
 
+class Beside:
+    """What another core works out while this one makes the other pages: the pages of categories and months
+    (:meth:`Site.lists`), then each memory's page key (:meth:`Site.article_keys`); and what search holds of each
+    memory (:func:`memory_pages.search_key`), worked out here.
+
+    Each is a pass over every memory: seconds at 100,000 of them. Past a few
+    thousand memories a forked process does them; where it cannot, or it
+    fails, they are done here when asked for.
+    """
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.listed: Lists | None = None
+        self.keys: tuple[dict[str, str], dict[str, str]] | None = None
+        self.process: multiprocessing.process.BaseProcess | None = None
+        self.receive: Connection | None = None
+        if len(site.snap.memories) >= memory_pages.PARALLEL and hasattr(os, "fork"):
+            context = multiprocessing.get_context("fork")
+            self.receive, send = context.Pipe(duplex=False)
+            self.process = context.Process(target=self._send, args=(send,), daemon=True)
+            self.process.start()
+            send.close()
+
+    def _send(self, send: Connection) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build's to handle: it stops this process
+        send.send(self.site.lists())
+        send.send(self.site.article_keys())
+        send.close()
+
+    def _receive(self) -> object:
+        if self.receive is not None:
+            try:
+                return self.receive.recv()
+            except (EOFError, OSError):
+                self.close()  # (the process failed: the rest is done here)
+        return None
+
+    def lists(self) -> Lists:
+        """What :meth:`Site.lists` returns."""
+        if self.listed is None:
+            found = self._receive()
+            self.listed = found if isinstance(found, dict) else self.site.lists()
+        return self.listed
+
+    def get(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(memory id -> article key, memory page address -> search key); the search keys are worked out here
+        while the process beside ends its work."""
+        if self.keys is None:
+            self.lists()
+            searched = {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory) for s in self.site.snap.memories}
+            found = self._receive()
+            self.close()
+            self.keys = (found if isinstance(found, dict) else self.site.article_keys()), searched
+        return self.keys
+
+    def close(self) -> None:
+        """Stop the process (its work done, or no longer wanted: a build that failed before its end)."""
+        if self.process is not None:
+            if self.process.is_alive():
+                self.process.terminate()
+            self.process.join()
+            self.process = None
+        if self.receive is not None:
+            self.receive.close()
+            self.receive = None
+
+
 @dataclass
 class Generated:
     """What memsite computed for one build: the Markdown pages (src_uri -> text) and the site that renders them."""
 
     site: Site
     pages: dict[str, str]
+    beside: Beside | None = None
 
     @property
     def snap(self) -> Snapshot:
@@ -137,8 +210,11 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     Raises:
         MemsiteError: the history or a file cannot be read (the message names it).
     """
-    snap = load(docs_dir, settings, build_time(), pending_counts(root))
-    commits = history.read(root, "HEAD", settings.content_dir)
+    with ThreadPoolExecutor(max_workers=1) as git:  # git reads the history while the files are read
+        reading = git.submit(history.read, root, "HEAD", settings.content_dir)
+        conflicts = git.submit(history.world_conflicts, root)
+        snap = load(docs_dir, settings, build_time(), pending_counts(root))
+        commits = reading.result()
 
     def read(path: str, data: bytes) -> Memory | None:  # a memory file as it was, or None
         return read_memory(settings, path, path.removeprefix(settings.memories_dir + "/"), data)
@@ -146,11 +222,12 @@ def generate(root: Path, docs_dir: Path, settings: Config, site_name: str, repo_
     site = Site(snap, site_name, commits, repo_url,
                 gone=weeks.gone_memories(root, commits, settings.memories_dir, read),
                 world_at=weeks.world_history(root, commits, settings.world_path),
-                world_conflicts=history.world_conflicts(root))
-    pages = site.pages()
+                world_conflicts=conflicts.result(), entries=Entries(root))
+    beside = Beside(site)
+    pages = site.pages(beside.lists)
     pages.update(problem_pages(snap))
     pages[CSS_URI] = CSS
-    return Generated(site, pages)
+    return Generated(site, pages, beside)
 
 
 def is_source(uri: str) -> bool:
@@ -224,20 +301,23 @@ def finish(site_dir: Path, generated: Generated | None, *, sitemap: bool, log: C
     """
     shell_dir = site_dir / memory_pages.SHELL_SRC.removesuffix(".md")
     previous = previous_site(site_dir)
-    if generated is not None and (shell_dir / "index.html").is_file():
+    beside = None if generated is None else generated.beside or Beside(generated.site)
+    if generated is not None and beside is not None and (shell_dir / "index.html").is_file():
         shell = memory_pages.Shell((shell_dir / "index.html").read_text(encoding="utf-8"))
         shutil.rmtree(shell_dir)
-        keys = {mid: shell.key(key) for mid, key in generated.site.article_keys().items()}
+        articles, _ = beside.get()
+        keys = {mid: shell.key(key) for mid, key in articles.items()}
         kept = memory_pages.reuse(previous, site_dir, keys, shared=shell.files)
         shell.write_files(site_dir)
         memory_pages.write_all(site_dir, shell, functools.partial(generated.site.articles, skip=kept),
                                len(keys) - len(kept), keys)
         memory_pages.record(site_dir, keys)
         log(f"{len(keys)} memory pages: {len(keys) - len(kept)} written, {len(kept)} unchanged since the last build")
+    if generated is not None:
+        lists.write(site_dir, generated.site.list_pages)
     redirects(site_dir)
     _drop_shell_from_sitemap(site_dir)
-    searched = {f"/m/{s.memory.id}/": memory_pages.search_key(s.memory) for s in generated.snap.memories} \
-        if generated is not None else {}
+    searched = beside.get()[1] if beside is not None else {}
     log(search.index(site_dir, searched, previous))
     if sitemap:
         return
@@ -266,12 +346,13 @@ def redirects(site_dir: Path) -> None:
 
 
 def _drop_shell_from_sitemap(site_dir: Path) -> None:
-    """The memory page shell is no page of the site: take it out of the sitemap the generator wrote."""
+    """The shells (of memory pages, of list pages) are no pages of the site: take them out of the sitemap."""
     sitemap = site_dir / "sitemap.xml"
     if not sitemap.is_file():
         return
     xml = sitemap.read_text(encoding="utf-8")
-    cleaned = re.sub(r"\s*<url>(?:(?!</url>).)*" + memory_pages.ID_TOKEN + r".*?</url>", "", xml, flags=re.S)
+    shells = f"(?:{memory_pages.ID_TOKEN}|{lists.PATH_TOKEN})"
+    cleaned = re.sub(r"\s*<url>(?:(?!</url>).)*" + shells + r".*?</url>", "", xml, flags=re.S)
     if cleaned != xml:
         sitemap.write_text(cleaned, encoding="utf-8")
         with gzip.GzipFile(site_dir / "sitemap.xml.gz", "wb", mtime=0) as packed:

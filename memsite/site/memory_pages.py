@@ -293,8 +293,9 @@ class Article:
 
     def __init__(self, folders: dict[str, str], session_names: set[str], history: dict[str, list[tuple[Commit, str]]],
                  file_of: dict[str, str], repo_url: str, memories: dict[str, Scored] | None = None,
-                 half_life_days: float = 30.0) -> None:
+                 half_life_days: float = 30.0, origins: dict[str, object] | None = None) -> None:
         self.memories = memories or {}  # id -> every memory of the site: a chain is followed through them
+        self.origins = origins or {}  # id -> what the memory was read from (Snapshot.origins)
         self.folders = folders
         self.session_names = session_names
         self.history = history
@@ -302,7 +303,7 @@ class Article:
         self.repo_url = repo_url
         self.half_life_days = half_life_days
         # What every article depends on besides its memory: a change to it changes every key.
-        self.common = repr((version(), sorted(folders.items()), repo_url, half_life_days))
+        self.common = _digest(repr((version(), sorted(folders.items()), repo_url, half_life_days)))
 
     def key(self, scored: Scored) -> str:
         """What :meth:`render` makes of ``scored`` depends on this alone: equal keys, equal articles.
@@ -310,15 +311,21 @@ class Article:
         The memory (recall counts too), its place, file and history, whether
         its session has a page, the memories of its chain, and the site's
         settings the article shows; never the build's time, so an unchanged
-        memory's page stays the same file from one build to the next.
+        memory's page stays the same file from one build to the next. The
+        memory is named by what it was read from where that is known (a
+        file unchanged since, as the parse cache knows it: cheaper than
+        spelling out the memory), a commit by its id.
         """
         m = scored.memory
         changes = self.history.get(m.id, [])
         chain = self.chain(m)
-        inputs = (self.common, repr(m), m.source in self.session_names, self.file_of.get(m.id), len(changes),
-                  [(c.sha, c.when, c.author, c.subject, action) for c, action in changes[:HISTORY]],
-                  [(x.id, title(x), x.created, x.agent, x.valid_until) for x in chain] if len(chain) > 1 else None)
-        return _digest(repr(inputs))
+        origin = self.origins.get(m.id)
+        inputs = [self.common, repr(m) if origin is None else repr(origin), str(m.source in self.session_names),
+                  str(self.file_of.get(m.id)), str(len(changes)), *(f"{c.sha} {action}" for c, action in
+                                                                     changes[:HISTORY])]
+        if len(chain) > 1:
+            inputs.append(repr([(x.id, title(x), x.created, x.agent, x.valid_until) for x in chain]))
+        return _digest("\0".join(inputs))
 
     def commit_link(self, commit: Commit) -> str:
         """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -30,47 +30,48 @@ from ..foundation.config import Category
 from ..foundation.decay import TrimCandidate, plan_trim
 from ..foundation.likeness import flagged
 from ..foundation.record import Memory
-from . import charts, safe, weeks
+from . import charts, lists, safe, weeks
+from .lists import ANY_PAGE, UP, ListPages, Lists, memories_of
 from .logs import LogPages
-from .memory_pages import SHELL_SRC, Article, overview_of, shell_page, title
+from .memory_pages import SHELL_SRC, Article, shell_page, title
+from .parsed import Entries
 from .safe import link, text
 from .snapshot import Scored, Snapshot
 from .summaries import Day, category_projection, daily_summary, days
 from .weeks import Digest
 
-PER_PAGE = 200  # memories on a page of a list: ~100 KB of HTML
-_ANY_PAGE, _UP = "\0any page", "\0up to m/\0"  # (an entry made for every list page: Site.entry)
 FADING = 20
 LATEST = 12  # changes on the dashboard
 SHOWN_NEW = 10  # new memories of a category named in a digest
 SHOWN_REMOVED = 30  # forgotten or trimmed memories named in a digest
 
 
-class Site(LogPages):
+class Site(LogPages, ListPages):
     """Renders the pages of one snapshot."""
 
     def __init__(self, snap: Snapshot, site_name: str = "Agent memory", commits: list[Commit] | None = None,
                  repo_url: str | None = None, *, gone: dict[str, Memory] | None = None,
                  world_at: dict[str, dict[str, str]] | None = None,
-                 world_conflicts: list[tuple[str, datetime, str]] | None = None) -> None:
+                 world_conflicts: list[tuple[str, datetime, str]] | None = None,
+                 entries: Entries | None = None) -> None:
         self.snap = snap
+        self.kept_entries = entries  # the entries an earlier build made (None: every entry is made)
         self.commits = commits or []
-        self.history = history.by_memory(self.commits, snap.paths)
         self.site_name = site_name
         self.repo_url = (repo_url or "").rstrip("/")  # links to commits and file histories go there when set
         self.file_of = {mid: path for path, mid in snap.paths.items()}
         self.folders = {c.name: c.folder for c in snap.config.categories}
         self.session_names = {s.name for s in snap.sessions}
         self.skills: list[SkillCandidate] = promote(s.memory for s in snap.current)
-        self.days = summary_days(snap, self.commits)
         self.gone = gone or {}  # memories forgotten or trimmed, as they were: named by their abstract
         self.world_at = world_at or {}
         self.by_id = {s.memory.id: s for s in snap.memories}
         self.agents = set(snap.agents())
-        self._up: dict[tuple[str, str], str] = {(_ANY_PAGE, "m"): _UP}  # (page, folder) -> its link to /folder/
-        self._entries: dict[str, str] = {}  # memory id -> its entry in a list, the link to /m/ left as _UP
-        self.timeline = weeks.Timeline(snap, self.commits, self.skills, self.world_at, world_conflicts or [])
+        self._up: dict[tuple[str, str], str] = {(ANY_PAGE, "m"): UP}  # (page, folder) -> its link to /folder/
+        self._entries: dict[str, str] = {}  # memory id -> its entry in a list, the link to /m/ left as UP
+        self.world_conflicts = world_conflicts or []
         self.chunks: list[str] = []  # finished HTML the pages refer to by placeholder
+        self.list_pages: dict[str, tuple[str, str]] = {}  # the later pages of long lists: src -> (title, HTML)
 
     def raw(self, html: str) -> str:
         """A placeholder for finished HTML, put in place after Markdown ran (see MemsitePlugin.on_page_content).
@@ -106,9 +107,11 @@ class Site(LogPages):
                     f'<span class="memsite-meta">({text(gone.category)}, no longer in memory)</span>')
         return f'a memory <code title="{text(mid)}">{text(mid[:10])}…</code> no longer in memory'
 
-    def meta(self, scored: Scored, here: str = "index.md") -> str:
+    def meta(self, scored: Scored, here: str = "index.md", score: str | None = None) -> str:
+        """A memory's score, agent, dates, recalls, pin, supersession and tags (``score``: shown in place of the
+        score)."""
         m = scored.memory
-        parts = [f"score {scored.score:.3f}", text(m.agent), f"created {m.created:%Y-%m-%d}",
+        parts = [f"score {score or f'{scored.score:.3f}'}", text(m.agent), f"created {m.created:%Y-%m-%d}",
                  f"updated {m.updated:%Y-%m-%d}", f"recalled {safe.plural(m.active_count, 'time')}"]
         if m.pinned:
             parts.append("pinned")
@@ -119,25 +122,6 @@ class Site(LogPages):
         if m.tags:
             parts.append("tags: " + ", ".join(f'<span class="memsite-tag">{text(t)}</span>' for t in m.tags))
         return '<p class="memsite-meta">' + " · ".join(parts) + "</p>"
-
-    def entry(self, here: str, scored: Scored) -> str:
-        """A memory in a list: abstract (L0) linking to its page, overview (L1), metadata.
-
-        Made once per memory (each is listed by category and by month, 200,000
-        entries at 100,000 memories) with a token for the way up to ``m/``,
-        which is all that differs from one list page to another.
-        """
-        made = self._entries.get(scored.memory.id)
-        if made is None:
-            made = self._entries[scored.memory.id] = self._entry(_ANY_PAGE, scored)
-        return made.replace(_UP, self.folder(here, "m"))
-
-    def _entry(self, here: str, scored: Scored) -> str:
-        m = scored.memory
-        overview = _short(overview_of(m), 600)
-        return (f'<div class="memsite-entry">\n<h3 id="{text(m.id)}">'
-                f"{self.memory_link(here, m)}</h3>\n" + (f"<p>{text(overview)}</p>\n" if overview else "")
-                + f"{self.meta(scored, here)}\n</div>")
 
     def commit_link(self, here: str, commit: Commit) -> str:
         """A commit: on the hosted repository when ``repo_url`` is set, else the page of its day."""
@@ -177,23 +161,46 @@ class Site(LogPages):
 
     # --- pages --------------------------------------------------------------
 
-    def pages(self) -> dict[str, str]:
-        """Every page MkDocs renders: src_uri -> Markdown (memory pages come from :meth:`articles`)."""
+    def pages(self, listed: Callable[[], Lists] | None = None) -> dict[str, str]:
+        """Every page MkDocs renders: src_uri -> Markdown (memory pages come from :meth:`articles`; the later
+        pages of long lists go to :attr:`list_pages`). ``listed``: what :meth:`lists` returns, made elsewhere."""
         pages = {"index.md": self.home(), "rankings.md": self.rankings(), "skills.md": self.skills_page(),
                  "world.md": self.world(), "memories/index.md": self.categories(), SHELL_SRC: shell_page()}
-        pages.update(self.category_pages())
-        pages.update(self.month_pages())
         pages.update(self.week_pages())
         pages.update(self.day_pages())
         pages.update(self.session_pages())
         pages.update(self.agent_pages())
+        for src, (title_, content, number) in (listed or self.lists)().items():
+            if number == 1:
+                pages[src] = f"{safe.front(title_)}# {safe.inline(title_)}\n\n{self.raw(content)}\n"
+            else:
+                self.list_pages[src] = (title_, content)
+        pages.update(lists.shells(self.list_pages))
         return pages
+
+    # What only some pages need, worked out when first asked for: the pages of lists and the page keys are made
+    # by a process beside this one (generate.Beside) while this one makes the others.
+
+    @functools.cached_property
+    def history(self) -> dict[str, list[tuple[Commit, str]]]:
+        """Memory id -> its changes, newest first (``history.by_memory``)."""
+        return history.by_memory(self.commits, self.snap.paths)
+
+    @functools.cached_property
+    def days(self) -> list[Day]:
+        """The daily summaries (:func:`summary_days`)."""
+        return summary_days(self.snap, self.commits)
+
+    @functools.cached_property
+    def timeline(self) -> weeks.Timeline:
+        """Memories, sessions and commits by day, for digests."""
+        return weeks.Timeline(self.snap, self.commits, self.skills, self.world_at, self.world_conflicts)
 
     @functools.cached_property
     def article(self) -> Article:
         """What renders each memory's article (and says what it depends on: :meth:`Article.key`)."""
         return Article(self.folders, self.session_names, self.history, self.file_of, self.repo_url, self.by_id,
-                       self.snap.config.half_life_days)
+                       self.snap.config.half_life_days, self.snap.origins)
 
     def article_keys(self) -> dict[str, str]:
         """Memory id -> the key of its article (:meth:`Article.key`): what a build compares with the last one's."""
@@ -203,6 +210,8 @@ class Site(LogPages):
         """(id, page title, article HTML) of every memory not in ``skip`` (or of share ``part`` of ``parts``
         of them): ``/m/<id>/``."""
         todo = [s for s in self.snap.memories if s.memory.id not in skip] if skip else self.snap.memories
+        if skip and "history" not in self.__dict__:  # the changes of these alone (not all, when few are written)
+            self.history = history.by_memory(self.commits, self.snap.paths, {s.memory.id for s in todo})
         for scored in todo[part::parts]:
             m = scored.memory
             yield m.id, f"{title(m)} · {m.category}", self.article.render(scored)
@@ -263,7 +272,7 @@ class Site(LogPages):
                       + (f" The last change was on {last:%Y-%m-%d}: see "
                          f"{link(here, f'weeks/{weeks.iso_week(last.date())}.md', 'that week')}." if last else ""), ""]
         else:
-            counts = [_memories(len(d.new), "new "),
+            counts = [memories_of(len(d.new), "new "),
                       safe.plural(len(d.sessions), "task") + " closed",
                       f"{len(d.removed)} forgotten or trimmed", safe.plural(d.commits, "commit")]
             last = d.end - timedelta(seconds=1)
@@ -347,7 +356,7 @@ class Site(LogPages):
         if not d.world:
             return "<p>No change to the world state.</p>" + both
         rows = "".join(f'<tr><td class="memsite-key">{_key(k)}</td><td class="memsite-num">{text(action)}</td>'
-                       f"<td>{text(_short(safe.plain(v), 200))}</td></tr>" for k, action, v in d.world[:50])
+                       f"<td>{text(safe.short(safe.plain(v), 200))}</td></tr>" for k, action, v in d.world[:50])
         more = f"<p>and {len(d.world) - 50} more keys.</p>" if len(d.world) > 50 else ""
         return (f'<div class="memsite-world"><table><thead><tr><th>Key</th><th>Change</th><th>Value</th></tr>'
                 f"</thead><tbody>{rows}</tbody></table></div>{more}{both}")
@@ -356,7 +365,7 @@ class Site(LogPages):
         if not d.removed:
             return "<p>Nothing was forgotten or trimmed.</p>"
         items = [f"<li>{self.named(here, mid)}: {text(action)} by {self.agent_link(here, c.author)} on "
-                 f"{c.when:%Y-%m-%d}" + (f", because {text(_short(reason, 300))}" if reason else "")
+                 f"{c.when:%Y-%m-%d}" + (f", because {text(safe.short(reason, 300))}" if reason else "")
                  + f" ({self.commit_link(here, c)})</li>" for c, mid, action, reason in d.removed[:SHOWN_REMOVED]]
         more = (f"<li>and {len(d.removed) - SHOWN_REMOVED} more: see the day pages</li>"
                 if len(d.removed) > SHOWN_REMOVED else "")
@@ -464,60 +473,6 @@ class Site(LogPages):
             lines.append(f"| {link(here, target, category.name)} | {len(grouped.get(category.name, []))} | "
                          f"{safe.inline(category.description)} |")
         return "\n".join(lines) + "\n"
-
-    def paged(self, first: str, members: list[Scored], heading: str, intro: list[str],
-              empty: str) -> dict[str, str]:
-        """A list of memories over pages of PER_PAGE: ``first`` (``<x>.md`` or ``<x>/index.md``), then ``page-<n>``."""
-        count = max(1, -(-len(members) // PER_PAGE))
-        folder = first.removesuffix("/index.md").removesuffix(".md")
-        srcs = [first] + [f"{folder}/page-{n}.md" for n in range(2, count + 1)]
-        pages = {}
-        for number, here in enumerate(srcs, start=1):
-            chunk = members[(number - 1) * PER_PAGE: number * PER_PAGE]
-            title_ = heading + (f" (page {number} of {count})" if count > 1 else "")
-            lines = [safe.front(title_), f"# {safe.inline(title_)}", "", *intro]
-            if count > 1:
-                lines.append(_pager(here, srcs, number))
-            lines.append(self.raw("\n".join(self.entry(here, s) for s in chunk)) if chunk else empty + "\n")
-            if count > 1:
-                lines.append(_pager(here, srcs, number))
-            pages[here] = "\n".join(lines) + "\n"
-        return pages
-
-    def category_pages(self) -> dict[str, str]:
-        pages = {}
-        grouped = self.snap.by_category()
-        for category in self.snap.config.categories:
-            members = grouped.get(category.name, [])
-            capacity = _capacity(category)
-            months = sorted({f"{s.memory.created:%Y-%m}" for s in members}, reverse=True)
-            here = f"memories/{category.folder}/index.md"
-            by_month = ("By month created: " + ", ".join(
-                link(here, f"memories/{category.folder}/{m}.md", m) for m in months[:24])
-                + (f" and {len(months) - 24} earlier" if len(months) > 24 else "") + ".") if months else ""
-            intro = [f"> {safe.inline(category.description)}", "",
-                     f"{_memories(len(members))}, best ranked first" + (f"; capacity {capacity}" if capacity else "")
-                     + ".", "", self.raw(f"<p>{by_month}</p>") if by_month else "", ""]
-            pages.update(self.paged(here, members, category.name, intro, "No memories in this category yet."))
-        return pages
-
-    def month_pages(self) -> dict[str, str]:
-        """Per category and month created: its memories, oldest first, each linking to its page."""
-        buckets: dict[tuple[str, str], list[Scored]] = {}
-        for s in self.snap.memories:
-            buckets.setdefault((s.memory.category, f"{s.memory.created:%Y-%m}"), []).append(s)
-        pages = {}
-        for (category, month), members in buckets.items():
-            members.sort(key=lambda s: (s.memory.created, s.memory.id))
-            folder = self.folders.get(category, category)
-            named = datetime.strptime(month, "%Y-%m").strftime("%B %Y")
-            here = f"memories/{folder}/{month}.md"
-            intro = [self.raw(f'<p>{_memories(len(members))} created in {named}, oldest first. '
-                              + link(here, f"memories/{folder}/index.md", f"All {category}, best ranked first")
-                              + ".</p>"),
-                     ""]
-            pages.update(self.paged(here, members, f"{category}: created in {named}", intro, ""))
-        return pages
 
     def rankings(self) -> str:
         here, snap, config = "rankings.md", self.snap, self.snap.config
@@ -631,14 +586,6 @@ def placeholder(number: int) -> str:
     return f"<!--memsite-html {number}-->"
 
 
-def _memories(n: int, kind: str = "") -> str:
-    return f"{n} {kind}{'memory' if n == 1 else 'memories'}"
-
-
-def _short(value: str, limit: int) -> str:
-    return value if len(value) <= limit else value[:limit - 1] + "…"
-
-
 def _key(key: str) -> str:
     """A world-state key that a narrow column breaks after a dot or underscore, never inside a word."""
     return "<code>" + text(key).replace(".", ".<wbr>").replace("_", "_<wbr>") + "</code>"
@@ -651,20 +598,3 @@ def _anchor(name: str) -> str:
 def _card_href(here: str, target: str) -> str:
     page, _, anchor = target.partition("#")
     return safe.href(here, page, anchor or None)
-
-
-def _capacity(category: Category) -> str:
-    """The category's high marks, as the page states them ('' when unbounded)."""
-    marks = (("entries", category.capacity.entries), ("lines", category.capacity.lines))
-    return " / ".join(f"{mark.high} {unit}" for unit, mark in marks if mark is not None)
-
-
-def _pager(here: str, srcs: list[str], number: int) -> str:
-    shown = sorted({1, 2, number - 1, number, number + 1, len(srcs) - 1, len(srcs)} & set(range(1, len(srcs) + 1)))
-    links, last = [], 0
-    for n in shown:
-        if n > last + 1:
-            links.append("…")
-        links.append(f"<strong>{n}</strong>" if n == number else link(here, srcs[n - 1], str(n)))
-        last = n
-    return '<nav class="memsite-pager">Pages: ' + " ".join(links) + "</nav>\n"

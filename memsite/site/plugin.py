@@ -86,6 +86,7 @@ class MemsitePlugin(BasePlugin[_Options]):
 
     def on_config(self, config: Any) -> Any:
         """Read memsite's settings, forget the last build (``mkdocs serve`` builds again), set the site's defaults."""
+        self._forget()
         self.generated, self.default_nav, self.build, self.whole = None, False, None, False
         if self.from_hooks and PLUGIN in config.plugins:
             raise PluginError(f"{config.config_file_path}: names memsite in plugins and in hooks; "
@@ -187,9 +188,15 @@ class MemsitePlugin(BasePlugin[_Options]):
     def on_build_error(self, error: Exception) -> None:
         """A failed ``mkdocs build`` (``--strict`` failing on a warning too) leaves the site as it was."""
         self.whole = False
+        self._forget()
         if self.build is not None:
             self.build.abort(interrupted=False)
             self.build = None
+
+    def _forget(self) -> None:
+        """Stop what the last build still works out beside it (``generate.Beside``)."""
+        if self.generated is not None and self.generated.beside is not None:
+            self.generated.beside.close()
 
     def on_shutdown(self) -> None:
         """The end of ``mkdocs build``: the finished site goes in place; one stopped by Ctrl-C leaves the old one.

@@ -104,5 +104,10 @@ def front(title: str | None) -> str:
     return "" if title is None else f"---\ntitle: {json.dumps(text(title))}\n---\n"
 
 
+def short(value: str, limit: int) -> str:
+    """``value`` cut to ``limit`` characters, an ellipsis saying so."""
+    return value if len(value) <= limit else value[:limit - 1] + "…"
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")

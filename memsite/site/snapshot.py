@@ -49,7 +49,10 @@ class Snapshot:
     paths: dict[str, str] = field(default_factory=dict)  # memory file (from the repository root) -> id
     problems: list[str] = field(default_factory=list)  # one line per file left out: what is wrong, the fix
     tasks: dict[str, notes.TaskState] = field(default_factory=dict)  # agent -> its task in progress
+    # memory id -> what it was read from (Parsed.origins, and recalls not committed yet): the same, the same memory
+    origins: dict[str, object] = field(default_factory=dict)
     _current: list[Scored] | None = field(default=None, repr=False)
+    _grouped: dict[str, list[Scored]] | None = field(default=None, repr=False)
 
     @property
     def current(self) -> list[Scored]:
@@ -60,11 +63,14 @@ class Snapshot:
         return self._current
 
     def by_category(self) -> dict[str, list[Scored]]:
-        """Every configured category (empty ones too), its memories still holding, best first."""
-        grouped: dict[str, list[Scored]] = {c.name: [] for c in self.config.categories}
-        for scored in self.current:
-            grouped.setdefault(scored.memory.category, []).append(scored)
-        return grouped
+        """Every configured category (empty ones too), its memories still holding, best first (worked out once:
+        the pages read it, none changes it)."""
+        if self._grouped is None:
+            grouped: dict[str, list[Scored]] = {c.name: [] for c in self.config.categories}
+            for scored in self.current:
+                grouped.setdefault(scored.memory.category, []).append(scored)
+            self._grouped = grouped
+        return self._grouped
 
     def agents(self) -> list[str]:
         names = {s.memory.agent for s in self.memories} | {s.agent for s in self.sessions} | set(self.knowledge)
@@ -87,10 +93,14 @@ def load(docs_dir: Path, config: Config, now: datetime,
     folder = docs_dir / "memories"
     ids: dict[str, str] = {}
     parsed = Parsed(root, config)
+    placed: dict[str, bool] = {}  # folder -> whether a memory file may be in it (a few hundred folders)
     for file, under in _markdown_files(folder):
         rel = (f"{config.content_dir}/memories/{under}" if docs_dir.name == config.content_dir
                else _rel(Path(file), root))
-        if place_of(under) is None:  # any layout: <category>/[<YYYY-MM>/[<NNN>/]]<name>.md
+        where = under.rpartition("/")[0]
+        if where not in placed:
+            placed[where] = place_of(under) is not None
+        if not placed[where]:  # any layout: <category>/[<YYYY-MM>/[<NNN>/]]<name>.md
             snap.problems.append(f"{rel}: not in a category and month folder; move it to "
                                  f"{config.content_dir}/memories/<category>/<YYYY-MM>/<NNN>/")
             continue
@@ -105,6 +115,7 @@ def load(docs_dir: Path, config: Config, now: datetime,
             continue
         ids[memory.id] = rel
         snap.paths[rel] = memory.id
+        snap.origins[memory.id] = (parsed.origins[under], pending.get(memory.id))
         if memory.id in pending:
             memory = _recalled(memory, *pending[memory.id])
         snap.memories.append(Scored(
@@ -141,9 +152,9 @@ def _markdown_files(folder: Path) -> list[tuple[str, str]]:
     for top, _dirs, names in os.walk(folder):
         under = os.path.relpath(top, folder).replace(os.sep, "/")
         prefix = "" if under == "." else under + "/"
-        found += [(prefix + name, top) for name in names if name.endswith(".md")]
+        found += [(prefix + name, f"{top}{os.sep}{name}") for name in names if name.endswith(".md")]
     found.sort()
-    return [(os.path.join(top, rel.rpartition("/")[2]), rel) for rel, top in found]
+    return [(path, rel) for rel, path in found]
 
 
 def _recalled(memory: Memory, recalls: int, last: str) -> Memory:

@@ -81,6 +81,8 @@ class Timeline:
             self.by_day.setdefault(c.when.date(), []).append(c)
         self.world_commits = [c for c in commits if c.sha in world_at]
         self.days = sorted(set(self.created) | set(self.closed) | set(self.by_day) | set(self.replaced))
+        for members in self.created.values():  # newest first, as digests list them: sorted once, not per digest
+            members.sort(key=lambda s: (s.memory.created, s.memory.id), reverse=True)
 
     def digest(self, start: datetime, end: datetime) -> Digest:
         """The digest of ``[start, end)``."""
@@ -88,8 +90,7 @@ class Timeline:
         days = [day for day in self.days if start.date() <= day <= end.date()]
         inside = [c for day in days for c in self.by_day.get(day, ()) if start <= c.when < end]
         d.commits = len(inside)
-        d.new = sorted((s for day in days for s in self.created.get(day, ()) if start <= s.memory.created < end),
-                       key=lambda s: (s.memory.created, s.memory.id), reverse=True)
+        d.new = [s for day in reversed(days) for s in self.created.get(day, ()) if start <= s.memory.created < end]
         d.sessions = sorted((r for day in days for r in self.closed.get(day, ()) if start <= r.finished < end),
                             key=lambda r: (r.finished, r.name), reverse=True)
         changed = sorted((m for day in days for m in self.replaced.get(day, ())
