@@ -153,7 +153,7 @@ def test_a_big_site_made_with_a_process_beside_is_the_site_made_in_one(tmp_path:
     """Past memory_pages.PARALLEL memories, list pages and page keys are made by a forked process (generate.Beside):
     the site, list pages and memory pages alike, is the one a single process makes, and a later build keeps the
     pages either made."""
-    from memsite.site import memory_pages
+    from memsite.site import generate, memory_pages
     from memsite.site.build import build as build_in_process
 
     repo, clock = tmp_path / "memory", Clock()
@@ -163,7 +163,16 @@ def test_a_big_site_made_with_a_process_beside_is_the_site_made_in_one(tmp_path:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int((START + timedelta(days=1)).timestamp())))
     alone = build_in_process(repo, tmp_path / "alone", clean=True)
     monkeypatch.setattr(memory_pages, "PARALLEL", 10)
+    forked = []
+    made = generate.Beside.__init__
+
+    def beside_made(self: generate.Beside, site: object) -> None:
+        made(self, site)  # type: ignore[arg-type]
+        forked.append(self.process is not None)
+
+    monkeypatch.setattr(generate.Beside, "__init__", beside_made)
     beside = build_in_process(repo, tmp_path / "beside", clean=True)
+    assert forked == [True]  # (a process of one thread: a build's)
     assert tree(beside) == tree(alone)
     assert (beside / "memories" / "entities" / "2026-11" / "page-3" / "index.html").is_file()
     first = pages(beside)

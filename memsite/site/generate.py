@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -125,7 +126,9 @@ class Beside:
         self.keys: tuple[dict[str, str], dict[str, str]] | None = None
         self.process: multiprocessing.process.BaseProcess | None = None
         self.receive: Connection | None = None
-        if len(site.snap.memories) >= memory_pages.PARALLEL and hasattr(os, "fork"):
+        # Forked only from a process of one thread (`memsite build`, `mkdocs build`): a lock another thread
+        # held at the fork (`mkdocs serve`'s server and watcher) would stay held in the copy for good.
+        if len(site.snap.memories) >= memory_pages.PARALLEL and hasattr(os, "fork") and threading.active_count() == 1:
             context = multiprocessing.get_context("fork")
             self.receive, send = context.Pipe(duplex=False)
             self.process = context.Process(target=self._send, args=(send,), daemon=True)
