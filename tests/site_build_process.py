@@ -39,6 +39,9 @@ def arm(point: str, signum: int) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C reaches the build as at a terminal, whatever this process inherited: a process started from
+    # one that ignores SIGINT (a job in the background) ignores it too, and the build would never see it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     repo, point, how, *rest = sys.argv[1:]
     arm(point, signal.SIGKILL if how == "kill" else signal.SIGINT)
     main(["-C", repo, "build", *rest])
