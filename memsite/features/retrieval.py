@@ -172,7 +172,7 @@ def find(store: Storage, asked: Request, catalog: Catalog | None = None) -> dict
         contrast = _scaled({n: s.contrast or 0.0 for n, s in found.items()})
         closeness = {n: (1 - CONTRAST) * c + CONTRAST * contrast[n] for n, c in closeness.items()}
     if line is not None and any(_reaches(s, line, weight) for s in found.values()):
-        line *= NEAR  # the question is about something in memory: its other close matches count too
+        line = min(line, line * NEAR)  # the question is about something in memory: its close matches count too
     whys = {}
     for n, s in found.items():
         relevance = weight * closeness[n] + (1 - weight) * s.bm25 * s.words ** WORDS_POWER
