@@ -22,6 +22,7 @@ import pickle
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..features.expiry import SITE_PARSED
 from ..foundation.config import Config
@@ -95,15 +96,8 @@ class Parsed:
         return entries
 
     def _load(self, folder: str) -> dict[str, Kept]:
-        path = self._file(folder)
-        try:
-            if not (_own(self.folder) and _own(path)):
-                return {}
-            with open(path, "rb") as file:
-                data = pickle.load(file)  # (this user's own file, writable by no one else: _own)
-        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("fields") != FIELDS:
+        data = _read(self._file(folder))
+        if data.get("fields") != FIELDS:
             return {}  # (one an earlier version wrote: read anew)
         try:
             return {name: (signature, Memory(*values), digest)
@@ -130,14 +124,7 @@ class Entries:
 
     def __init__(self, root: Path) -> None:
         self.path = root / FOLDER / "entries.pickle"  # (an origin names the settings it was read with)
-        self.before: dict[str, tuple[object, str]] = {}
-        try:
-            if _own(self.path.parent) and _own(self.path):
-                with open(self.path, "rb") as file:
-                    data = pickle.load(file)  # (this user's own file, writable by no one else: _own)
-                self.before = data if isinstance(data, dict) else {}
-        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            self.before = {}
+        self.before: dict[str, tuple[object, str]] = _read(self.path)
         self.now: dict[str, tuple[object, str]] = {}
         self.made = 0
 
@@ -173,6 +160,19 @@ def _write(path: Path, data: object) -> None:
     with os.fdopen(descriptor, "wb") as file:
         pickle.dump(data, file, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(temp, path)
+
+
+def _read(path: Path) -> dict[Any, Any]:
+    """The dictionary pickled in ``path`` when it and its folder are this user's own (:func:`_own`); else, or
+    when it cannot be read, an empty one."""
+    try:
+        if not (_own(path.parent) and _own(path)):
+            return {}
+        with open(path, "rb") as file:
+            data = pickle.load(file)  # (this user's own file, writable by no one else: _own)
+    except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _own(path: Path) -> bool:
