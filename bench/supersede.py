@@ -245,10 +245,12 @@ def main() -> None:
         rows.append((name, statistics.median(times), percentile(times, 95)))
 
     log("remember ...")
-    current = [h.memory.id for h in changed.rank(limit=count) if h.memory.supersedes is None][:queries]
+    # (id, category) of memories still holding, as an agent has them from a recall's hits
+    current = [(h.memory.id, h.memory.category) for h in changed.rank(limit=count)
+               if h.memory.supersedes is None][:queries]
     texts = [corpus.text() for _ in current]
-    times = report.timed([lambda t=t, mid=mid: changed.remember(t, category=changed.get(mid).category, supersedes=mid)
-                   for t, mid in zip(texts, current)])
+    times = report.timed([lambda t=t, mid=mid, category=category: changed.remember(t, category=category, supersedes=mid)
+                          for t, (mid, category) in zip(texts, current)])
     rows.append(("remember(supersedes=ID)", statistics.median(times), percentile(times, 95)))
     times = report.timed([lambda t=t: plain.remember(t + " again", category="general") for t in texts])
     rows.append(("remember(), plain (same store without supersessions)", statistics.median(times),
