@@ -447,11 +447,16 @@ def kills(workdir: Path, count: int) -> None:
             reader.join()
             now = tree(repo / "site")
             # old: exactly the previous build; new (only once swapped): every page of it, the new memory's page and
-            # a search index (its files are named by their content: they change with any page)
-            pages_of = {p for p in old if not p.startswith("pagefind/")} | {f"m/{added}/index.html",
-                                                                            "pagefind/pagefind-entry.json"}
+            # a search index (its files, the main index's and the delta's, are named by their content: they change
+            # with any page)
+            searched = ("pagefind/", "pagefind-delta/")
+            pages_of = {p for p in old if not p.startswith(searched)} | {f"m/{added}/index.html",
+                                                                        "pagefind/pagefind-entry.json"}
             new = point == "swapped" and pages_of <= set(now)
             state = "old" if now == old else "new" if new else "MIXED"
+            if state == "MIXED":  # what a reader would find wrong: missing or changed files
+                log(f"  missing: {sorted(set(pages_of if point == 'swapped' else old) - set(now))[:10]}; changed: "
+                    f"{sorted(p for p in set(old) & set(now) if old[p] != now[p])[:10]}")
             results.append((point, how, stopped.returncode, state, fetched[0], len(failed), seconds))
             log(f"{point} {how}: exit {stopped.returncode}, site {state}, {fetched[0]} fetches, {len(failed)} failed")
             old = now  # (after 'swapped' the new site is the one to keep whole)
