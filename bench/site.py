@@ -25,7 +25,7 @@ and the site built again, keeping the memory pages that did not change, beside
 time and how many memory pages were rewritten (no longer the same file).
 Medians throughout.
 
-``--engines`` builds the demo and 10,000 memories with MkDocs, ProperDocs and
+``--engines`` builds the demo and 10,000 memories whole (``--clean``) with MkDocs, ProperDocs and
 Zensical (``memsite build --engine``): wall time (median and p95), pages,
 largest page and site size each. ``--kills`` stops a build of 1,000 memories
 with SIGKILL and with SIGINT at each of eleven points (``tests/site_build_process``)
@@ -350,7 +350,8 @@ ENGINES = ("mkdocs", "properdocs", "zensical")
 
 
 def engines(workdir: Path, runs: int) -> None:
-    """The demo and 10,000 memories built with each engine: build seconds (median, p95), pages, sizes."""
+    """The demo and 10,000 memories built whole (``--clean``) with each engine: build seconds (median, p95), pages,
+    sizes."""
     demo = workdir / "demo"
     if not demo.is_dir():
         subprocess.run([sys.executable, "-m", "memsite", "demo", str(demo)], check=True, capture_output=True)
@@ -362,14 +363,14 @@ def engines(workdir: Path, runs: int) -> None:
         for engine in ENGINES:
             times = []
             for n in range(runs):
-                log(f"{name}: memsite build --engine {engine}, run {n + 1}/{runs} ...")
+                log(f"{name}: memsite build --clean --engine {engine}, run {n + 1}/{runs} ...")
                 site = workdir / f"site-{engine}"
-                seconds, _ = measure([sys.executable, "-m", "memsite", "-C", str(repo), "build", "--engine", engine,
-                                      "--site-dir", str(site)], repo)
+                seconds, _ = measure([sys.executable, "-m", "memsite", "-C", str(repo), "build", "--clean", "--engine",
+                                      engine, "--site-dir", str(site)], repo)
                 times.append(seconds)
             pages, largest, total = html_sizes(site)
             rows.append((name, engine, times, pages, largest, total))
-    print(f"\nSite build per engine (median and p95 of {runs} run(s), {os.cpu_count()} cores, load "
+    print(f"\nSite build per engine, whole (--clean; median and p95 of {runs} run(s), {os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f}):\n")
     print("| site | engine | build s p50 | build s p95 | HTML pages | largest page KB | site MB |")
     print("|---|---|--:|--:|--:|--:|--:|")
