@@ -212,7 +212,7 @@ def order(store: Storage, found: dict[int, Why], asked: Request, catalog: Catalo
     config = store.config
     catalog = catalog or store.catalog
     # Only the best ``limit`` are read as memories, ordered in SQLite as below (a recall finds 50 or more)
-    rows = catalog.ranked(None, now=format_time(asked.as_of or store.now()), half_life_days=config.half_life_days,
+    rows = catalog.ranked(now=format_time(asked.as_of or store.now()), half_life_days=config.half_life_days,
                           active_weight=config.active_weight, relevance={n: w.relevance for n, w in found.items()},
                           limit=asked.limit, min_score=asked.min_score,
                           prior=None if asked.ranking == "freshness" else PRIOR)
@@ -240,7 +240,7 @@ def rank(store: Storage, limit: int | None, category: str | None, include_supers
         with store.repo.thread_lock:
             store.fresh()
             now = store.now()
-            rows = store.catalog.ranked(None, now=format_time(now), half_life_days=config.half_life_days,
+            rows = store.catalog.ranked(now=format_time(now), half_life_days=config.half_life_days,
                                         active_weight=config.active_weight, limit=asked.limit,
                                         category=asked.category, valid_at=None if include_superseded else now)
         return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score in rows]

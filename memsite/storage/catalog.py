@@ -296,7 +296,6 @@ class Catalog:
 
     def ranked(
         self,
-        fts_query: str | None,
         *,
         now: str,
         half_life_days: float,
@@ -313,9 +312,8 @@ class Catalog:
         """Memories by score, best first, as (memory, relevance, decay, boost, score).
 
         score = relevance x decay x boost, computed in SQLite so that the top
-        ``limit`` are exact. With a query, relevance is bm25 divided by the best
-        bm25 of the query (the best match has 1.0); without one it is 1.0.
-        ``relevance`` (row number -> relevance) ranks those rows instead.
+        ``limit`` are exact. Relevance is 1.0 (where memsite ranks without a
+        query), or ``relevance`` (row number -> relevance) ranks those rows.
         ``valid_at`` leaves out what stopped holding by then (superseded).
         ``prior``: order and keep (``limit``, ``min_score``) by relevance x
         ``(1 - prior + prior x min(1, decay x boost))`` instead, recall's
@@ -337,27 +335,18 @@ class Catalog:
             self.db.executemany("INSERT INTO temp.given VALUES (?, ?)", relevance.items())
             # CROSS JOIN: the given rows first, each memory found by its row number (SQLite, knowing nothing
             # of the temporary table's size, scanned every memory instead)
-            hits, source, relevance_sql = "", ("temp.given h CROSS JOIN memories m ON m.n = h.n "
-                                       "LEFT JOIN activity.pending p ON p.id = m.id"), "h.r"
-        elif fts_query is None:
-            hits, source, relevance_sql = "", _FROM, "1.0"
+            source, relevance_sql = ("temp.given h CROSS JOIN memories m ON m.n = h.n "
+                                     "LEFT JOIN activity.pending p ON p.id = m.id"), "h.r"
         else:
-            # bm25 is computed once per match; the best match's value normalises them all.
-            params["query"] = fts_query
-            hits = (f"WITH h AS MATERIALIZED (SELECT rowid AS n, bm25(memories_fts, {_BM25_WEIGHTS}) AS b "
-                    f"FROM memories_fts WHERE memories_fts MATCH :query{self.live_rows}), "
-                    "best AS (SELECT min(b) AS b FROM h) ")
-            source = "h JOIN best JOIN memories m ON m.n = h.n LEFT JOIN activity.pending p ON p.id = m.id"
-            relevance_sql = "h.b / best.b"
+            source, relevance_sql = _FROM, "1.0"
         score = "relevance * decay * boost"
         if prior is not None:
             params["prior"] = prior
             score = "relevance * (1.0 - :prior + :prior * min(1.0, decay * boost))"
-        sql = (f"{hits}SELECT * FROM (SELECT {_FIELDS}, {relevance_sql} AS relevance, {decay} AS decay, "
+        sql = (f"SELECT * FROM (SELECT {_FIELDS}, {relevance_sql} AS relevance, {decay} AS decay, "
                f"{boost} AS boost FROM {source}{' WHERE ' + ' AND '.join(conditions) if conditions else ''}) "
                f"WHERE {score} >= :min_score ORDER BY {score} DESC, created DESC LIMIT :limit")
-        rows = self._search(fts_query, sql, params)
-        return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in rows]
+        return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in self.db.execute(sql, params)]
 
     def best_matches(self, fts_query: str, category: str, valid_at: datetime, limit: int) -> builtins.list[Memory]:
         """The ``limit`` memories of ``category`` still holding at ``valid_at`` that best match ``fts_query`` by
