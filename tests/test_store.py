@@ -22,6 +22,7 @@ from memsite.api import storage_of
 from memsite.foundation.fileformat import parse_memory
 from memsite.git import index as gitindex
 from memsite.storage import catalog as catalog_module
+from memsite.storage import catalog_rows
 from memsite.storage.transaction import AHEAD_BATCH
 
 from .conftest import Clock, assert_clean, git, head
@@ -771,7 +772,7 @@ def test_the_catalog_records_a_commit_only_once_the_branch_points_at_it(
     def broken(*args: object, **kwargs: object) -> object:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(catalog_module, "_insert", broken)
+    monkeypatch.setattr(catalog_rows, "insert_rows", broken)
     memory = store.remember("Committed while the catalog failed", category="events")
     monkeypatch.undo()
     assert memory.commit == head(store.root) and "recording it in the catalog failed" in caplog.text

@@ -13,7 +13,6 @@ import builtins
 import json
 import logging
 import math
-import queue
 import sqlite3
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +24,21 @@ from ..foundation.config import Config
 from ..foundation.decay import TrimCandidate
 from ..foundation.errors import FormatError, RepositoryError
 from ..foundation.record import Memory, format_time, parse_time
-from ..foundation.text import category_key, fingerprint, match_any, sketch
+from ..foundation.text import category_key, match_any
 from ..git import Repository
 from . import sketch_filter
+from .catalog_rows import (
+    CHAIN,
+    COLUMNS,
+    INSERT,
+    INSERT_SKETCHES,
+    Recording,
+    Upsert,
+    as_row,
+    insert_rows,
+    rewrite,
+    sketch_rows,
+)
 from .reading import claimed_id, duplicate_message, read_memory
 from .sqlite import Damaged, connect, statements, transaction
 
@@ -38,14 +49,9 @@ SCHEMA_VERSION = "13"
 # 1,000 pages after which SQLite would checkpoint (a memory row is ~20 pages).
 CHECKPOINT_ROWS = 50
 
-_COLUMNS = (
-    "id", "path", "blob", "commit_id", "category", "abstract", "overview", "agent", "created",
-    "updated", "source", "tags", "active_count", "last_recalled", "pinned", "extra", "content", "lines",
-    "fingerprint", "valid_until",
-)
 # The full-text index is an external-content FTS5 table over the memories;
 # 'n' is an explicit rowid so it never renumbers. Rows are indexed by one
-# statement after each batch of inserts (see _insert: a trigger per row cost
+# statement after each batch of inserts (see catalog_rows.insert_rows: a trigger per row cost
 # three times as much) and unindexed by a trigger when they are deleted.
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -83,19 +89,6 @@ _DELETE_TRIGGER = """CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELE
     DELETE FROM sketches WHERE id = old.id;
     DELETE FROM memory_tags WHERE n = old.n;
 END"""
-# Rows go in many to a statement (executemany would take Python's lock back
-# for every row, holding up the writer's other threads); at most 999
-# parameters a statement, which every SQLite build takes.
-_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES "
-_INDEX_AFTER = ("INSERT INTO memories_fts (rowid, abstract, overview, content, tags) "
-                "SELECT n, abstract, overview, content, tags FROM memories WHERE n > ?")
-# Each memory's tags, one row each: a filter on a tag reads its rows, not every memory's tag list
-# (json_each over every row was most of a LangGraph search, which filters on two tags: see docs/benchmarks.md).
-_TAGS_AFTER = ("INSERT OR IGNORE INTO memory_tags (tag, n) "
-               "SELECT j.value, m.n FROM memories m, json_each(m.tags) j WHERE m.n > ?")
-_INSERT_SKETCHES = "INSERT OR IGNORE INTO sketches (k, id) VALUES "
-_DELETE_ROWS = ("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?)) "
-                "OR path IN (SELECT value FROM json_each(?))")
 _DROP = """
 DROP TRIGGER IF EXISTS memories_fts_insert; DROP TRIGGER IF EXISTS memories_fts_delete;
 DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS sketches; DROP TABLE IF EXISTS sketch_filter;
@@ -114,12 +107,12 @@ _FROM = "memories m LEFT JOIN activity.pending p ON p.id = m.id"
 _SELECT = f"SELECT {_FIELDS} FROM {_FROM}"
 # What the files say, without pending recalls: what a write must start from,
 # or the next flush of the journal would count those recalls twice.
-_SELECT_COMMITTED = f"SELECT m.{', m.'.join(_COLUMNS[:18])} FROM memories m"
+_SELECT_COMMITTED = f"SELECT m.{', m.'.join(COLUMNS[:18])} FROM memories m"
 # Dedup's query (see Catalog.dedup_candidates): the exact duplicate, then
 # the ids holding each sketch value, told apart by the first column. One
 # lookup per value: 'k IN (...)' builds a table of the values on every call.
 # A memory that stopped holding (superseded) is no twin: the fact written again is current again.
-_EXACT = (f"SELECT 1, m.{', m.'.join(_COLUMNS[:18])} FROM memories m "
+_EXACT = (f"SELECT 1, m.{', m.'.join(COLUMNS[:18])} FROM memories m "
           "WHERE m.category = ? AND m.fingerprint = ? AND m.valid_until IS NULL ORDER BY m.created LIMIT 1")
 _DEDUP_SQL: dict[tuple[bool, int], str] = {}
 
@@ -548,8 +541,8 @@ class Catalog:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-catalog")
         recording = self._unsettled = Recording(self._worker, self._writer, self._settling, self._committed,
-                                                _Upsert(list(upserts), created), list(deletes), list(moves),
-                                                [_rewrite(*row) for row in rewrites])
+                                                Upsert(list(upserts), created), list(deletes), list(moves),
+                                                [rewrite(*row) for row in rewrites])
         return recording.settle
 
     def _settling(self, recording: Recording) -> None:
@@ -663,9 +656,9 @@ class Catalog:
             gone_rows = [(p,) for p in [*touched, *(b[0] for b in demoted), *settled]]
             self.db.executemany("DELETE FROM memories WHERE path = ?", gone_rows)
             self.db.executemany("DELETE FROM problems WHERE path = ?", gone_rows)
-            _insert(self.db, statements(_INSERT, [_row(m, p, b, commits.get(p)) for m, p, b in upserts]))
-            sketches = list(_sketch_rows(m for m, _, _ in upserts))
-            for sql, values in statements(_INSERT_SKETCHES, sketches):
+            insert_rows(self.db, statements(INSERT, [as_row(m, p, b, commits.get(p)) for m, p, b in upserts]))
+            sketches = list(sketch_rows(m for m, _, _ in upserts))
+            for sql, values in statements(INSERT_SKETCHES, sketches):
                 self.db.execute(sql, values)
             sketch_filter.add(self.db, sketch_filter.prepare([k for k, _ in sketches]))
             self.db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)", bad)
@@ -732,107 +725,6 @@ class Catalog:
         return upserts, demoted, settled, promoted
 
 
-class Recording:
-    """A commit's rows, written on the catalog's thread in one SQLite transaction while the commit is made.
-
-    See :meth:`Catalog.record`.
-    """
-
-    def __init__(self, worker: ThreadPoolExecutor, writer: Callable[[], sqlite3.Connection],
-                 settling: Callable[[Recording], None], committed: Callable[[int], None], upserts: _Upsert,
-                 deletes: list[str], moves: list[tuple[str, str]],
-                 rewrites: list[tuple[str, str, list[Any]]]) -> None:
-        """``writer``: the connection to write through (on the worker); ``settling`` is told when it is
-        settled, ``committed`` how many rows it committed."""
-        self._writer = writer
-        self._settling = settling
-        self._committed = committed
-        self._decision: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._settled = False
-        self._rows = upserts.count + len(deletes) + len(moves) + len(rewrites)  # how many it writes
-        self._done = worker.submit(self._work, upserts, deletes, moves, rewrites)
-
-    def settle(self, commit: str | None) -> None:
-        """Commit the rows as ``commit``'s and wait for them (raising what went wrong); None drops them."""
-        self._settling(self)
-        if not self._settled:
-            self._settled = True
-            self._decision.put(commit)
-        interrupted = None
-        while True:  # the connection is used again after this: never leave it mid-transaction
-            try:
-                error = self._done.exception()
-                break
-            except KeyboardInterrupt as exc:
-                interrupted = exc
-        if interrupted is not None:
-            raise interrupted
-        if error is not None and commit is not None:
-            raise error
-        if commit is not None:
-            self._committed(self._rows)
-
-    def _work(self, upserts: _Upsert, deletes: list[str], moves: list[tuple[str, str]],
-              rewrites: list[tuple[str, str, list[Any]]]) -> None:
-        db = self._writer()
-        # Deferred: its first write locks the catalog; catalog writes are serialised by the repository lock.
-        db.execute("BEGIN")
-        try:
-            db.executemany("UPDATE memories SET path = ? WHERE id = ?", ((path, mid) for mid, path in moves))
-            db.executemany("DELETE FROM memories WHERE id = ?", ((mid,) for mid in deletes))
-            for _, sql, values in rewrites:
-                db.execute(sql, values)
-            first = upserts.run(db)  # the rows inserted are numbered above it
-            # The full-text index keeps what it was given in memory until the COMMIT, which would then write
-            # it out (and merge segments) after the branch has moved, while the writer waits: a savepoint
-            # makes it do that now, while the commit is being made.
-            db.execute("SAVEPOINT written")
-            db.execute("RELEASE written")
-            commit = self._decision.get()
-            if commit is not None:  # the branch points at it: the rows written here are its
-                db.execute("UPDATE memories SET commit_id = ? WHERE n > ?", (commit, first))
-                db.executemany("UPDATE memories SET commit_id = ? WHERE id = ?",
-                               [(commit, mid) for mid, _ in moves] + [(commit, mid) for mid, _, _ in rewrites])
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit,))
-            db.execute("COMMIT" if commit is not None else "ROLLBACK")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-
-
-class _Upsert:
-    """Rows of (memory, path, blob id) to write, replacing any of the same id or path (but those ``created``).
-
-    The statements' parameters are made where the rows are (the thread
-    staging them), so the catalog's thread only runs SQL, which does not hold
-    Python's lock. Plain deletes and inserts: REPLACE would bypass the
-    full-text index's triggers.
-    """
-
-    def __init__(self, rows: list[tuple[Memory, str, str]], created: Container[str] = ()) -> None:
-        rows = sorted(rows, key=lambda row: row[1])  # by path (so by category too): the indexes take them in order
-        self.count = len(rows)
-        replacing = [(m.id, path) for m, path, _ in rows if m.id not in created]
-        self.deleted = (_json(mid for mid, _ in replacing), _json(path for _, path in replacing)) if replacing else None
-        self.inserts = statements(_INSERT, [_row(memory, path, blob, None) for memory, path, blob in rows])
-        sketches = sorted(_sketch_rows(memory for memory, _, _ in rows))
-        self.sketches = statements(_INSERT_SKETCHES, sketches)
-        self.filter = sketch_filter.prepare([k for k, _ in sketches])
-
-    def run(self, db: sqlite3.Connection) -> float:
-        """Write them; returns the row number before the new rows (see _insert; infinity when there are none)."""
-        if not self.count:
-            return math.inf
-        if self.deleted is not None:
-            db.execute(_DELETE_ROWS, self.deleted)
-        last = _insert(db, self.inserts)
-        for sql, values in self.sketches:
-            db.execute(sql, values)
-        sketch_filter.add(db, self.filter)
-        return last
-
-
 def _folder(repo: Repository, commit: str | None, folder: str) -> bytes | None:
     entry = repo.objects.lookup(repo.root_tree(commit), folder)
     return entry.sha if entry is not None and entry.is_tree else None
@@ -862,18 +754,6 @@ def _last_commits(
     return found
 
 
-def _insert(db: sqlite3.Connection, inserts: list[tuple[str, list[Any]]]) -> int:
-    """Insert memory rows (:func:`~memsite.storage.sqlite.statements` of them) and add them to the full-text
-    index (in the caller's transaction). Returns the row number before them: theirs are the ones above it.
-    """
-    last: int = db.execute("SELECT coalesce(max(n), 0) FROM memories").fetchone()[0]
-    for sql, values in inserts:
-        db.execute(sql, values)  # each new row gets n = max(n) + 1, in order
-    db.execute(_INDEX_AFTER, (last,))
-    db.execute(_TAGS_AFTER, (last,))
-    return last
-
-
 def _statements_of(script: str) -> Iterator[str]:
     """The statements of ``script`` one by one (a trigger's body holds several)."""
     statement = ""
@@ -883,76 +763,6 @@ def _statements_of(script: str) -> Iterator[str]:
             if statement.strip(" \n;"):
                 yield statement
             statement = ""
-
-
-def _json(values: Iterable[str]) -> str:
-    """A JSON array of texts, for json_each."""
-    return json.dumps(list(values), ensure_ascii=False)
-
-
-# What the full-text index, the sketches and the tag rows are made of: a row whose memory kept them can change
-# in place (see same_text); 'lines' and 'fingerprint' follow from the content.
-_INDEXED = ("id", "category", "abstract", "overview", "content", "tags")
-# The columns a row changed in place may change ('path' never: a memory that moves is written anew).
-_REWRITTEN = ("agent", "created", "updated", "source", "active_count", "last_recalled", "pinned", "extra",
-              "valid_until")
-
-
-def same_text(before: Memory, after: Memory) -> bool:
-    """Whether ``after`` holds what the catalog indexes of ``before``: its row can then change in place."""
-    return all(getattr(before, name) == getattr(after, name) for name in _INDEXED)
-
-
-def _rewrite(before: Memory, after: Memory, blob: str) -> tuple[str, str, list[Any]]:
-    """(id, UPDATE statement, its values) changing the row of ``before`` into ``after``'s: only the columns that
-    differ (an index on a column left alone is not touched), and the blob."""
-    old, new = _fields(before), _fields(after)
-    changed = [name for name in _REWRITTEN if old[name] != new[name]]
-    sets = ", ".join(f"{name} = ?" for name in ("blob", *changed))
-    return after.id, f"UPDATE memories SET {sets} WHERE id = ?", [blob, *(new[name] for name in changed), after.id]
-
-
-def _fields(memory: Memory) -> dict[str, Any]:
-    """The columns of :data:`_REWRITTEN` as :func:`_row` writes them."""
-    return {
-        "agent": memory.agent, "created": format_time(memory.created), "updated": format_time(memory.updated),
-        "source": memory.source, "active_count": memory.active_count,
-        "last_recalled": format_time(memory.last_recalled) if memory.last_recalled else None,
-        "pinned": int(memory.pinned), "extra": _extra(memory),
-        "valid_until": format_time(memory.valid_until) if memory.valid_until else None,
-    }
-
-
-def _row(memory: Memory, path: str, blob: str, commit: str | None) -> tuple[Any, ...]:
-    return (
-        memory.id, path, blob, commit, memory.category, memory.abstract, memory.overview, memory.agent,
-        format_time(memory.created), format_time(memory.updated), memory.source,
-        json.dumps(list(memory.tags)) if memory.tags else "[]",
-        memory.active_count, format_time(memory.last_recalled) if memory.last_recalled else None,
-        int(memory.pinned), _extra(memory), memory.content, memory.lines, fingerprint(memory.content),
-        format_time(memory.valid_until) if memory.valid_until else None,
-    )
-
-
-# The supersession fields ride in the row's 'extra' JSON (only valid_until, which reads filter on, has a column
-# of its own): no memory has extra fields of these names, the file format reads them as fields.
-CHAIN = ("supersedes", "superseded_by", "valid_until")
-
-
-def _extra(memory: Memory) -> str:
-    fields = dict(memory.extra)
-    if memory.supersedes is not None or memory.superseded_by is not None or memory.valid_until is not None:
-        fields.update({"supersedes": memory.supersedes, "superseded_by": memory.superseded_by,
-                       "valid_until": format_time(memory.valid_until) if memory.valid_until else None})
-        fields = {name: value for name, value in fields.items() if value is not None or name not in CHAIN}
-    return json.dumps(fields, sort_keys=True) if fields else "{}"
-
-
-def _sketch_rows(memories: Iterable[Memory]) -> Iterator[tuple[int, str]]:
-    for memory in memories:
-        high = category_key(memory.category)  # (sketch_key, once per memory)
-        for value in sketch(memory.content):
-            yield high | value, memory.id
 
 
 def _filters(category: str | None, agent: str | None, tags: Iterable[str], since: datetime | None = None,

@@ -22,7 +22,7 @@ from ..foundation.record import FIELD_ORDER, Memory, format_time, one_line, pars
 from ..foundation.text import fingerprint, shared_needed, similarity, sketch
 from ..git import Author, FilesAhead, Repository, blob_id
 from . import chain, ids
-from .catalog import same_text
+from .catalog_rows import same_text
 
 if TYPE_CHECKING:
     import threading

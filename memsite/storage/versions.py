@@ -27,7 +27,8 @@ from pathlib import Path
 from ..foundation.config import Config
 from ..foundation.errors import FormatError
 from ..git import GitFailed, Repository
-from .catalog import _COLUMNS, Catalog, _row, _statements_of
+from .catalog import Catalog, _statements_of
+from .catalog_rows import COLUMNS, as_row
 from .reading import read_memory
 from .sqlite import statements, transaction
 
@@ -77,11 +78,11 @@ def _alive(row: str) -> str:
 # Per connection: the commit read, and the catalog's tables as views of the rows alive at it.
 _VIEWS = f"""
 CREATE TEMP TABLE IF NOT EXISTS at (seq INTEGER NOT NULL);
-CREATE TEMP VIEW IF NOT EXISTS memories AS SELECT n, {', '.join(_COLUMNS)} FROM main.versions v WHERE {_alive("v")};
+CREATE TEMP VIEW IF NOT EXISTS memories AS SELECT n, {', '.join(COLUMNS)} FROM main.versions v WHERE {_alive("v")};
 CREATE TEMP VIEW IF NOT EXISTS memory_tags AS
     SELECT t.tag, t.n FROM main.version_tags t JOIN main.versions v ON v.n = t.n WHERE {_alive("v")}
 """
-_INSERT = f"INSERT INTO versions ({', '.join(_COLUMNS)}, born) VALUES "
+_INSERT = f"INSERT INTO versions ({', '.join(COLUMNS)}, born) VALUES "
 BLOBS_AT_ONCE = 2000  # blobs read and parsed in one go while the table is built
 
 
@@ -196,7 +197,7 @@ class Versions(Catalog):
             except FormatError:
                 continue  # a file no reader could read then is no memory of that commit
             if memory is not None:
-                rows.append((*_row(memory, path, sha.hex(), commit), seq))
+                rows.append((*as_row(memory, path, sha.hex(), commit), seq))
                 added.add(path)
         self._insert(rows)
 
