@@ -141,7 +141,7 @@ def run(count: int, workdir: Path, runs: int, baseline: bool, kept_runs: int | N
     # (memories: as built; a repository reused from an earlier run in the same --dir holds what its builds added)
     rows.append({"what": "memsite build", "size": count, "memories": len(memories), "seconds": statistics.median(times),
                  "p95": _p95(times), "peak_mb": max(peaks), "pages": pages, "largest_kb": largest / 1e3,
-                 "site_mb": total / 1e6, "memory_kb": dir_size(site / "m") / 1e3 / count,
+                 "site_mb": total / 1e6, "memory_kb": dir_size(site / "m") / 1e3 / len(memories),
                  "index_mb": dir_size(site / "pagefind") / 1e6, **seen})
     rows[-1]["incremental"] = incremental(repo, site, runs, runs if kept_runs is None else kept_runs)
     if baseline:
@@ -158,7 +158,7 @@ def run(count: int, workdir: Path, runs: int, baseline: bool, kept_runs: int | N
         seen = browse(plain / "site", queries, [f"m{n:06d}/" for n in (0, 200, 400, 600, 800)])
         rows.append({"what": "mkdocs-material, plain pages in nav", "size": count, "memories": len(memories),
                      "seconds": statistics.median(times), "p95": _p95(times), "peak_mb": max(peaks),
-                     "memory_kb": sum(dir_size(p) for p in (plain / "site").glob("m[0-9]*")) / 1e3 / count,
+                     "memory_kb": sum(dir_size(p) for p in (plain / "site").glob("m[0-9]*")) / 1e3 / len(memories),
                      "index_mb": (plain / "site" / "search" / "search_index.json").stat().st_size / 1e6,
                      "pages": pages, "largest_kb": largest / 1e3, "site_mb": total / 1e6, **seen})
     return rows
@@ -338,8 +338,9 @@ def main() -> None:
     memsite_1k = next(r for r in rows if r["size"] == 1_000 and r["what"] == "memsite build")
     plain_1k = next((r for r in rows if r["what"].startswith("mkdocs-material")), None)
     if plain_1k:
-        print(f"\nAt 1,000 memories memsite builds {plain_1k['seconds'] / memsite_1k['seconds']:.1f}x faster "
-              "than the plain mkdocs-material site (target >= 5x).")
+        print(f"\nAt {memsite_1k['memories']:,} memories memsite builds "
+              f"{plain_1k['seconds'] / memsite_1k['seconds']:.1f}x faster than the plain mkdocs-material site "
+              "(target >= 5x).")
     print("Targets at 100,000: site <= 1 GB, build <= 180 s, after 1 new memory <= 15 s and after 100 <= 30 s, "
           "first result <= 1,000 ms (<= 300 ms at 10,000), <= 1,000 KB fetched per query, no page over 1,000 KB, "
           "a memory page opens in <= 1,000 ms; no other host.")
