@@ -264,7 +264,7 @@ def browse(site: Path, queries: list[str], pages: list[str]) -> dict[str, float]
                     waits.append((time.perf_counter() - start) * 1000)
                     found += 1
                 except Exception:  # no result: reported as a miss, not as a time
-                    pass
+                    log(f"  no result for {words!r} within 60 s")
                 page.wait_for_load_state("networkidle")
                 fetched.append(sum(n for u, n in sizes.items() if "/pagefind/" in u or "search" in u) / 1e3)
                 context.close()
