@@ -68,16 +68,15 @@ def test_recall_finds_a_memory_by_meaning_when_no_word_is_shared(store: MemorySt
 def test_each_text_is_embedded_once_even_across_processes_and_rebuilds(
         hybrid: MemoryStore, embedder: ConceptEmbedder, clock: Clock) -> None:
     hybrid.recall("car")
-    # the query (first: the model embeds it while its words are looked up), three memories, and the questions
-    # that measure the relevance floor (once)
-    assert embedder.calls == ["car", *embedder.calls[1:4], *BACKGROUND]
+    # three memories, the questions that measure the relevance floor (once), and the query
+    assert embedder.calls == [*embedder.calls[:3], *BACKGROUND, "car"]
     hybrid.recall("dog")
     assert embedder.calls[-1:] == ["dog"] and len(embedder.calls) == 3 + len(BACKGROUND) + 2
     edited = hybrid.recall("car")[0].memory
     hybrid.update(edited.id, content="The user drives a sedan to the office")
     embedder.calls.clear()
     hybrid.recall("vehicle")
-    assert len(embedder.calls) == 2 and embedder.calls[0] == "vehicle" and "sedan" in embedder.calls[1]
+    assert len(embedder.calls) == 2 and "sedan" in embedder.calls[0] and embedder.calls[1] == "vehicle"
     hybrid.rebuild_index()
     hybrid.close()
     again = ConceptEmbedder()
@@ -152,7 +151,7 @@ def test_a_question_the_embedder_fails_on_is_one_clear_error_and_asked_once(stor
         assert hybrid.recall("car")[0].memory.abstract == "The user drives an automobile to the office"
         with pytest.raises(InvalidInput, match=r"failed on the query: RuntimeError: model server unreachable$"):
             hybrid.recall("where do I park?")
-        assert embedder.calls.count("where do I park?") == 1  # (it is not asked again, to fail twice as slowly)
+        assert embedder.calls.count("where do I park?") == 1  # (not asked again, to fail twice as slowly)
         assert hybrid.recall("sedan")[0].memory.abstract == "The user drives an automobile to the office"
 
 

@@ -219,13 +219,9 @@ def signals(catalog: Catalog, vectors: Vectors | None, query: str, keep: int | N
         words = {n: r for n, r in words.items() if n in allowed}
     best = words if keep is None or len(words) <= keep else \
         dict(sorted(words.items(), key=lambda item: item[1], reverse=True)[:keep])
-    # (the words of the best word matches first: with an embedder, looked up while the query is embedded)
-    counts, holding = catalog.term_counts(terms, best) if shares else ({}, {})
     cosines = {} if vectors is None else vectors.closest(catalog, query, keep, allowed, best)
     closeness: dict[int, float | None] = dict(cosines) if vectors is not None else dict.fromkeys(best)
-    more = [n for n in cosines if n in words and n not in best] if shares else []
-    if more:  # word matches beyond the best, found close in meaning
-        holding.update(catalog.term_counts(terms, more)[1])
+    counts, holding = catalog.term_counts(terms, [n for n in closeness if n in words]) if shares else ({}, {})
     total = catalog.count() if vectors is None else vectors.size(catalog)
     mean, spread = baseline(vectors.similarities(query, BACKGROUND)) \
         if standing and vectors is not None and closeness else (0.0, 0.0)

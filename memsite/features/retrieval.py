@@ -151,8 +151,6 @@ def find(store: Storage, asked: Request, catalog: Catalog | None = None) -> dict
     """
     catalog = catalog or store.catalog
     vectors = store.vectors if catalog is store.catalog else None
-    if vectors is not None and asked.query.strip():
-        vectors.expect(asked.query)  # the model embeds the question while its words are looked up
     category, agent, tags = catalog.selective(asked.category, asked.agent, asked.tags)
     allowed = catalog.matching(category, agent, tags, asked.since, asked.until)
     keep = None if asked.limit is None else max(50, 10 * asked.limit)

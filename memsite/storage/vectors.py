@@ -24,7 +24,6 @@ matrix, so a write does not make the next recall read every vector again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import heapq
 import math
@@ -32,7 +31,6 @@ import re
 import struct
 from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from operator import mul
 from pathlib import Path
@@ -225,8 +223,6 @@ class Vectors:
         self._loaded: _Block | None = None
         self._floors: dict[str, tuple[int, float]] = {}
         self._known: dict[str, array] = {}  # text -> vector: the reference texts and the last query
-        self._coming: tuple[str, Future[array]] | None = None  # a query being embedded (see expect())
-        self._embedding: ThreadPoolExecutor | None = None
         self._references: dict[tuple[str, ...], list[array]] = {}
         self._reference_matrices: dict[tuple[str, ...], Any] = {}
 
@@ -255,38 +251,10 @@ class Vectors:
         self._floors[key] = (memories, floor)
 
     def close(self) -> None:
-        self._settle()
-        if self._embedding is not None:
-            self._embedding.shutdown()
         self.db.close()
-
-    def expect(self, query: str) -> None:
-        """Start embedding ``query`` on a thread of its own, for :meth:`query_vector` to take: a recall looks up
-        the query's words while the model runs. The embedder is never called by two threads at once: whatever
-        else embeds waits for it first."""
-        if query in self._known or (self._coming is not None and self._coming[0] == query):
-            return
-        self._settle()
-        if self._embedding is None:
-            self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsite-embed")
-        self._coming = (query, self._embedding.submit(self._embed, query, "the query"))
-
-    def _settle(self) -> None:
-        """Wait for the query :meth:`expect` started embedding, if any, and keep its vector (if that failed,
-        asking for it embeds it again and says why)."""
-        if self._coming is None:
-            return
-        query, coming = self._coming
-        self._coming = None
-        with contextlib.suppress(MemsiteError):  # (what _embed raises for any failure of the embedder)
-            self._remember_query(query, coming.result())
 
     def embed(self, text: str, what: str) -> array:
         """The normalised vector of ``text``; ``what`` names it in errors."""
-        self._settle()
-        return self._embed(text, what)
-
-    def _embed(self, text: str, what: str) -> array:
         try:
             raw = self.embedder(text)
         except MemsiteError:  # a named model that cannot load says so itself
@@ -298,19 +266,12 @@ class Vectors:
     def query_vector(self, query: str) -> array:
         """The normalised vector of a query; the last one and the reference texts' are kept in memory."""
         found = self._known.get(query)
-        if found is None and self._coming is not None and self._coming[0] == query:
-            coming, self._coming = self._coming[1], None
-            found = coming.result()  # (a failure is said as embed() says it)
-            self._remember_query(query, found)
         if found is None:
-            found = self.embed(query, "the query")
-            self._remember_query(query, found)
+            if len(self._known) > sum(map(len, self._references)):
+                self._known = {text: v for texts, vectors in self._references.items()
+                               for text, v in zip(texts, vectors)}
+            found = self._known[query] = self.embed(query, "the query")
         return found
-
-    def _remember_query(self, query: str, vector: array) -> None:
-        if len(self._known) > sum(map(len, self._references)):  # (only the last query is kept)
-            self._known = {text: v for texts, vectors in self._references.items() for text, v in zip(texts, vectors)}
-        self._known[query] = vector
 
     def references(self, texts: tuple[str, ...]) -> list[array]:
         """The vectors of fixed texts (the background questions), embedded once and kept with the memories'."""
@@ -373,7 +334,6 @@ class Vectors:
 
     def _embed_batch(self, todo: list[tuple[bytes, str, str]]) -> list[tuple[bytes, bytes]]:
         """(text key, vector bytes) of (key, memory id, text) items, many at once when the embedder can."""
-        self._settle()
         many = getattr(self.embedder, "embed_many", None)
         if many is None:
             return [(key, self.embed(text, f"memory {mid}").tobytes()) for key, mid, text in todo]
