@@ -209,7 +209,8 @@ def order(store: Storage, found: dict[int, Why], asked: Request, catalog: Catalo
     as of ``asked.as_of``, their ages then."""
     config = store.config
     catalog = catalog or store.catalog
-    # Only the best ``limit`` are read as memories, ordered in SQLite as below (a recall finds 50 or more)
+    # Ordered, cut at ``min_score`` and to the best ``limit`` in SQLite, by the score below: only those are read
+    # as memories (a recall finds 50 or more)
     rows = catalog.ranked(now=format_time(asked.as_of or store.now()), half_life_days=config.half_life_days,
                           active_weight=config.active_weight, relevance={n: w.relevance for n, w in found.items()},
                           limit=asked.limit, min_score=asked.min_score,
@@ -222,10 +223,8 @@ def order(store: Storage, found: dict[int, Why], asked: Request, catalog: Catalo
         else:
             prior = 1 - PRIOR + PRIOR * min(1.0, decay * boost)
             score = relevance * prior
-        if score >= asked.min_score:
-            hits.append(Hit(memory, relevance, decay, boost, score, found[ids[memory.id]], prior))
-    hits.sort(key=lambda h: (-h.score, -h.memory.created.timestamp()))
-    return hits if asked.limit is None else hits[: asked.limit]
+        hits.append(Hit(memory, relevance, decay, boost, score, found[ids[memory.id]], prior))
+    return hits
 
 
 def rank(store: Storage, limit: int | None, category: str | None, include_superseded: bool = False) -> list[Hit]:
