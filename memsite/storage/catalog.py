@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import sqlite3
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -40,7 +40,7 @@ from .catalog_rows import (
     sketch_rows,
 )
 from .reading import claimed_id, duplicate_message, read_memory
-from .sqlite import Damaged, connect, statements, transaction
+from .sqlite import Damaged, connect, script_statements, statements, transaction
 
 log = logging.getLogger("memsite")
 
@@ -154,7 +154,7 @@ class Catalog:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if self._meta_or_none("schema") != self.schema_version:
-                for statement in _statements_of(self.tables + ";"):
+                for statement in script_statements(self.tables + ";"):
                     self.db.execute(statement)
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (self.schema_version,))
             self.db.execute("COMMIT")
@@ -752,17 +752,6 @@ def _last_commits(
             if len(found) == len(wanted):
                 break  # (leaving the loop ends git)
     return found
-
-
-def _statements_of(script: str) -> Iterator[str]:
-    """The statements of ``script`` one by one (a trigger's body holds several)."""
-    statement = ""
-    for part in script.split(";"):
-        statement += part + ";"
-        if sqlite3.complete_statement(statement):
-            if statement.strip(" \n;"):
-                yield statement
-            statement = ""
 
 
 def _filters(category: str | None, agent: str | None, tags: Iterable[str], since: datetime | None = None,

@@ -60,6 +60,17 @@ class Damaged(sqlite3.DatabaseError):
     """A row memsite wrote no longer reads back as a value it could have written: damage SQLite does not see."""
 
 
+def script_statements(script: str) -> Iterator[str]:
+    """The statements of ``script`` one by one (a trigger's body holds several)."""
+    statement = ""
+    for part in script.split(";"):
+        statement += part + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                yield statement
+            statement = ""
+
+
 def is_damage(exc: BaseException) -> bool:
     """Whether ``exc`` says a SQLite file is damaged (garbage, truncated), rather than busy or out of space."""
     if not isinstance(exc, sqlite3.DatabaseError):

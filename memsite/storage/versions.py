@@ -27,10 +27,10 @@ from pathlib import Path
 from ..foundation.config import Config
 from ..foundation.errors import FormatError
 from ..git import GitFailed, Repository
-from .catalog import Catalog, _statements_of
+from .catalog import Catalog
 from .catalog_rows import COLUMNS, as_row
 from .reading import read_memory
-from .sqlite import statements, transaction
+from .sqlite import script_statements, statements, transaction
 
 log = logging.getLogger("memsite")
 
@@ -98,7 +98,7 @@ class Versions(Catalog):
 
     def __init__(self, path: Path | str, root: Path, activity: Path | str) -> None:
         super().__init__(path, root, activity)
-        for statement in _statements_of(_VIEWS + ";"):
+        for statement in script_statements(_VIEWS + ";"):
             self.db.execute(statement)
         if self.db.execute("SELECT count(*) FROM temp.at").fetchone()[0] == 0:
             self.db.execute("INSERT INTO temp.at VALUES (0)")
@@ -152,7 +152,7 @@ class Versions(Catalog):
         if since is not None and (not chain or repo.parents(chain[0][0])[:1] != [since]):
             log.info("the history of the branch changed: the table of past versions is built again")
             with transaction(self.db):
-                for statement in _statements_of(self.tables + ";"):
+                for statement in script_statements(self.tables + ";"):
                     self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (self.schema_version,))
             newest, since = None, None
