@@ -38,6 +38,7 @@ first; it is what memsite ranks by where there is no query (:func:`rank`: the si
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -209,12 +210,17 @@ def order(store: Storage, found: dict[int, Why], asked: Request, catalog: Catalo
     as of ``asked.as_of``, their ages then."""
     config = store.config
     catalog = catalog or store.catalog
+    relevance = {n: why.relevance for n, why in found.items()}
+    if asked.ranking != "freshness" and asked.limit is not None and len(relevance) > asked.limit:
+        # The prior takes at most PRIOR off a relevance: what is below (1 - PRIOR) of the limit-th best
+        # relevance cannot reach the first ``limit`` (of a recall's 50 or more candidates, a few remain)
+        least = (1 - PRIOR) * heapq.nlargest(asked.limit, relevance.values())[-1]
+        relevance = {n: r for n, r in relevance.items() if r >= least}
     # Ordered, cut at ``min_score`` and to the best ``limit`` in SQLite, by the score below: only those are read
-    # as memories (a recall finds 50 or more)
+    # as memories
     rows = catalog.ranked(now=format_time(asked.as_of or store.now()), half_life_days=config.half_life_days,
-                          active_weight=config.active_weight, relevance={n: w.relevance for n, w in found.items()},
-                          limit=asked.limit, min_score=asked.min_score,
-                          prior=None if asked.ranking == "freshness" else PRIOR)
+                          active_weight=config.active_weight, relevance=relevance, limit=asked.limit,
+                          min_score=asked.min_score, prior=None if asked.ranking == "freshness" else PRIOR)
     ids = catalog.rows([memory.id for memory, *_ in rows])
     hits = []
     for memory, relevance, decay, boost, seed in rows:
