@@ -379,6 +379,7 @@ class Catalog:
         counts are kept for the catalog's commit: an agent's questions share many words.
         """
         wanted = list(rows)
+        asked = set(wanted)
         commit = self.commit
         if self._counted[0] != commit:
             self._counted = (commit, {})
@@ -397,7 +398,6 @@ class Catalog:
                 # every row holding the term, kept if asked about: SQLite looks up each row of ``rowid IN (...)``
                 # in the index on its own, 20 to 30 times the cost of reading a row of the term's list
                 # (recall at 10,000: 5 ms against 0.3)
-                asked = set(wanted)
                 found = [n for n, in self._search(quoted, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?",
                                                   (quoted,)) if n in asked]
             else:
