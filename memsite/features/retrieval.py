@@ -210,26 +210,25 @@ def order(store: Storage, found: dict[int, Why], asked: Request, catalog: Catalo
     as of ``asked.as_of``, their ages then."""
     config = store.config
     catalog = catalog or store.catalog
-    relevance = {n: why.relevance for n, why in found.items()}
-    if asked.ranking != "freshness" and asked.limit is not None and len(relevance) > asked.limit:
+    candidates = {n: why.relevance for n, why in found.items()}
+    if asked.ranking != "freshness" and asked.limit is not None and len(candidates) > asked.limit:
         # The prior takes at most PRIOR off a relevance: what is below (1 - PRIOR) of the limit-th best
         # relevance cannot reach the first ``limit`` (of a recall's 50 or more candidates, a few remain)
-        least = (1 - PRIOR) * heapq.nlargest(asked.limit, relevance.values())[-1]
-        relevance = {n: r for n, r in relevance.items() if r >= least}
+        least = (1 - PRIOR) * heapq.nlargest(asked.limit, candidates.values())[-1]
+        candidates = {n: r for n, r in candidates.items() if r >= least}
     # Ordered, cut at ``min_score`` and to the best ``limit`` in SQLite, by the score below: only those are read
     # as memories
     rows = catalog.ranked(now=format_time(asked.as_of or store.now()), half_life_days=config.half_life_days,
-                          active_weight=config.active_weight, relevance=relevance, limit=asked.limit,
+                          active_weight=config.active_weight, relevance=candidates, limit=asked.limit,
                           min_score=asked.min_score, prior=None if asked.ranking == "freshness" else PRIOR)
-    ids = catalog.rows([memory.id for memory, *_ in rows])
     hits = []
-    for memory, relevance, decay, boost, seed in rows:
+    for memory, relevance, decay, boost, seed, n in rows:
         if asked.ranking == "freshness":
             prior, score = None, seed
         else:
             prior = 1 - PRIOR + PRIOR * min(1.0, decay * boost)
             score = relevance * prior
-        hits.append(Hit(memory, relevance, decay, boost, score, found[ids[memory.id]], prior))
+        hits.append(Hit(memory, relevance, decay, boost, score, found[n], prior))
     return hits
 
 
@@ -246,6 +245,6 @@ def rank(store: Storage, limit: int | None, category: str | None, include_supers
             rows = store.catalog.ranked(now=format_time(now), half_life_days=config.half_life_days,
                                         active_weight=config.active_weight, limit=asked.limit,
                                         category=asked.category, valid_at=None if include_superseded else now)
-        return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score in rows]
+        return [Hit(memory, relevance, decay, boost, score) for memory, relevance, decay, boost, score, _ in rows]
 
     return store.healing(ranked, reading=True)

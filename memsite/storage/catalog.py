@@ -303,8 +303,8 @@ class Catalog:
         relevance: Mapping[int, float] | None = None,
         valid_at: datetime | None = None,
         prior: float | None = None,
-    ) -> builtins.list[tuple[Memory, float, float, float, float]]:
-        """Memories by score, best first, as (memory, relevance, decay, boost, score).
+    ) -> builtins.list[tuple[Memory, float, float, float, float, int]]:
+        """Memories by score, best first, as (memory, relevance, decay, boost, score, row number).
 
         score = relevance x decay x boost, computed in SQLite so that the top
         ``limit`` are exact. Relevance is 1.0 (where memsite ranks without a
@@ -339,9 +339,10 @@ class Catalog:
             params["prior"] = prior
             score = "relevance * (1.0 - :prior + :prior * min(1.0, decay * boost))"
         sql = (f"SELECT * FROM (SELECT {_FIELDS}, {relevance_sql} AS relevance, {decay} AS decay, "
-               f"{boost} AS boost FROM {source}{' WHERE ' + ' AND '.join(conditions) if conditions else ''}) "
+               f"{boost} AS boost, m.n FROM {source}{' WHERE ' + ' AND '.join(conditions) if conditions else ''}) "
                f"WHERE {score} >= :min_score ORDER BY {score} DESC, created DESC LIMIT :limit")
-        return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20]) for r in self.db.execute(sql, params)]
+        return [(self._memory(r), r[18], r[19], r[20], r[18] * r[19] * r[20], r[21])
+                for r in self.db.execute(sql, params)]
 
     def best_matches(self, fts_query: str, category: str, valid_at: datetime, limit: int) -> builtins.list[Memory]:
         """The ``limit`` memories of ``category`` still holding at ``valid_at`` that best match ``fts_query`` by
@@ -414,10 +415,6 @@ class Catalog:
     def ids(self, rows: Iterable[int]) -> dict[int, str]:
         """Row number -> memory id, for these rows."""
         return dict(self._pairs("SELECT n, id FROM memories WHERE n IN", list(rows)))
-
-    def rows(self, ids: Iterable[str]) -> dict[str, int]:
-        """Memory id -> row number, for these ids."""
-        return dict(self._pairs("SELECT id, n FROM memories WHERE id IN", list(ids)))
 
     def _pairs(self, select: str, values: builtins.list[Any]) -> builtins.list[tuple[Any, Any]]:
         found = []
