@@ -99,6 +99,27 @@ def test_time_orders_memories_of_about_the_same_relevance(store: MemoryStore, cl
     assert [h.memory.id for h in store.recall("release checklist")] == [new.id, old.id]
 
 
+def test_the_first_limit_hits_are_the_first_of_all_hits(store: MemoryStore, clock: Clock) -> None:
+    # Recall ranks only the candidates that can still reach the first `limit` (the prior takes at most PRIOR
+    # off a relevance): asking for fewer hits never changes which come first, whatever their ages and recalls.
+    rng = random.Random(7)
+    words = ["deploy", "staging", "ledger", "refund", "invoice", "queue", "retry", "timeout", "vpn", "bastion"]
+    with store.transaction("Memories of a year") as tx:
+        for i in range(40):
+            clock.now = START - timedelta(days=rng.randrange(365))
+            text = " ".join(rng.sample(words, rng.randrange(1, 5))) + f" note {i}"
+            tx.remember(text, category="general", dedupe=False, pinned=i % 9 == 0)
+    clock.now = START
+    for _ in range(3):  # recall counts raise some memories' boost
+        store.recall("ledger refund")
+    for question in ("deploy staging", "ledger refund invoice", "queue retry timeout", "vpn bastion deploy"):
+        everything = [h.memory.id for h in store.explain(question, limit=1000) if h.why.kept]
+        assert len(everything) > 8, question
+        for limit in (1, 2, 3, 5, 8):
+            first = [h.memory.id for h in store.explain(question, limit=limit) if h.why.kept]
+            assert first == everything[:limit], (question, limit)
+
+
 def test_recall_by_the_dates_memories_were_written(store: MemoryStore, clock: Clock) -> None:
     clock.now = START - timedelta(days=200)
     spring = store.remember("The payments team adopted trunk-based development", category="events")
