@@ -55,7 +55,7 @@ LIBRARIES = {"model2vec": "model2vec", "sentence-transformers": "sentence_transf
 """Libraries whose models can be named ``<library>:<folder or model name>``, and their import names."""
 _load_lock = threading.Lock()
 _models: dict[str, Any] = {}  # one loaded model per process, shared by every store
-_CORES = os.cpu_count() or 1  # (asked once: it reads the system's files each time, 70 us)
+_CORES = os.cpu_count() or 1  # (asked once: it reads the system's files each time)
 
 
 class MiniLMEmbedder:
@@ -78,8 +78,8 @@ class MiniLMEmbedder:
                 tokenizer.enable_truncation(self.max_tokens)
                 tokenizer.no_padding()
                 options = onnxruntime.SessionOptions()
-                # One thread a text: a question of ten words embeds 12 % faster than on two threads, a memory
-                # of sixty as fast, and many texts are embedded side by side instead (see embed_many)
+                # One thread a text: a short question embeds faster than on two threads, a memory as fast,
+                # and many texts are embedded side by side instead (see embed_many; docs/benchmarks.md)
                 options.intra_op_num_threads = 1
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.log_severity_level = 3  # its warnings are not the user's to act on
@@ -97,8 +97,8 @@ class MiniLMEmbedder:
         One text a run: the int8 model scales each run's activations by their
         largest value, so a text run beside others (padded to the longest) would
         get a vector depending on them (cosine 0.98 with its own). Batches were
-        not much faster (docs/benchmarks.md). Runs go side by side, one a core:
-        1.8 times as fast as one run at a time on two threads.
+        not much faster (docs/benchmarks.md). Runs go side by side, one a core,
+        rather than one at a time on every core.
         """
         import numpy
 

@@ -397,8 +397,7 @@ class Catalog:
                 continue
             if counts[term] <= _WHOLE_DOCLIST * len(wanted):
                 # every row holding the term, kept if asked about: SQLite looks up each row of ``rowid IN (...)``
-                # in the index on its own, 20 to 30 times the cost of reading a row of the term's list
-                # (recall at 10,000: 5 ms against 0.3)
+                # in the index on its own, at many times the cost of reading a row of the term's list
                 found = [n for n, in self._search(quoted, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?",
                                                   (quoted,)) if n in asked]
             else:
