@@ -155,9 +155,9 @@ def _drop_objects(store: Storage, tainted: set[str]) -> None:
         return
     # (``rev-list --objects A --not B`` leaves out only what B's own trees hold: the sets are compared here)
     doomed = set(run_git(root, "rev-list", "--objects", "--no-object-names", "--ignore-missing", "--missing=allow-any",
-                      "--stdin", input="".join(f"{sha}\n" for sha in tainted)).stdout.split())
+                         "--stdin", input="".join(f"{sha}\n" for sha in tainted)).stdout.split())
     doomed -= set(run_git(root, "rev-list", "--objects", "--no-object-names", "--all", "--reflog",
-                       "--indexed-objects").stdout.split())
+                          "--indexed-objects").stdout.split())
     if not doomed:
         return
     store.repo.objects.release()
@@ -171,7 +171,7 @@ def _drop_objects(store: Storage, tainted: set[str]) -> None:
     if holding:
         listed = run_git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").stdout.split()
         made = run_git(root, "pack-objects", "-q", "--delta-base-offset", str(packs / "pack"),
-                    input="".join(f"{sha}\n" for sha in listed if sha not in doomed)).stdout.strip()
+                       input="".join(f"{sha}\n" for sha in listed if sha not in doomed)).stdout.strip()
         for pack in holding:
             if pack.stem != f"pack-{made}":
                 for suffix in (".pack", ".idx", ".rev", ".bitmap", ".mtimes"):
@@ -211,7 +211,7 @@ def hold_stashes(root: Path, entries: Iterable[str]) -> list[str]:
     refs = [f"{STASH_REFS}{sha}" for sha in dict.fromkeys(entries)]
     if refs:
         run_git(root, "update-ref", "--stdin", input="".join(f"update {ref} {ref.removeprefix(STASH_REFS)}\n"
-                                                         for ref in refs))
+                                                             for ref in refs))
     return refs
 
 
@@ -245,7 +245,7 @@ def _follow_stashes(store: Storage) -> set[str]:
 
 def _kinds(root: Path, shas: Iterable[str]) -> dict[str, str]:
     listed = run_git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", check=False,
-                  input="".join(f"{sha}\n" for sha in shas)).stdout
+                     input="".join(f"{sha}\n" for sha in shas)).stdout
     return {fields[0]: fields[1] for fields in (line.split() for line in listed.splitlines()) if len(fields) == 2}
 
 

@@ -136,7 +136,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
         if not matching.strip():
             raise InvalidInput("purge --matching: the pattern is empty")
         found = run_git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--",
-                     MEMORIES.rstrip("/")).stdout.split()
+                        MEMORIES.rstrip("/")).stdout.split()
         for path in set(found):
             for blob in _versions(root, reach, path):
                 mid = _id_of(blob)
@@ -145,7 +145,7 @@ def plan(store: Storage, ids: Iterable[str] = (), matching: str | None = None, *
         if not wanted:
             raise NotFound(f"no memory, current or past, holds {matching!r}; nothing to purge")
         elsewhere = set(run_git(root, "log", "--format=", "--name-only", f"-S{matching}", *reach, "--", ".",
-                             f":(exclude){MEMORIES}").stdout.splitlines()) - {""}
+                                f":(exclude){MEMORIES}").stdout.splitlines()) - {""}
     for given in ids:
         try:
             mid = store.get(given).id  # (a memory there now: the catalog knows it)
@@ -491,7 +491,7 @@ def _added_paths(root: Path, refs: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     commit = ""
     for line in run_git(root, "log", "--format=%x00%H", "--name-only", "--diff-filter=AR", *refs, "--",
-                     MEMORIES.rstrip("/")).stdout.splitlines():
+                        MEMORIES.rstrip("/")).stdout.splitlines():
         if line.startswith("\x00"):
             commit = line[1:]
         elif line:
@@ -552,7 +552,7 @@ def _published_without(root: Path, refs: list[str], keys: set[bytes]) -> tuple[d
     written: dict[str, tuple[str, str]] = {}  # blob -> (path, a commit that wrote it)
     commit = ""
     for line in run_git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
-                     PUBLISHED).stdout.splitlines():
+                        PUBLISHED).stdout.splitlines():
         if line.startswith("\x00"):
             commit = line[1:]
         elif line.startswith(":"):
@@ -568,7 +568,7 @@ def _published_without(root: Path, refs: list[str], keys: set[bytes]) -> tuple[d
             paths.add(written[sha][0])
     if blobs:  # (each commit that wrote such a version: a blob can be written by more than one)
         for line in run_git(root, "log", "--format=%x00%H", "--raw", "--no-abbrev", "--no-renames", *refs, "--",
-                         *sorted(paths)).stdout.splitlines():
+                            *sorted(paths)).stdout.splitlines():
             if line.startswith("\x00"):
                 commit = line[1:]
             elif line.startswith(":") and line.split()[3] in blobs:
