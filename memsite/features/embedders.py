@@ -80,8 +80,7 @@ class MiniLMEmbedder:
                 options = onnxruntime.SessionOptions()
                 # One thread a text: a short question embeds faster than on two threads, a memory as fast,
                 # and many texts are embedded side by side instead (see embed_many; docs/benchmarks.md)
-                options.intra_op_num_threads = 1
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                options.intra_op_num_threads = 1  # (no pool of threads, so none to spin between calls)
                 options.log_severity_level = 3  # its warnings are not the user's to act on
                 session = onnxruntime.InferenceSession(str(self.folder / "model.onnx"), options,
                                                        providers=["CPUExecutionProvider"])
